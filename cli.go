@@ -1,0 +1,440 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/mail"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// options are every flag of every command; each command accepts its own
+// subset (command.flags).
+type options struct {
+	DB          string `json:"-"`
+	Addr        string `json:"-"`
+	URL         string `json:"-"`
+	RealmName   string `json:"-"`
+	OwnerEmail  string `json:"-"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	Admin       bool   `json:"admin,omitempty"`
+	Bot         bool   `json:"bot,omitempty"`
+	Private     bool   `json:"private,omitempty"`
+}
+
+// command is one line of SPEC §2's table.
+type command struct {
+	name  string   // "serve", "user add", ...
+	args  string   // positional arguments, for usage
+	nargs int      // how many positional arguments it takes
+	flags []string // flags it accepts besides --db
+	about string
+	// admin commands run against the store: directly, or through the
+	// socket of a server that holds the database.
+	admin func(st *store, args []string, o options, out io.Writer) error
+}
+
+var commands = []command{
+	{name: "serve", flags: []string{"addr", "url", "realm-name", "owner-email"}, about: "serve the API (the default command)"},
+	{name: "user add", args: "EMAIL", nargs: 1, flags: []string{"name", "admin", "bot"}, about: "create an account and print its API key", admin: userAdd},
+	{name: "user list", about: "list accounts: id, e-mail, role, active", admin: userList},
+	{name: "user key", args: "EMAIL", nargs: 1, about: "replace the account's API keys with a new one and remove its push tokens", admin: userKey},
+	{name: "user deactivate", args: "EMAIL", nargs: 1, about: "deactivate an account", admin: userDeactivate},
+	{name: "user reactivate", args: "EMAIL", nargs: 1, about: "reactivate an account", admin: userReactivate},
+	{name: "channel add", args: "NAME", nargs: 1, flags: []string{"private", "description"}, about: "create a channel and print its id", admin: channelAdd},
+	{name: "channel list", about: "list channels: id, name, public/private, description", admin: channelList},
+	{name: "version", about: "print the version"},
+}
+
+// configFlags may also come from ZULITE_* environment variables.
+var configFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true}
+
+// errUsage marks mistakes in the command line (exit status 2).
+var errUsage = errors.New("usage")
+
+// lockTimeout is how long a command waits for a database held by
+// something that is not a zulite server answering on its socket.
+const lockTimeout = time.Second
+
+// run is the whole program: main only calls it.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd, positional, o, err := parseCommandLine(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cmd.name == "version":
+		fmt.Fprintln(stdout, versionText())
+		return nil
+	case cmd.name == "serve":
+		return serve(ctx, o, stdout, stderr)
+	}
+	return runAdmin(cmd, positional, o, stdout)
+}
+
+// parseCommandLine finds the command and parses its flags, which may
+// stand anywhere after "zulite".
+func parseCommandLine(args []string, getenv func(string) string, stderr io.Writer) (command, []string, options, error) {
+	var o options
+	words := positionalArgs(args)
+	cmd, ok := findCommand(words)
+	if !ok {
+		fmt.Fprint(stderr, usageText())
+		return command{}, nil, o, fmt.Errorf("%w: unknown command %q", errUsage, strings.Join(words, " "))
+	}
+	fs := flag.NewFlagSet("zulite "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	defineFlags(fs, &o, append([]string{"db"}, cmd.flags...))
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "ZULITE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(env); v != "" && configFlags[f.Name] && err == nil {
+			if setErr := fs.Set(f.Name, v); setErr != nil {
+				err = fmt.Errorf("%w: %s: %v", errUsage, env, setErr)
+			}
+		}
+	})
+	if err != nil {
+		return command{}, nil, o, err
+	}
+	flags, positional := splitFlags(fs, args)
+	if err := fs.Parse(flags); err != nil {
+		return command{}, nil, o, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if len(words) > 0 { // bare "zulite" is "zulite serve"
+		positional = positional[len(strings.Fields(cmd.name)):]
+	}
+	if len(positional) != cmd.nargs {
+		return command{}, nil, o, fmt.Errorf("%w: zulite %s %s", errUsage, cmd.name, cmd.args)
+	}
+	return cmd, positional, o, nil
+}
+
+// defineFlags declares the named flags on fs, bound to o.
+func defineFlags(fs *flag.FlagSet, o *options, names []string) {
+	for _, name := range names {
+		switch name {
+		case "db":
+			fs.StringVar(&o.DB, name, "zulite.db", "database file (env ZULITE_DB)")
+		case "addr":
+			fs.StringVar(&o.Addr, name, "127.0.0.1:9991", "address to listen on (env ZULITE_ADDR)")
+		case "url":
+			fs.StringVar(&o.URL, name, "", "public base URL reported to clients (env ZULITE_URL; default http:// + the address)")
+		case "realm-name":
+			fs.StringVar(&o.RealmName, name, "zulite", "organisation name shown to clients (env ZULITE_REALM_NAME)")
+		case "owner-email":
+			fs.StringVar(&o.OwnerEmail, name, "owner@zulite.localhost", "e-mail of the owner account made on first start (env ZULITE_OWNER_EMAIL)")
+		case "name":
+			fs.StringVar(&o.Name, name, "", "full name (default: the e-mail's local part)")
+		case "description":
+			fs.StringVar(&o.Description, name, "", "channel description")
+		case "admin":
+			fs.BoolVar(&o.Admin, name, false, "make the account an administrator")
+		case "bot":
+			fs.BoolVar(&o.Bot, name, false, "make the account a bot")
+		case "private":
+			fs.BoolVar(&o.Private, name, false, "make the channel private")
+		}
+	}
+}
+
+// valueFlags are the flags, of any command, that take a value: needed to
+// tell a flag's value from a command word before the command is known.
+var valueFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "name": true, "description": true}
+
+// positionalArgs returns the arguments that are not flags or their values.
+func positionalArgs(args []string) []string {
+	var words []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(words, args[i+1:]...)
+		}
+		if len(a) > 1 && a[0] == '-' {
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && valueFlags[name] {
+				i++
+			}
+			continue
+		}
+		words = append(words, a)
+	}
+	return words
+}
+
+// splitFlags separates flags (with their values) from positional
+// arguments, using fs to know which flags take a value.
+func splitFlags(fs *flag.FlagSet, args []string) (flags, positional []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return flags, append(positional, args[i+1:]...)
+		}
+		if len(a) <= 1 || a[0] != '-' {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return flags, positional
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+func findCommand(words []string) (command, bool) {
+	if len(words) == 0 {
+		return commands[0], true
+	}
+	for _, c := range commands {
+		parts := strings.Fields(c.name)
+		if len(words) >= len(parts) && strings.Join(words[:len(parts)], " ") == c.name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func usageText() string {
+	var b strings.Builder
+	b.WriteString("usage: zulite [command] [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		line := strings.TrimSpace(c.name + " " + c.args)
+		fmt.Fprintf(&b, "  %-26s %s\n", line, c.about)
+	}
+	b.WriteString("\nEvery command takes --db PATH (env ZULITE_DB, default zulite.db).\n")
+	return b.String()
+}
+
+func versionText() string {
+	version, details := "devel", ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if info.Main.Version != "" && info.Main.Version != "(devel)" {
+			version = info.Main.Version
+		}
+		details = " " + info.GoVersion
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				details += " " + s.Value
+			}
+		}
+	}
+	return fmt.Sprintf("zulite %s (Zulip API %s, feature level %d;%s)", version, zulipVersion, zulipFeatureLevel, details)
+}
+
+// runAdmin runs an admin command through a running server's socket, or
+// on the database file directly when no server holds it.
+func runAdmin(cmd command, args []string, o options, stdout io.Writer) error {
+	if conn, err := net.DialTimeout("unix", socketPath(o.DB), lockTimeout); err == nil {
+		defer conn.Close()
+		return adminOverSocket(conn, cmd, args, o, stdout)
+	}
+	st, err := openStore(o.DB, lockTimeout)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	return cmd.admin(st, args, o, stdout)
+}
+
+func socketPath(db string) string { return db + ".sock" }
+
+// adminRequest is one admin command sent over the socket.
+type adminRequest struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	Options options  `json:"options"`
+}
+
+type adminResponse struct {
+	Output string `json:"output"`
+	Error  string `json:"error,omitempty"`
+}
+
+func adminOverSocket(conn net.Conn, cmd command, args []string, o options, stdout io.Writer) error {
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := json.NewEncoder(conn).Encode(adminRequest{cmd.name, args, o}); err != nil {
+		return fmt.Errorf("talk to the server on %s: %w", socketPath(o.DB), err)
+	}
+	var resp adminResponse
+	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&resp); err != nil {
+		return fmt.Errorf("talk to the server on %s: %w", socketPath(o.DB), err)
+	}
+	io.WriteString(stdout, resp.Output)
+	if resp.Error != "" {
+		return errors.New(resp.Error)
+	}
+	return nil
+}
+
+// serveAdminConn answers one admin request on the server's socket.
+func serveAdminConn(st *store, conn net.Conn) {
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	var req adminRequest
+	var resp adminResponse
+	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&req); err != nil {
+		return
+	}
+	cmd, ok := findCommand(strings.Fields(req.Command))
+	if !ok || cmd.admin == nil || cmd.name != req.Command || len(req.Args) != cmd.nargs {
+		resp.Error = "unknown admin command " + strconv.Quote(req.Command)
+	} else {
+		var out strings.Builder
+		if err := cmd.admin(st, req.Args, req.Options, &out); err != nil {
+			resp.Error = err.Error()
+		}
+		resp.Output = out.String()
+	}
+	json.NewEncoder(conn).Encode(resp)
+}
+
+// ---- admin commands ----
+
+func userAdd(st *store, args []string, o options, out io.Writer) error {
+	email := args[0]
+	if err := checkEmail(email); err != nil {
+		return err
+	}
+	name := o.Name
+	if name == "" {
+		name, _, _ = strings.Cut(email, "@")
+	}
+	role := roleMember
+	if o.Admin {
+		role = roleAdmin
+	}
+	_, key, err := st.createUser(email, name, role, o.Bot)
+	if err != nil {
+		return fmt.Errorf("user add %s: %w", email, err)
+	}
+	fmt.Fprintln(out, key)
+	return nil
+}
+
+func checkEmail(email string) error {
+	addr, err := mail.ParseAddress(email)
+	if err != nil || addr.Address != email {
+		return fmt.Errorf("%q is not a valid e-mail address", email)
+	}
+	return nil
+}
+
+func userList(st *store, _ []string, _ options, out io.Writer) error {
+	users, err := st.users()
+	if err != nil {
+		return err
+	}
+	for _, u := range users {
+		state := "active"
+		if !u.Active {
+			state = "deactivated"
+		}
+		fmt.Fprintf(out, "%d\t%s\t%s\t%s\n", u.ID, u.Email, roleName(u), state)
+	}
+	return nil
+}
+
+func roleName(u user) string {
+	switch {
+	case u.Bot:
+		return "bot"
+	case u.Role == roleOwner:
+		return "owner"
+	case u.Role == roleAdmin:
+		return "admin"
+	case u.Role == roleGuest:
+		return "guest"
+	}
+	return "member"
+}
+
+func userKey(st *store, args []string, _ options, out io.Writer) error {
+	key, err := st.regenerateKey(args[0])
+	if err != nil {
+		return fmt.Errorf("user key %s: %w", args[0], err)
+	}
+	fmt.Fprintln(out, key)
+	return nil
+}
+
+func userDeactivate(st *store, args []string, _ options, _ io.Writer) error {
+	if err := st.setActive(args[0], false); err != nil {
+		return fmt.Errorf("user deactivate %s: %w", args[0], err)
+	}
+	return nil
+}
+
+func userReactivate(st *store, args []string, _ options, _ io.Writer) error {
+	if err := st.setActive(args[0], true); err != nil {
+		return fmt.Errorf("user reactivate %s: %w", args[0], err)
+	}
+	return nil
+}
+
+func channelAdd(st *store, args []string, o options, out io.Writer) error {
+	spec := channelSpec{Name: strings.TrimSpace(args[0]), Description: o.Description}
+	if err := validateChannel(spec); err != nil {
+		return fmt.Errorf("channel add: %s", asAPIError(err).msg)
+	}
+	ch, err := st.createChannel(spec.Name, spec.Description, o.Private, 0)
+	if err != nil {
+		return fmt.Errorf("channel add %s: %w", spec.Name, err)
+	}
+	fmt.Fprintln(out, ch.ID)
+	return nil
+}
+
+func channelList(st *store, _ []string, _ options, out io.Writer) error {
+	channels, err := st.channels()
+	if err != nil {
+		return err
+	}
+	for _, ch := range channels {
+		access := "public"
+		if ch.Private {
+			access = "private"
+		}
+		fmt.Fprintf(out, "%d\t%s\t%s\t%s\n", ch.ID, ch.Name, access, ch.Description)
+	}
+	return nil
+}
+
+// writeZuliprc writes the bootstrap credentials as Zulip's clients read
+// them, readable by the owner only.
+func writeZuliprc(path, email, key, site string) error {
+	content := fmt.Sprintf("[api]\nemail=%s\nkey=%s\nsite=%s\n", email, key, site)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,794 @@
+package main
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"html"
+	"log/slog"
+	"net/http"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// zulite answers as this Zulip release: the newest feature level whose
+// documented behaviour matches zulite's on every route it serves (see the
+// README for why 278).
+const (
+	zulipVersion      = "9.2"
+	zulipFeatureLevel = 278
+)
+
+// server is the HTTP surface. Handlers read parameters, validate, call
+// one store method and answer; they never touch bbolt.
+type server struct {
+	store     *store
+	log       *slog.Logger
+	baseURL   string // --url, without a trailing slash
+	realmName string
+	maxBody   int64
+}
+
+// routes is the whole API surface, one line a route.
+func (s *server) routes() http.Handler {
+	mux := http.NewServeMux()
+	allowed := map[string][]string{} // path → methods, for 405 answers
+	handle := func(pattern string, h http.Handler) {
+		method, p, _ := strings.Cut(pattern, " ")
+		allowed[p] = append(allowed[p], method)
+		mux.Handle(pattern, h)
+	}
+
+	handle("GET /api/v1/server_settings", s.public(s.serverSettings))
+	handle("GET /api/v1/users/me", s.api(s.ownUser))
+	handle("POST /api/v1/users/me/apns_device_token", s.api(s.addAPNsToken))
+	handle("DELETE /api/v1/users/me/apns_device_token", s.api(s.removeAPNsToken))
+	handle("POST /api/v1/users/me/android_gcm_reg_id", s.api(s.addFCMToken))
+	handle("DELETE /api/v1/users/me/android_gcm_reg_id", s.api(s.removeFCMToken))
+	handle("GET /api/v1/users/me/subscriptions", s.api(s.listSubscriptions))
+	handle("POST /api/v1/users/me/subscriptions", s.api(s.subscribe))
+	handle("DELETE /api/v1/users/me/subscriptions", s.api(s.unsubscribe))
+	handle("GET /api/v1/streams", s.api(s.listChannels))
+	handle("GET /api/v1/get_stream_id", s.api(s.channelID))
+	handle("POST /api/v1/messages", s.api(s.sendMessage))
+	handle("POST /api/v1/mark_stream_as_read", s.api(s.markStreamAsRead))
+
+	for p, methods := range allowed {
+		mux.Handle(p, methodNotAllowed(methods))
+	}
+	mux.Handle("/", s.notFound())
+	return withCleanPath(mux)
+}
+
+// withCleanPath serves //api/v1/x as /api/v1/x instead of letting the mux
+// redirect it: a redirected POST hangs zulip-js.
+func withCleanPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if clean := path.Clean("/" + r.URL.Path); clean != r.URL.Path {
+			r2 := *r
+			u := *r.URL
+			u.Path, u.RawPath = clean, ""
+			r2.URL = &u
+			r = &r2
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// methodNotAllowed answers a known path asked with the wrong method,
+// before any authentication.
+func methodNotAllowed(methods []string) http.Handler {
+	methods = slices.Sorted(slices.Values(methods))
+	e := &apiError{
+		status: http.StatusMethodNotAllowed,
+		msg:    "Method Not Allowed",
+		extra:  []field{{"allowed_methods", methods}},
+	}
+	allow := strings.Join(methods, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, nil, r, e)
+	})
+}
+
+func (s *server) notFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, s.log, r, errNotFound)
+	})
+}
+
+// apiRequest is what a handler gets: the caller and the parameters.
+type apiRequest struct {
+	*http.Request
+	user   user
+	params *params
+}
+
+// apiHandler returns the data of a success envelope, or an error.
+type apiHandler func(r *apiRequest) (any, error)
+
+// api serves an authenticated route: authentication, then parameters,
+// then the handler; the answer is the Zulip envelope either way.
+func (s *server) api(h apiHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, err := s.authenticate(r)
+		if err != nil {
+			writeError(w, s.log, r, err)
+			return
+		}
+		s.serve(w, r, u, h, true)
+	})
+}
+
+// public serves a route without authentication. Its only route is
+// server_settings, which never reports ignored parameters.
+func (s *server) public(h apiHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.serve(w, r, user{}, h, false)
+	})
+}
+
+func (s *server) serve(w http.ResponseWriter, r *http.Request, u user, h apiHandler, reportIgnored bool) {
+	p, err := readParams(w, r, s.maxBody)
+	if err != nil {
+		writeError(w, s.log, r, err)
+		return
+	}
+	data, err := h(&apiRequest{Request: r, user: u, params: p})
+	if err != nil {
+		writeError(w, s.log, r, err)
+		return
+	}
+	var ignored []string
+	if reportIgnored {
+		ignored = p.ignored()
+	}
+	if err := writeSuccess(w, data, ignored); err != nil {
+		writeError(w, s.log, r, internalError(err))
+	}
+}
+
+// storeErrors maps the store's sentinels to what clients are told, in
+// one place. Errors that name a channel are built in channelError.
+var storeErrors = map[error]*apiError{
+	errTokenNotFound: badRequest("Token does not exist"),
+	errNoSuchUser:    badRequest("No such user"),
+	errEmailTaken:    badRequest("Email is already in use."),
+}
+
+// ---- server settings and the caller ----
+
+type serverSettings struct {
+	AuthenticationMethods         map[string]bool `json:"authentication_methods"`
+	ExternalAuthenticationMethods []struct{}      `json:"external_authentication_methods"`
+	ZulipFeatureLevel             int             `json:"zulip_feature_level"`
+	ZulipVersion                  string          `json:"zulip_version"`
+	ZulipMergeBase                string          `json:"zulip_merge_base"`
+	PushNotificationsEnabled      bool            `json:"push_notifications_enabled"`
+	IsIncompatible                bool            `json:"is_incompatible"`
+	EmailAuthEnabled              bool            `json:"email_auth_enabled"`
+	RequireEmailFormatUsernames   bool            `json:"require_email_format_usernames"`
+	RealmURI                      string          `json:"realm_uri"`
+	RealmURL                      string          `json:"realm_url"`
+	RealmName                     string          `json:"realm_name"`
+	RealmIcon                     string          `json:"realm_icon"`
+	RealmDescription              string          `json:"realm_description"`
+	RealmWebPublicAccessEnabled   bool            `json:"realm_web_public_access_enabled"`
+}
+
+// serverSettings serves GET /api/v1/server_settings: what a client needs
+// before it logs in, with Zulip's fields and no others.
+func (s *server) serverSettings(r *apiRequest) (any, error) {
+	methods := map[string]bool{}
+	for _, m := range []string{"password", "dev", "email", "ldap", "remoteuser", "github", "azuread", "gitlab", "apple", "google", "saml", "openid connect"} {
+		methods[m] = false
+	}
+	return serverSettings{
+		AuthenticationMethods:         methods,
+		ExternalAuthenticationMethods: []struct{}{},
+		ZulipFeatureLevel:             zulipFeatureLevel,
+		ZulipVersion:                  zulipVersion,
+		ZulipMergeBase:                zulipVersion,
+		RequireEmailFormatUsernames:   true,
+		RealmURI:                      s.baseURL,
+		RealmURL:                      s.baseURL,
+		RealmName:                     s.realmName,
+		RealmIcon:                     s.baseURL + "/static/images/logo/zulip-icon-128x128.png",
+	}, nil
+}
+
+type ownUser struct {
+	UserID         uint64          `json:"user_id"`
+	Email          string          `json:"email"`
+	DeliveryEmail  string          `json:"delivery_email"`
+	FullName       string          `json:"full_name"`
+	IsAdmin        bool            `json:"is_admin"`
+	IsOwner        bool            `json:"is_owner"`
+	IsGuest        bool            `json:"is_guest"`
+	IsBillingAdmin bool            `json:"is_billing_admin"`
+	IsBot          bool            `json:"is_bot"`
+	BotType        *int            `json:"bot_type,omitempty"`
+	BotOwnerID     *uint64         `json:"bot_owner_id,omitempty"`
+	IsActive       bool            `json:"is_active"`
+	Role           int             `json:"role"`
+	DateJoined     string          `json:"date_joined"`
+	Timezone       string          `json:"timezone"`
+	AvatarURL      string          `json:"avatar_url"`
+	AvatarVersion  int             `json:"avatar_version"`
+	ProfileData    *map[string]any `json:"profile_data,omitempty"`
+	MaxMessageID   int64           `json:"max_message_id"`
+}
+
+// ownUser serves GET /api/v1/users/me.
+func (s *server) ownUser(r *apiRequest) (any, error) {
+	maxID, err := s.store.maxMessageID()
+	if err != nil {
+		return nil, err
+	}
+	u := r.user
+	me := ownUser{
+		UserID:        u.ID,
+		Email:         u.Email,
+		DeliveryEmail: u.Email,
+		FullName:      u.FullName,
+		IsAdmin:       u.isAdmin(),
+		IsOwner:       u.Role == roleOwner,
+		IsGuest:       u.Role == roleGuest,
+		IsBot:         u.Bot,
+		IsActive:      u.Active,
+		Role:          u.Role,
+		DateJoined:    time.Unix(u.Joined, 0).UTC().Format("2006-01-02T15:04:05+00:00"),
+		AvatarURL:     gravatarURL(u.Email),
+		AvatarVersion: 1,
+		MaxMessageID:  -1,
+	}
+	if maxID > 0 {
+		me.MaxMessageID = int64(maxID)
+	}
+	if u.Bot {
+		genericBot := 1
+		me.BotType = &genericBot
+	} else {
+		me.ProfileData = &map[string]any{}
+	}
+	return me, nil
+}
+
+// gravatarURL is Zulip's default avatar for an account.
+func gravatarURL(email string) string {
+	sum := md5.Sum([]byte(strings.ToLower(email)))
+	return "https://secure.gravatar.com/avatar/" + hex.EncodeToString(sum[:]) + "?d=identicon&version=1"
+}
+
+// ---- push tokens ----
+
+const maxPushTokenLength = 4096
+
+// appIDPattern is what Zulip accepts as an iOS app id.
+var appIDPattern = regexp.MustCompile(`^[.a-zA-Z0-9-]+$`)
+
+var errBotRequest = badRequest("This endpoint does not accept bot requests.")
+
+// addAPNsToken serves POST /api/v1/users/me/apns_device_token.
+func (s *server) addAPNsToken(r *apiRequest) (any, error) { return s.addPushToken(r, pushAPNs) }
+
+// addFCMToken serves POST /api/v1/users/me/android_gcm_reg_id.
+func (s *server) addFCMToken(r *apiRequest) (any, error) { return s.addPushToken(r, pushFCM) }
+
+// removeAPNsToken serves DELETE /api/v1/users/me/apns_device_token.
+func (s *server) removeAPNsToken(r *apiRequest) (any, error) { return s.removePushToken(r, pushAPNs) }
+
+// removeFCMToken serves DELETE /api/v1/users/me/android_gcm_reg_id.
+func (s *server) removeFCMToken(r *apiRequest) (any, error) { return s.removePushToken(r, pushFCM) }
+
+func (s *server) addPushToken(r *apiRequest, kind pushKind) (any, error) {
+	if r.user.Bot {
+		return nil, errBotRequest
+	}
+	token, err := r.params.requiredString("token")
+	if err != nil {
+		return nil, err
+	}
+	t := pushToken{Kind: kind, Token: token}
+	if kind == pushAPNs {
+		if t.AppID, err = r.params.matchString("appid", appIDPattern, "org.zulip.Zulip"); err != nil {
+			return nil, err
+		}
+	}
+	if err := validatePushToken(kind, token); err != nil {
+		return nil, err
+	}
+	return nil, s.store.addPushToken(r.user.ID, t)
+}
+
+func (s *server) removePushToken(r *apiRequest, kind pushKind) (any, error) {
+	if r.user.Bot {
+		return nil, errBotRequest
+	}
+	token, err := r.params.requiredString("token")
+	if err != nil {
+		return nil, err
+	}
+	if err := validatePushToken(kind, token); err != nil {
+		return nil, err
+	}
+	return nil, s.store.removePushToken(r.user.ID, kind, token)
+}
+
+// validatePushToken applies Zulip's checks: a length, and for Apple
+// tokens, hex.
+func validatePushToken(kind pushKind, token string) error {
+	if token == "" || utf8.RuneCountInString(token) > maxPushTokenLength {
+		return badRequest("Empty or invalid length token")
+	}
+	if kind == pushAPNs && !isHexToken(token) {
+		return badRequest("Invalid APNS token")
+	}
+	return nil
+}
+
+// isHexToken is Python's bytes.fromhex, which Zulip uses: pairs of hex
+// digits, with ASCII whitespace allowed between pairs and at the ends.
+func isHexToken(s string) bool {
+	for i := 0; i < len(s); {
+		if isASCIISpace(s[i]) {
+			i++
+			continue
+		}
+		if i+1 >= len(s) || !isHexDigit(s[i]) || !isHexDigit(s[i+1]) {
+			return false
+		}
+		i += 2
+	}
+	return true
+}
+
+func isASCIISpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// ---- channels and subscriptions ----
+
+const (
+	maxChannelNameLength        = 60
+	maxChannelDescriptionLength = 1024
+)
+
+// streamObject is Zulip's channel object, as GET /streams answers it.
+type streamObject struct {
+	StreamID                   uint64  `json:"stream_id"`
+	Name                       string  `json:"name"`
+	Description                string  `json:"description"`
+	RenderedDescription        string  `json:"rendered_description"`
+	DateCreated                int64   `json:"date_created"`
+	CreatorID                  *uint64 `json:"creator_id"`
+	InviteOnly                 bool    `json:"invite_only"`
+	IsWebPublic                bool    `json:"is_web_public"`
+	HistoryPublicToSubscribers bool    `json:"history_public_to_subscribers"`
+	FirstMessageID             *uint64 `json:"first_message_id"`
+	MessageRetentionDays       *int    `json:"message_retention_days"`
+	StreamPostPolicy           int     `json:"stream_post_policy"`
+	IsAnnouncementOnly         bool    `json:"is_announcement_only"`
+	CanRemoveSubscribersGroup  int     `json:"can_remove_subscribers_group"`
+	StreamWeeklyTraffic        *int    `json:"stream_weekly_traffic"`
+}
+
+func newStreamObject(ch channel) streamObject {
+	o := streamObject{
+		StreamID:                   ch.ID,
+		Name:                       ch.Name,
+		Description:                ch.Description,
+		RenderedDescription:        renderDescription(ch.Description),
+		DateCreated:                ch.Created,
+		InviteOnly:                 ch.Private,
+		HistoryPublicToSubscribers: !ch.Private,
+		StreamPostPolicy:           1,
+	}
+	if ch.CreatorID != 0 {
+		id := ch.CreatorID
+		o.CreatorID = &id
+	}
+	return o
+}
+
+// subscriptionObject is Zulip's subscription object.
+type subscriptionObject struct {
+	streamObject
+	Color                  string   `json:"color"`
+	IsMuted                bool     `json:"is_muted"`
+	InHomeView             bool     `json:"in_home_view"`
+	PinToTop               bool     `json:"pin_to_top"`
+	DesktopNotifications   *bool    `json:"desktop_notifications"`
+	AudibleNotifications   *bool    `json:"audible_notifications"`
+	PushNotifications      *bool    `json:"push_notifications"`
+	EmailNotifications     *bool    `json:"email_notifications"`
+	WildcardMentionsNotify *bool    `json:"wildcard_mentions_notify"`
+	Subscribers            []uint64 `json:"subscribers,omitempty"`
+}
+
+// listSubscriptions serves GET /api/v1/users/me/subscriptions.
+func (s *server) listSubscriptions(r *apiRequest) (any, error) {
+	withSubscribers, err := r.params.optionalBool("include_subscribers", false)
+	if err != nil {
+		return nil, err
+	}
+	subs, err := s.store.subscriptions(r.user.ID)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]subscriptionObject, 0, len(subs))
+	for _, sub := range subs {
+		o := subscriptionObject{streamObject: newStreamObject(sub.channel), Color: sub.Color, InHomeView: true}
+		if withSubscribers {
+			o.Subscribers = append([]uint64{}, sub.Subscribers...)
+		}
+		list = append(list, o)
+	}
+	return struct {
+		Subscriptions []subscriptionObject `json:"subscriptions"`
+	}{list}, nil
+}
+
+// subscribe serves POST /api/v1/users/me/subscriptions: it subscribes the
+// caller, creating channels that do not exist yet.
+func (s *server) subscribe(r *apiRequest) (any, error) {
+	raw, err := r.params.requiredJSON("subscriptions")
+	if err != nil {
+		return nil, err
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, badRequest("subscriptions is not a list")
+	}
+	specs := make([]channelSpec, 0, len(list))
+	for i, item := range list {
+		obj, ok := item.(map[string]any)
+		if !ok {
+			return nil, badRequest("subscriptions[" + strconv.Itoa(i) + "] is not a dict")
+		}
+		name, ok := obj["name"].(string)
+		if !ok {
+			return nil, badRequest("name key is missing from subscriptions[" + strconv.Itoa(i) + "]")
+		}
+		description, _ := obj["description"].(string)
+		spec := channelSpec{Name: strings.TrimSpace(name), Description: description}
+		if err := validateChannel(spec); err != nil {
+			return nil, err
+		}
+		specs = append(specs, spec)
+	}
+	inviteOnly, err := r.params.optionalBool("invite_only", false)
+	if err != nil {
+		return nil, err
+	}
+	subscribed, already, err := s.store.subscribe(r.user, specs, inviteOnly)
+	if err != nil {
+		return nil, channelError(err)
+	}
+	byEmail := func(names []string) map[string][]string {
+		m := map[string][]string{}
+		if len(names) > 0 {
+			m[r.user.Email] = names
+		}
+		return m
+	}
+	return struct {
+		Subscribed        map[string][]string `json:"subscribed"`
+		AlreadySubscribed map[string][]string `json:"already_subscribed"`
+	}{byEmail(subscribed), byEmail(already)}, nil
+}
+
+func validateChannel(spec channelSpec) error {
+	switch {
+	case spec.Name == "":
+		return badRequest("Channel name can't be empty.")
+	case utf8.RuneCountInString(spec.Name) > maxChannelNameLength:
+		return badRequest("Channel name too long (limit: " + strconv.Itoa(maxChannelNameLength) + " characters).")
+	case strings.ContainsFunc(spec.Name, isUnsafeChar):
+		i := strings.IndexFunc(spec.Name, isUnsafeChar)
+		return badRequest("Invalid character in channel name, at position " + runePosition(spec.Name, i) + ".")
+	case utf8.RuneCountInString(spec.Description) > maxChannelDescriptionLength:
+		return badRequest("description is too long (limit: " + strconv.Itoa(maxChannelDescriptionLength) + " characters)")
+	}
+	return nil
+}
+
+// isUnsafeChar is what Zulip refuses in names and topics: control
+// characters, surrogates and non-characters.
+func isUnsafeChar(r rune) bool {
+	return unicode.IsControl(r) || r == utf8.RuneError || (r >= 0xfdd0 && r <= 0xfdef) || r&0xfffe == 0xfffe
+}
+
+// unsubscribe serves DELETE /api/v1/users/me/subscriptions.
+func (s *server) unsubscribe(r *apiRequest) (any, error) {
+	names, err := stringList(r.params, "subscriptions")
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range names {
+		names[i] = strings.TrimSpace(name)
+		if err := validateChannel(channelSpec{Name: names[i]}); err != nil {
+			return nil, err
+		}
+	}
+	removed, notRemoved, err := s.store.unsubscribe(r.user, names)
+	var named *namedError
+	if errors.As(err, &named) && errors.Is(err, errNoSuchChannel) {
+		return nil, badRequest("Channel(s) (" + named.name + ") do not exist")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Removed    []string `json:"removed"`
+		NotRemoved []string `json:"not_removed"`
+	}{nonNil(removed), nonNil(notRemoved)}, nil
+}
+
+// listChannels serves GET /api/v1/streams: the channels the caller may
+// see, public and subscribed ones by default.
+func (s *server) listChannels(r *apiRequest) (any, error) {
+	var f channelFilter
+	var err error
+	if f.Public, err = r.params.optionalBool("include_public", true); err != nil {
+		return nil, err
+	}
+	if f.Subscribed, err = r.params.optionalBool("include_subscribed", true); err != nil {
+		return nil, err
+	}
+	if f.AllActive, err = r.params.optionalBool("include_all_active", false); err != nil {
+		return nil, err
+	}
+	if f.AllActive && !r.user.isAdmin() {
+		return nil, badRequest("User not authorized for this query")
+	}
+	channels, err := s.store.visibleChannels(r.user, f)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]streamObject, 0, len(channels))
+	for _, ch := range channels {
+		list = append(list, newStreamObject(ch))
+	}
+	return struct {
+		Streams []streamObject `json:"streams"`
+	}{list}, nil
+}
+
+// channelID serves GET /api/v1/get_stream_id.
+func (s *server) channelID(r *apiRequest) (any, error) {
+	name, err := r.params.requiredString("stream")
+	if err != nil {
+		return nil, err
+	}
+	ch, err := s.store.accessibleChannel(r.user, name)
+	if err != nil {
+		return nil, channelError(err)
+	}
+	return struct {
+		StreamID uint64 `json:"stream_id"`
+	}{ch.ID}, nil
+}
+
+// channelError words the store's channel errors as Zulip does.
+func channelError(err error) error {
+	var named *namedError
+	if !errors.As(err, &named) {
+		return err
+	}
+	switch {
+	case errors.Is(err, errNoSuchChannel):
+		return badRequest("Invalid channel name '" + named.name + "'")
+	case errors.Is(err, errChannelExists):
+		return badRequest("Channel name already in use.")
+	case errors.Is(err, errChannelForbidden):
+		return badRequest("Unable to access channel (" + named.name + ").")
+	}
+	return err
+}
+
+// ---- messages and read state ----
+
+const (
+	maxTopicLength   = 60
+	maxMessageLength = 10000
+)
+
+// sendMessage serves POST /api/v1/messages for channel messages, with
+// Zulip's checks in Zulip's order.
+func (s *server) sendMessage(r *apiRequest) (any, error) {
+	kind, err := r.params.requiredString("type")
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "stream", "channel":
+	case "private", "direct":
+		return nil, badRequest("Direct messages are not supported")
+	default:
+		return nil, badRequest("Invalid message type")
+	}
+	content, err := r.params.requiredString("content")
+	if err != nil {
+		return nil, err
+	}
+	to, err := messageTarget(r.params)
+	if err != nil {
+		return nil, err
+	}
+	topic, ok := r.params.lookup("topic")
+	if !ok {
+		if topic, ok = r.params.lookup("subject"); !ok {
+			return nil, badRequest("Missing topic")
+		}
+	}
+	topic = strings.TrimSpace(topic)
+	if topic == "" {
+		return nil, badRequest("Topic can't be empty!")
+	}
+	if i := strings.IndexFunc(topic, isUnsafeChar); i >= 0 {
+		return nil, badRequest("Invalid character in topic, at position " + runePosition(topic, i) + "!")
+	}
+	if strings.Contains(content, "\x00") {
+		return nil, badRequest("Message must not contain null bytes")
+	}
+	content = strings.TrimLeft(strings.TrimRightFunc(content, unicode.IsSpace), "\n")
+	if content == "" {
+		return nil, badRequest("Message must not be empty")
+	}
+	client, _ := r.params.lookup("client")
+	id, err := s.store.sendMessage(r.user, to, truncateTopic(topic), truncateContent(content), client)
+	var named *namedError
+	errors.As(err, &named)
+	switch {
+	case errors.Is(err, errNoSuchChannel):
+		return nil, noSuchChannel(to)
+	case errors.Is(err, errChannelForbidden):
+		return nil, badRequest("Not authorized to send to channel '" + named.name + "'")
+	case err != nil:
+		return nil, err
+	}
+	return struct {
+		ID uint64 `json:"id"`
+	}{id}, nil
+}
+
+// noSuchChannel is Zulip's STREAM_DOES_NOT_EXIST error, by name or by id.
+func noSuchChannel(to channelRef) *apiError {
+	e := &apiError{status: http.StatusBadRequest, code: "STREAM_DOES_NOT_EXIST"}
+	if to.Name != "" {
+		e.msg = "Channel '" + html.EscapeString(to.Name) + "' does not exist"
+		e.extra = []field{{"stream", to.Name}}
+	} else {
+		e.msg = "Channel with ID '" + strconv.FormatUint(to.ID, 10) + "' does not exist"
+		e.extra = []field{{"stream_id", to.ID}}
+	}
+	return e
+}
+
+// truncateTopic shortens a topic over the limit as Zulip does, with "...".
+func truncateTopic(topic string) string {
+	if utf8.RuneCountInString(topic) <= maxTopicLength {
+		return topic
+	}
+	runes := []rune(topic)
+	return string(runes[:maxTopicLength-3]) + "..."
+}
+
+// truncateContent shortens content over the limit as Zulip does, marking
+// the cut. The limit is in bytes, cut at a character boundary.
+func truncateContent(content string) string {
+	const marker = "\n[message truncated]"
+	if len(content) <= maxMessageLength {
+		return content
+	}
+	cut := maxMessageLength - len(marker)
+	for cut > 0 && !utf8.RuneStart(content[cut]) {
+		cut--
+	}
+	return content[:cut] + marker
+}
+
+// messageTarget reads `to`: a channel id, a name, or a JSON list holding
+// exactly one of them. Text that is not JSON is a channel name.
+func messageTarget(p *params) (channelRef, error) {
+	raw, _ := p.lookup("to")
+	if strings.TrimSpace(raw) == "" {
+		return channelRef{}, badRequest("Missing channel")
+	}
+	parsed, err := decodeJSON("to", raw)
+	if err != nil {
+		return channelRef{Name: strings.TrimSpace(raw)}, nil
+	}
+	if list, ok := parsed.([]any); ok {
+		if len(list) != 1 {
+			return channelRef{}, badRequest("Expected exactly one channel")
+		}
+		parsed = list[0]
+	}
+	if id, ok := jsonInt(parsed); ok && id > 0 {
+		return channelRef{ID: uint64(id)}, nil
+	}
+	if name, ok := parsed.(string); ok && strings.TrimSpace(name) != "" {
+		return channelRef{Name: strings.TrimSpace(name)}, nil
+	}
+	if _, ok := jsonInt(parsed); ok {
+		return channelRef{}, noSuchChannel(channelRef{Name: raw})
+	}
+	return channelRef{}, badRequest("Invalid data type for channel")
+}
+
+// runePosition is the 1-based character position of byte offset i.
+func runePosition(s string, i int) string {
+	return strconv.Itoa(utf8.RuneCountInString(s[:i]) + 1)
+}
+
+// markStreamAsRead serves POST /api/v1/mark_stream_as_read (deprecated in
+// Zulip in favour of POST /messages/flags/narrow).
+func (s *server) markStreamAsRead(r *apiRequest) (any, error) {
+	channelID, err := r.params.requiredInt("stream_id")
+	if err != nil {
+		return nil, err
+	}
+	if channelID <= 0 {
+		return nil, errInvalidChannelID
+	}
+	err = s.store.markChannelRead(r.user, uint64(channelID))
+	if errors.Is(err, errNoSuchChannel) {
+		return nil, errInvalidChannelID
+	}
+	return nil, err
+}
+
+var errInvalidChannelID = badRequest("Invalid channel ID")
+
+// ---- helpers ----
+
+// stringList reads a required JSON list of strings.
+func stringList(p *params, name string) ([]string, error) {
+	raw, err := p.requiredJSON(name)
+	if err != nil {
+		return nil, err
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, badRequest(name + " is not a list")
+	}
+	out := make([]string, 0, len(list))
+	for i, item := range list {
+		s, ok := item.(string)
+		if !ok {
+			return nil, badRequest(name + "[" + strconv.Itoa(i) + "] is not a string")
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func nonNil(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
+}
+
+// renderDescription is the minimal safe rendering of a description: the
+// text HTML-escaped in a paragraph (the binary carries no Markdown).
+func renderDescription(text string) string {
+	if text == "" {
+		return ""
+	}
+	return "<p>" + htmlEscaper.Replace(text) + "</p>"
+}
+
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;")

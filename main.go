@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "zulite:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+const (
+	defaultMaxBody  = 1 << 20 // 1 MiB, SPEC §3
+	shutdownTimeout = 10 * time.Second
+)
+
+// serve runs the API until ctx ends (SIGINT or SIGTERM), then finishes
+// in-flight requests and closes the database.
+func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	st, err := openStore(o.DB, lockTimeout)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	baseURL := strings.TrimRight(o.URL, "/")
+	if baseURL == "" {
+		baseURL = "http://" + ln.Addr().String()
+	}
+	if err := bootstrap(st, o, baseURL, stdout); err != nil {
+		return err
+	}
+
+	admin, err := listenAdmin(socketPath(o.DB))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	go func() {
+		for {
+			conn, err := admin.Accept()
+			if err != nil {
+				return
+			}
+			go serveAdminConn(st, conn)
+		}
+	}()
+
+	s := &server{store: st, log: log, baseURL: baseURL, realmName: o.RealmName, maxBody: defaultMaxBody}
+	srv := &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      90 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "url", baseURL, "db", o.DB)
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	admin.Close()
+	if err := st.close(); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// bootstrap makes the owner account when the database has none, and
+// hands its key over once: on stdout and in a zuliprc beside the database.
+func bootstrap(st *store, o options, baseURL string, stdout io.Writer) error {
+	n, err := st.userCount()
+	if err != nil || n > 0 {
+		return err
+	}
+	if err := checkEmail(o.OwnerEmail); err != nil {
+		return err
+	}
+	owner, key, err := st.createUser(o.OwnerEmail, "Owner", roleOwner, false)
+	if err != nil {
+		return fmt.Errorf("create owner: %w", err)
+	}
+	rc := filepath.Join(filepath.Dir(o.DB), "zuliprc")
+	if err := writeZuliprc(rc, owner.Email, key, baseURL); err != nil {
+		return fmt.Errorf("write %s: %w", rc, err)
+	}
+	fmt.Fprintf(stdout, "Created the owner account.\nemail: %s\nkey: %s\nThese credentials are also in %s (mode 0600).\n", owner.Email, key, rc)
+	return nil
+}
+
+// listenAdmin listens on the admin socket beside the database, readable
+// and writable by the file's owner only. Holding the database lock means
+// no other server uses the socket, so a leftover one is removed.
+func listenAdmin(path string) (net.Listener, error) {
+	os.Remove(path)
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	return ln, nil
+}

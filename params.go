@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// params are a request's parameters as SPEC §3 defines them: a name is
+// looked up in the parsed body first, then in the query string, and a
+// repeated name takes its last value. params remembers which names the
+// handler asked for, so that the rest can be reported as
+// ignored_parameters_unsupported.
+type params struct {
+	body  url.Values
+	query url.Values
+	used  map[string]bool
+}
+
+// maxParams bounds how many parameters one request may carry, so that a
+// body of a million empty fields cannot cost a million map entries.
+const maxParams = 1000
+
+// readParams parses the query string and, for urlencoded and multipart
+// bodies of any method, the body, which may be at most limit bytes.
+func readParams(w http.ResponseWriter, r *http.Request, limit int64) (*params, error) {
+	p := &params{used: make(map[string]bool)}
+	query, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, badRequest("Malformed query string")
+	}
+	p.query = query
+	p.body, err = readBody(w, r, limit)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.body)+len(p.query) > maxParams {
+		return nil, badRequest("Too many parameters")
+	}
+	return p, nil
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (url.Values, error) {
+	if r.ContentLength > limit {
+		return nil, errTooLarge
+	}
+	mediaType, mediaParams, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return url.Values{}, nil // no or unknown body type: no parameters
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
+	switch mediaType {
+	case "application/x-www-form-urlencoded":
+		raw, err := io.ReadAll(body)
+		if err != nil {
+			return nil, bodyError(err)
+		}
+		values, err := url.ParseQuery(string(raw))
+		if err != nil {
+			return nil, badRequest("Malformed request body")
+		}
+		return values, nil
+	case "multipart/form-data":
+		return readMultipart(body, mediaParams["boundary"])
+	}
+	return url.Values{}, nil
+}
+
+func readMultipart(body io.Reader, boundary string) (url.Values, error) {
+	values := url.Values{}
+	if boundary == "" {
+		return nil, badRequest("Malformed request body")
+	}
+	mr := multipart.NewReader(body, boundary)
+	for n := 0; ; n++ {
+		part, err := mr.NextPart()
+		if err == io.EOF || (n == 0 && errors.Is(err, io.ErrUnexpectedEOF)) {
+			return values, nil // an empty multipart body is an empty form
+		}
+		if err != nil {
+			return nil, bodyError(err)
+		}
+		if n >= maxParams {
+			return nil, badRequest("Too many parameters")
+		}
+		var value bytes.Buffer
+		if _, err := value.ReadFrom(part); err != nil {
+			return nil, bodyError(err)
+		}
+		if name := part.FormName(); name != "" {
+			values.Add(name, value.String())
+		}
+	}
+}
+
+func bodyError(err error) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return errTooLarge
+	}
+	return badRequest("Malformed request body")
+}
+
+// lookup returns the value of name and marks it as used.
+func (p *params) lookup(name string) (string, bool) {
+	p.used[name] = true
+	if vs := p.body[name]; len(vs) > 0 {
+		return vs[len(vs)-1], true
+	}
+	if vs := p.query[name]; len(vs) > 0 {
+		return vs[len(vs)-1], true
+	}
+	return "", false
+}
+
+// ignored lists, sorted and without duplicates, the names that arrived
+// but were never asked for; `client` is accepted silently everywhere.
+func (p *params) ignored() []string {
+	var names []string
+	for _, values := range []url.Values{p.body, p.query} {
+		for name := range values {
+			if !p.used[name] && name != "client" && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (p *params) requiredString(name string) (string, error) {
+	v, ok := p.lookup(name)
+	if !ok {
+		return "", missingArgument(name)
+	}
+	return v, nil
+}
+
+func (p *params) requiredInt(name string) (int64, error) {
+	v, ok := p.lookup(name)
+	if !ok {
+		return 0, missingArgument(name)
+	}
+	return parseInt(name, v)
+}
+
+// optionalBool returns def when name is absent.
+func (p *params) optionalBool(name string, def bool) (bool, error) {
+	v, ok := p.lookup(name)
+	if !ok {
+		return def, nil
+	}
+	parsed, err := decodeJSON(name, v)
+	if err != nil {
+		return false, err
+	}
+	b, isBool := parsed.(bool)
+	if !isBool {
+		return false, badRequest(name + " is not a boolean")
+	}
+	return b, nil
+}
+
+// matchString checks an optional string against a pattern; def is used
+// when it is absent.
+func (p *params) matchString(name string, pattern *regexp.Regexp, def string) (string, error) {
+	v, ok := p.lookup(name)
+	if !ok {
+		return def, nil
+	}
+	if !pattern.MatchString(v) {
+		return "", badRequest(name + " has invalid format")
+	}
+	return v, nil
+}
+
+// requiredJSON decodes a JSON-encoded parameter; numbers stay json.Number.
+func (p *params) requiredJSON(name string) (any, error) {
+	v, ok := p.lookup(name)
+	if !ok {
+		return nil, missingArgument(name)
+	}
+	return decodeJSON(name, v)
+}
+
+func decodeJSON(name, v string) (any, error) {
+	if !json.Valid([]byte(v)) {
+		return nil, badRequest(name + " is not valid JSON")
+	}
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.UseNumber()
+	var parsed any
+	if err := dec.Decode(&parsed); err != nil {
+		return nil, badRequest(name + " is not valid JSON")
+	}
+	return parsed, nil
+}
+
+// parseInt reads a JSON integer: ` 7 ` is 7; 7.0, true, "7" and [7] are not.
+func parseInt(name, v string) (int64, error) {
+	parsed, err := decodeJSON(name, v)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := jsonInt(parsed)
+	if !ok {
+		return 0, badRequest(name + " is not an integer")
+	}
+	return n, nil
+}
+
+// jsonInt reports whether a decoded JSON value is an integer that fits
+// in an int64.
+func jsonInt(v any) (int64, bool) {
+	num, ok := v.(json.Number)
+	if !ok || strings.ContainsAny(string(num), ".eE") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(num), 10, 64)
+	return n, err == nil
+}

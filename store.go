@@ -1,0 +1,794 @@
+package main
+
+// The store keeps everything in one bbolt file. Bucket layout, schema
+// version 1 (ids are big-endian uint64, so keys sort by id; "‖" joins):
+//
+//	meta             "schema_version" → uint64
+//	                 "key_secret"     → 32 random bytes, the BLAKE2b key for API keys
+//	users            user id → user (JSON)
+//	user_emails      lower-cased e-mail → user id
+//	api_keys         user id ‖ BLAKE2b-256(secret, key) → created, unix seconds (uint64)
+//	push_tokens      user id ‖ kind ('a' APNs, 'g' FCM) ‖ token key → pushToken (JSON);
+//	                 the token key is the token lower-cased for APNs, verbatim for FCM
+//	channels         channel id → channel (JSON)
+//	channel_names    lower-cased channel name → channel id
+//	subscriptions    user id ‖ channel id → subscription (JSON)
+//	subscribers      channel id ‖ user id → empty
+//	messages         message id → message (JSON)
+//	channel_messages channel id ‖ message id → empty
+//	unread           user id ‖ channel id → bucket of unread chunks (see unread.go)
+//
+// Users, channels and messages take their ids from their own bucket's
+// NextSequence. Every exported method is one transaction; writes go
+// through db.Batch so that concurrent requests share a commit, and every
+// function given to update may therefore run more than once.
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/crypto/blake2b"
+)
+
+const schemaVersion = 1
+
+var (
+	bucketMeta            = []byte("meta")
+	bucketUsers           = []byte("users")
+	bucketUserEmails      = []byte("user_emails")
+	bucketAPIKeys         = []byte("api_keys")
+	bucketPushTokens      = []byte("push_tokens")
+	bucketChannels        = []byte("channels")
+	bucketChannelNames    = []byte("channel_names")
+	bucketSubscriptions   = []byte("subscriptions")
+	bucketSubscribers     = []byte("subscribers")
+	bucketMessages        = []byte("messages")
+	bucketChannelMessages = []byte("channel_messages")
+	bucketUnread          = []byte("unread")
+
+	allBuckets = [][]byte{
+		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
+		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
+		bucketMessages, bucketChannelMessages, bucketUnread,
+	}
+
+	keySchemaVersion = []byte("schema_version")
+	keyKeySecret     = []byte("key_secret")
+)
+
+// Store sentinels; handlers.go maps each to the client's message.
+var (
+	errDatabaseLocked   = errors.New("database is in use by another process")
+	errEmailTaken       = errors.New("e-mail already in use")
+	errNoSuchUser       = errors.New("no such user")
+	errBadCredentials   = errors.New("invalid API key")
+	errTokenNotFound    = errors.New("token does not exist")
+	errChannelExists    = errors.New("channel already exists")
+	errNoSuchChannel    = errors.New("no such channel")
+	errChannelForbidden = errors.New("channel not accessible")
+)
+
+// namedError carries the name of the channel (or id) an error is about,
+// for messages such as "Channel 'x' does not exist".
+type namedError struct {
+	err  error
+	name string
+}
+
+func (e *namedError) Error() string { return e.err.Error() + ": " + e.name }
+func (e *namedError) Unwrap() error { return e.err }
+
+// Zulip's role numbers.
+const (
+	roleOwner  = 100
+	roleAdmin  = 200
+	roleMember = 400
+	roleGuest  = 600
+)
+
+type user struct {
+	ID       uint64 `json:"id"`
+	Email    string `json:"email"`
+	FullName string `json:"full_name"`
+	Role     int    `json:"role"`
+	Bot      bool   `json:"bot,omitempty"`
+	Active   bool   `json:"active"`
+	Joined   int64  `json:"joined"`
+}
+
+func (u user) isAdmin() bool { return u.Role == roleOwner || u.Role == roleAdmin }
+
+// pushKind tells Apple (APNs) tokens from Android (FCM) ones.
+type pushKind byte
+
+const (
+	pushAPNs pushKind = 'a'
+	pushFCM  pushKind = 'g'
+)
+
+type pushToken struct {
+	Kind    pushKind `json:"kind"`
+	Token   string   `json:"token"` // verbatim, as the device sent it
+	AppID   string   `json:"appid,omitempty"`
+	Created int64    `json:"created"`
+}
+
+type channel struct {
+	ID          uint64 `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Private     bool   `json:"private,omitempty"`
+	Created     int64  `json:"created"`
+	CreatorID   uint64 `json:"creator_id,omitempty"`
+}
+
+type subscription struct {
+	Color  string `json:"color"`
+	Joined int64  `json:"joined"`
+}
+
+type message struct {
+	ID        uint64 `json:"id"`
+	SenderID  uint64 `json:"sender_id"`
+	ChannelID uint64 `json:"channel_id"`
+	Topic     string `json:"topic"`
+	Content   string `json:"content"`
+	Timestamp int64  `json:"timestamp"`
+	Client    string `json:"client,omitempty"`
+}
+
+type store struct {
+	db        *bbolt.DB
+	keySecret []byte
+	// dummyKeyHash is compared against when an e-mail is unknown, so that
+	// an unknown e-mail costs the same work as a wrong key.
+	dummyKeyHash []byte
+	now          func() time.Time
+}
+
+// openStore opens (creating if needed) the database at path, waiting at
+// most lockTimeout for another process to release it.
+func openStore(path string, lockTimeout time.Duration) (*store, error) {
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open %s: %w", path, errDatabaseLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	// Concurrent writes share a commit; a millisecond is short next to the
+	// disk sync every commit pays, and short for request/response traffic.
+	db.MaxBatchDelay = time.Millisecond
+	s := &store{db: db, now: time.Now}
+	if err := db.Update(s.migrate); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// migrate creates every bucket and the key secret, and refuses a file
+// written by a newer zulite.
+func (s *store) migrate(tx *bbolt.Tx) error {
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if v := meta.Get(keySchemaVersion); v != nil && btoi(v) > schemaVersion {
+		return fmt.Errorf("schema version %d is newer than this zulite understands (%d)", btoi(v), schemaVersion)
+	}
+	if err := meta.Put(keySchemaVersion, itob(schemaVersion)); err != nil {
+		return err
+	}
+	secret := meta.Get(keyKeySecret)
+	if secret == nil {
+		secret = make([]byte, 32)
+		rand.Read(secret)
+		if err := meta.Put(keyKeySecret, secret); err != nil {
+			return err
+		}
+	}
+	s.keySecret = slices.Clone(secret)
+	s.dummyKeyHash = s.keyHash(strings.Repeat("0", apiKeyLength))
+	return nil
+}
+
+func (s *store) close() error { return s.db.Close() }
+
+// update runs fn in a write transaction shared with concurrent callers.
+func (s *store) update(fn func(tx *bbolt.Tx) error) error { return s.db.Batch(fn) }
+
+// keyHash is the at-rest form of an API key: BLAKE2b-256 keyed with the
+// database's secret. Keys are random, so a fast hash is enough.
+func (s *store) keyHash(key string) []byte {
+	h, _ := blake2b.New256(s.keySecret)
+	h.Write([]byte(key))
+	return h.Sum(nil)
+}
+
+// ---- users and keys ----
+
+// createUser adds an account and returns it with its first API key.
+func (s *store) createUser(email, fullName string, role int, bot bool) (user, string, error) {
+	key := newAPIKey()
+	var u user
+	err := s.update(func(tx *bbolt.Tx) error {
+		emails := tx.Bucket(bucketUserEmails)
+		if emails.Get(emailKey(email)) != nil {
+			return errEmailTaken
+		}
+		users := tx.Bucket(bucketUsers)
+		id, err := users.NextSequence()
+		if err != nil {
+			return err
+		}
+		u = user{ID: id, Email: email, FullName: fullName, Role: role, Bot: bot, Active: true, Joined: s.now().Unix()}
+		if err := putJSON(users, itob(id), u); err != nil {
+			return err
+		}
+		if err := emails.Put(emailKey(email), itob(id)); err != nil {
+			return err
+		}
+		return s.putKey(tx, id, key)
+	})
+	return u, key, err
+}
+
+func (s *store) putKey(tx *bbolt.Tx, userID uint64, key string) error {
+	return tx.Bucket(bucketAPIKeys).Put(append(itob(userID), s.keyHash(key)...), itob(uint64(s.now().Unix())))
+}
+
+// authenticate returns the account whose e-mail and API key these are.
+// Every key of the account is compared in constant time, and an unknown
+// e-mail does the same hashing and one comparison.
+func (s *store) authenticate(email, key string) (user, error) {
+	hash := s.keyHash(key)
+	var u user
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		id := tx.Bucket(bucketUserEmails).Get(emailKey(email))
+		match, compared := 0, false
+		if id != nil {
+			c := tx.Bucket(bucketAPIKeys).Cursor()
+			for k, _ := c.Seek(id); k != nil && bytes.HasPrefix(k, id); k, _ = c.Next() {
+				match |= subtle.ConstantTimeCompare(k[8:], hash)
+				compared = true
+			}
+		}
+		if !compared {
+			subtle.ConstantTimeCompare(s.dummyKeyHash, hash)
+		}
+		if match != 1 {
+			return errBadCredentials
+		}
+		return getJSON(tx.Bucket(bucketUsers), id, &u)
+	})
+	return u, err
+}
+
+// userByEmail finds an account by e-mail, case-insensitively.
+func (s *store) userByEmail(email string) (user, error) {
+	var u user
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		u, err = userByEmail(tx, email)
+		return err
+	})
+	return u, err
+}
+
+func userByEmail(tx *bbolt.Tx, email string) (user, error) {
+	var u user
+	id := tx.Bucket(bucketUserEmails).Get(emailKey(email))
+	if id == nil {
+		return u, errNoSuchUser
+	}
+	return u, getJSON(tx.Bucket(bucketUsers), id, &u)
+}
+
+func (s *store) users() ([]user, error) {
+	var list []user
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		list = nil
+		return tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
+			var u user
+			if err := json.Unmarshal(v, &u); err != nil {
+				return err
+			}
+			list = append(list, u)
+			return nil
+		})
+	})
+	return list, err
+}
+
+// regenerateKey revokes every key of the account, makes one new key and,
+// as Zulip does when a key is regenerated, removes its push tokens.
+func (s *store) regenerateKey(email string) (string, error) {
+	key := newAPIKey()
+	err := s.update(func(tx *bbolt.Tx) error {
+		u, err := userByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		prefix := itob(u.ID)
+		for _, b := range [][]byte{bucketAPIKeys, bucketPushTokens} {
+			if err := deletePrefix(tx.Bucket(b), prefix); err != nil {
+				return err
+			}
+		}
+		return s.putKey(tx, u.ID, key)
+	})
+	return key, err
+}
+
+func (s *store) setActive(email string, active bool) error {
+	return s.update(func(tx *bbolt.Tx) error {
+		u, err := userByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		u.Active = active
+		return putJSON(tx.Bucket(bucketUsers), itob(u.ID), u)
+	})
+}
+
+func (s *store) userCount() (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bucketUsers).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// ---- push tokens ----
+
+func pushTokenKey(userID uint64, kind pushKind, token string) []byte {
+	if kind == pushAPNs {
+		token = strings.ToLower(token) // Apple tokens are matched case-insensitively
+	}
+	return append(append(itob(userID), byte(kind)), token...)
+}
+
+// addPushToken registers a token for the user; registering it again
+// changes nothing.
+func (s *store) addPushToken(userID uint64, t pushToken) error {
+	return s.update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketPushTokens)
+		k := pushTokenKey(userID, t.Kind, t.Token)
+		if b.Get(k) != nil {
+			return nil
+		}
+		t.Created = s.now().Unix()
+		return putJSON(b, k, t)
+	})
+}
+
+// removePushToken removes the user's token; another user's token of the
+// same text is not the caller's, so it "does not exist".
+func (s *store) removePushToken(userID uint64, kind pushKind, token string) error {
+	return s.update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketPushTokens)
+		k := pushTokenKey(userID, kind, token)
+		if b.Get(k) == nil {
+			return errTokenNotFound
+		}
+		return b.Delete(k)
+	})
+}
+
+func (s *store) pushTokens(userID uint64) ([]pushToken, error) {
+	var list []pushToken
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		prefix := itob(userID)
+		c := tx.Bucket(bucketPushTokens).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var t pushToken
+			if err := json.Unmarshal(v, &t); err != nil {
+				return err
+			}
+			list = append(list, t)
+		}
+		return nil
+	})
+	return list, err
+}
+
+// ---- channels and subscriptions ----
+
+// channelSpec names a channel to subscribe to, and describes it should
+// it need creating.
+type channelSpec struct {
+	Name        string
+	Description string
+}
+
+func (s *store) createChannel(name, description string, private bool, creatorID uint64) (channel, error) {
+	var ch channel
+	err := s.update(func(tx *bbolt.Tx) error {
+		var err error
+		ch, err = s.createChannelTx(tx, name, description, private, creatorID)
+		return err
+	})
+	return ch, err
+}
+
+func (s *store) createChannelTx(tx *bbolt.Tx, name, description string, private bool, creatorID uint64) (channel, error) {
+	names := tx.Bucket(bucketChannelNames)
+	if names.Get(nameKey(name)) != nil {
+		return channel{}, &namedError{errChannelExists, name}
+	}
+	channels := tx.Bucket(bucketChannels)
+	id, err := channels.NextSequence()
+	if err != nil {
+		return channel{}, err
+	}
+	ch := channel{ID: id, Name: name, Description: description, Private: private, Created: s.now().Unix(), CreatorID: creatorID}
+	if err := putJSON(channels, itob(id), ch); err != nil {
+		return channel{}, err
+	}
+	return ch, names.Put(nameKey(name), itob(id))
+}
+
+func (s *store) channels() ([]channel, error) {
+	var list []channel
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		list = nil
+		return tx.Bucket(bucketChannels).ForEach(func(_, v []byte) error {
+			var ch channel
+			if err := json.Unmarshal(v, &ch); err != nil {
+				return err
+			}
+			list = append(list, ch)
+			return nil
+		})
+	})
+	return list, err
+}
+
+func channelByID(tx *bbolt.Tx, id uint64) (channel, error) {
+	var ch channel
+	v := tx.Bucket(bucketChannels).Get(itob(id))
+	if v == nil {
+		return ch, errNoSuchChannel
+	}
+	return ch, json.Unmarshal(v, &ch)
+}
+
+func channelByName(tx *bbolt.Tx, name string) (channel, error) {
+	id := tx.Bucket(bucketChannelNames).Get(nameKey(name))
+	if id == nil {
+		return channel{}, &namedError{errNoSuchChannel, name}
+	}
+	return channelByID(tx, btoi(id))
+}
+
+func isSubscribed(tx *bbolt.Tx, userID, channelID uint64) bool {
+	return tx.Bucket(bucketSubscriptions).Get(append(itob(userID), itob(channelID)...)) != nil
+}
+
+// canAccess is Zulip's rule: a public channel is open to every member
+// but guests, a private one to its subscribers.
+func canAccess(tx *bbolt.Tx, u user, ch channel) bool {
+	if ch.Private {
+		return isSubscribed(tx, u.ID, ch.ID)
+	}
+	return u.Role != roleGuest
+}
+
+// accessibleChannel returns the channel if it exists and the user may
+// access it; otherwise errNoSuchChannel, so that a private channel's
+// existence does not leak.
+func (s *store) accessibleChannel(u user, name string) (channel, error) {
+	var ch channel
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		ch, err = channelByName(tx, name)
+		if err == nil && !canAccess(tx, u, ch) {
+			err = &namedError{errNoSuchChannel, name}
+		}
+		return err
+	})
+	return ch, err
+}
+
+// subscribe subscribes the user to each named channel, creating missing
+// ones (private when inviteOnly). It answers the names newly subscribed
+// and those already subscribed.
+func (s *store) subscribe(u user, specs []channelSpec, inviteOnly bool) (subscribed, already []string, err error) {
+	err = s.update(func(tx *bbolt.Tx) error {
+		subscribed, already = nil, nil
+		for _, spec := range specs {
+			ch, err := channelByName(tx, spec.Name)
+			switch {
+			case errors.Is(err, errNoSuchChannel):
+				ch, err = s.createChannelTx(tx, spec.Name, spec.Description, inviteOnly, u.ID)
+				if err != nil {
+					return err
+				}
+			case err != nil:
+				return err
+			case isSubscribed(tx, u.ID, ch.ID):
+				already = append(already, ch.Name)
+				continue
+			case !canAccess(tx, u, ch):
+				return &namedError{errChannelForbidden, spec.Name}
+			}
+			if err := s.addSubscription(tx, u.ID, ch.ID); err != nil {
+				return err
+			}
+			subscribed = append(subscribed, ch.Name)
+		}
+		return nil
+	})
+	return subscribed, already, err
+}
+
+func (s *store) addSubscription(tx *bbolt.Tx, userID, channelID uint64) error {
+	sub := subscription{Color: channelColor(channelID), Joined: s.now().Unix()}
+	if err := putJSON(tx.Bucket(bucketSubscriptions), append(itob(userID), itob(channelID)...), sub); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketSubscribers).Put(append(itob(channelID), itob(userID)...), nil)
+}
+
+// unsubscribe removes the user from each named channel; names of
+// channels they were not subscribed to come back in notRemoved. As in
+// Zulip, a user has no unread messages in channels they are not
+// subscribed to, so the channel's unread state goes too.
+func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []string, err error) {
+	err = s.update(func(tx *bbolt.Tx) error {
+		removed, notRemoved = nil, nil
+		var channels []channel
+		var missing []string
+		for _, name := range names {
+			ch, err := channelByName(tx, name)
+			if errors.Is(err, errNoSuchChannel) {
+				missing = append(missing, name)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			channels = append(channels, ch)
+		}
+		if len(missing) > 0 {
+			return &namedError{errNoSuchChannel, strings.Join(missing, ", ")}
+		}
+		for _, ch := range channels {
+			if !isSubscribed(tx, u.ID, ch.ID) {
+				notRemoved = append(notRemoved, ch.Name)
+				continue
+			}
+			if err := tx.Bucket(bucketSubscriptions).Delete(append(itob(u.ID), itob(ch.ID)...)); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketSubscribers).Delete(append(itob(ch.ID), itob(u.ID)...)); err != nil {
+				return err
+			}
+			if err := removeAllUnread(tx, u.ID, ch.ID); err != nil {
+				return err
+			}
+			removed = append(removed, ch.Name)
+		}
+		return nil
+	})
+	return removed, notRemoved, err
+}
+
+// subscribedChannel is a channel as one subscriber sees it.
+type subscribedChannel struct {
+	channel
+	subscription
+	Subscribers []uint64
+}
+
+// subscriptions lists the user's channels with the subscriber ids.
+func (s *store) subscriptions(userID uint64) ([]subscribedChannel, error) {
+	var list []subscribedChannel
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		list = nil
+		prefix := itob(userID)
+		c := tx.Bucket(bucketSubscriptions).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var sc subscribedChannel
+			if err := json.Unmarshal(v, &sc.subscription); err != nil {
+				return err
+			}
+			ch, err := channelByID(tx, btoi(k[8:]))
+			if err != nil {
+				return err
+			}
+			sc.channel = ch
+			sc.Subscribers = subscriberIDs(tx, ch.ID)
+			list = append(list, sc)
+		}
+		return nil
+	})
+	slices.SortFunc(list, func(a, b subscribedChannel) int { return strings.Compare(a.Name, b.Name) })
+	return list, err
+}
+
+func subscriberIDs(tx *bbolt.Tx, channelID uint64) []uint64 {
+	var ids []uint64
+	prefix := itob(channelID)
+	c := tx.Bucket(bucketSubscribers).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		ids = append(ids, btoi(k[8:]))
+	}
+	return ids
+}
+
+// channelFilter says which channels GET /streams lists.
+type channelFilter struct {
+	Public, Subscribed, AllActive bool
+}
+
+// visibleChannels lists, sorted by name, the channels the filter asks
+// for among those the user may see: public ones (not for guests) and the
+// ones they are subscribed to; AllActive (admins) lists every channel.
+func (s *store) visibleChannels(u user, f channelFilter) ([]channel, error) {
+	var list []channel
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		list = nil
+		return tx.Bucket(bucketChannels).ForEach(func(_, v []byte) error {
+			var ch channel
+			if err := json.Unmarshal(v, &ch); err != nil {
+				return err
+			}
+			public := !ch.Private && u.Role != roleGuest
+			if f.AllActive || (f.Public && public) || (f.Subscribed && isSubscribed(tx, u.ID, ch.ID)) {
+				list = append(list, ch)
+			}
+			return nil
+		})
+	})
+	slices.SortFunc(list, func(a, b channel) int { return strings.Compare(a.Name, b.Name) })
+	return list, err
+}
+
+// ---- messages and unread state ----
+
+// channelRef names a channel by id or by name, as the `to` of a send does.
+type channelRef struct {
+	ID   uint64
+	Name string
+}
+
+// sendMessage stores a channel message and makes it unread for every
+// subscriber but the sender.
+func (s *store) sendMessage(sender user, to channelRef, topic, content, client string) (uint64, error) {
+	var id uint64
+	err := s.update(func(tx *bbolt.Tx) error {
+		var ch channel
+		var err error
+		if to.Name != "" {
+			ch, err = channelByName(tx, to.Name)
+		} else {
+			ch, err = channelByID(tx, to.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if ch.Private && !isSubscribed(tx, sender.ID, ch.ID) {
+			return &namedError{errChannelForbidden, ch.Name}
+		}
+		messages := tx.Bucket(bucketMessages)
+		id, err = messages.NextSequence()
+		if err != nil {
+			return err
+		}
+		m := message{ID: id, SenderID: sender.ID, ChannelID: ch.ID, Topic: topic, Content: content, Timestamp: s.now().Unix(), Client: client}
+		if err := putJSON(messages, itob(id), m); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketChannelMessages).Put(append(itob(ch.ID), itob(id)...), nil); err != nil {
+			return err
+		}
+		for _, subscriberID := range subscriberIDs(tx, ch.ID) {
+			if subscriberID == sender.ID {
+				continue
+			}
+			if err := addUnread(tx, subscriberID, ch.ID, []uint64{id}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return id, err
+}
+
+// markChannelRead makes every unread message of the channel read for the
+// user, after checking that the channel exists and is accessible.
+func (s *store) markChannelRead(u user, channelID uint64) error {
+	return s.update(func(tx *bbolt.Tx) error {
+		ch, err := channelByID(tx, channelID)
+		if err != nil {
+			return err
+		}
+		if !canAccess(tx, u, ch) {
+			return errNoSuchChannel
+		}
+		return removeAllUnread(tx, u.ID, ch.ID)
+	})
+}
+
+func (s *store) unread(userID, channelID uint64) ([]uint64, error) {
+	var ids []uint64
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		ids, err = unreadIDs(tx, userID, channelID)
+		return err
+	})
+	return ids, err
+}
+
+func (s *store) maxMessageID() (uint64, error) {
+	var id uint64
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		id = tx.Bucket(bucketMessages).Sequence()
+		return nil
+	})
+	return id, err
+}
+
+// ---- encoding helpers ----
+
+func itob(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+func btoi(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
+
+func emailKey(email string) []byte { return []byte(strings.ToLower(email)) }
+func nameKey(name string) []byte   { return []byte(strings.ToLower(name)) }
+
+func putJSON(b *bbolt.Bucket, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, data)
+}
+
+func getJSON(b *bbolt.Bucket, key []byte, v any) error {
+	data := b.Get(key)
+	if data == nil {
+		return fmt.Errorf("missing record %x", key)
+	}
+	return json.Unmarshal(data, v)
+}
+
+func deletePrefix(b *bbolt.Bucket, prefix []byte) error {
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, slices.Clone(k))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// channelColor picks a stable colour from Zulip's default palette.
+func channelColor(id uint64) string {
+	palette := []string{"#76ce90", "#fae589", "#a6c7e5", "#e79ab5", "#bfd56f", "#f4ae55", "#b0a5fd", "#addfe5", "#f5ce6e", "#c2726a"}
+	return palette[id%uint64(len(palette))]
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"go.etcd.io/bbolt"
+)
+
+// Unread state is kept per (user, channel) in a bucket of its own inside
+// bucketUnread, so that marking a channel read is one DeleteBucket: bbolt
+// frees the nested bucket's pages without rewriting them, and the cost no
+// longer depends on how many messages were unread.
+//
+// Inside that bucket the message ids are sorted and cut into chunks of at
+// most unreadChunkSize ids. A chunk's key is its first id (8 bytes,
+// big-endian); its value is
+//
+//	count (4 bytes) ‖ last id (8 bytes) ‖ uvarint deltas
+//
+// where the first delta is taken from the key (so it is 0) and each next
+// one from the previous id. Message ids grow, so a new unread message is
+// nearly always appended to the last chunk: one small value rewritten,
+// however many ids are unread.
+const unreadChunkSize = 1000
+
+const unreadHeaderSize = 12
+
+func unreadKey(userID, channelID uint64) []byte {
+	return append(itob(userID), itob(channelID)...)
+}
+
+// addUnread records ids (sorted ascending, no duplicates) as unread for
+// the user in the channel. Ids already unread stay as they are.
+func addUnread(tx *bbolt.Tx, userID, channelID uint64, ids []uint64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	b, err := tx.Bucket(bucketUnread).CreateBucketIfNotExists(unreadKey(userID, channelID))
+	if err != nil {
+		return err
+	}
+	lastKey, lastValue := b.Cursor().Last()
+	if lastKey != nil && ids[0] <= chunkLast(lastValue) {
+		return mergeUnread(b, ids)
+	}
+	// The common case: every id is newer than any unread one.
+	if lastKey != nil && chunkCount(lastValue) < unreadChunkSize {
+		room := unreadChunkSize - chunkCount(lastValue)
+		n := min(room, len(ids))
+		if err := b.Put(lastKey, appendToChunk(lastValue, ids[:n])); err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	return putChunks(b, ids)
+}
+
+// mergeUnread is the rare path: ids that fall among those already stored.
+// It rewrites the whole set, which is acceptable because it only happens
+// when a client marks older messages unread again.
+func mergeUnread(b *bbolt.Bucket, ids []uint64) error {
+	existing, err := chunkIDs(b)
+	if err != nil {
+		return err
+	}
+	merged := mergeSorted(existing, ids)
+	if len(merged) == len(existing) {
+		return nil
+	}
+	if err := clearBucket(b); err != nil {
+		return err
+	}
+	return putChunks(b, merged)
+}
+
+// putChunks stores sorted ids as new chunks.
+func putChunks(b *bbolt.Bucket, ids []uint64) error {
+	for len(ids) > 0 {
+		n := min(unreadChunkSize, len(ids))
+		if err := b.Put(itob(ids[0]), appendToChunk(nil, ids[:n])); err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
+// removeAllUnread marks every message of the channel read for the user.
+func removeAllUnread(tx *bbolt.Tx, userID, channelID uint64) error {
+	err := tx.Bucket(bucketUnread).DeleteBucket(unreadKey(userID, channelID))
+	if errors.Is(err, bbolt.ErrBucketNotFound) {
+		return nil
+	}
+	return err
+}
+
+// unreadIDs returns the user's unread message ids in the channel, sorted.
+func unreadIDs(tx *bbolt.Tx, userID, channelID uint64) ([]uint64, error) {
+	b := tx.Bucket(bucketUnread).Bucket(unreadKey(userID, channelID))
+	if b == nil {
+		return nil, nil
+	}
+	return chunkIDs(b)
+}
+
+// unreadCount counts the user's unread messages in the channel from the
+// chunk headers alone.
+func unreadCount(tx *bbolt.Tx, userID, channelID uint64) int {
+	b := tx.Bucket(bucketUnread).Bucket(unreadKey(userID, channelID))
+	if b == nil {
+		return 0
+	}
+	total := 0
+	b.ForEach(func(_, v []byte) error {
+		total += chunkCount(v)
+		return nil
+	})
+	return total
+}
+
+func chunkIDs(b *bbolt.Bucket) ([]uint64, error) {
+	var ids []uint64
+	err := b.ForEach(func(k, v []byte) error {
+		var err error
+		ids, err = decodeChunk(ids, btoi(k), v)
+		return err
+	})
+	return ids, err
+}
+
+func clearBucket(b *bbolt.Bucket) error {
+	var keys [][]byte
+	b.ForEach(func(k, _ []byte) error {
+		keys = append(keys, slices.Clone(k))
+		return nil
+	})
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func chunkCount(v []byte) int   { return int(binary.BigEndian.Uint32(v[0:4])) }
+func chunkLast(v []byte) uint64 { return binary.BigEndian.Uint64(v[4:12]) }
+
+// appendToChunk returns a new chunk value: chunk (nil for a new chunk)
+// followed by ids, all larger than the chunk's last id. chunk itself is
+// never modified, since it may point into bbolt's read-only mapping.
+func appendToChunk(chunk []byte, ids []uint64) []byte {
+	out := make([]byte, unreadHeaderSize, len(chunk)+unreadHeaderSize+len(ids)*binary.MaxVarintLen64)
+	prev := ids[0] // a new chunk's first delta is 0: the key holds the id
+	count := 0
+	if chunk != nil {
+		out = append(out[:0], chunk...)
+		prev = chunkLast(chunk)
+		count = chunkCount(chunk)
+	}
+	for _, id := range ids {
+		out = binary.AppendUvarint(out, id-prev)
+		prev = id
+	}
+	binary.BigEndian.PutUint32(out[0:4], uint32(count+len(ids)))
+	binary.BigEndian.PutUint64(out[4:12], prev)
+	return out
+}
+
+var errCorruptChunk = errors.New("corrupt unread chunk")
+
+func decodeChunk(ids []uint64, first uint64, v []byte) ([]uint64, error) {
+	if len(v) < unreadHeaderSize {
+		return nil, errCorruptChunk
+	}
+	prev := first
+	rest := v[unreadHeaderSize:]
+	for n := chunkCount(v); n > 0; n-- {
+		delta, size := binary.Uvarint(rest)
+		if size <= 0 {
+			return nil, errCorruptChunk
+		}
+		rest = rest[size:]
+		prev += delta
+		ids = append(ids, prev)
+	}
+	return ids, nil
+}
+
+// mergeSorted merges two sorted id lists, dropping duplicates.
+func mergeSorted(a, b []uint64) []uint64 {
+	out := make([]uint64, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i] < b[j]):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j] < a[i]:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	return out
+}
