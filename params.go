@@ -84,7 +84,7 @@ func readMultipart(body io.Reader, boundary string) (url.Values, error) {
 	mr := multipart.NewReader(body, boundary)
 	for n := 0; ; n++ {
 		part, err := mr.NextPart()
-		if err == io.EOF || (n == 0 && errors.Is(err, io.ErrUnexpectedEOF)) {
+		if err == io.EOF || (n == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF))) {
 			return values, nil // an empty multipart body is an empty form
 		}
 		if err != nil {
