@@ -38,7 +38,7 @@ func newTestEnv(t *testing.T) *testEnv {
 	t.Helper()
 	st := mustOpenStore(t)
 	e := &testEnv{st: st}
-	s := &server{store: st, log: slog.New(slog.NewTextHandler(io.Discard, nil)), baseURL: "http://zulite.test", realmName: "zulite", maxBody: defaultMaxBody}
+	s := &server{store: st, log: discardLogger(), baseURL: "http://zulite.test", realmName: "zulite", maxBody: defaultMaxBody}
 	e.handler = s.routes()
 	mk := func(email string, role int, bot bool) account {
 		u, key := mustCreateUser(t, st, email, role, bot)
@@ -59,13 +59,15 @@ func newTestEnv(t *testing.T) *testEnv {
 	return e
 }
 
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
 // encoding is how a client sends parameters.
 type encoding int
 
 const (
 	urlencoded    encoding = iota // the Python client: urlencoded bodies
-	multipartForm              // zulip-js: multipart POST bodies
-	queryString                // zulip-js DELETE, and every GET
+	multipartForm                 // zulip-js: multipart POST bodies
+	queryString                   // zulip-js DELETE, and every GET
 )
 
 type response struct {
