@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// runCLI runs the whole program in-process, as main would.
+func runCLI(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	getenv := func(k string) string { return env[k] }
+	err = run(context.Background(), args, getenv, strings.NewReader(""), &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+var apiKeyLine = regexp.MustCompile(`^[A-Za-z0-9]{32}\n$`)
+
+func TestRun_FlagsMayStandAnywhere(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "z.db")
+	for _, args := range [][]string{
+		{"--db", db, "user", "add", "a@example.com", "--name", "A"},
+		{"user", "add", "--name", "B", "b@example.com", "--db", db, "--admin"},
+		{"user", "--db=" + db, "add", "c@example.com", "--bot"},
+	} {
+		out, _, err := runCLI(t, nil, args...)
+		if err != nil || !apiKeyLine.MatchString(out) {
+			t.Errorf("%q: got %q, %v; want a key alone on a line", args, out, err)
+		}
+	}
+	out, _, err := runCLI(t, nil, "user", "list", "--db", db)
+	want := "1\ta@example.com\tmember\tactive\n2\tb@example.com\tadmin\tactive\n3\tc@example.com\tbot\tactive\n"
+	if err != nil || out != want {
+		t.Errorf("user list: got %q, %v; want %q", out, err, want)
+	}
+}
+
+func TestRun_DatabaseFromEnvironmentFlagWins(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"ZULITE_DB": filepath.Join(dir, "env.db")}
+	if _, _, err := runCLI(t, env, "channel", "add", "general", "--description", "talk"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLI(t, env, "channel", "add", "secret", "--private", "--db", filepath.Join(dir, "flag.db")); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := runCLI(t, env, "channel", "list")
+	if out != "1\tgeneral\tpublic\ttalk\n" {
+		t.Errorf("channels in ZULITE_DB: got %q, want general only", out)
+	}
+	out, _, _ = runCLI(t, env, "channel", "list", "--db", filepath.Join(dir, "flag.db"))
+	if out != "1\tsecret\tprivate\t\n" {
+		t.Errorf("channels in --db: got %q, want secret only", out)
+	}
+}
+
+func TestRun_UserLifecycle(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "z.db")
+	first, _, _ := runCLI(t, nil, "--db", db, "user", "add", "Alice@Example.com")
+	second, _, err := runCLI(t, nil, "--db", db, "user", "key", "alice@example.com")
+	if err != nil || !apiKeyLine.MatchString(second) || second == first {
+		t.Errorf("user key: got %v, want a new key alone on a line", err)
+	}
+	for _, c := range []struct{ cmd, want string }{
+		{"deactivate", "deactivated"},
+		{"reactivate", "active"},
+	} {
+		if _, _, err := runCLI(t, nil, "--db", db, "user", c.cmd, "ALICE@example.com"); err != nil {
+			t.Fatalf("user %s: %v", c.cmd, err)
+		}
+		out, _, _ := runCLI(t, nil, "--db", db, "user", "list")
+		if want := "1\tAlice@Example.com\tmember\t" + c.want + "\n"; out != want {
+			t.Errorf("after %s: got %q, want %q", c.cmd, out, want)
+		}
+	}
+}
+
+func TestRun_MistakesAreErrorsNotPanics(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "z.db")
+	runCLI(t, nil, "--db", db, "user", "add", "a@example.com")
+	for _, c := range []struct {
+		args  []string
+		usage bool
+	}{
+		{[]string{"frobnicate"}, true},
+		{[]string{"user"}, true},
+		{[]string{"user", "add"}, true},
+		{[]string{"user", "add", "a@example.com", "extra"}, true},
+		{[]string{"user", "list", "--admin"}, true},
+		{[]string{"user", "add", "not-an-email"}, false},
+		{[]string{"user", "add", "A@example.com"}, false},
+		{[]string{"user", "key", "nobody@example.com"}, false},
+		{[]string{"channel", "add", strings.Repeat("x", 61)}, false},
+	} {
+		_, _, err := runCLI(t, nil, append(c.args, "--db", db)...)
+		if err == nil || errors.Is(err, errUsage) != c.usage {
+			t.Errorf("%q: got %v, want an error (usage: %v)", c.args, err, c.usage)
+		}
+	}
+	if out, _, _ := runCLI(t, nil, "--db", db, "user", "list"); strings.Count(out, "\n") != 1 {
+		t.Errorf("accounts after refused commands: got %q, want one", out)
+	}
+}
+
+func TestRun_HeldDatabaseFailsWithinAboutASecond(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "z.db")
+	holder, err := bbolt.Open(db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	start := time.Now()
+	_, _, err = runCLI(t, nil, "--db", db, "user", "list")
+	if !errors.Is(err, errDatabaseLocked) || !strings.Contains(err.Error(), "in use by another process") {
+		t.Errorf("got %v, want a database-in-use error", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("waited %v, want about a second", waited)
+	}
+}
+
+func TestRun_Version(t *testing.T) {
+	out, _, err := runCLI(t, nil, "version")
+	if err != nil || !strings.Contains(out, "feature level 278") {
+		t.Errorf("version: got %q, %v", out, err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a server goroutine may write while
+// the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe runs "zulite serve" in-process until the test ends.
+func startServe(t *testing.T, db string) (stdout *syncBuffer, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, func(string) string { return "" }, strings.NewReader(""), stdout, stderr)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), "msg=listening") {
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended before listening: %v\n%s", err, stderr)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start: %s", stderr)
+		}
+	}
+	stopped := false
+	stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		return <-done
+	}
+	t.Cleanup(func() { stop() })
+	return stdout, stop
+}
+
+func TestServe_BootstrapsOnceAndAdministersThroughTheSocket(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "z.db")
+	stdout, stop := startServe(t, db)
+	key := regexp.MustCompile(`key: ([A-Za-z0-9]{32})\n`).FindStringSubmatch(stdout.String())
+	if key == nil || !strings.Contains(stdout.String(), "email: owner@zulite.localhost\n") {
+		t.Fatalf("bootstrap output: got %d bytes without an e-mail and key", len(stdout.String()))
+	}
+	rc, err := os.ReadFile(filepath.Join(dir, "zuliprc"))
+	if err != nil || !strings.HasPrefix(string(rc), "[api]\nemail=owner@zulite.localhost\nkey="+key[1]+"\nsite=http://127.0.0.1:") {
+		t.Errorf("zuliprc: got %v, want [api] with the printed e-mail, key and site", err)
+	}
+	for _, path := range []string{filepath.Join(dir, "zuliprc"), db, socketPath(db)} {
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: got %v, %v; want mode 600", filepath.Base(path), fi.Mode().Perm(), err)
+		}
+	}
+
+	// The server holds the file: this goes through the socket.
+	out, _, err := runCLI(t, nil, "user", "add", "alice@example.com", "--db", db)
+	if err != nil || !apiKeyLine.MatchString(out) {
+		t.Fatalf("user add while serving: got %v", err)
+	}
+	if _, _, err := runCLI(t, nil, "user", "add", "ALICE@example.com", "--db", db); err == nil || !strings.Contains(err.Error(), "already in use") {
+		t.Errorf("duplicate user add through the socket: got %v, want an already-in-use error", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("serve after cancel: %v", err)
+	}
+	if _, err := os.Stat(socketPath(db)); !os.IsNotExist(err) {
+		t.Errorf("socket after shutdown: got %v, want it removed", err)
+	}
+
+	// Second start: accounts exist, so no new owner and no key printed.
+	stdout, _ = startServe(t, db)
+	if stdout.String() != "" {
+		t.Errorf("second start printed %d bytes, want nothing", len(stdout.String()))
+	}
+	out, _, _ = runCLI(t, nil, "user", "list", "--db", db)
+	if strings.Count(out, "\n") != 2 {
+		t.Errorf("accounts: got %q, want the owner and alice", out)
+	}
+}
