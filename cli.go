@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/mail"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -421,20 +422,25 @@ func channelList(st *store, _ []string, _ options, out io.Writer) error {
 }
 
 // writeZuliprc writes the bootstrap credentials as Zulip's clients read
-// them, readable by the owner only.
+// them, readable by the owner only: a new file, synced, then renamed into
+// place.
 func writeZuliprc(path, email, key, site string) error {
 	content := fmt.Sprintf("[api]\nemail=%s\nkey=%s\nsite=%s\n", email, key, site)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.CreateTemp(filepath.Dir(path), ".zuliprc-*") // mode 0600
 	if err != nil {
 		return err
 	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
+	defer os.Remove(f.Name())
 	if _, err := f.WriteString(content); err != nil {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -155,14 +157,16 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startServe runs "zulite serve" in-process until the test ends.
-func startServe(t *testing.T, db string) (stdout *syncBuffer, stop func() error) {
+// startServe runs "zulite serve" in-process on 127.0.0.1 until the test
+// ends, with extra flags and environment.
+func startServe(t *testing.T, db string, env map[string]string, extra ...string) (stdout, stderr *syncBuffer, stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr = &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
+	args := append([]string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, extra...)
 	go func() {
-		done <- run(ctx, []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, func(string) string { return "" }, strings.NewReader(""), stdout, stderr)
+		done <- run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), stdout, stderr)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(stderr.String(), "msg=listening") {
@@ -185,13 +189,13 @@ func startServe(t *testing.T, db string) (stdout *syncBuffer, stop func() error)
 		return <-done
 	}
 	t.Cleanup(func() { stop() })
-	return stdout, stop
+	return stdout, stderr, stop
 }
 
 func TestServe_BootstrapsOnceAndAdministersThroughTheSocket(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "z.db")
-	stdout, stop := startServe(t, db)
+	stdout, _, stop := startServe(t, db, nil)
 	key := regexp.MustCompile(`key: ([A-Za-z0-9]{32})\n`).FindStringSubmatch(stdout.String())
 	if key == nil || !strings.Contains(stdout.String(), "email: owner@zulite.localhost\n") {
 		t.Fatalf("bootstrap output: got %d bytes without an e-mail and key", len(stdout.String()))
@@ -222,9 +226,23 @@ func TestServe_BootstrapsOnceAndAdministersThroughTheSocket(t *testing.T) {
 	}
 
 	// Second start: accounts exist, so no new owner and no key printed.
-	stdout, _ = startServe(t, db)
+	// The public URL loses its trailing slash; the realm name comes from
+	// the environment.
+	stdout, stderr, _ := startServe(t, db, map[string]string{"ZULITE_REALM_NAME": "Acme"}, "--url", "https://chat.example.com/")
 	if stdout.String() != "" {
 		t.Errorf("second start printed %d bytes, want nothing", len(stdout.String()))
+	}
+	addr := regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`).FindStringSubmatch(stderr.String())
+	resp, err := http.Get("http://" + addr[1] + "/api/v1/server_settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var settings map[string]any
+	json.NewDecoder(resp.Body).Decode(&settings)
+	if settings["realm_url"] != "https://chat.example.com" || settings["realm_uri"] != "https://chat.example.com" || settings["realm_name"] != "Acme" {
+		t.Errorf("server_settings: got realm_url %v, realm_uri %v, realm_name %v; want https://chat.example.com twice and Acme",
+			settings["realm_url"], settings["realm_uri"], settings["realm_name"])
 	}
 	out, _, _ = runCLI(t, nil, "user", "list", "--db", db)
 	if strings.Count(out, "\n") != 2 {

@@ -66,8 +66,14 @@ func TestEndToEnd_SPECStory(t *testing.T) {
 		if exitErr != nil {
 			t.Errorf("exit after SIGTERM: got %v, want status 0", exitErr)
 		}
-		if logs := srv.logs(); !strings.Contains(logs, "msg=stopped") {
+		logs := srv.logs()
+		if !strings.Contains(logs, "msg=stopped") {
 			t.Errorf("stderr after SIGTERM: got %q, want a line with msg=stopped", logs)
+		}
+		for _, secret := range []string{srv.ownerKey, admin.aliceKey, admin.bobKey, "Basic "} {
+			if strings.Contains(logs, secret) {
+				t.Errorf("the server log holds an API key or an Authorization header")
+			}
 		}
 		e2eCheckMode(t, db, 0o600)
 	})

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"html"
 	"log/slog"
@@ -47,10 +48,10 @@ func (s *server) routes() http.Handler {
 
 	handle("GET /api/v1/server_settings", s.public(s.serverSettings))
 	handle("GET /api/v1/users/me", s.api(s.ownUser))
-	handle("POST /api/v1/users/me/apns_device_token", s.api(s.addAPNsToken))
-	handle("DELETE /api/v1/users/me/apns_device_token", s.api(s.removeAPNsToken))
-	handle("POST /api/v1/users/me/android_gcm_reg_id", s.api(s.addFCMToken))
-	handle("DELETE /api/v1/users/me/android_gcm_reg_id", s.api(s.removeFCMToken))
+	handle("POST /api/v1/users/me/apns_device_token", s.api(s.addAPNsToken, humansOnly))
+	handle("DELETE /api/v1/users/me/apns_device_token", s.api(s.removeAPNsToken, humansOnly))
+	handle("POST /api/v1/users/me/android_gcm_reg_id", s.api(s.addFCMToken, humansOnly))
+	handle("DELETE /api/v1/users/me/android_gcm_reg_id", s.api(s.removeFCMToken, humansOnly))
 	handle("GET /api/v1/users/me/subscriptions", s.api(s.listSubscriptions))
 	handle("POST /api/v1/users/me/subscriptions", s.api(s.subscribe))
 	handle("DELETE /api/v1/users/me/subscriptions", s.api(s.unsubscribe))
@@ -113,11 +114,28 @@ type apiRequest struct {
 // apiHandler returns the data of a success envelope, or an error.
 type apiHandler func(r *apiRequest) (any, error)
 
-// api serves an authenticated route: authentication, then parameters,
-// then the handler; the answer is the Zulip envelope either way.
-func (s *server) api(h apiHandler) http.Handler {
+// roleCheck decides from the caller alone whether a route is open to them.
+type roleCheck func(u user) error
+
+// humansOnly refuses bots, as Zulip's push-token routes do.
+func humansOnly(u user) error {
+	if u.Bot {
+		return errBotRequest
+	}
+	return nil
+}
+
+// api serves an authenticated route in SPEC §3's order: authentication,
+// role checks, then parameters and the handler; the answer is the Zulip
+// envelope either way.
+func (s *server) api(h apiHandler, checks ...roleCheck) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, err := s.authenticate(r)
+		for _, check := range checks {
+			if err == nil {
+				err = check(u)
+			}
+		}
 		if err != nil {
 			writeError(w, s.log, r, err)
 			return
@@ -288,9 +306,6 @@ func (s *server) removeAPNsToken(r *apiRequest) (any, error) { return s.removePu
 func (s *server) removeFCMToken(r *apiRequest) (any, error) { return s.removePushToken(r, pushFCM) }
 
 func (s *server) addPushToken(r *apiRequest, kind pushKind) (any, error) {
-	if r.user.Bot {
-		return nil, errBotRequest
-	}
 	token, err := r.params.requiredString("token")
 	if err != nil {
 		return nil, err
@@ -308,9 +323,6 @@ func (s *server) addPushToken(r *apiRequest, kind pushKind) (any, error) {
 }
 
 func (s *server) removePushToken(r *apiRequest, kind pushKind) (any, error) {
-	if r.user.Bot {
-		return nil, errBotRequest
-	}
 	token, err := r.params.requiredString("token")
 	if err != nil {
 		return nil, err
@@ -450,6 +462,10 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 	if !ok {
 		return nil, badRequest("subscriptions is not a list")
 	}
+	inviteOnly, err := r.params.optionalBool("invite_only", false)
+	if err != nil {
+		return nil, err
+	}
 	specs := make([]channelSpec, 0, len(list))
 	for i, item := range list {
 		obj, ok := item.(map[string]any)
@@ -465,11 +481,9 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 		if err := validateChannel(spec); err != nil {
 			return nil, err
 		}
-		specs = append(specs, spec)
-	}
-	inviteOnly, err := r.params.optionalBool("invite_only", false)
-	if err != nil {
-		return nil, err
+		if !slices.ContainsFunc(specs, func(s channelSpec) bool { return strings.EqualFold(s.Name, spec.Name) }) {
+			specs = append(specs, spec)
+		}
 	}
 	subscribed, already, err := s.store.subscribe(r.user, specs, inviteOnly)
 	if err != nil {
@@ -618,10 +632,6 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	default:
 		return nil, badRequest("Invalid message type")
 	}
-	content, err := r.params.requiredString("content")
-	if err != nil {
-		return nil, err
-	}
 	to, err := messageTarget(r.params)
 	if err != nil {
 		return nil, err
@@ -638,6 +648,10 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	}
 	if i := strings.IndexFunc(topic, isUnsafeChar); i >= 0 {
 		return nil, badRequest("Invalid character in topic, at position " + runePosition(topic, i) + "!")
+	}
+	content, err := r.params.requiredString("content")
+	if err != nil {
+		return nil, err
 	}
 	if strings.Contains(content, "\x00") {
 		return nil, badRequest("Message must not contain null bytes")
@@ -670,8 +684,12 @@ func noSuchChannel(to channelRef) *apiError {
 		e.msg = "Channel '" + html.EscapeString(to.Name) + "' does not exist"
 		e.extra = []field{{"stream", to.Name}}
 	} else {
-		e.msg = "Channel with ID '" + strconv.FormatUint(to.ID, 10) + "' does not exist"
-		e.extra = []field{{"stream_id", to.ID}}
+		id := to.IDText
+		if id == "" {
+			id = strconv.FormatUint(to.ID, 10)
+		}
+		e.msg = "Channel with ID '" + id + "' does not exist"
+		e.extra = []field{{"stream_id", json.Number(id)}}
 	}
 	return e
 }
@@ -716,14 +734,15 @@ func messageTarget(p *params) (channelRef, error) {
 		}
 		parsed = list[0]
 	}
-	if id, ok := jsonInt(parsed); ok && id > 0 {
-		return channelRef{ID: uint64(id)}, nil
+	if num, ok := parsed.(json.Number); ok && !strings.ContainsAny(string(num), ".eE") {
+		id, err := strconv.ParseUint(string(num), 10, 64)
+		if err != nil || id == 0 {
+			return channelRef{}, noSuchChannel(channelRef{IDText: string(num)})
+		}
+		return channelRef{ID: id}, nil
 	}
 	if name, ok := parsed.(string); ok && strings.TrimSpace(name) != "" {
 		return channelRef{Name: strings.TrimSpace(name)}, nil
-	}
-	if _, ok := jsonInt(parsed); ok {
-		return channelRef{}, noSuchChannel(channelRef{Name: raw})
 	}
 	return channelRef{}, badRequest("Invalid data type for channel")
 }

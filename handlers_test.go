@@ -243,6 +243,7 @@ func TestParameters_BodyTypesAndCharsets(t *testing.T) {
 		{"a JSON body contributes no parameters", "application/json", `{"token":"ab"}`, false},
 		{"a plain-text body contributes no parameters", "text/plain", "token=ab", false},
 		{"an empty multipart body is an empty form", "multipart/form-data; boundary=xyz", "", false},
+		{"an empty multipart body needs no boundary", "multipart/form-data", "", false},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodPost, "/api/v1/users/me/apns_device_token", strings.NewReader(c.body))
@@ -288,6 +289,11 @@ func TestParameters_TypedValueErrors(t *testing.T) {
 	wantAPIError(t, r, 400, "BAD_REQUEST", "subscriptions is not a list")
 	r = e.request(t, http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {"ab"}, "appid": {"bad id!"}}, &e.alice)
 	wantAPIError(t, r, 400, "BAD_REQUEST", "appid has invalid format")
+	// Parameters are all read before any is validated.
+	r = e.request(t, http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {""}, "appid": {"bad id!"}}, &e.alice)
+	wantAPIError(t, r, 400, "BAD_REQUEST", "appid has invalid format")
+	r = e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":""}]`}, "invite_only": {"abc"}}, &e.alice)
+	wantAPIError(t, r, 400, "BAD_REQUEST", "invite_only is not valid JSON")
 }
 
 func TestEnvelope_NotFoundAndMethodNotAllowed(t *testing.T) {
@@ -308,6 +314,45 @@ func TestEnvelope_NotFoundAndMethodNotAllowed(t *testing.T) {
 	}
 	if got := e.tokens(t, e.alice); len(got) != 0 {
 		t.Errorf("tokens after 405: got %v, want none", got)
+	}
+	for path, methods := range map[string]string{
+		"/api/v1/mark_stream_as_read":         "POST",
+		"/api/v1/users/me/subscriptions":      "DELETE, GET, POST",
+		"/api/v1/server_settings":             "GET",
+		"/api/v1/users/me/android_gcm_reg_id": "DELETE, POST",
+	} {
+		r := e.request(t, http.MethodPatch, path, nil, nil)
+		if r.status != 405 || r.header.Get("Allow") != methods {
+			t.Errorf("PATCH %s: got %d, Allow %q; want 405, Allow %q", path, r.status, r.header.Get("Allow"), methods)
+		}
+	}
+}
+
+func TestEnvelope_InternalErrorSaysNothingMore(t *testing.T) {
+	e := newTestEnv(t)
+	var logs bytes.Buffer
+	s := &server{store: e.st, log: slog.New(slog.NewTextHandler(&logs, nil)), maxBody: defaultMaxBody}
+	h := s.routes()
+	path := e.st.db.Path()
+	e.st.db.Close() // every transaction now fails
+	defer func() {  // reopen for the consistency check at cleanup
+		var err error
+		if e.st.db, err = bbolt.Open(path, 0o600, nil); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	req := buildRequest(t, urlencoded, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {"1"}})
+	req.SetBasicAuth(e.alice.Email, e.alice.key)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if want := `{"result":"error","msg":"Internal server error"}` + "\n"; rec.Code != 500 || rec.Body.String() != want {
+		t.Errorf("got %d %s, want 500 %s", rec.Code, rec.Body, want)
+	}
+	if !strings.Contains(logs.String(), "database not open") {
+		t.Errorf("log: got %q, want the cause", logs.String())
+	}
+	if strings.Contains(logs.String(), e.alice.key) {
+		t.Errorf("the log holds the API key")
 	}
 }
 
@@ -463,9 +508,18 @@ func TestPushTokens_BotsRefusedBeforeParameters(t *testing.T) {
 	e := newTestEnv(t)
 	for _, path := range []string{"apns_device_token", "android_gcm_reg_id"} {
 		for _, method := range []string{http.MethodPost, http.MethodDelete} {
-			r := e.request(t, method, "/api/v1/users/me/"+path, nil, &e.bot)
-			wantAPIError(t, r, 400, "BAD_REQUEST", "This endpoint does not accept bot requests.")
+			for _, req := range []*http.Request{
+				buildRequest(t, urlencoded, method, "/api/v1/users/me/"+path, nil),
+				buildRequest(t, urlencoded, method, "/api/v1/users/me/"+path+"?token=%zz", url.Values{"token": {"ab"}}),
+				buildRequest(t, urlencoded, method, "/api/v1/users/me/"+path, url.Values{"pad": {strings.Repeat("x", defaultMaxBody)}}),
+			} {
+				req.SetBasicAuth(e.bot.Email, e.bot.key)
+				wantAPIError(t, e.do(t, req), 400, "BAD_REQUEST", "This endpoint does not accept bot requests.")
+			}
 		}
+	}
+	if got := e.tokens(t, e.bot); len(got) != 0 {
+		t.Errorf("bot's tokens: got %v, want none", got)
 	}
 }
 
@@ -559,6 +613,8 @@ func TestSendMessage_Errors(t *testing.T) {
 		{"unknown channel name", with("to", "nope"), "STREAM_DOES_NOT_EXIST", "Channel 'nope' does not exist", nil},
 		{"unknown channel id", with("to", "999"), "STREAM_DOES_NOT_EXIST", "Channel with ID '999' does not exist", nil},
 		{"two channels", with("to", `["general","secret"]`), "BAD_REQUEST", "Expected exactly one channel", nil},
+		{"channel id zero", with("to", "0"), "STREAM_DOES_NOT_EXIST", "Channel with ID '0' does not exist", nil},
+		{"negative channel id", with("to", "[-5]"), "STREAM_DOES_NOT_EXIST", "Channel with ID '-5' does not exist", nil},
 		{"to of the wrong type", with("to", `{"a":1}`), "BAD_REQUEST", "Invalid data type for channel", nil},
 		{"topic is required", with("topic", "<absent>"), "BAD_REQUEST", "Missing topic", nil},
 		{"empty topic", with("topic", "  "), "BAD_REQUEST", "Topic can't be empty!", nil},
@@ -637,6 +693,13 @@ func TestSubscriptions_SubscribeListUnsubscribe(t *testing.T) {
 	}
 	if got, want := r.body["already_subscribed"], map[string]any{"alice@example.com": []any{"general"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("already_subscribed: got %v, want %v", got, want)
+	}
+	r = e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"dup"},{"name":" DUP "}]`}, "invite_only": {"true"}}, &e.bob)
+	if got, want := r.body["subscribed"], map[string]any{"bob@example.com": []any{"dup"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("a name given twice: subscribed got %v, want %v", got, want)
+	}
+	if got := channelNamed(t, e, "dup"); !got.Private || got.CreatorID != e.bob.ID {
+		t.Errorf("created channel: got %+v, want private, created by bob", got)
 	}
 
 	r = e.request(t, http.MethodGet, "/api/v1/users/me/subscriptions", url.Values{"include_subscribers": {"true"}}, &e.alice)
@@ -755,4 +818,18 @@ func TestOwnUser_RolesAsZulipNumbersThem(t *testing.T) {
 			t.Errorf("%s: got %s, want role %v, is_admin %v, is_bot %v", c.who.Email, r.raw, c.role, c.isAdmin, c.isBot)
 		}
 	}
+}
+
+func channelNamed(t *testing.T, e *testEnv, name string) channel {
+	t.Helper()
+	var ch channel
+	err := e.st.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		ch, err = channelByName(tx, name)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("channel %s: %v", name, err)
+	}
+	return ch
 }

@@ -118,22 +118,25 @@ func bootstrap(st *store, o options, baseURL string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create owner: %w", err)
 	}
+	// The key is shown before the file is written, so that it is never
+	// lost: a failed write still leaves it on the terminal.
 	rc := filepath.Join(filepath.Dir(o.DB), "zuliprc")
+	fmt.Fprintf(stdout, "Created the owner account.\nemail: %s\nkey: %s\n", owner.Email, key)
 	if err := writeZuliprc(rc, owner.Email, key, baseURL); err != nil {
-		return fmt.Errorf("write %s: %w", rc, err)
+		return fmt.Errorf("write %s: %w (the key above is the only copy; 'zulite user key %s' makes a new one)", rc, err, owner.Email)
 	}
-	fmt.Fprintf(stdout, "Created the owner account.\nemail: %s\nkey: %s\nThese credentials are also in %s (mode 0600).\n", owner.Email, key, rc)
+	fmt.Fprintf(stdout, "These credentials are also in %s (mode 0600).\n", rc)
 	return nil
 }
 
-// listenAdmin listens on the admin socket beside the database, readable
-// and writable by the file's owner only. Holding the database lock means
-// no other server uses the socket, so a leftover one is removed.
+// listenAdmin listens on the admin socket beside the database, usable by
+// the file's owner only (connecting needs write permission, which the
+// usual umask already denies to others until the chmod). Holding the
+// database lock means no other server uses the socket, so a leftover one
+// is removed.
 func listenAdmin(path string) (net.Listener, error) {
 	os.Remove(path)
-	old := syscall.Umask(0o177)
 	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}

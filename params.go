@@ -79,6 +79,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (url.Values, 
 func readMultipart(body io.Reader, boundary string) (url.Values, error) {
 	values := url.Values{}
 	if boundary == "" {
+		// Without a boundary only an empty body (an empty form) makes sense.
+		if n, err := body.Read(make([]byte, 1)); n == 0 && err == io.EOF {
+			return values, nil
+		}
 		return nil, badRequest("Malformed request body")
 	}
 	mr := multipart.NewReader(body, boundary)

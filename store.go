@@ -16,12 +16,16 @@ package main
 //	subscribers      channel id ‖ user id → empty
 //	messages         message id → message (JSON)
 //	channel_messages channel id ‖ message id → empty
-//	unread           user id ‖ channel id → bucket of unread chunks (see unread.go)
+//	unread           user id ‖ channel id → bucket of unread chunks:
+//	                   first message id → count (uint32) ‖ last id (uint64) ‖ uvarint deltas
+//	                   (at most 1000 ids a chunk; unread.go says why)
 //
 // Users, channels and messages take their ids from their own bucket's
-// NextSequence. Every exported method is one transaction; writes go
-// through db.Batch so that concurrent requests share a commit, and every
-// function given to update may therefore run more than once.
+// NextSequence. Every store method is one transaction. Writes go through
+// db.Batch so that concurrent requests share a commit: every function
+// given to update may run more than once, and makes all its checks before
+// its first write, so that a rejection (a sentinel below) can be handed
+// back without failing the batch it shares.
 
 import (
 	"bytes"
@@ -31,6 +35,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -66,7 +71,7 @@ var (
 	keyKeySecret     = []byte("key_secret")
 )
 
-// Store sentinels; handlers.go maps each to the client's message.
+// Store sentinels: rejections, which handlers.go words for the client.
 var (
 	errDatabaseLocked   = errors.New("database is in use by another process")
 	errEmailTaken       = errors.New("e-mail already in use")
@@ -170,6 +175,10 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 	// disk sync every commit pays, and short for request/response traffic.
 	db.MaxBatchDelay = time.Millisecond
 	s := &store{db: db, now: time.Now}
+	if err := os.Chmod(path, 0o600); err != nil { // bbolt sets the mode only on files it creates
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	if err := db.Update(s.migrate); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -208,7 +217,33 @@ func (s *store) migrate(tx *bbolt.Tx) error {
 func (s *store) close() error { return s.db.Close() }
 
 // update runs fn in a write transaction shared with concurrent callers.
-func (s *store) update(fn func(tx *bbolt.Tx) error) error { return s.db.Batch(fn) }
+// A rejection from fn is passed back to its caller alone: fn has written
+// nothing yet, so the others' changes still commit, and a stream of bad
+// requests cannot make every writer's work run twice.
+func (s *store) update(fn func(tx *bbolt.Tx) error) error {
+	var rejection error
+	err := s.db.Batch(func(tx *bbolt.Tx) error {
+		rejection = nil
+		err := fn(tx)
+		if isRejection(err) {
+			rejection, err = err, nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return rejection
+}
+
+func isRejection(err error) bool {
+	for _, sentinel := range []error{errEmailTaken, errNoSuchUser, errTokenNotFound, errChannelExists, errNoSuchChannel, errChannelForbidden} {
+		if errors.Is(err, sentinel) {
+			return true
+		}
+	}
+	return false
+}
 
 // keyHash is the at-rest form of an API key: BLAKE2b-256 keyed with the
 // database's secret. Keys are random, so a fast hash is enough.
@@ -258,18 +293,20 @@ func (s *store) authenticate(email, key string) (user, error) {
 	var u user
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		id := tx.Bucket(bucketUserEmails).Get(emailKey(email))
+		prefix := id
+		if prefix == nil {
+			prefix = itob(0) // no account has id 0: the same seek, finding nothing
+		}
 		match, compared := 0, false
-		if id != nil {
-			c := tx.Bucket(bucketAPIKeys).Cursor()
-			for k, _ := c.Seek(id); k != nil && bytes.HasPrefix(k, id); k, _ = c.Next() {
-				match |= subtle.ConstantTimeCompare(k[8:], hash)
-				compared = true
-			}
+		c := tx.Bucket(bucketAPIKeys).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			match |= subtle.ConstantTimeCompare(k[8:], hash)
+			compared = true
 		}
 		if !compared {
 			subtle.ConstantTimeCompare(s.dummyKeyHash, hash)
 		}
-		if match != 1 {
+		if id == nil || match != 1 {
 			return errBadCredentials
 		}
 		return getJSON(tx.Bucket(bucketUsers), id, &u)
@@ -510,22 +547,31 @@ func (s *store) accessibleChannel(u user, name string) (channel, error) {
 func (s *store) subscribe(u user, specs []channelSpec, inviteOnly bool) (subscribed, already []string, err error) {
 	err = s.update(func(tx *bbolt.Tx) error {
 		subscribed, already = nil, nil
-		for _, spec := range specs {
+		var join []channel
+		var create []channelSpec
+		for _, spec := range specs { // every check before the first write
 			ch, err := channelByName(tx, spec.Name)
 			switch {
 			case errors.Is(err, errNoSuchChannel):
-				ch, err = s.createChannelTx(tx, spec.Name, spec.Description, inviteOnly, u.ID)
-				if err != nil {
-					return err
-				}
+				create = append(create, spec)
 			case err != nil:
 				return err
 			case isSubscribed(tx, u.ID, ch.ID):
 				already = append(already, ch.Name)
-				continue
 			case !canAccess(tx, u, ch):
 				return &namedError{errChannelForbidden, spec.Name}
+			default:
+				join = append(join, ch)
 			}
+		}
+		for _, spec := range create {
+			ch, err := s.createChannelTx(tx, spec.Name, spec.Description, inviteOnly, u.ID)
+			if err != nil {
+				return err
+			}
+			join = append(join, ch)
+		}
+		for _, ch := range join {
 			if err := s.addSubscription(tx, u.ID, ch.ID); err != nil {
 				return err
 			}
@@ -663,8 +709,9 @@ func (s *store) visibleChannels(u user, f channelFilter) ([]channel, error) {
 
 // channelRef names a channel by id or by name, as the `to` of a send does.
 type channelRef struct {
-	ID   uint64
-	Name string
+	ID     uint64
+	Name   string
+	IDText string // an id as the client wrote it, when it names no channel
 }
 
 // sendMessage stores a channel message and makes it unread for every

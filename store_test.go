@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -103,6 +104,9 @@ func TestOpenStore_CreatesBucketsSchemaVersionAndPrivateFile(t *testing.T) {
 	if got := fi.Mode().Perm(); got != 0o600 {
 		t.Errorf("file mode: got %o, want 600", got)
 	}
+	if st.db.NoSync {
+		t.Errorf("NoSync: got true, want every commit synced")
+	}
 	st.db.View(func(tx *bbolt.Tx) error {
 		for _, name := range allBuckets {
 			if tx.Bucket(name) == nil {
@@ -114,6 +118,24 @@ func TestOpenStore_CreatesBucketsSchemaVersionAndPrivateFile(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+func TestOpenStore_ExistingFileMadePrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "z.db")
+	st, err := openStore(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.close()
+	os.Chmod(path, 0o644)
+	st, err = openStore(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("file mode after reopening: got %o, want 600", fi.Mode().Perm())
+	}
 }
 
 func TestOpenStore_RefusesNewerSchema(t *testing.T) {
@@ -209,6 +231,47 @@ func TestCreateUser_EmailUniqueCaseInsensitively(t *testing.T) {
 	}
 	if n, _ := st.userCount(); n != 1 {
 		t.Errorf("accounts: got %d, want 1", n)
+	}
+}
+
+func TestCreateChannel_NameUniqueCaseInsensitively(t *testing.T) {
+	st := mustOpenStore(t)
+	mustCreateChannel(t, st, "general", false)
+	if _, err := st.createChannel("General", "", false, 0); !errors.Is(err, errChannelExists) {
+		t.Errorf("second channel named General: got %v, want errChannelExists", err)
+	}
+	if list, _ := st.channels(); len(list) != 1 {
+		t.Errorf("channels: got %d, want 1", len(list))
+	}
+}
+
+// Rejections inside a shared batch must not undo or repeat the others'
+// writes: concurrent successful adds and refused removals all end right.
+func TestBatchedWrites_RejectionsLeaveTheOthersCommitted(t *testing.T) {
+	st := mustOpenStore(t)
+	alice, _ := mustCreateUser(t, st, "alice@example.com", roleMember, false)
+	const n = 50
+	errs := make(chan error, 2*n)
+	for i := range n {
+		go func() { errs <- st.addPushToken(alice.ID, pushToken{Kind: pushFCM, Token: "t" + strconv.Itoa(i)}) }()
+		go func() { errs <- st.removePushToken(alice.ID, pushFCM, "missing"+strconv.Itoa(i)) }()
+	}
+	var added, refused int
+	for range 2 * n {
+		switch err := <-errs; {
+		case err == nil:
+			added++
+		case errors.Is(err, errTokenNotFound):
+			refused++
+		default:
+			t.Errorf("unexpected error: %v", err)
+		}
+	}
+	if added != n || refused != n {
+		t.Errorf("got %d added and %d refused, want %d and %d", added, refused, n, n)
+	}
+	if tokens, _ := st.pushTokens(alice.ID); len(tokens) != n {
+		t.Errorf("tokens stored: got %d, want %d", len(tokens), n)
 	}
 }
 
