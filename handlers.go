@@ -58,7 +58,10 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/streams", s.api(s.listChannels))
 	handle("GET /api/v1/get_stream_id", s.api(s.channelID))
 	handle("POST /api/v1/messages", s.api(s.sendMessage))
+	handle("POST /api/v1/messages/flags", s.api(s.updateFlags))
 	handle("POST /api/v1/mark_stream_as_read", s.api(s.markStreamAsRead))
+	handle("POST /api/v1/mark_topic_as_read", s.api(s.markTopicAsRead))
+	handle("POST /api/v1/mark_all_as_read", s.api(s.markAllAsRead))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
@@ -175,9 +178,10 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request, u user, h apiHand
 // storeErrors maps the store's sentinels to what clients are told, in
 // one place. Errors that name a channel are built in channelError.
 var storeErrors = map[error]*apiError{
-	errTokenNotFound: badRequest("Token does not exist"),
-	errNoSuchUser:    badRequest("No such user"),
-	errEmailTaken:    badRequest("Email is already in use."),
+	errTokenNotFound:     badRequest("Token does not exist"),
+	errInvalidMessageIDs: errInvalidMessages,
+	errNoSuchUser:        badRequest("No such user"),
+	errEmailTaken:        badRequest("Email is already in use."),
 }
 
 // ---- server settings and the caller ----
@@ -769,9 +773,121 @@ func (s *server) markStreamAsRead(r *apiRequest) (any, error) {
 	return nil, err
 }
 
-var errInvalidChannelID = badRequest("Invalid channel ID")
+var (
+	errInvalidChannelID = badRequest("Invalid channel ID")
+	errInvalidMessages  = badRequest("Invalid message(s)")
+)
+
+// markTopicAsRead serves POST /api/v1/mark_topic_as_read (deprecated in
+// Zulip in favour of POST /messages/flags/narrow).
+func (s *server) markTopicAsRead(r *apiRequest) (any, error) {
+	channelID, err := r.params.requiredInt("stream_id")
+	if err != nil {
+		return nil, err
+	}
+	topic, err := r.params.requiredString("topic_name")
+	if err != nil {
+		return nil, err
+	}
+	if channelID <= 0 {
+		return nil, errInvalidChannelID
+	}
+	err = s.store.markTopicRead(r.user, uint64(channelID), strings.TrimSpace(topic))
+	switch {
+	case errors.Is(err, errNoSuchChannel):
+		return nil, errInvalidChannelID
+	case errors.Is(err, errNoSuchTopic):
+		return nil, badRequest("No such topic '" + topic + "'")
+	}
+	return nil, err
+}
+
+// markAllAsRead serves POST /api/v1/mark_all_as_read. zulite marks
+// everything in one transaction, so the answer is always complete.
+func (s *server) markAllAsRead(r *apiRequest) (any, error) {
+	if err := s.store.markAllRead(r.user); err != nil {
+		return nil, err
+	}
+	return struct {
+		Complete bool `json:"complete"`
+	}{true}, nil
+}
+
+// Zulip's personal message flags: the ones clients may name, and among
+// them the ones they may change.
+var (
+	knownFlags    = []string{"read", "starred", "collapsed", "mentioned", "stream_wildcard_mentioned", "topic_wildcard_mentioned", "group_mentioned", "has_alert_word", "historical"}
+	editableFlags = []string{"read", "starred", "collapsed"}
+)
+
+// readFlagChange reads `op` and `flag` and checks them in Zulip's order.
+func readFlagChange(p *params) (flagChange, error) {
+	op, err := p.requiredString("op")
+	if err != nil {
+		return flagChange{}, err
+	}
+	flag, err := p.requiredString("flag")
+	if err != nil {
+		return flagChange{}, err
+	}
+	switch {
+	case !slices.Contains(knownFlags, flag):
+		return flagChange{}, badRequest("Invalid flag: '" + flag + "'")
+	case !slices.Contains(editableFlags, flag):
+		return flagChange{}, badRequest("Flag not editable: '" + flag + "'")
+	case op != "add" && op != "remove":
+		return flagChange{}, badRequest("Invalid message flag operation: '" + op + "'")
+	}
+	return flagChange{Flag: flag, Add: op == "add"}, nil
+}
+
+// updateFlags serves POST /api/v1/messages/flags.
+func (s *server) updateFlags(r *apiRequest) (any, error) {
+	ids, err := intList(r.params, "messages")
+	if err != nil {
+		return nil, err
+	}
+	change, err := readFlagChange(r.params)
+	if err != nil {
+		return nil, err
+	}
+	valid := make([]uint64, 0, len(ids))
+	for _, id := range ids {
+		if id <= 0 {
+			return nil, errInvalidMessages
+		}
+		valid = append(valid, uint64(id))
+	}
+	if err := s.store.updateFlags(r.user, valid, change); err != nil {
+		return nil, err
+	}
+	return struct {
+		Messages []int64 `json:"messages"`
+	}{ids}, nil
+}
 
 // ---- helpers ----
+
+// intList reads a required JSON list of integers.
+func intList(p *params, name string) ([]int64, error) {
+	raw, err := p.requiredJSON(name)
+	if err != nil {
+		return nil, err
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, badRequest(name + " is not a list")
+	}
+	out := make([]int64, 0, len(list))
+	for i, item := range list {
+		n, ok := jsonInt(item)
+		if !ok {
+			return nil, badRequest(name + "[" + strconv.Itoa(i) + "] is not an integer")
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
 
 // stringList reads a required JSON list of strings.
 func stringList(p *params, name string) ([]string, error) {

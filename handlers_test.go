@@ -833,3 +833,151 @@ func channelNamed(t *testing.T, e *testEnv, name string) channel {
 	}
 	return ch
 }
+
+// ---- personal flags and the other mark-read routes ----
+
+func (e *testEnv) sendAs(t *testing.T, a account, ch channel, topic string) uint64 {
+	t.Helper()
+	id, err := e.st.sendMessage(a.user, channelRef{ID: ch.ID}, topic, "hi", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func idList(ids ...uint64) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+func (e *testEnv) starred(t *testing.T, a account) []uint64 {
+	t.Helper()
+	var ids []uint64
+	e.st.db.View(func(tx *bbolt.Tx) error {
+		prefix := itob(a.ID)
+		c := tx.Bucket(bucketFlags).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if v[0]&flagStarred != 0 {
+				ids = append(ids, btoi(k[8:]))
+			}
+		}
+		return nil
+	})
+	return ids
+}
+
+func TestUpdateFlags_ValidationChangesNothing(t *testing.T) {
+	e := newTestEnv(t)
+	m1 := e.sendAs(t, e.bob, e.general, "t")
+	secret := e.sendAs(t, e.alice, e.secret, "t")
+	for _, c := range []struct {
+		rule, messages, op, flag string
+		code, msg                string
+	}{
+		{"messages not JSON", "abc", "add", "read", "BAD_REQUEST", "messages is not valid JSON"},
+		{"messages not a list", "7", "add", "read", "BAD_REQUEST", "messages is not a list"},
+		{"an element not an integer", `[1,"a"]`, "add", "read", "BAD_REQUEST", "messages[1] is not an integer"},
+		{"unknown flag", idList(m1), "add", "bogus", "BAD_REQUEST", "Invalid flag: 'bogus'"},
+		{"flag the user cannot set", idList(m1), "add", "mentioned", "BAD_REQUEST", "Flag not editable: 'mentioned'"},
+		{"unknown operation", idList(m1), "toggle", "read", "BAD_REQUEST", "Invalid message flag operation: 'toggle'"},
+		{"a message that does not exist", idList(m1, 9999), "add", "read", "BAD_REQUEST", "Invalid message(s)"},
+		{"a message in a private channel", idList(m1, secret), "add", "starred", "BAD_REQUEST", "Invalid message(s)"},
+		{"message id zero", "[0]", "add", "read", "BAD_REQUEST", "Invalid message(s)"},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			r := e.request(t, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {c.messages}, "op": {c.op}, "flag": {c.flag}}, &e.bob)
+			wantAPIError(t, r, 400, c.code, c.msg)
+		})
+	}
+	r := e.request(t, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {"[1]"}, "op": {"add"}}, &e.bob)
+	wantAPIError(t, r, 400, "REQUEST_VARIABLE_MISSING", "Missing 'flag' argument")
+	if got := mustUnread(t, e.st, e.alice.user, e.general); !slices.Equal(got, []uint64{m1}) {
+		t.Errorf("alice's unread after refused calls: got %v, want [%d]", got, m1)
+	}
+	if got := e.starred(t, e.bob); len(got) != 0 {
+		t.Errorf("bob's starred after refused calls: got %v, want none", got)
+	}
+}
+
+func TestUpdateFlags_ReadAndStarred(t *testing.T) {
+	e := newTestEnv(t)
+	m1, m2, m3 := e.sendAs(t, e.bob, e.general, "a"), e.sendAs(t, e.bob, e.general, "b"), e.sendAs(t, e.bob, e.general, "a")
+	flags := func(a *account, op, flag string, ids ...uint64) {
+		t.Helper()
+		r := e.requestAs(t, multipartForm, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {idList(ids...)}, "op": {op}, "flag": {flag}}, a)
+		wantAPISuccess(t, r)
+		if got := r.body["messages"]; !reflect.DeepEqual(got, toAny(ids)) {
+			t.Errorf("messages: got %v, want %v", got, ids)
+		}
+	}
+	flags(&e.alice, "add", "read", m3, m1, m1)
+	if got := mustUnread(t, e.st, e.alice.user, e.general); !slices.Equal(got, []uint64{m2}) {
+		t.Errorf("after add read: got %v, want [%d]", got, m2)
+	}
+	flags(&e.alice, "remove", "read", m1)
+	if got := mustUnread(t, e.st, e.alice.user, e.general); !slices.Equal(got, []uint64{m1, m2}) {
+		t.Errorf("after remove read: got %v, want [%d %d]", got, m1, m2)
+	}
+	flags(&e.owner, "remove", "read", m1) // not subscribed: nothing becomes unread
+	if got := mustUnread(t, e.st, e.owner.user, e.general); len(got) != 0 {
+		t.Errorf("non-subscriber's unread: got %v, want none", got)
+	}
+	flags(&e.alice, "add", "starred", m2, m3)
+	flags(&e.alice, "remove", "starred", m3)
+	flags(&e.alice, "add", "collapsed", m3)
+	if got := e.starred(t, e.alice); !slices.Equal(got, []uint64{m2}) {
+		t.Errorf("starred: got %v, want [%d]", got, m2)
+	}
+	if got := e.starred(t, e.bob); len(got) != 0 {
+		t.Errorf("bob's starred: got %v, want none", got)
+	}
+}
+
+func toAny(ids []uint64) []any {
+	out := []any{}
+	for _, id := range ids {
+		out = append(out, float64(id))
+	}
+	return out
+}
+
+func TestMarkTopicAsRead(t *testing.T) {
+	e := newTestEnv(t)
+	lunch1, dinner, lunch2 := e.sendAs(t, e.bob, e.general, "lunch"), e.sendAs(t, e.bob, e.general, "dinner"), e.sendAs(t, e.bob, e.general, "Lunch")
+	id := strconv.FormatUint(e.general.ID, 10)
+	mark := func(a *account, channelID, topic string) response {
+		return e.request(t, http.MethodPost, "/api/v1/mark_topic_as_read", url.Values{"stream_id": {channelID}, "topic_name": {topic}}, a)
+	}
+	wantAPIError(t, mark(&e.alice, id, "nope"), 400, "BAD_REQUEST", "No such topic 'nope'")
+	wantAPIError(t, mark(&e.alice, "999", "lunch"), 400, "BAD_REQUEST", "Invalid channel ID")
+	wantAPIError(t, mark(&e.bob, strconv.FormatUint(e.secret.ID, 10), "t"), 400, "BAD_REQUEST", "Invalid channel ID")
+	wantAPIError(t, e.request(t, http.MethodPost, "/api/v1/mark_topic_as_read", url.Values{"stream_id": {id}}, &e.alice), 400, "REQUEST_VARIABLE_MISSING", "Missing 'topic_name' argument")
+	if got := mustUnread(t, e.st, e.alice.user, e.general); len(got) != 3 {
+		t.Fatalf("unread after refused calls: got %v, want 3", got)
+	}
+	wantAPISuccess(t, mark(&e.alice, id, "LUNCH"))
+	if got := mustUnread(t, e.st, e.alice.user, e.general); !slices.Equal(got, []uint64{dinner}) {
+		t.Errorf("after marking lunch read: got %v, want [%d] (not %d, %d)", got, dinner, lunch1, lunch2)
+	}
+}
+
+func TestMarkAllAsRead(t *testing.T) {
+	e := newTestEnv(t)
+	e.sendAs(t, e.bob, e.general, "a")
+	e.sendAs(t, e.alice, e.general, "a")
+	mustSubscribe(t, e.st, e.bob.user, "general")
+	e.st.addSubscriptionForTest(e.bob.user, e.secret)
+	e.sendAs(t, e.bob, e.secret, "s")
+	r := e.request(t, http.MethodPost, "/api/v1/mark_all_as_read", nil, &e.alice)
+	if want := `{"result":"success","msg":"","complete":true}` + "\n"; r.raw != want {
+		t.Errorf("got %s, want %s", r.raw, want)
+	}
+	for _, ch := range []channel{e.general, e.secret} {
+		if got := mustUnread(t, e.st, e.alice.user, ch); len(got) != 0 {
+			t.Errorf("alice's unread in %s: got %v, want none", ch.Name, got)
+		}
+	}
+	if got := mustUnread(t, e.st, e.bob.user, e.general); len(got) != 1 {
+		t.Errorf("bob's unread: got %v, want his one", got)
+	}
+}

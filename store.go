@@ -16,12 +16,16 @@ package main
 //	subscribers      channel id ‖ user id → empty
 //	messages         message id → message (JSON)
 //	channel_messages channel id ‖ message id → empty
+//	topic_messages   channel id ‖ lower-cased topic ‖ 0x00 ‖ message id → empty
+//	                 (topics hold no control characters, so 0x00 ends the topic)
+//	flags            user id ‖ message id → one byte of personal flags (starred, collapsed)
 //	unread           user id ‖ channel id → bucket of unread chunks:
 //	                   first message id → count (uint32) ‖ last id (uint64) ‖ uvarint deltas
 //	                   (at most 1000 ids a chunk; unread.go says why)
 //
 // Users, channels and messages take their ids from their own bucket's
-// NextSequence. Every store method is one transaction. Writes go through
+// NextSequence. The read flag is not stored apart: a message is read
+// unless it is in the unread bucket. Every store method is one transaction. Writes go through
 // db.Batch so that concurrent requests share a commit: every function
 // given to update may run more than once, and makes all its checks before
 // its first write, so that a rejection (a sentinel below) can be handed
@@ -45,7 +49,8 @@ import (
 	"golang.org/x/crypto/blake2b"
 )
 
-const schemaVersion = 1
+// schemaVersion 2 added topic_messages and flags.
+const schemaVersion = 2
 
 var (
 	bucketMeta            = []byte("meta")
@@ -60,11 +65,13 @@ var (
 	bucketMessages        = []byte("messages")
 	bucketChannelMessages = []byte("channel_messages")
 	bucketUnread          = []byte("unread")
+	bucketTopicMessages   = []byte("topic_messages")
+	bucketFlags           = []byte("flags")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
-		bucketMessages, bucketChannelMessages, bucketUnread,
+		bucketMessages, bucketChannelMessages, bucketUnread, bucketTopicMessages, bucketFlags,
 	}
 
 	keySchemaVersion = []byte("schema_version")
@@ -73,14 +80,16 @@ var (
 
 // Store sentinels: rejections, which handlers.go words for the client.
 var (
-	errDatabaseLocked   = errors.New("database is in use by another process")
-	errEmailTaken       = errors.New("e-mail already in use")
-	errNoSuchUser       = errors.New("no such user")
-	errBadCredentials   = errors.New("invalid API key")
-	errTokenNotFound    = errors.New("token does not exist")
-	errChannelExists    = errors.New("channel already exists")
-	errNoSuchChannel    = errors.New("no such channel")
-	errChannelForbidden = errors.New("channel not accessible")
+	errDatabaseLocked    = errors.New("database is in use by another process")
+	errEmailTaken        = errors.New("e-mail already in use")
+	errNoSuchUser        = errors.New("no such user")
+	errBadCredentials    = errors.New("invalid API key")
+	errTokenNotFound     = errors.New("token does not exist")
+	errChannelExists     = errors.New("channel already exists")
+	errNoSuchChannel     = errors.New("no such channel")
+	errChannelForbidden  = errors.New("channel not accessible")
+	errNoSuchTopic       = errors.New("no such topic")
+	errInvalidMessageIDs = errors.New("invalid message(s)")
 )
 
 // namedError carries the name of the channel (or id) an error is about,
@@ -197,6 +206,10 @@ func (s *store) migrate(tx *bbolt.Tx) error {
 	meta := tx.Bucket(bucketMeta)
 	if v := meta.Get(keySchemaVersion); v != nil && btoi(v) > schemaVersion {
 		return fmt.Errorf("schema version %d is newer than this zulite understands (%d)", btoi(v), schemaVersion)
+	} else if v != nil && btoi(v) < 2 {
+		if err := indexTopics(tx); err != nil {
+			return fmt.Errorf("migrate to schema 2: %w", err)
+		}
 	}
 	if err := meta.Put(keySchemaVersion, itob(schemaVersion)); err != nil {
 		return err
@@ -237,7 +250,7 @@ func (s *store) update(fn func(tx *bbolt.Tx) error) error {
 }
 
 func isRejection(err error) bool {
-	for _, sentinel := range []error{errEmailTaken, errNoSuchUser, errTokenNotFound, errChannelExists, errNoSuchChannel, errChannelForbidden} {
+	for _, sentinel := range []error{errEmailTaken, errNoSuchUser, errTokenNotFound, errChannelExists, errNoSuchChannel, errChannelForbidden, errNoSuchTopic, errInvalidMessageIDs} {
 		if errors.Is(err, sentinel) {
 			return true
 		}
@@ -741,7 +754,7 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 		if err := putJSON(messages, itob(id), m); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketChannelMessages).Put(append(itob(ch.ID), itob(id)...), nil); err != nil {
+		if err := indexMessage(tx, m); err != nil {
 			return err
 		}
 		for _, subscriberID := range subscriberIDs(tx, ch.ID) {
@@ -770,6 +783,155 @@ func (s *store) markChannelRead(u user, channelID uint64) error {
 		}
 		return removeAllUnread(tx, u.ID, ch.ID)
 	})
+}
+
+// indexMessage records a message in its channel's and its topic's index.
+func indexMessage(tx *bbolt.Tx, m message) error {
+	if err := tx.Bucket(bucketChannelMessages).Put(append(itob(m.ChannelID), itob(m.ID)...), nil); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketTopicMessages).Put(topicKey(m.ChannelID, m.Topic, m.ID), nil)
+}
+
+func topicPrefix(channelID uint64, topic string) []byte {
+	return append(append(itob(channelID), strings.ToLower(topic)...), 0)
+}
+
+func topicKey(channelID uint64, topic string, messageID uint64) []byte {
+	return append(topicPrefix(channelID, topic), itob(messageID)...)
+}
+
+// indexTopics builds topic_messages for a database of schema 1.
+func indexTopics(tx *bbolt.Tx) error {
+	return tx.Bucket(bucketMessages).ForEach(func(_, v []byte) error {
+		var m message
+		if err := json.Unmarshal(v, &m); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketTopicMessages).Put(topicKey(m.ChannelID, m.Topic, m.ID), nil)
+	})
+}
+
+// Personal flags other than read, one bit each in the flags bucket.
+const (
+	flagStarred   byte = 1 << 0
+	flagCollapsed byte = 1 << 1
+)
+
+// flagChange is one POST /messages/flags: add or remove one flag.
+type flagChange struct {
+	Flag string // "read", "starred" or "collapsed"
+	Add  bool
+}
+
+// updateFlags applies the change to the messages, after checking that
+// each exists and is in a channel the user may access. Removing read
+// makes a message unread again only in channels the user is subscribed
+// to, since unread messages live only there.
+func (s *store) updateFlags(u user, ids []uint64, change flagChange) error {
+	return s.update(func(tx *bbolt.Tx) error {
+		byChannel := map[uint64][]uint64{}
+		for _, id := range ids { // every check before the first write
+			m, err := messageByID(tx, id)
+			if err != nil {
+				return errInvalidMessageIDs
+			}
+			ch, err := channelByID(tx, m.ChannelID)
+			if err != nil || !canAccess(tx, u, ch) {
+				return errInvalidMessageIDs
+			}
+			byChannel[ch.ID] = append(byChannel[ch.ID], id)
+		}
+		for channelID, inChannel := range byChannel {
+			slices.Sort(inChannel)
+			inChannel = slices.Compact(inChannel)
+			if err := s.applyFlag(tx, u.ID, channelID, inChannel, change); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *store) applyFlag(tx *bbolt.Tx, userID, channelID uint64, ids []uint64, change flagChange) error {
+	switch {
+	case change.Flag == "read" && change.Add:
+		_, err := removeUnread(tx, userID, channelID, ids)
+		return err
+	case change.Flag == "read":
+		if !isSubscribed(tx, userID, channelID) {
+			return nil
+		}
+		return addUnread(tx, userID, channelID, ids)
+	}
+	bit := flagStarred
+	if change.Flag == "collapsed" {
+		bit = flagCollapsed
+	}
+	b := tx.Bucket(bucketFlags)
+	for _, id := range ids {
+		k := append(itob(userID), itob(id)...)
+		var flags byte
+		if v := b.Get(k); v != nil {
+			flags = v[0]
+		}
+		if change.Add {
+			flags |= bit
+		} else {
+			flags &^= bit
+		}
+		var err error
+		if flags == 0 {
+			err = b.Delete(k)
+		} else {
+			err = b.Put(k, []byte{flags})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markTopicRead marks the user's unread messages of one topic read.
+func (s *store) markTopicRead(u user, channelID uint64, topic string) error {
+	return s.update(func(tx *bbolt.Tx) error {
+		ch, err := channelByID(tx, channelID)
+		if err != nil {
+			return err
+		}
+		if !canAccess(tx, u, ch) {
+			return errNoSuchChannel
+		}
+		var ids []uint64
+		prefix := topicPrefix(ch.ID, topic)
+		c := tx.Bucket(bucketTopicMessages).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			ids = append(ids, btoi(k[len(prefix):]))
+		}
+		if len(ids) == 0 {
+			return errNoSuchTopic
+		}
+		_, err = removeUnread(tx, u.ID, ch.ID, ids)
+		return err
+	})
+}
+
+// markAllRead marks every message read for the user.
+func (s *store) markAllRead(u user) error {
+	return s.update(func(tx *bbolt.Tx) error {
+		_, err := removeAllUnreadOf(tx, u.ID)
+		return err
+	})
+}
+
+func messageByID(tx *bbolt.Tx, id uint64) (message, error) {
+	var m message
+	v := tx.Bucket(bucketMessages).Get(itob(id))
+	if v == nil {
+		return m, errInvalidMessageIDs
+	}
+	return m, json.Unmarshal(v, &m)
 }
 
 func (s *store) unread(userID, channelID uint64) ([]uint64, error) {

@@ -532,3 +532,45 @@ func TestAddUnread_OneMoreCostsTheSameHoweverManyAreUnread(t *testing.T) {
 		t.Errorf("adding one unread to 1,000,000 wrote %d pages, want at most 3x the %d with 1", pages[1_000_000], pages[1])
 	}
 }
+
+func TestRemoveUnread_RewritesOnlyWhatItMust(t *testing.T) {
+	st := mustOpenStore(t)
+	var all []uint64
+	for id := uint64(1); id <= 2500; id++ {
+		all = append(all, id)
+	}
+	st.db.Update(func(tx *bbolt.Tx) error { return addUnread(tx, 1, 2, all) })
+	gone := []uint64{0, 1, 999, 1000, 1001, 2001, 2500, 9999} // 0 and 9999 were never unread
+	var removed []uint64
+	err := st.db.Update(func(tx *bbolt.Tx) error {
+		var err error
+		removed, err = removeUnread(tx, 1, 2, gone)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint64{1, 999, 1000, 1001, 2001, 2500}; !slices.Equal(removed, want) {
+		t.Errorf("removed: got %v, want %v", removed, want)
+	}
+	want := slices.DeleteFunc(slices.Clone(all), func(id uint64) bool { return slices.Contains(gone, id) })
+	st.db.View(func(tx *bbolt.Tx) error {
+		if got, _ := unreadIDs(tx, 1, 2); !slices.Equal(got, want) {
+			t.Errorf("unread after: got %d ids, want %d", len(got), len(want))
+		}
+		return nil
+	})
+	err = st.db.Update(func(tx *bbolt.Tx) error {
+		_, err := removeUnread(tx, 1, 2, want)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.db.View(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketUnread).Bucket(unreadKey(1, 2)) != nil {
+			t.Errorf("an emptied unread set keeps its bucket")
+		}
+		return nil
+	})
+}

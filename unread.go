@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -207,4 +208,77 @@ func mergeSorted(a, b []uint64) []uint64 {
 		}
 	}
 	return out
+}
+
+// removeUnread marks ids (sorted ascending) read for the user in the
+// channel and returns those that were unread. Only the chunks whose range
+// holds one of the ids are decoded and rewritten.
+func removeUnread(tx *bbolt.Tx, userID, channelID uint64, ids []uint64) ([]uint64, error) {
+	parent := tx.Bucket(bucketUnread)
+	key := unreadKey(userID, channelID)
+	b := parent.Bucket(key)
+	if b == nil || len(ids) == 0 {
+		return nil, nil
+	}
+	type chunk struct {
+		first uint64
+		ids   []uint64
+	}
+	var touched []chunk
+	var removed []uint64
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && len(ids) > 0; k, v = c.Next() {
+		first, last := btoi(k), chunkLast(v)
+		for len(ids) > 0 && ids[0] < first {
+			ids = ids[1:]
+		}
+		if len(ids) == 0 || ids[0] > last {
+			continue
+		}
+		held, err := decodeChunk(nil, first, v)
+		if err != nil {
+			return nil, err
+		}
+		kept := held[:0:0]
+		for _, id := range held {
+			for len(ids) > 0 && ids[0] < id {
+				ids = ids[1:]
+			}
+			if len(ids) > 0 && ids[0] == id {
+				removed = append(removed, id)
+				continue
+			}
+			kept = append(kept, id)
+		}
+		touched = append(touched, chunk{first, kept})
+	}
+	for _, ch := range touched { // rewrite after the walk: no writes under a live cursor
+		if err := b.Delete(itob(ch.first)); err != nil {
+			return nil, err
+		}
+		if err := putChunks(b, ch.ids); err != nil {
+			return nil, err
+		}
+	}
+	if k, _ := b.Cursor().First(); k == nil {
+		return removed, parent.DeleteBucket(key)
+	}
+	return removed, nil
+}
+
+// removeAllUnreadOf marks every message read for the user, in every
+// channel, and returns the channels that had unread messages.
+func removeAllUnreadOf(tx *bbolt.Tx, userID uint64) ([]uint64, error) {
+	prefix := itob(userID)
+	var channels []uint64
+	c := tx.Bucket(bucketUnread).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		channels = append(channels, btoi(k[8:]))
+	}
+	for _, channelID := range channels {
+		if err := removeAllUnread(tx, userID, channelID); err != nil {
+			return nil, err
+		}
+	}
+	return channels, nil
 }
