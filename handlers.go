@@ -58,7 +58,9 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/streams", s.api(s.listChannels))
 	handle("GET /api/v1/get_stream_id", s.api(s.channelID))
 	handle("POST /api/v1/messages", s.api(s.sendMessage))
+	handle("GET /api/v1/messages", s.api(s.getMessages))
 	handle("POST /api/v1/messages/flags", s.api(s.updateFlags))
+	handle("POST /api/v1/messages/flags/narrow", s.api(s.updateFlagsForNarrow))
 	handle("POST /api/v1/mark_stream_as_read", s.api(s.markStreamAsRead))
 	handle("POST /api/v1/mark_topic_as_read", s.api(s.markTopicAsRead))
 	handle("POST /api/v1/mark_all_as_read", s.api(s.markAllAsRead))
@@ -407,7 +409,7 @@ func newStreamObject(ch channel) streamObject {
 		RenderedDescription:        renderDescription(ch.Description),
 		DateCreated:                ch.Created,
 		InviteOnly:                 ch.Private,
-		HistoryPublicToSubscribers: !ch.Private,
+		HistoryPublicToSubscribers: true, // subscribers of a private channel see its history
 		StreamPostPolicy:           1,
 	}
 	if ch.CreatorID != 0 {
@@ -927,3 +929,359 @@ func renderDescription(text string) string {
 }
 
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;")
+
+// ---- reading messages ----
+
+// messageObject is Zulip's message object for a channel message.
+type messageObject struct {
+	AvatarURL        string     `json:"avatar_url"`
+	Client           string     `json:"client"`
+	Content          string     `json:"content"`
+	ContentType      string     `json:"content_type"`
+	DisplayRecipient string     `json:"display_recipient"`
+	Flags            []string   `json:"flags"`
+	ID               uint64     `json:"id"`
+	IsMeMessage      bool       `json:"is_me_message"`
+	Reactions        []struct{} `json:"reactions"`
+	RecipientID      uint64     `json:"recipient_id"`
+	SenderEmail      string     `json:"sender_email"`
+	SenderFullName   string     `json:"sender_full_name"`
+	SenderID         uint64     `json:"sender_id"`
+	SenderRealmStr   string     `json:"sender_realm_str"`
+	StreamID         uint64     `json:"stream_id"`
+	Subject          string     `json:"subject"`
+	Submessages      []struct{} `json:"submessages"`
+	Timestamp        int64      `json:"timestamp"`
+	TopicLinks       []struct{} `json:"topic_links"`
+	Type             string     `json:"type"`
+}
+
+func newMessageObject(m pagedMessage, applyMarkdown bool) messageObject {
+	o := messageObject{
+		AvatarURL:        gravatarURL(m.Sender.Email),
+		Client:           m.Client,
+		Content:          m.Content,
+		ContentType:      "text/x-markdown",
+		DisplayRecipient: m.Channel.Name,
+		Flags:            messageFlags(m),
+		ID:               m.ID,
+		IsMeMessage:      strings.HasPrefix(m.Content, "/me "),
+		Reactions:        []struct{}{},
+		RecipientID:      m.ChannelID,
+		SenderEmail:      m.Sender.Email,
+		SenderFullName:   m.Sender.FullName,
+		SenderID:         m.SenderID,
+		SenderRealmStr:   "zulite",
+		StreamID:         m.ChannelID,
+		Subject:          m.Topic,
+		Submessages:      []struct{}{},
+		Timestamp:        m.Timestamp,
+		TopicLinks:       []struct{}{},
+		Type:             "stream",
+	}
+	if o.Client == "" {
+		o.Client = "API"
+	}
+	if applyMarkdown {
+		o.Content, o.ContentType = renderContent(m.Content), "text/html"
+	}
+	return o
+}
+
+// messageFlags lists the caller's flags on a message, in Zulip's words.
+// A message of a channel the caller is not subscribed to is "historical".
+func messageFlags(m pagedMessage) []string {
+	flags := []string{}
+	if !m.Unread {
+		flags = append(flags, "read")
+	}
+	if m.Flags&flagStarred != 0 {
+		flags = append(flags, "starred")
+	}
+	if m.Flags&flagCollapsed != 0 {
+		flags = append(flags, "collapsed")
+	}
+	if !m.Subscribed {
+		flags = append(flags, "historical")
+	}
+	return flags
+}
+
+// renderContent is the minimal safe rendering of a message, as the binary
+// carries no Markdown library: the text HTML-escaped, paragraphs (split
+// at blank lines) in <p>, other line breaks as <br>.
+func renderContent(text string) string {
+	var b strings.Builder
+	for _, para := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n\n") {
+		para = strings.Trim(para, "\n")
+		if para == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString("<p>")
+		b.WriteString(strings.ReplaceAll(htmlEscaper.Replace(para), "\n", "<br>\n"))
+		b.WriteString("</p>")
+	}
+	return b.String()
+}
+
+// maxMessagesPerRequest bounds one page or one flag update, as Zulip's.
+const maxMessagesPerRequest = 5000
+
+// narrowOperators maps Zulip's operator names, old ones included, to the
+// ones zulite matches on; dm operators match nothing (zulite has no
+// direct messages).
+var narrowOperators = map[string]string{
+	"channel": "channel", "stream": "channel", "topic": "topic", "subject": "topic",
+	"is": "is", "sender": "sender", "id": "id", "search": "search", "has": "has",
+	"in": "in", "near": "near", "channels": "channels", "streams": "channels",
+	"dm": "dm", "pm-with": "dm", "pm_with": "dm", "dm-including": "dm", "group-pm-with": "dm", "group_pm_with": "dm",
+}
+
+var narrowOperands = map[string][]string{
+	"is":       {"dm", "private", "starred", "unread", "mentioned", "alerted", "resolved", "followed"},
+	"has":      {"attachment", "image", "link", "reaction"},
+	"in":       {"home", "all"},
+	"channels": {"public", "web-public"},
+}
+
+func badNarrow(desc string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "BAD_NARROW", msg: "Invalid narrow operator: " + desc, extra: []field{{"desc", desc}}}
+}
+
+// readNarrow reads the `narrow` parameter: a JSON list of terms, each an
+// object {"operator","operand","negated"} or a legacy [operator, operand].
+func readNarrow(p *params, required bool) ([]narrowTerm, error) {
+	raw, ok := p.lookup("narrow")
+	if !ok {
+		if required {
+			return nil, missingArgument("narrow")
+		}
+		return nil, nil
+	}
+	badValue := &apiError{status: http.StatusBadRequest, code: "REQUEST_VARIABLE_INVALID", msg: "Bad value for 'narrow': " + raw,
+		extra: []field{{"var_name", "narrow"}, {"bad_value", raw}}}
+	parsed, err := decodeJSON("narrow", raw)
+	if err != nil {
+		return nil, badValue
+	}
+	list, ok := parsed.([]any)
+	if !ok {
+		return nil, badValue
+	}
+	terms := make([]narrowTerm, 0, len(list))
+	for _, elem := range list {
+		var operator string
+		var operand any
+		negated := false
+		switch e := elem.(type) {
+		case []any:
+			if len(e) != 2 {
+				return nil, badValue
+			}
+			op, ok1 := e[0].(string)
+			val, ok2 := e[1].(string)
+			if !ok1 || !ok2 {
+				return nil, badValue
+			}
+			operator, operand = op, val
+		case map[string]any:
+			op, ok := e["operator"]
+			if !ok {
+				return nil, badRequest("operator key is missing from elem")
+			}
+			if operator, ok = op.(string); !ok {
+				return nil, badRequest(`elem["operator"] is not a string`)
+			}
+			if operand, ok = e["operand"]; !ok {
+				return nil, badRequest("operand key is missing from elem")
+			}
+			if n, present := e["negated"]; present {
+				if negated, ok = n.(bool); !ok {
+					return nil, badRequest(`elem["negated"] is not a boolean`)
+				}
+			}
+		default:
+			return nil, badValue
+		}
+		term, err := narrowTermOf(operator, operand, negated)
+		if err != nil {
+			return nil, err
+		}
+		terms = append(terms, term)
+	}
+	return terms, nil
+}
+
+// narrowTermOf checks one term's operator and operand.
+func narrowTermOf(operator string, operand any, negated bool) (narrowTerm, error) {
+	op, known := narrowOperators[operator]
+	if !known {
+		return narrowTerm{}, badNarrow("unknown operator " + operator)
+	}
+	t := narrowTerm{Operator: op, Negated: negated}
+	switch op {
+	case "channel", "sender", "id":
+		if id, ok := jsonInt(operand); ok {
+			if id <= 0 && op == "id" {
+				return t, badNarrow("Invalid message ID")
+			}
+			t.ID = uint64(max(id, 0))
+			return t, nil
+		}
+		name, ok := operand.(string)
+		if !ok {
+			return t, badRequest(`elem["operand"] is not a string or integer`)
+		}
+		if op == "id" {
+			id, err := strconv.ParseUint(name, 10, 64)
+			if err != nil || id == 0 {
+				return t, badNarrow("Invalid message ID")
+			}
+			t.ID = id
+			return t, nil
+		}
+		t.Name = strings.TrimSpace(name)
+		return t, nil
+	case "dm":
+		return t, nil // zulite has no direct messages: such a term matches nothing
+	}
+	name, ok := operand.(string)
+	if !ok {
+		return t, badRequest(`elem["operand"] is not a string`)
+	}
+	if allowed, listed := narrowOperands[op]; listed && !slices.Contains(allowed, name) {
+		return t, badNarrow("unknown '" + operator + "' operand " + name)
+	}
+	t.Name = name
+	return t, nil
+}
+
+// readRange reads the anchor, the counts and the narrow, shared by GET
+// /messages and POST /messages/flags/narrow.
+func readRange(p *params, narrowRequired bool) (messageRange, error) {
+	var q messageRange
+	anchor, hasAnchor := p.lookup("anchor")
+	includeAnchor, err := p.optionalBool("include_anchor", true)
+	if err != nil {
+		return q, err
+	}
+	q.IncludeAnchor = includeAnchor
+	for _, count := range []struct {
+		name string
+		into *int
+	}{{"num_before", &q.NumBefore}, {"num_after", &q.NumAfter}} {
+		n, err := p.requiredInt(count.name)
+		if err != nil {
+			return q, err
+		}
+		if n < 0 {
+			return q, badRequest(count.name + " is too small")
+		}
+		*count.into = int(min(n, maxMessagesPerRequest+1))
+	}
+	if q.Narrow, err = readNarrow(p, narrowRequired); err != nil {
+		return q, err
+	}
+	if !hasAnchor {
+		return q, missingArgument("anchor")
+	}
+	switch anchor {
+	case "newest":
+		q.AnchorKind = anchorNewest
+	case "oldest":
+		q.AnchorKind = anchorOldest
+	case "first_unread":
+		q.AnchorKind = anchorFirstUnread
+	default:
+		n, err := strconv.ParseInt(strings.TrimSpace(anchor), 10, 64)
+		if err != nil {
+			return q, badRequest("Invalid anchor")
+		}
+		q.Anchor = uint64(min(max(n, 0), largestMessageID))
+	}
+	if !q.IncludeAnchor && q.NumBefore > 0 && q.NumAfter > 0 {
+		return q, badRequest("The anchor can only be excluded at an end of the range")
+	}
+	return q, nil
+}
+
+// narrowError words the store's narrow errors as Zulip does.
+func narrowError(err error) error {
+	var named *namedError
+	switch {
+	case errors.As(err, &named) && errors.Is(err, errNarrowUnknownChannel):
+		return badNarrow("unknown channel " + named.name)
+	case errors.As(err, &named) && errors.Is(err, errNarrowUnknownUser):
+		return badNarrow("unknown user " + named.name)
+	}
+	return err
+}
+
+// getMessages serves GET /api/v1/messages.
+func (s *server) getMessages(r *apiRequest) (any, error) {
+	q, err := readRange(r.params, false)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.params.optionalBool("client_gravatar", true); err != nil {
+		return nil, err
+	}
+	applyMarkdown, err := r.params.optionalBool("apply_markdown", true)
+	if err != nil {
+		return nil, err
+	}
+	if q.NumBefore+q.NumAfter > maxMessagesPerRequest {
+		return nil, badRequest("Too many messages requested (maximum 5000).")
+	}
+	page, err := s.store.messages(r.user, q)
+	if err != nil {
+		return nil, narrowError(err)
+	}
+	list := make([]messageObject, 0, len(page.Messages))
+	for _, m := range page.Messages {
+		list = append(list, newMessageObject(m, applyMarkdown))
+	}
+	return struct {
+		Messages       []messageObject `json:"messages"`
+		Anchor         uint64          `json:"anchor"`
+		FoundAnchor    bool            `json:"found_anchor"`
+		FoundOldest    bool            `json:"found_oldest"`
+		FoundNewest    bool            `json:"found_newest"`
+		HistoryLimited bool            `json:"history_limited"`
+	}{list, page.Anchor, page.FoundAnchor, page.FoundOldest, page.FoundNewest, false}, nil
+}
+
+// updateFlagsForNarrow serves POST /api/v1/messages/flags/narrow, the
+// replacement for mark_stream_as_read. Like Zulip it clamps the range
+// to 5000 messages rather than refusing it.
+func (s *server) updateFlagsForNarrow(r *apiRequest) (any, error) {
+	q, err := readRange(r.params, true)
+	if err != nil {
+		return nil, err
+	}
+	change, err := readFlagChange(r.params)
+	if err != nil {
+		return nil, err
+	}
+	q.NumBefore = min(q.NumBefore, max(maxMessagesPerRequest-q.NumAfter, maxMessagesPerRequest/2))
+	q.NumAfter = min(q.NumAfter, maxMessagesPerRequest-q.NumBefore)
+	result, err := s.store.updateFlagsInRange(r.user, q, change)
+	if err != nil {
+		return nil, narrowError(err)
+	}
+	var first, last *uint64
+	if n := len(result.Messages); n > 0 {
+		first, last = &result.Messages[0].ID, &result.Messages[n-1].ID
+	}
+	return struct {
+		ProcessedCount   int     `json:"processed_count"`
+		UpdatedCount     int     `json:"updated_count"`
+		FirstProcessedID *uint64 `json:"first_processed_id"`
+		LastProcessedID  *uint64 `json:"last_processed_id"`
+		FoundOldest      bool    `json:"found_oldest"`
+		FoundNewest      bool    `json:"found_newest"`
+	}{len(result.Messages), result.Updated, first, last, result.FoundOldest, result.FoundNewest}, nil
+}

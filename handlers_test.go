@@ -845,7 +845,7 @@ func (e *testEnv) sendAs(t *testing.T, a account, ch channel, topic string) uint
 	return id
 }
 
-func idList(ids ...uint64) string {
+func jsonIDs(ids ...uint64) string {
 	b, _ := json.Marshal(ids)
 	return string(b)
 }
@@ -877,11 +877,11 @@ func TestUpdateFlags_ValidationChangesNothing(t *testing.T) {
 		{"messages not JSON", "abc", "add", "read", "BAD_REQUEST", "messages is not valid JSON"},
 		{"messages not a list", "7", "add", "read", "BAD_REQUEST", "messages is not a list"},
 		{"an element not an integer", `[1,"a"]`, "add", "read", "BAD_REQUEST", "messages[1] is not an integer"},
-		{"unknown flag", idList(m1), "add", "bogus", "BAD_REQUEST", "Invalid flag: 'bogus'"},
-		{"flag the user cannot set", idList(m1), "add", "mentioned", "BAD_REQUEST", "Flag not editable: 'mentioned'"},
-		{"unknown operation", idList(m1), "toggle", "read", "BAD_REQUEST", "Invalid message flag operation: 'toggle'"},
-		{"a message that does not exist", idList(m1, 9999), "add", "read", "BAD_REQUEST", "Invalid message(s)"},
-		{"a message in a private channel", idList(m1, secret), "add", "starred", "BAD_REQUEST", "Invalid message(s)"},
+		{"unknown flag", jsonIDs(m1), "add", "bogus", "BAD_REQUEST", "Invalid flag: 'bogus'"},
+		{"flag the user cannot set", jsonIDs(m1), "add", "mentioned", "BAD_REQUEST", "Flag not editable: 'mentioned'"},
+		{"unknown operation", jsonIDs(m1), "toggle", "read", "BAD_REQUEST", "Invalid message flag operation: 'toggle'"},
+		{"a message that does not exist", jsonIDs(m1, 9999), "add", "read", "BAD_REQUEST", "Invalid message(s)"},
+		{"a message in a private channel", jsonIDs(m1, secret), "add", "starred", "BAD_REQUEST", "Invalid message(s)"},
 		{"message id zero", "[0]", "add", "read", "BAD_REQUEST", "Invalid message(s)"},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
@@ -904,7 +904,7 @@ func TestUpdateFlags_ReadAndStarred(t *testing.T) {
 	m1, m2, m3 := e.sendAs(t, e.bob, e.general, "a"), e.sendAs(t, e.bob, e.general, "b"), e.sendAs(t, e.bob, e.general, "a")
 	flags := func(a *account, op, flag string, ids ...uint64) {
 		t.Helper()
-		r := e.requestAs(t, multipartForm, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {idList(ids...)}, "op": {op}, "flag": {flag}}, a)
+		r := e.requestAs(t, multipartForm, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {jsonIDs(ids...)}, "op": {op}, "flag": {flag}}, a)
 		wantAPISuccess(t, r)
 		if got := r.body["messages"]; !reflect.DeepEqual(got, toAny(ids)) {
 			t.Errorf("messages: got %v, want %v", got, ids)

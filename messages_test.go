@@ -1,0 +1,232 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// page fetches GET /messages as the account and returns the ids.
+func (e *testEnv) page(t *testing.T, a *account, params url.Values) (response, []uint64) {
+	t.Helper()
+	r := e.request(t, http.MethodGet, "/api/v1/messages", params, a)
+	var ids []uint64
+	msgs, _ := r.body["messages"].([]any)
+	for _, m := range msgs {
+		ids = append(ids, uint64(m.(map[string]any)["id"].(float64)))
+	}
+	return r, ids
+}
+
+func narrowOf(terms ...any) string {
+	b, _ := json.Marshal(terms)
+	return string(b)
+}
+
+func rangeParams(anchor string, before, after int, narrow string) url.Values {
+	p := url.Values{"anchor": {anchor}, "num_before": {strconv.Itoa(before)}, "num_after": {strconv.Itoa(after)}}
+	if narrow != "" {
+		p.Set("narrow", narrow)
+	}
+	return p
+}
+
+func TestGetMessages_AnchorsAndRanges(t *testing.T) {
+	e := newTestEnv(t)
+	var ids []uint64
+	for i := range 10 {
+		ids = append(ids, e.sendAs(t, e.bob, e.general, "t"+strconv.Itoa(i%2)))
+	}
+	e.st.updateFlags(e.alice.user, ids[:4], flagChange{Flag: "read", Add: true})
+	for _, c := range []struct {
+		rule                   string
+		params                 url.Values
+		want                   []uint64
+		anchor                 uint64
+		foundAnchor, old, newe bool
+	}{
+		{"newest, 3 before", rangeParams("newest", 3, 0, ""), ids[7:], largestMessageID, false, false, true},
+		{"oldest, 3 after", rangeParams("oldest", 0, 3, ""), ids[:3], 0, false, true, false},
+		{"an id, 2 each side", rangeParams(strconv.FormatUint(ids[5], 10), 2, 2, ""), ids[3:8], ids[5], true, false, false},
+		{"first_unread", rangeParams("first_unread", 1, 2, ""), ids[3:7], ids[4], true, false, false},
+		{"more than there is", rangeParams("oldest", 0, 100, ""), ids, 0, false, true, true},
+		{"without the anchor", func() url.Values {
+			p := rangeParams(strconv.FormatUint(ids[5], 10), 0, 2, "")
+			p.Set("include_anchor", "false")
+			return p
+		}(), ids[6:8], ids[5], false, false, false},
+		{"a topic, case-insensitively", rangeParams("newest", 100, 0, narrowOf(map[string]any{"operator": "topic", "operand": "T1"})), []uint64{ids[1], ids[3], ids[5], ids[7], ids[9]}, largestMessageID, false, true, true},
+		{"unread in a channel, legacy pairs", rangeParams("oldest", 0, 100, narrowOf([]string{"stream", "general"}, []string{"is", "unread"})), ids[4:], 0, false, true, true},
+		{"negated unread", rangeParams("oldest", 0, 100, narrowOf(map[string]any{"operator": "is", "operand": "unread", "negated": true})), ids[:4], 0, false, true, true},
+		{"sender by id", rangeParams("oldest", 0, 100, narrowOf(map[string]any{"operator": "sender", "operand": e.alice.ID})), nil, 0, false, true, true},
+		{"one id", rangeParams("oldest", 0, 100, narrowOf(map[string]any{"operator": "id", "operand": ids[2]})), ids[2:3], 0, false, true, true},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			r, got := e.page(t, &e.alice, c.params)
+			wantAPISuccess(t, r)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("ids: got %v, want %v", got, c.want)
+			}
+			if r.body["anchor"] != float64(c.anchor) || r.body["found_anchor"] != c.foundAnchor || r.body["found_oldest"] != c.old || r.body["found_newest"] != c.newe || r.body["history_limited"] != false {
+				t.Errorf("got anchor %v found_anchor %v found_oldest %v found_newest %v, want %d %v %v %v",
+					r.body["anchor"], r.body["found_anchor"], r.body["found_oldest"], r.body["found_newest"], c.anchor, c.foundAnchor, c.old, c.newe)
+			}
+		})
+	}
+}
+
+func TestGetMessages_MessageFieldsFlagsAndVisibility(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.sendAs(t, e.bob, e.general, "lunch")
+	e.st.sendMessage(e.alice.user, channelRef{ID: e.secret.ID}, "s", "<b>secret</b>\n\nline1\nline2", "")
+	e.st.updateFlags(e.alice.user, []uint64{id}, flagChange{Flag: "starred", Add: true})
+
+	r, got := e.page(t, &e.alice, rangeParams("oldest", 0, 10, ""))
+	if len(got) != 2 {
+		t.Fatalf("alice sees %v, want both messages", got)
+	}
+	msgs := r.body["messages"].([]any)
+	m := msgs[0].(map[string]any)
+	for _, f := range []string{"id", "sender_id", "sender_email", "sender_full_name", "type", "stream_id", "recipient_id", "display_recipient", "subject", "content", "content_type", "timestamp", "avatar_url", "reactions", "submessages", "topic_links", "is_me_message", "client", "flags", "sender_realm_str"} {
+		if _, ok := m[f]; !ok {
+			t.Errorf("message lacks %s", f)
+		}
+	}
+	if m["type"] != "stream" || m["display_recipient"] != "general" || m["subject"] != "lunch" || m["sender_email"] != e.bob.Email {
+		t.Errorf("message: got %v", m)
+	}
+	if flags := m["flags"]; !slices.Equal(toStrings(flags), []string{"starred"}) {
+		t.Errorf("flags: got %v, want [starred] (unread and starred)", flags)
+	}
+	if html := msgs[1].(map[string]any)["content"]; html != "<p>&lt;b&gt;secret&lt;/b&gt;</p>\n<p>line1<br>\nline2</p>" {
+		t.Errorf("rendered content: got %q", html)
+	}
+	raw := rangeParams("oldest", 0, 10, "")
+	raw.Set("apply_markdown", "false")
+	r, _ = e.page(t, &e.alice, raw)
+	if m := r.body["messages"].([]any)[1].(map[string]any); m["content"] != "<b>secret</b>\n\nline1\nline2" || m["content_type"] != "text/x-markdown" {
+		t.Errorf("raw content: got %v %v", m["content"], m["content_type"])
+	}
+
+	// bob is not in the private channel; the owner is subscribed to nothing.
+	if _, got := e.page(t, &e.bob, rangeParams("oldest", 0, 10, "")); !slices.Equal(got, []uint64{id}) {
+		t.Errorf("bob sees %v, want only [%d]", got, id)
+	}
+	if _, got := e.page(t, &e.bob, rangeParams("oldest", 0, 10, narrowOf([]string{"channel", "secret"}))); len(got) != 0 {
+		t.Errorf("bob narrowed to the private channel sees %v, want nothing", got)
+	}
+	if _, got := e.page(t, &e.owner, rangeParams("oldest", 0, 10, "")); len(got) != 0 {
+		t.Errorf("owner without a channel narrow sees %v, want nothing received", got)
+	}
+	r, got = e.page(t, &e.owner, rangeParams("oldest", 0, 10, narrowOf([]string{"channel", "general"})))
+	if !slices.Equal(got, []uint64{id}) || !slices.Equal(toStrings(r.body["messages"].([]any)[0].(map[string]any)["flags"]), []string{"read", "historical"}) {
+		t.Errorf("owner narrowed to general: got %v %s, want [%d] with read, historical", got, r.raw, id)
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, s := range v.([]any) {
+		out = append(out, s.(string))
+	}
+	return out
+}
+
+func TestGetMessages_Errors(t *testing.T) {
+	e := newTestEnv(t)
+	for _, c := range []struct {
+		rule      string
+		params    url.Values
+		code, msg string
+	}{
+		{"anchor is required", url.Values{"num_before": {"1"}, "num_after": {"1"}}, "REQUEST_VARIABLE_MISSING", "Missing 'anchor' argument"},
+		{"num_before is required", url.Values{"anchor": {"newest"}, "num_after": {"1"}}, "REQUEST_VARIABLE_MISSING", "Missing 'num_before' argument"},
+		{"a bad anchor", rangeParams("latest", 1, 1, ""), "BAD_REQUEST", "Invalid anchor"},
+		{"a negative count", rangeParams("newest", -1, 1, ""), "BAD_REQUEST", "num_before is too small"},
+		{"too many", rangeParams("newest", 3000, 3000, ""), "BAD_REQUEST", "Too many messages requested (maximum 5000)."},
+		{"anchor excluded in the middle", func() url.Values {
+			p := rangeParams("5", 1, 1, "")
+			p.Set("include_anchor", "false")
+			return p
+		}(), "BAD_REQUEST", "The anchor can only be excluded at an end of the range"},
+		{"narrow not a list", rangeParams("newest", 1, 0, `{"operator":"is"}`), "REQUEST_VARIABLE_INVALID", `Bad value for 'narrow': {"operator":"is"}`},
+		{"a legacy triple", rangeParams("newest", 1, 0, `[["is","unread","x"]]`), "REQUEST_VARIABLE_INVALID", `Bad value for 'narrow': [["is","unread","x"]]`},
+		{"operator missing", rangeParams("newest", 1, 0, `[{"operand":"x"}]`), "BAD_REQUEST", "operator key is missing from elem"},
+		{"operand of the wrong type", rangeParams("newest", 1, 0, `[{"operator":"topic","operand":7}]`), "BAD_REQUEST", `elem["operand"] is not a string`},
+		{"unknown operator", rangeParams("newest", 1, 0, `[["foo","x"]]`), "BAD_NARROW", "Invalid narrow operator: unknown operator foo"},
+		{"unknown channel", rangeParams("newest", 1, 0, `[["channel","nope"]]`), "BAD_NARROW", "Invalid narrow operator: unknown channel nope"},
+		{"unknown channel id", rangeParams("newest", 1, 0, `[{"operator":"channel","operand":99}]`), "BAD_NARROW", "Invalid narrow operator: unknown channel 99"},
+		{"unknown sender", rangeParams("newest", 1, 0, `[["sender","x@example.com"]]`), "BAD_NARROW", "Invalid narrow operator: unknown user x@example.com"},
+		{"unknown is operand", rangeParams("newest", 1, 0, `[["is","shiny"]]`), "BAD_NARROW", "Invalid narrow operator: unknown 'is' operand shiny"},
+		{"bad message id", rangeParams("newest", 1, 0, `[["id","x"]]`), "BAD_NARROW", "Invalid narrow operator: Invalid message ID"},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			r := e.request(t, http.MethodGet, "/api/v1/messages", c.params, &e.alice)
+			wantAPIError(t, r, 400, c.code, c.msg)
+		})
+	}
+}
+
+func TestUpdateFlagsForNarrow(t *testing.T) {
+	e := newTestEnv(t)
+	var ids []uint64
+	for range 10 {
+		ids = append(ids, e.sendAs(t, e.bob, e.general, "t"))
+	}
+	flags := func(a *account, params url.Values) response {
+		return e.requestAs(t, multipartForm, http.MethodPost, "/api/v1/messages/flags/narrow", params, a)
+	}
+	p := rangeParams(strconv.FormatUint(ids[5], 10), 2, 2, "[]")
+	p.Set("op", "add")
+	p.Set("flag", "read")
+	r := flags(&e.alice, p)
+	wantAPISuccess(t, r)
+	want := map[string]any{"processed_count": 5.0, "updated_count": 5.0, "first_processed_id": float64(ids[3]), "last_processed_id": float64(ids[7]), "found_oldest": false, "found_newest": false}
+	for k, v := range want {
+		if r.body[k] != v {
+			t.Errorf("%s: got %v, want %v", k, r.body[k], v)
+		}
+	}
+	if got := mustUnread(t, e.st, e.alice.user, e.general); !slices.Equal(got, append(slices.Clone(ids[:3]), ids[8:]...)) {
+		t.Errorf("unread after: got %v", got)
+	}
+	// The replacement for mark_stream_as_read: the whole channel.
+	p = rangeParams("oldest", 0, 5000, narrowOf([]string{"channel", "general"}))
+	p.Set("op", "add")
+	p.Set("flag", "read")
+	r = flags(&e.alice, p)
+	if r.body["processed_count"] != 10.0 || r.body["updated_count"] != 5.0 || r.body["found_newest"] != true {
+		t.Errorf("whole channel: got %s", r.raw)
+	}
+	if got := mustUnread(t, e.st, e.alice.user, e.general); len(got) != 0 {
+		t.Errorf("unread after the whole channel: got %v, want none", got)
+	}
+	p.Set("op", "remove")
+	r = flags(&e.alice, p)
+	if r.body["updated_count"] != 10.0 || len(mustUnread(t, e.st, e.alice.user, e.general)) != 10 {
+		t.Errorf("removing read: got %s, want all 10 unread again", r.raw)
+	}
+	p = rangeParams("newest", 0, 0, narrowOf([]string{"channel", "nope"}))
+	p.Set("op", "add")
+	p.Set("flag", "read")
+	wantAPIError(t, flags(&e.alice, p), 400, "BAD_NARROW", "Invalid narrow operator: unknown channel nope")
+	p = rangeParams("newest", 1, 0, "[]")
+	p.Set("op", "add")
+	p.Set("flag", "mentioned")
+	wantAPIError(t, flags(&e.alice, p), 400, "BAD_REQUEST", "Flag not editable: 'mentioned'")
+	r = flags(&e.alice, rangeParams("newest", 1, 0, ""))
+	wantAPIError(t, r, 400, "REQUEST_VARIABLE_MISSING", "Missing 'narrow' argument")
+	p = rangeParams("newest", 10, 0, "[]")
+	p.Set("op", "add")
+	p.Set("flag", "read")
+	r = flags(&e.owner, p) // nothing received: historical messages are read already
+	if r.body["processed_count"] != 0.0 || r.body["first_processed_id"] != nil {
+		t.Errorf("owner: got %s, want nothing processed and null ids", r.raw)
+	}
+	if got := mustUnread(t, e.st, e.alice.user, e.general); len(got) != 10 {
+		t.Errorf("alice's unread after refused calls: got %d, want 10", len(got))
+	}
+}
