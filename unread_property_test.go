@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.etcd.io/bbolt"
+)
+
+// unreadModel is the unread state as the rules say it should be, kept
+// apart from the server: it shares no code with it.
+type unreadModel struct {
+	subscribed map[uint64]map[uint64]bool // user → channel → subscribed
+	messages   []modelMessage             // in id order
+	unread     map[uint64]map[uint64]bool // user → message id → unread
+}
+
+type modelMessage struct {
+	id, channel, sender uint64
+	topic               string
+}
+
+func (m *unreadModel) inChannel(channel uint64) []modelMessage {
+	var out []modelMessage
+	for _, msg := range m.messages {
+		if msg.channel == channel {
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+func (m *unreadModel) markRead(user uint64, keep func(modelMessage) bool) {
+	for _, msg := range m.messages {
+		if keep(msg) {
+			delete(m.unread[user], msg.id)
+		}
+	}
+}
+
+func (m *unreadModel) unreadOf(user uint64) []uint64 {
+	var ids []uint64
+	for id := range m.unread[user] {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// storedUnread reads every unread id of the user from the store.
+func storedUnread(t *testing.T, st *store, userID uint64) []uint64 {
+	t.Helper()
+	var ids []uint64
+	st.db.View(func(tx *bbolt.Tx) error {
+		prefix := itob(userID)
+		unread := tx.Bucket(bucketUnread)
+		c := unread.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			more, err := chunkIDs(unread.Bucket(k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, more...)
+		}
+		return nil
+	})
+	slices.Sort(ids)
+	return ids
+}
+
+// TestUnreadState_MatchesModelOverRandomSequences drives random sends,
+// mark-read routes, flag updates and subscription changes over HTTP and,
+// after every step, compares each user's unread set with the model.
+func TestUnreadState_MatchesModelOverRandomSequences(t *testing.T) {
+	steps := 5000
+	if testing.Short() {
+		steps = 500
+	}
+	for _, seed := range []uint64{1, 2} {
+		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
+			runUnreadModel(t, seed, steps)
+		})
+	}
+}
+
+func runUnreadModel(t *testing.T, seed uint64, steps int) {
+	e := newTestEnv(t)
+	e.st.db.NoSync = true // durability is not under test here; speed is welcome
+	e.st.db.MaxBatchDelay = 0
+	rng := rand.New(rand.NewPCG(seed, seed))
+	users := []*account{&e.alice, &e.bob, &e.owner, &e.admin}
+	var channels []channel
+	for _, name := range []string{"one", "two", "three"} {
+		channels = append(channels, mustCreateChannel(t, e.st, name, false))
+	}
+	topics := []string{"a", "A", "b", "c"}
+	model := &unreadModel{subscribed: map[uint64]map[uint64]bool{}, unread: map[uint64]map[uint64]bool{}}
+	for _, u := range users {
+		model.subscribed[u.ID] = map[uint64]bool{}
+		model.unread[u.ID] = map[uint64]bool{}
+	}
+	post := func(u *account, method, path string, params url.Values) response {
+		return e.request(t, method, path, params, u)
+	}
+
+	for step := range steps {
+		u := users[rng.IntN(len(users))]
+		ch := channels[rng.IntN(len(channels))]
+		chID := strconv.FormatUint(ch.ID, 10)
+		var what string
+		switch op := rng.IntN(10); op {
+		case 0, 1, 2: // send
+			topic := topics[rng.IntN(len(topics))]
+			what = fmt.Sprintf("%s sends to %s/%s", u.Email, ch.Name, topic)
+			r := post(u, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {ch.Name}, "topic": {topic}, "content": {"m"}})
+			wantAPISuccess(t, r)
+			id := uint64(r.body["id"].(float64))
+			model.messages = append(model.messages, modelMessage{id, ch.ID, u.ID, topic})
+			for _, other := range users {
+				if other.ID != u.ID && model.subscribed[other.ID][ch.ID] {
+					model.unread[other.ID][id] = true
+				}
+			}
+		case 3: // subscribe or unsubscribe
+			if model.subscribed[u.ID][ch.ID] {
+				what = u.Email + " leaves " + ch.Name
+				wantAPISuccess(t, post(u, http.MethodDelete, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["` + ch.Name + `"]`}}))
+				delete(model.subscribed[u.ID], ch.ID)
+				model.markRead(u.ID, func(m modelMessage) bool { return m.channel == ch.ID })
+			} else {
+				what = u.Email + " joins " + ch.Name
+				wantAPISuccess(t, post(u, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"` + ch.Name + `"}]`}}))
+				model.subscribed[u.ID][ch.ID] = true
+			}
+		case 4: // mark_stream_as_read
+			what = u.Email + " marks " + ch.Name + " read"
+			wantAPISuccess(t, post(u, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {chID}}))
+			model.markRead(u.ID, func(m modelMessage) bool { return m.channel == ch.ID })
+		case 5: // mark_topic_as_read
+			topic := topics[rng.IntN(len(topics))]
+			what = u.Email + " marks " + ch.Name + "/" + topic + " read"
+			r := post(u, http.MethodPost, "/api/v1/mark_topic_as_read", url.Values{"stream_id": {chID}, "topic_name": {topic}})
+			exists := slices.ContainsFunc(model.inChannel(ch.ID), func(m modelMessage) bool { return strings.EqualFold(m.topic, topic) })
+			if !exists {
+				wantAPIError(t, r, 400, "BAD_REQUEST", "No such topic '"+topic+"'")
+				break
+			}
+			wantAPISuccess(t, r)
+			model.markRead(u.ID, func(m modelMessage) bool { return m.channel == ch.ID && strings.EqualFold(m.topic, topic) })
+		case 6: // mark_all_as_read, now and then
+			if rng.IntN(4) != 0 {
+				continue
+			}
+			what = u.Email + " marks all read"
+			wantAPISuccess(t, post(u, http.MethodPost, "/api/v1/mark_all_as_read", nil))
+			model.markRead(u.ID, func(modelMessage) bool { return true })
+		case 7: // flags by id, add or remove read
+			if len(model.messages) == 0 {
+				continue
+			}
+			var ids []uint64
+			for range 1 + rng.IntN(5) {
+				ids = append(ids, model.messages[rng.IntN(len(model.messages))].id)
+			}
+			add := rng.IntN(2) == 0
+			what = fmt.Sprintf("%s flags %v read=%v", u.Email, ids, add)
+			body, _ := json.Marshal(ids)
+			op := map[bool]string{true: "add", false: "remove"}[add]
+			wantAPISuccess(t, post(u, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {string(body)}, "op": {op}, "flag": {"read"}}))
+			for _, id := range ids {
+				msg := model.messages[slices.IndexFunc(model.messages, func(m modelMessage) bool { return m.id == id })]
+				switch {
+				case add:
+					delete(model.unread[u.ID], id)
+				case model.subscribed[u.ID][msg.channel]:
+					model.unread[u.ID][id] = true
+				}
+			}
+		default: // flags for a channel narrow around an anchor
+			inCh := model.inChannel(ch.ID)
+			if len(inCh) == 0 {
+				continue
+			}
+			anchor := inCh[rng.IntN(len(inCh))].id
+			before, after := rng.IntN(6), rng.IntN(6)
+			add := rng.IntN(3) != 0
+			what = fmt.Sprintf("%s flags narrow %s around %d (-%d +%d) read=%v", u.Email, ch.Name, anchor, before, after, add)
+			p := url.Values{"anchor": {strconv.FormatUint(anchor, 10)}, "num_before": {strconv.Itoa(before)}, "num_after": {strconv.Itoa(after)},
+				"narrow": {`[{"operator":"channel","operand":` + chID + `}]`}, "op": {map[bool]string{true: "add", false: "remove"}[add]}, "flag": {"read"}}
+			wantAPISuccess(t, post(u, http.MethodPost, "/api/v1/messages/flags/narrow", p))
+			i := slices.IndexFunc(inCh, func(m modelMessage) bool { return m.id == anchor })
+			for _, m := range inCh[max(0, i-before):min(len(inCh), i+after+1)] {
+				switch {
+				case add:
+					delete(model.unread[u.ID], m.id)
+				case model.subscribed[u.ID][ch.ID]:
+					model.unread[u.ID][m.id] = true
+				}
+			}
+		}
+		for _, other := range users {
+			if got, want := storedUnread(t, e.st, other.ID), model.unreadOf(other.ID); !slices.Equal(got, want) {
+				t.Fatalf("step %d (%s): %s's unread got %v, want %v", step, what, other.Email, got, want)
+			}
+		}
+	}
+}
