@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,5 +90,87 @@ func (e *benchEnv) serve(b *testing.B, method, path, body string) {
 	e.handler.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		b.Fatalf("%s %s: got %d %s, want 200", method, path, rec.Code, rec.Body)
+	}
+}
+
+// seedChannel stores n messages from sender in the channel, cycling
+// through the given number of topics, straight into the buckets (sending
+// a million messages through the API would only slow the benchmark).
+// Every message is unread for reader.
+func seedChannel(b *testing.B, st *store, sender, reader user, ch channel, n, topics int) {
+	b.Helper()
+	const perTx = 100_000
+	for start := 0; start < n; start += perTx {
+		err := st.db.Update(func(tx *bbolt.Tx) error {
+			messages := tx.Bucket(bucketMessages)
+			messages.FillPercent = 1.0 // ids only grow
+			var ids []uint64
+			for i := start; i < min(n, start+perTx); i++ {
+				id, _ := messages.NextSequence()
+				m := message{ID: id, SenderID: sender.ID, ChannelID: ch.ID, Topic: "topic " + strconv.Itoa(i%topics), Content: "hello", Timestamp: 1}
+				if err := putJSON(messages, itob(id), m); err != nil {
+					return err
+				}
+				if err := indexMessage(tx, m); err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			return addUnread(tx, reader.ID, ch.ID, ids)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// reportPages adds the pages each operation wrote to the benchmark.
+func reportPages(b *testing.B, st *store, before bbolt.Stats) {
+	after := st.db.Stats()
+	b.ReportMetric(float64(after.TxStats.GetWrite()-before.TxStats.GetWrite())/float64(b.N), "pages/op")
+}
+
+// BenchmarkGetMessages_PageFromMillionMessageChannel reads the newest 100
+// messages of a channel that holds 1,000,000.
+func BenchmarkGetMessages_PageFromMillionMessageChannel(b *testing.B) {
+	e := newBenchEnv(b)
+	seedChannel(b, e.st, e.alice.user, e.alice.user, e.general, 1_000_000, 1000)
+	narrow := url.QueryEscape(`[{"operator":"channel","operand":"general"}]`)
+	path := "/api/v1/messages?anchor=newest&num_before=100&num_after=0&narrow=" + narrow
+	for b.Loop() {
+		e.serve(b, http.MethodGet, path, "")
+	}
+}
+
+// BenchmarkUpdateFlagsForNarrow_5000 marks 5000 messages of a channel
+// read in one narrow update.
+func BenchmarkUpdateFlagsForNarrow_5000(b *testing.B) {
+	e := newBenchEnv(b)
+	seedChannel(b, e.st, e.alice.user, e.alice.user, e.general, 20_000, 10)
+	all, _ := e.st.unread(e.alice.ID, e.general.ID)
+	body := "anchor=oldest&num_before=0&num_after=5000&op=add&flag=read&narrow=" + url.QueryEscape(`[["channel","general"],["is","unread"]]`)
+	before := e.st.db.Stats()
+	for b.Loop() {
+		b.StopTimer()
+		if err := e.st.db.Update(func(tx *bbolt.Tx) error { return addUnread(tx, e.alice.ID, e.general.ID, all) }); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		e.serve(b, http.MethodPost, "/api/v1/messages/flags/narrow", body)
+	}
+	reportPages(b, e.st, before)
+}
+
+// BenchmarkMarkTopicAsRead_MillionUnreadThousandTopics marks one topic
+// (1000 messages) read in a channel with 1,000,000 unread messages
+// spread over 1000 topics.
+func BenchmarkMarkTopicAsRead_MillionUnreadThousandTopics(b *testing.B) {
+	e := newBenchEnv(b)
+	seedChannel(b, e.st, e.alice.user, e.alice.user, e.general, 1_000_000, 1000)
+	i := 0
+	for b.Loop() {
+		body := "stream_id=" + strconv.FormatUint(e.general.ID, 10) + "&topic_name=" + url.QueryEscape("topic "+strconv.Itoa(i%1000))
+		i++
+		e.serve(b, http.MethodPost, "/api/v1/mark_topic_as_read", body)
 	}
 }
