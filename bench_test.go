@@ -75,7 +75,7 @@ type benchEnv struct {
 
 func newBenchEnv(b *testing.B) *benchEnv {
 	st := mustOpenStore(b)
-	s := &server{store: st, log: discardLogger(), baseURL: "http://zulite.test", realmName: "zulite", maxBody: defaultMaxBody}
+	s := newServer(st, discardLogger(), "http://zulite.test", "zulite")
 	u, key := mustCreateUser(b, st, "alice@example.com", roleMember, false)
 	general := mustCreateChannel(b, st, "general", false)
 	mustSubscribe(b, st, u, "general")

@@ -31,6 +31,11 @@ type options struct {
 	Admin       bool   `json:"admin,omitempty"`
 	Bot         bool   `json:"bot,omitempty"`
 	Private     bool   `json:"private,omitempty"`
+	// PasswordStdin asks for the password on standard input; Password
+	// carries it to the command (through the 0600 socket when a server
+	// holds the database). It is never printed or logged.
+	PasswordStdin bool   `json:"-"`
+	Password      string `json:"password,omitempty"`
 }
 
 // command is one line of SPEC §2's table.
@@ -47,7 +52,8 @@ type command struct {
 
 var commands = []command{
 	{name: "serve", flags: []string{"addr", "url", "realm-name", "owner-email"}, about: "serve the API (the default command)"},
-	{name: "user add", args: "EMAIL", nargs: 1, flags: []string{"name", "admin", "bot"}, about: "create an account and print its API key", admin: userAdd},
+	{name: "user add", args: "EMAIL", nargs: 1, flags: []string{"name", "admin", "bot", "password-stdin"}, about: "create an account and print its API key", admin: userAdd},
+	{name: "user password", args: "EMAIL", nargs: 1, about: "set the account's password, read from standard input", admin: userPassword},
 	{name: "user list", about: "list accounts: id, e-mail, role, active", admin: userList},
 	{name: "user key", args: "EMAIL", nargs: 1, about: "replace the account's API keys with a new one and remove its push tokens", admin: userKey},
 	{name: "user deactivate", args: "EMAIL", nargs: 1, about: "deactivate an account", admin: userDeactivate},
@@ -79,6 +85,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return nil
 	case cmd.name == "serve":
 		return serve(ctx, o, stdout, stderr)
+	case cmd.name == "user password" || o.PasswordStdin:
+		if o.Password, err = readPassword(stdin); err != nil {
+			return err
+		}
 	}
 	return runAdmin(cmd, positional, o, stdout)
 }
@@ -145,6 +155,8 @@ func defineFlags(fs *flag.FlagSet, o *options, names []string) {
 			fs.BoolVar(&o.Bot, name, false, "make the account a bot")
 		case "private":
 			fs.BoolVar(&o.Private, name, false, "make the channel private")
+		case "password-stdin":
+			fs.BoolVar(&o.PasswordStdin, name, false, "read a password for the account from standard input")
 		}
 	}
 }
@@ -325,12 +337,29 @@ func userAdd(st *store, args []string, o options, out io.Writer) error {
 	if o.Admin {
 		role = roleAdmin
 	}
-	_, key, err := st.createUser(email, name, role, o.Bot)
+	hash := ""
+	if o.Password != "" {
+		hash = newPasswordHasher().hash(o.Password)
+	}
+	_, key, err := st.createAccount(email, name, role, o.Bot, hash)
 	if err != nil {
 		return fmt.Errorf("user add %s: %w", email, err)
 	}
 	fmt.Fprintln(out, key)
 	return nil
+}
+
+// readPassword reads one line from stdin, without its line ending.
+func readPassword(stdin io.Reader) (string, error) {
+	line, err := bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", fmt.Errorf("read password: %w", err)
+	}
+	password := strings.TrimRight(line, "\r\n")
+	if len([]rune(password)) < minPasswordLength {
+		return "", fmt.Errorf("the password on standard input is too weak: at least %d characters", minPasswordLength)
+	}
+	return password, nil
 }
 
 func checkEmail(email string) error {
@@ -368,6 +397,16 @@ func roleName(u user) string {
 		return "guest"
 	}
 	return "member"
+}
+
+func userPassword(st *store, args []string, o options, _ io.Writer) error {
+	if o.Password == "" {
+		return fmt.Errorf("user password %s: no password given", args[0])
+	}
+	if err := st.setPassword(args[0], newPasswordHasher().hash(o.Password)); err != nil {
+		return fmt.Errorf("user password %s: %w", args[0], err)
+	}
+	return nil
 }
 
 func userKey(st *store, args []string, _ options, out io.Writer) error {

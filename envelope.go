@@ -18,6 +18,8 @@ type apiError struct {
 	msg    string
 	extra  []field
 	cause  error
+	// retryAfter, in seconds, is sent as a Retry-After header with a 429.
+	retryAfter int
 }
 
 // field is one extra member of an error envelope, kept in order so that
@@ -101,6 +103,9 @@ func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err er
 	b.WriteString("}\n")
 	if ae.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Basic realm="zulip"`)
+	}
+	if ae.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
 	}
 	writeBody(w, ae.status, b.Bytes())
 }

@@ -34,6 +34,14 @@ type server struct {
 	baseURL   string // --url, without a trailing slash
 	realmName string
 	maxBody   int64
+	passwords *passwordHasher
+	logins    *loginLimiter
+}
+
+// newServer wires a server over an open store.
+func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
+	return &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
+		passwords: newPasswordHasher(), logins: newLoginLimiter()}
 }
 
 // routes is the whole API surface, one line a route.
@@ -47,6 +55,9 @@ func (s *server) routes() http.Handler {
 	}
 
 	handle("GET /api/v1/server_settings", s.public(s.serverSettings))
+	handle("POST /api/v1/fetch_api_key", s.public(s.fetchAPIKey))
+	handle("GET /api/v1/users", s.api(s.listUsers))
+	handle("POST /api/v1/users", s.api(s.createUser, adminsOnly))
 	handle("GET /api/v1/users/me", s.api(s.ownUser))
 	handle("POST /api/v1/users/me/apns_device_token", s.api(s.addAPNsToken, humansOnly))
 	handle("DELETE /api/v1/users/me/apns_device_token", s.api(s.removeAPNsToken, humansOnly))
@@ -122,6 +133,14 @@ type apiHandler func(r *apiRequest) (any, error)
 // roleCheck decides from the caller alone whether a route is open to them.
 type roleCheck func(u user) error
 
+// adminsOnly keeps a route to organisation owners and administrators.
+func adminsOnly(u user) error {
+	if !u.isAdmin() {
+		return &apiError{status: http.StatusBadRequest, code: "UNAUTHORIZED_PRINCIPAL", msg: "Must be an organization administrator"}
+	}
+	return nil
+}
+
 // humansOnly refuses bots, as Zulip's push-token routes do.
 func humansOnly(u user) error {
 	if u.Bot {
@@ -145,19 +164,18 @@ func (s *server) api(h apiHandler, checks ...roleCheck) http.Handler {
 			writeError(w, s.log, r, err)
 			return
 		}
-		s.serve(w, r, u, h, true)
+		s.serve(w, r, u, h)
 	})
 }
 
-// public serves a route without authentication. Its only route is
-// server_settings, which never reports ignored parameters.
+// public serves a route without authentication.
 func (s *server) public(h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.serve(w, r, user{}, h, false)
+		s.serve(w, r, user{}, h)
 	})
 }
 
-func (s *server) serve(w http.ResponseWriter, r *http.Request, u user, h apiHandler, reportIgnored bool) {
+func (s *server) serve(w http.ResponseWriter, r *http.Request, u user, h apiHandler) {
 	p, err := readParams(w, r, s.maxBody)
 	if err != nil {
 		writeError(w, s.log, r, err)
@@ -168,11 +186,7 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request, u user, h apiHand
 		writeError(w, s.log, r, err)
 		return
 	}
-	var ignored []string
-	if reportIgnored {
-		ignored = p.ignored()
-	}
-	if err := writeSuccess(w, data, ignored); err != nil {
+	if err := writeSuccess(w, data, p.ignored()); err != nil {
 		writeError(w, s.log, r, internalError(err))
 	}
 }
@@ -207,11 +221,13 @@ type serverSettings struct {
 }
 
 // serverSettings serves GET /api/v1/server_settings: what a client needs
-// before it logs in, with Zulip's fields and no others.
+// before it logs in, with Zulip's fields and no others (so it never
+// reports ignored parameters either). Password login is the one method.
 func (s *server) serverSettings(r *apiRequest) (any, error) {
+	r.params.useAll()
 	methods := map[string]bool{}
 	for _, m := range []string{"password", "dev", "email", "ldap", "remoteuser", "github", "azuread", "gitlab", "apple", "google", "saml", "openid connect"} {
-		methods[m] = false
+		methods[m] = m == "password"
 	}
 	return serverSettings{
 		AuthenticationMethods:         methods,
@@ -219,6 +235,7 @@ func (s *server) serverSettings(r *apiRequest) (any, error) {
 		ZulipFeatureLevel:             zulipFeatureLevel,
 		ZulipVersion:                  zulipVersion,
 		ZulipMergeBase:                zulipVersion,
+		EmailAuthEnabled:              true,
 		RequireEmailFormatUsernames:   true,
 		RealmURI:                      s.baseURL,
 		RealmURL:                      s.baseURL,
@@ -227,7 +244,8 @@ func (s *server) serverSettings(r *apiRequest) (any, error) {
 	}, nil
 }
 
-type ownUser struct {
+// userObject is Zulip's user object, as GET /users lists it.
+type userObject struct {
 	UserID         uint64          `json:"user_id"`
 	Email          string          `json:"email"`
 	DeliveryEmail  string          `json:"delivery_email"`
@@ -246,17 +264,10 @@ type ownUser struct {
 	AvatarURL      string          `json:"avatar_url"`
 	AvatarVersion  int             `json:"avatar_version"`
 	ProfileData    *map[string]any `json:"profile_data,omitempty"`
-	MaxMessageID   int64           `json:"max_message_id"`
 }
 
-// ownUser serves GET /api/v1/users/me.
-func (s *server) ownUser(r *apiRequest) (any, error) {
-	maxID, err := s.store.maxMessageID()
-	if err != nil {
-		return nil, err
-	}
-	u := r.user
-	me := ownUser{
+func newUserObject(u user) userObject {
+	o := userObject{
 		UserID:        u.ID,
 		Email:         u.Email,
 		DeliveryEmail: u.Email,
@@ -270,18 +281,132 @@ func (s *server) ownUser(r *apiRequest) (any, error) {
 		DateJoined:    time.Unix(u.Joined, 0).UTC().Format("2006-01-02T15:04:05+00:00"),
 		AvatarURL:     gravatarURL(u.Email),
 		AvatarVersion: 1,
-		MaxMessageID:  -1,
-	}
-	if maxID > 0 {
-		me.MaxMessageID = int64(maxID)
 	}
 	if u.Bot {
 		genericBot := 1
-		me.BotType = &genericBot
+		o.BotType = &genericBot
 	} else {
-		me.ProfileData = &map[string]any{}
+		o.ProfileData = &map[string]any{}
+	}
+	return o
+}
+
+// ownUser serves GET /api/v1/users/me.
+func (s *server) ownUser(r *apiRequest) (any, error) {
+	maxID, err := s.store.maxMessageID()
+	if err != nil {
+		return nil, err
+	}
+	me := struct {
+		userObject
+		MaxMessageID int64 `json:"max_message_id"`
+	}{newUserObject(r.user), -1}
+	if maxID > 0 {
+		me.MaxMessageID = int64(maxID)
 	}
 	return me, nil
+}
+
+// listUsers serves GET /api/v1/users: every account.
+func (s *server) listUsers(r *apiRequest) (any, error) {
+	users, err := s.store.users()
+	if err != nil {
+		return nil, err
+	}
+	members := make([]userObject, 0, len(users))
+	for _, u := range users {
+		members = append(members, newUserObject(u))
+	}
+	return struct {
+		Members []userObject `json:"members"`
+	}{members}, nil
+}
+
+// createUser serves POST /api/v1/users (administrators only).
+func (s *server) createUser(r *apiRequest) (any, error) {
+	email, err := r.params.requiredString("email")
+	if err != nil {
+		return nil, err
+	}
+	password, err := r.params.requiredString("password")
+	if err != nil {
+		return nil, err
+	}
+	fullName, err := r.params.requiredString("full_name")
+	if err != nil {
+		return nil, err
+	}
+	fullName = strings.TrimSpace(fullName)
+	switch {
+	case checkEmail(email) != nil:
+		return nil, badRequest("Bad name or username")
+	case fullName == "":
+		return nil, badRequest("Name too short!")
+	case utf8.RuneCountInString(fullName) > 100:
+		return nil, badRequest("Name too long!")
+	case utf8.RuneCountInString(password) < minPasswordLength:
+		return nil, badRequest("The password is too weak.")
+	}
+	u, _, err := s.store.createAccount(email, fullName, roleMember, false, s.passwords.hash(password))
+	if errors.Is(err, errEmailTaken) {
+		return nil, badRequest("Email '" + email + "' already in use")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		UserID uint64 `json:"user_id"`
+	}{u.ID}, nil
+}
+
+// fetchAPIKey serves POST /api/v1/fetch_api_key: a password login. Keys
+// are stored only hashed, so each login mints a new key for its client;
+// the account's other keys keep working.
+func (s *server) fetchAPIKey(r *apiRequest) (any, error) {
+	username, err := r.params.requiredString("username")
+	if err != nil {
+		return nil, err
+	}
+	password, err := r.params.requiredString("password")
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	if wait := s.logins.retryAfter(username, now); wait > 0 {
+		return nil, rateLimited(wait)
+	}
+	u, stored, err := s.store.credentials(username)
+	if err != nil && !errors.Is(err, errNoSuchUser) {
+		return nil, err
+	}
+	if !s.passwords.verify(stored, password) { // one hash, known account or not
+		s.logins.fail(username, now)
+		return nil, errLoginFailed
+	}
+	if !u.Active {
+		return nil, errLoginDeactivated
+	}
+	key, err := s.store.mintKey(u.ID)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		APIKey string `json:"api_key"`
+		Email  string `json:"email"`
+		UserID uint64 `json:"user_id"`
+	}{key, u.Email, u.ID}, nil
+}
+
+var (
+	errLoginFailed      = &apiError{status: http.StatusUnauthorized, code: "AUTHENTICATION_FAILED", msg: "Your username or password is incorrect"}
+	errLoginDeactivated = &apiError{status: http.StatusUnauthorized, code: "USER_DEACTIVATED", msg: "Account is deactivated"}
+)
+
+// rateLimited is SPEC §8's 429 envelope.
+func rateLimited(wait time.Duration) *apiError {
+	secs := max(1, int((wait+time.Second-1)/time.Second))
+	return &apiError{status: http.StatusTooManyRequests, code: "RATE_LIMIT_HIT", msg: "API usage exceeded rate limit",
+		extra: []field{{"retry-after", secs}}, retryAfter: secs}
 }
 
 // gravatarURL is Zulip's default avatar for an account.

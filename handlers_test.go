@@ -38,7 +38,7 @@ func newTestEnv(t *testing.T) *testEnv {
 	t.Helper()
 	st := mustOpenStore(t)
 	e := &testEnv{st: st}
-	s := &server{store: st, log: discardLogger(), baseURL: "http://zulite.test", realmName: "zulite", maxBody: defaultMaxBody}
+	s := newServer(st, discardLogger(), "http://zulite.test", "zulite")
 	e.handler = s.routes()
 	mk := func(email string, role int, bot bool) account {
 		u, key := mustCreateUser(t, st, email, role, bot)
@@ -331,7 +331,7 @@ func TestEnvelope_NotFoundAndMethodNotAllowed(t *testing.T) {
 func TestEnvelope_InternalErrorSaysNothingMore(t *testing.T) {
 	e := newTestEnv(t)
 	var logs bytes.Buffer
-	s := &server{store: e.st, log: slog.New(slog.NewTextHandler(&logs, nil)), maxBody: defaultMaxBody}
+	s := newServer(e.st, slog.New(slog.NewTextHandler(&logs, nil)), "", "")
 	h := s.routes()
 	path := e.st.db.Path()
 	e.st.db.Close() // every transaction now fails

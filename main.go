@@ -71,7 +71,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 	}()
 
-	s := &server{store: st, log: log, baseURL: baseURL, realmName: o.RealmName, maxBody: defaultMaxBody}
+	s := newServer(st, log, baseURL, o.RealmName)
 	srv := &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,

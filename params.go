@@ -142,6 +142,16 @@ func (p *params) ignored() []string {
 	return names
 }
 
+// useAll marks every parameter as used, for routes that never report
+// ignored ones.
+func (p *params) useAll() {
+	for _, values := range []url.Values{p.body, p.query} {
+		for name := range values {
+			p.used[name] = true
+		}
+	}
+}
+
 func (p *params) requiredString(name string) (string, error) {
 	v, ok := p.lookup(name)
 	if !ok {

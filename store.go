@@ -19,6 +19,7 @@ package main
 //	topic_messages   channel id ‖ lower-cased topic ‖ 0x00 ‖ message id → empty
 //	                 (topics hold no control characters, so 0x00 ends the topic)
 //	flags            user id ‖ message id → one byte of personal flags (starred, collapsed)
+//	passwords        user id → argon2id hash, PHC string (passwords.go)
 //	unread           user id ‖ channel id → bucket of unread chunks:
 //	                   first message id → count (uint32) ‖ last id (uint64) ‖ uvarint deltas
 //	                   (at most 1000 ids a chunk; unread.go says why)
@@ -49,7 +50,8 @@ import (
 	"golang.org/x/crypto/blake2b"
 )
 
-// schemaVersion 2 added topic_messages and flags.
+// schemaVersion 2 added topic_messages and flags (passwords needs no
+// migration: a new bucket is made on open).
 const schemaVersion = 2
 
 var (
@@ -67,11 +69,13 @@ var (
 	bucketUnread          = []byte("unread")
 	bucketTopicMessages   = []byte("topic_messages")
 	bucketFlags           = []byte("flags")
+	bucketPasswords       = []byte("passwords")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
 		bucketMessages, bucketChannelMessages, bucketUnread, bucketTopicMessages, bucketFlags,
+		bucketPasswords,
 	}
 
 	keySchemaVersion = []byte("schema_version")
@@ -270,6 +274,12 @@ func (s *store) keyHash(key string) []byte {
 
 // createUser adds an account and returns it with its first API key.
 func (s *store) createUser(email, fullName string, role int, bot bool) (user, string, error) {
+	return s.createAccount(email, fullName, role, bot, "")
+}
+
+// createAccount adds an account, with a password hash unless it is empty,
+// and returns it with its first API key.
+func (s *store) createAccount(email, fullName string, role int, bot bool, passwordHash string) (user, string, error) {
 	key := newAPIKey()
 	var u user
 	err := s.update(func(tx *bbolt.Tx) error {
@@ -289,9 +299,53 @@ func (s *store) createUser(email, fullName string, role int, bot bool) (user, st
 		if err := emails.Put(emailKey(email), itob(id)); err != nil {
 			return err
 		}
+		if passwordHash != "" {
+			if err := tx.Bucket(bucketPasswords).Put(itob(id), []byte(passwordHash)); err != nil {
+				return err
+			}
+		}
 		return s.putKey(tx, id, key)
 	})
 	return u, key, err
+}
+
+// setPassword replaces the account's password hash.
+func (s *store) setPassword(email, passwordHash string) error {
+	return s.update(func(tx *bbolt.Tx) error {
+		u, err := userByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketPasswords).Put(itob(u.ID), []byte(passwordHash))
+	})
+}
+
+// credentials returns the account and its password hash ("" when it has
+// none) for a password login.
+func (s *store) credentials(email string) (user, string, error) {
+	var u user
+	var hash string
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		if u, err = userByEmail(tx, email); err != nil {
+			return err
+		}
+		hash = string(tx.Bucket(bucketPasswords).Get(itob(u.ID)))
+		return nil
+	})
+	return u, hash, err
+}
+
+// mintKey adds a new API key to the account; its other keys keep working.
+func (s *store) mintKey(userID uint64) (string, error) {
+	key := newAPIKey()
+	err := s.update(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketUsers).Get(itob(userID)) == nil {
+			return errNoSuchUser
+		}
+		return s.putKey(tx, userID, key)
+	})
+	return key, err
 }
 
 func (s *store) putKey(tx *bbolt.Tx, userID uint64, key string) error {

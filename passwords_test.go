@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+func TestPasswordHasher_Argon2idWithChosenParameters(t *testing.T) {
+	h := newPasswordHasher()
+	stored := h.hash("correct horse")
+	if !strings.HasPrefix(stored, "$argon2id$v=19$m=12288,t=3,p=1$") {
+		t.Errorf("stored form: got %q, want argon2id with m=12288,t=3,p=1", stored[:strings.LastIndex(stored, "$")])
+	}
+	if stored == h.hash("correct horse") {
+		t.Errorf("two hashes of one password are equal: the salt is not random")
+	}
+	if !h.verify(stored, "correct horse") || h.verify(stored, "correct horsE") || h.verify("", "") {
+		t.Errorf("verify: right password must pass, wrong and missing ones fail")
+	}
+	tampered := strings.Replace(stored, "m=12288", "m=1048576", 1) // 1 GiB: refused, not computed
+	if h.verify(tampered, "correct horse") {
+		t.Errorf("a stored hash asking for 1 GiB was verified")
+	}
+}
+
+func TestPasswordHasher_AtMostTwoHashesAtOnce(t *testing.T) {
+	h := newPasswordHasher()
+	for range passwordSlots { // every slot taken
+		h.slots <- struct{}{}
+	}
+	done := make(chan string)
+	go func() { done <- h.hash("waits for a slot") }()
+	select {
+	case <-done:
+		t.Fatalf("a hash ran while all %d slots were taken", passwordSlots)
+	case <-time.After(100 * time.Millisecond):
+	}
+	<-h.slots
+	if got := <-done; !strings.HasPrefix(got, "$argon2id$") {
+		t.Errorf("hash after a slot freed: got %q", got)
+	}
+}
+
+// loginEnv is a test server where alice has a password.
+func loginEnv(t *testing.T) *testEnv {
+	t.Helper()
+	e := newTestEnv(t)
+	if err := e.st.setPassword("alice@example.com", newPasswordHasher().hash("alice-password")); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *testEnv) login(t *testing.T, username, password string) response {
+	t.Helper()
+	return e.requestAs(t, multipartForm, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {username}, "password": {password}}, nil)
+}
+
+func TestFetchAPIKey_MintsANewKeyAndKeepsTheOthers(t *testing.T) {
+	e := loginEnv(t)
+	r := e.login(t, "ALICE@example.com", "alice-password")
+	wantAPISuccess(t, r)
+	key := r.str("api_key")
+	if !isAPIKey(key) || key == e.alice.key || r.body["email"] != e.alice.Email || r.body["user_id"] != float64(e.alice.ID) {
+		t.Fatalf("login: got %d-character key, email %v, user_id %v; want a new key for alice", len(key), r.body["email"], r.body["user_id"])
+	}
+	for _, k := range []string{key, e.alice.key} {
+		if _, err := e.st.authenticate(e.alice.Email, k); err != nil {
+			t.Errorf("a key after login: got %v, want it to work", err)
+		}
+	}
+	e.st.db.View(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+			return b.ForEach(func(k, v []byte) error {
+				if bytes.Contains(v, []byte("alice-password")) || bytes.Contains(v, []byte(key)) {
+					t.Errorf("bucket %s holds the password or the new key in the clear", name)
+				}
+				return nil
+			})
+		})
+	})
+}
+
+func TestFetchAPIKey_Failures(t *testing.T) {
+	e := loginEnv(t)
+	e.st.setPassword("bob@example.com", newPasswordHasher().hash("bob-password"))
+	e.st.setActive("bob@example.com", false)
+	for _, c := range []struct {
+		rule, username, password string
+		status                   int
+		code, msg                string
+	}{
+		{"wrong password", "alice@example.com", "nope-nope", 401, "AUTHENTICATION_FAILED", "Your username or password is incorrect"},
+		{"unknown account", "nobody@example.com", "alice-password", 401, "AUTHENTICATION_FAILED", "Your username or password is incorrect"},
+		{"account without a password", "owner@example.com", "", 401, "AUTHENTICATION_FAILED", "Your username or password is incorrect"},
+		{"deactivated account", "bob@example.com", "bob-password", 401, "USER_DEACTIVATED", "Account is deactivated"},
+	} {
+		r := e.login(t, c.username, c.password)
+		wantAPIError(t, r, c.status, c.code, c.msg)
+		if strings.Contains(r.raw, c.password) && c.password != "" {
+			t.Errorf("%s: the answer repeats the password", c.rule)
+		}
+	}
+	r := e.requestAs(t, multipartForm, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {"alice@example.com"}}, nil)
+	wantAPIError(t, r, 400, "REQUEST_VARIABLE_MISSING", "Missing 'password' argument")
+}
+
+func TestFetchAPIKey_FiveFailuresPerAccountThenRefused(t *testing.T) {
+	e := loginEnv(t)
+	e.st.setPassword("bob@example.com", newPasswordHasher().hash("bob-password"))
+	for range 5 {
+		wantAPIError(t, e.login(t, "alice@example.com", "guess"), 401, "AUTHENTICATION_FAILED", "Your username or password is incorrect")
+	}
+	r := e.login(t, "alice@example.com", "alice-password") // even the right one, for now
+	wantAPIError(t, r, 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
+	if secs, _ := r.body["retry-after"].(float64); secs < 1 || secs > 1800 || r.header.Get("Retry-After") == "" {
+		t.Errorf("retry-after: got %v and header %q, want 1..1800 seconds", r.body["retry-after"], r.header.Get("Retry-After"))
+	}
+	wantAPISuccess(t, e.login(t, "bob@example.com", "bob-password")) // other accounts unaffected
+
+	l := newLoginLimiter()
+	now := time.Now()
+	for range 5 {
+		l.fail("x@example.com", now)
+	}
+	if l.retryAfter("X@example.com", now.Add(29*time.Minute)) <= 0 || l.retryAfter("x@example.com", now.Add(30*time.Minute)) != 0 {
+		t.Errorf("limiter: want refusal for 30 minutes, then none")
+	}
+}
+
+func TestUsers_AdminsCreateEveryoneLists(t *testing.T) {
+	e := newTestEnv(t)
+	create := func(a *account, email, password, name string) response {
+		return e.request(t, http.MethodPost, "/api/v1/users", url.Values{"email": {email}, "password": {password}, "full_name": {name}}, a)
+	}
+	wantAPIError(t, create(&e.alice, "new@example.com", "new-password", "New"), 400, "UNAUTHORIZED_PRINCIPAL", "Must be an organization administrator")
+	wantAPIError(t, create(&e.admin, "not an e-mail", "new-password", "New"), 400, "BAD_REQUEST", "Bad name or username")
+	wantAPIError(t, create(&e.admin, "new@example.com", "short", "New"), 400, "BAD_REQUEST", "The password is too weak.")
+	wantAPIError(t, create(&e.admin, "new@example.com", "new-password", " "), 400, "BAD_REQUEST", "Name too short!")
+	wantAPIError(t, create(&e.admin, "ALICE@example.com", "new-password", "A"), 400, "BAD_REQUEST", "Email 'ALICE@example.com' already in use")
+	if n, _ := e.st.userCount(); n != 5 {
+		t.Fatalf("accounts after refused creations: got %d, want 5", n)
+	}
+	r := create(&e.owner, "new@example.com", "new-password", "New Person")
+	wantAPISuccess(t, r)
+	if r.body["user_id"] != 6.0 {
+		t.Errorf("user_id: got %v, want 6", r.body["user_id"])
+	}
+	wantAPISuccess(t, e.login(t, "new@example.com", "new-password"))
+
+	r = e.request(t, http.MethodGet, "/api/v1/users", nil, &e.bob)
+	wantAPISuccess(t, r)
+	members := r.body["members"].([]any)
+	if len(members) != 6 {
+		t.Fatalf("members: got %d, want 6", len(members))
+	}
+	last := members[5].(map[string]any)
+	for _, f := range []string{"user_id", "email", "full_name", "is_admin", "is_owner", "is_guest", "is_bot", "role", "is_active", "avatar_url", "date_joined", "timezone", "delivery_email"} {
+		if _, ok := last[f]; !ok {
+			t.Errorf("member lacks %s", f)
+		}
+	}
+	if last["full_name"] != "New Person" || last["role"] != 400.0 {
+		t.Errorf("new member: got %v", last)
+	}
+}
+
+func TestRun_PasswordsFromStandardInput(t *testing.T) {
+	db := t.TempDir() + "/z.db"
+	runWith := func(stdin string, args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(t.Context(), append(args, "--db", db), func(string) string { return "" }, strings.NewReader(stdin), &out, &errOut)
+		if strings.Contains(out.String()+errOut.String(), "s3cret-pass") {
+			t.Errorf("%q printed the password", args)
+		}
+		return out.String(), err
+	}
+	if out, err := runWith("s3cret-pass\n", "user", "add", "a@example.com", "--password-stdin"); err != nil || !apiKeyLine.MatchString(out) {
+		t.Fatalf("user add --password-stdin: got %v", err)
+	}
+	if _, err := runWith("short\n", "user", "password", "a@example.com"); err == nil {
+		t.Errorf("a five-character password: got nil error, want refusal")
+	}
+	check := func(password string) bool {
+		st, err := openStore(db, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.close()
+		_, stored, _ := st.credentials("a@example.com")
+		return newPasswordHasher().verify(stored, password)
+	}
+	if !check("s3cret-pass") {
+		t.Errorf("the password from user add does not verify")
+	}
+	if _, err := runWith("another-s3cret-pass\r\n", "user", "password", "A@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if !check("another-s3cret-pass") || check("s3cret-pass") {
+		t.Errorf("user password: want the new password to verify and the old one not")
+	}
+}
