@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCompat_ZulipJS runs compat/story.js, the SPEC §1 story told by the
+// official client zulip-js (pinned in compat/package.json), against the
+// real binary. Without node and npm it skips, saying how to install them;
+// under CI=true it fails instead.
+func TestCompat_ZulipJS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and installs zulip-js; skipped with -short")
+	}
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			const how = "install Node.js and npm (Debian: apt-get install -y nodejs npm) to run the zulip-js suite"
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s not found: %s", tool, how)
+			}
+			t.Skipf("%s not found: %s", tool, how)
+		}
+	}
+	compat, err := filepath.Abs("compat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	npm := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+	npm.Dir = compat
+	if out, err := npm.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci in compat/: %v\n%s", err, out)
+	}
+
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db)
+	accounts := map[string]string{"alice@example.com": "alice-password-1", "bob@example.com": "bob-password-1"}
+	for email, password := range accounts {
+		cmd := exec.Command(bin, "user", "add", email, "--password-stdin", "--db", db)
+		cmd.Env = e2eChildEnv()
+		cmd.Stdin = strings.NewReader(password + "\n")
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("user add %s --password-stdin: %v", email, err)
+		}
+	}
+	if r := e2eRunCLI(t, bin, "channel", "add", "general", "--db", db); r.code != 0 {
+		t.Fatalf("channel add: exit %d: %s", r.code, r.stderr)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	story := exec.CommandContext(ctx, "node", "story.js")
+	story.Dir = compat
+	story.Env = append(os.Environ(),
+		"ZULITE_SITE="+srv.baseURL,
+		"ALICE_EMAIL=alice@example.com", "ALICE_PASSWORD="+accounts["alice@example.com"],
+		"BOB_EMAIL=bob@example.com", "BOB_PASSWORD="+accounts["bob@example.com"])
+	out, err := story.CombinedOutput()
+	if err != nil {
+		t.Fatalf("zulip-js story failed (%v):\n%s\nserver log:\n%s", err, out, srv.logs())
+	}
+	if !strings.Contains(string(out), "ok 10 - log out") {
+		t.Errorf("zulip-js story: got\n%s\nwant all ten steps", out)
+	}
+}
