@@ -36,12 +36,13 @@ type server struct {
 	maxBody   int64
 	passwords *passwordHasher
 	logins    *loginLimiter
+	events    *eventHub
 }
 
 // newServer wires a server over an open store.
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	return &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
-		passwords: newPasswordHasher(), logins: newLoginLimiter()}
+		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub()}
 }
 
 // routes is the whole API surface, one line a route.
@@ -56,6 +57,9 @@ func (s *server) routes() http.Handler {
 
 	handle("GET /api/v1/server_settings", s.public(s.serverSettings))
 	handle("POST /api/v1/fetch_api_key", s.public(s.fetchAPIKey))
+	handle("POST /api/v1/register", s.api(s.register))
+	handle("GET /api/v1/events", s.api(s.getEvents))
+	handle("DELETE /api/v1/events", s.api(s.deleteQueue))
 	handle("GET /api/v1/users", s.api(s.listUsers))
 	handle("POST /api/v1/users", s.api(s.createUser, adminsOnly))
 	handle("GET /api/v1/users/me", s.api(s.ownUser))
@@ -559,6 +563,10 @@ type subscriptionObject struct {
 	Subscribers            []uint64 `json:"subscribers,omitempty"`
 }
 
+func newSubscriptionObject(sub subscribedChannel) subscriptionObject {
+	return subscriptionObject{streamObject: newStreamObject(sub.channel), Color: sub.Color, InHomeView: true}
+}
+
 // listSubscriptions serves GET /api/v1/users/me/subscriptions.
 func (s *server) listSubscriptions(r *apiRequest) (any, error) {
 	withSubscribers, err := r.params.optionalBool("include_subscribers", false)
@@ -571,7 +579,7 @@ func (s *server) listSubscriptions(r *apiRequest) (any, error) {
 	}
 	list := make([]subscriptionObject, 0, len(subs))
 	for _, sub := range subs {
-		o := subscriptionObject{streamObject: newStreamObject(sub.channel), Color: sub.Color, InHomeView: true}
+		o := newSubscriptionObject(sub)
 		if withSubscribers {
 			o.Subscribers = append([]uint64{}, sub.Subscribers...)
 		}
@@ -616,10 +624,11 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 			specs = append(specs, spec)
 		}
 	}
-	subscribed, already, err := s.store.subscribe(r.user, specs, inviteOnly)
+	subscribed, already, joined, err := s.store.subscribe(r.user, specs, inviteOnly)
 	if err != nil {
 		return nil, channelError(err)
 	}
+	s.publishSubscriptions(r.user, "add", joined)
 	byEmail := func(names []string) map[string][]string {
 		m := map[string][]string{}
 		if len(names) > 0 {
@@ -666,7 +675,7 @@ func (s *server) unsubscribe(r *apiRequest) (any, error) {
 			return nil, err
 		}
 	}
-	removed, notRemoved, err := s.store.unsubscribe(r.user, names)
+	removed, notRemoved, left, read, err := s.store.unsubscribe(r.user, names)
 	var named *namedError
 	if errors.As(err, &named) && errors.Is(err, errNoSuchChannel) {
 		return nil, badRequest("Channel(s) (" + named.name + ") do not exist")
@@ -674,6 +683,8 @@ func (s *server) unsubscribe(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.publishSubscriptions(r.user, "remove", left)
+	s.publishFlags(r.user, flagChange{Flag: "read", Add: true}, read, false)
 	return struct {
 		Removed    []string `json:"removed"`
 		NotRemoved []string `json:"not_removed"`
@@ -792,7 +803,7 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 		return nil, badRequest("Message must not be empty")
 	}
 	client, _ := r.params.lookup("client")
-	id, err := s.store.sendMessage(r.user, to, truncateTopic(topic), truncateContent(content), client)
+	sent, err := s.store.sendMessage(r.user, to, truncateTopic(topic), truncateContent(content), client)
 	var named *namedError
 	errors.As(err, &named)
 	switch {
@@ -803,9 +814,10 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	case err != nil:
 		return nil, err
 	}
+	s.publishMessage(sent, r.user)
 	return struct {
 		ID uint64 `json:"id"`
-	}{id}, nil
+	}{sent.ID}, nil
 }
 
 // noSuchChannel is Zulip's STREAM_DOES_NOT_EXIST error, by name or by id.
@@ -893,11 +905,15 @@ func (s *server) markStreamAsRead(r *apiRequest) (any, error) {
 	if channelID <= 0 {
 		return nil, errInvalidChannelID
 	}
-	err = s.store.markChannelRead(r.user, uint64(channelID))
+	read, err := s.store.markChannelRead(r.user, uint64(channelID), s.events.hasQueues(r.user.ID, "update_message_flags"))
 	if errors.Is(err, errNoSuchChannel) {
 		return nil, errInvalidChannelID
 	}
-	return nil, err
+	if err != nil {
+		return nil, err
+	}
+	s.publishFlags(r.user, flagChange{Flag: "read", Add: true}, read, false)
+	return nil, nil
 }
 
 var (
@@ -919,14 +935,17 @@ func (s *server) markTopicAsRead(r *apiRequest) (any, error) {
 	if channelID <= 0 {
 		return nil, errInvalidChannelID
 	}
-	err = s.store.markTopicRead(r.user, uint64(channelID), strings.TrimSpace(topic))
+	read, err := s.store.markTopicRead(r.user, uint64(channelID), strings.TrimSpace(topic))
 	switch {
 	case errors.Is(err, errNoSuchChannel):
 		return nil, errInvalidChannelID
 	case errors.Is(err, errNoSuchTopic):
 		return nil, badRequest("No such topic '" + topic + "'")
+	case err != nil:
+		return nil, err
 	}
-	return nil, err
+	s.publishFlags(r.user, flagChange{Flag: "read", Add: true}, read, false)
+	return nil, nil
 }
 
 // markAllAsRead serves POST /api/v1/mark_all_as_read. zulite marks
@@ -935,6 +954,7 @@ func (s *server) markAllAsRead(r *apiRequest) (any, error) {
 	if err := s.store.markAllRead(r.user); err != nil {
 		return nil, err
 	}
+	s.publishFlags(r.user, flagChange{Flag: "read", Add: true}, nil, true)
 	return struct {
 		Complete bool `json:"complete"`
 	}{true}, nil
@@ -985,9 +1005,11 @@ func (s *server) updateFlags(r *apiRequest) (any, error) {
 		}
 		valid = append(valid, uint64(id))
 	}
-	if err := s.store.updateFlags(r.user, valid, change); err != nil {
+	changed, err := s.store.updateFlags(r.user, valid, change)
+	if err != nil {
 		return nil, err
 	}
+	s.publishFlags(r.user, change, changed, false)
 	return struct {
 		Messages []int64 `json:"messages"`
 	}{ids}, nil
@@ -1057,14 +1079,14 @@ var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"
 
 // ---- reading messages ----
 
-// messageObject is Zulip's message object for a channel message.
+// messageObject is Zulip's message object for a channel message, as a
+// message event carries it (GET /messages adds the caller's flags).
 type messageObject struct {
-	AvatarURL        string     `json:"avatar_url"`
+	AvatarURL        *string    `json:"avatar_url"`
 	Client           string     `json:"client"`
 	Content          string     `json:"content"`
 	ContentType      string     `json:"content_type"`
 	DisplayRecipient string     `json:"display_recipient"`
-	Flags            []string   `json:"flags"`
 	ID               uint64     `json:"id"`
 	IsMeMessage      bool       `json:"is_me_message"`
 	Reactions        []struct{} `json:"reactions"`
@@ -1081,14 +1103,14 @@ type messageObject struct {
 	Type             string     `json:"type"`
 }
 
-func newMessageObject(m pagedMessage, applyMarkdown bool) messageObject {
+// newMessageObject builds the message object; with clientGravatar the
+// avatar is left to the client (null), as Zulip does for Gravatar avatars.
+func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar bool) messageObject {
 	o := messageObject{
-		AvatarURL:        gravatarURL(m.Sender.Email),
 		Client:           m.Client,
 		Content:          m.Content,
 		ContentType:      "text/x-markdown",
 		DisplayRecipient: m.Channel.Name,
-		Flags:            messageFlags(m),
 		ID:               m.ID,
 		IsMeMessage:      strings.HasPrefix(m.Content, "/me "),
 		Reactions:        []struct{}{},
@@ -1106,6 +1128,10 @@ func newMessageObject(m pagedMessage, applyMarkdown bool) messageObject {
 	}
 	if o.Client == "" {
 		o.Client = "API"
+	}
+	if !clientGravatar {
+		avatar := gravatarURL(m.Sender.Email)
+		o.AvatarURL = &avatar
 	}
 	if applyMarkdown {
 		o.Content, o.ContentType = renderContent(m.Content), "text/html"
@@ -1351,7 +1377,8 @@ func (s *server) getMessages(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.params.optionalBool("client_gravatar", true); err != nil {
+	clientGravatar, err := r.params.optionalBool("client_gravatar", true)
+	if err != nil {
 		return nil, err
 	}
 	applyMarkdown, err := r.params.optionalBool("apply_markdown", true)
@@ -1365,17 +1392,21 @@ func (s *server) getMessages(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, narrowError(err)
 	}
-	list := make([]messageObject, 0, len(page.Messages))
+	type withFlags struct {
+		messageObject
+		Flags []string `json:"flags"`
+	}
+	list := make([]withFlags, 0, len(page.Messages))
 	for _, m := range page.Messages {
-		list = append(list, newMessageObject(m, applyMarkdown))
+		list = append(list, withFlags{newMessageObject(m, applyMarkdown, clientGravatar), messageFlags(m)})
 	}
 	return struct {
-		Messages       []messageObject `json:"messages"`
-		Anchor         uint64          `json:"anchor"`
-		FoundAnchor    bool            `json:"found_anchor"`
-		FoundOldest    bool            `json:"found_oldest"`
-		FoundNewest    bool            `json:"found_newest"`
-		HistoryLimited bool            `json:"history_limited"`
+		Messages       []withFlags `json:"messages"`
+		Anchor         uint64      `json:"anchor"`
+		FoundAnchor    bool        `json:"found_anchor"`
+		FoundOldest    bool        `json:"found_oldest"`
+		FoundNewest    bool        `json:"found_newest"`
+		HistoryLimited bool        `json:"history_limited"`
 	}{list, page.Anchor, page.FoundAnchor, page.FoundOldest, page.FoundNewest, false}, nil
 }
 
@@ -1397,6 +1428,7 @@ func (s *server) updateFlagsForNarrow(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, narrowError(err)
 	}
+	s.publishFlags(r.user, change, result.Changed, false)
 	var first, last *uint64
 	if n := len(result.Messages); n > 0 {
 		first, last = &result.Messages[0].ID, &result.Messages[n-1].ID
@@ -1408,5 +1440,5 @@ func (s *server) updateFlagsForNarrow(r *apiRequest) (any, error) {
 		LastProcessedID  *uint64 `json:"last_processed_id"`
 		FoundOldest      bool    `json:"found_oldest"`
 		FoundNewest      bool    `json:"found_newest"`
-	}{len(result.Messages), result.Updated, first, last, result.FoundOldest, result.FoundNewest}, nil
+	}{len(result.Messages), len(result.Changed), first, last, result.FoundOldest, result.FoundNewest}, nil
 }

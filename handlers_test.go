@@ -24,6 +24,7 @@ import (
 // admin and a bot, and one public and one private channel.
 type testEnv struct {
 	st                            *store
+	server                        *server
 	handler                       http.Handler
 	owner, admin, alice, bob, bot account
 	general, secret               channel
@@ -39,7 +40,7 @@ func newTestEnv(t *testing.T) *testEnv {
 	st := mustOpenStore(t)
 	e := &testEnv{st: st}
 	s := newServer(st, discardLogger(), "http://zulite.test", "zulite")
-	e.handler = s.routes()
+	e.server, e.handler = s, s.routes()
 	mk := func(email string, role int, bot bool) account {
 		u, key := mustCreateUser(t, st, email, role, bot)
 		return account{u, key}
@@ -838,11 +839,11 @@ func channelNamed(t *testing.T, e *testEnv, name string) channel {
 
 func (e *testEnv) sendAs(t *testing.T, a account, ch channel, topic string) uint64 {
 	t.Helper()
-	id, err := e.st.sendMessage(a.user, channelRef{ID: ch.ID}, topic, "hi", "test")
+	sent, err := e.st.sendMessage(a.user, channelRef{ID: ch.ID}, topic, "hi", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return id
+	return sent.ID
 }
 
 func jsonIDs(ids ...uint64) string {

@@ -72,6 +72,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}()
 
 	s := newServer(st, log, baseURL, o.RealmName)
+	go s.events.run(ctx)
 	srv := &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -81,6 +82,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(s.events.close) // waiting long polls answer at once
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "url", baseURL, "db", o.DB)

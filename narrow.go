@@ -86,7 +86,7 @@ func (s *store) messages(u user, q messageRange) (messagePage, error) {
 // flagUpdate is the outcome of POST /messages/flags/narrow.
 type flagUpdate struct {
 	messagePage
-	Updated int
+	Changed []uint64 // sorted
 }
 
 // updateFlagsInRange applies a flag change to a selected range, in one
@@ -106,16 +106,15 @@ func (s *store) updateFlagsInRange(u user, q messageRange, change flagChange) (f
 			}
 		}
 		for channelID, ids := range byChannel {
-			if change.Flag == "read" && !change.Add && !isSubscribed(tx, u.ID, channelID) {
-				continue // unread messages live only in subscribed channels
-			}
-			if err := s.applyFlag(tx, u.ID, channelID, ids, change); err != nil {
+			done, err := s.applyFlag(tx, u.ID, channelID, ids, change)
+			if err != nil {
 				return err
 			}
-			result.Updated += len(ids)
+			result.Changed = append(result.Changed, done...)
 		}
 		return nil
 	})
+	slices.Sort(result.Changed)
 	return result, err
 }
 

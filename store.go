@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -611,9 +612,9 @@ func (s *store) accessibleChannel(u user, name string) (channel, error) {
 // subscribe subscribes the user to each named channel, creating missing
 // ones (private when inviteOnly). It answers the names newly subscribed
 // and those already subscribed.
-func (s *store) subscribe(u user, specs []channelSpec, inviteOnly bool) (subscribed, already []string, err error) {
+func (s *store) subscribe(u user, specs []channelSpec, inviteOnly bool) (subscribed, already []string, joined []channel, err error) {
 	err = s.update(func(tx *bbolt.Tx) error {
-		subscribed, already = nil, nil
+		subscribed, already, joined = nil, nil, nil
 		var join []channel
 		var create []channelSpec
 		for _, spec := range specs { // every check before the first write
@@ -644,9 +645,10 @@ func (s *store) subscribe(u user, specs []channelSpec, inviteOnly bool) (subscri
 			}
 			subscribed = append(subscribed, ch.Name)
 		}
+		joined = join
 		return nil
 	})
-	return subscribed, already, err
+	return subscribed, already, joined, err
 }
 
 func (s *store) addSubscription(tx *bbolt.Tx, userID, channelID uint64) error {
@@ -661,9 +663,9 @@ func (s *store) addSubscription(tx *bbolt.Tx, userID, channelID uint64) error {
 // channels they were not subscribed to come back in notRemoved. As in
 // Zulip, a user has no unread messages in channels they are not
 // subscribed to, so the channel's unread state goes too.
-func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []string, err error) {
+func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []string, left []channel, read []uint64, err error) {
 	err = s.update(func(tx *bbolt.Tx) error {
-		removed, notRemoved = nil, nil
+		removed, notRemoved, left, read = nil, nil, nil, nil
 		var channels []channel
 		var missing []string
 		for _, name := range names {
@@ -691,14 +693,21 @@ func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []strin
 			if err := tx.Bucket(bucketSubscribers).Delete(append(itob(ch.ID), itob(u.ID)...)); err != nil {
 				return err
 			}
+			ids, err := unreadIDs(tx, u.ID, ch.ID)
+			if err != nil {
+				return err
+			}
 			if err := removeAllUnread(tx, u.ID, ch.ID); err != nil {
 				return err
 			}
+			read = append(read, ids...)
 			removed = append(removed, ch.Name)
+			left = append(left, ch)
 		}
 		return nil
 	})
-	return removed, notRemoved, err
+	slices.Sort(read)
+	return removed, notRemoved, left, read, err
 }
 
 // subscribedChannel is a channel as one subscriber sees it.
@@ -783,8 +792,16 @@ type channelRef struct {
 
 // sendMessage stores a channel message and makes it unread for every
 // subscriber but the sender.
-func (s *store) sendMessage(sender user, to channelRef, topic, content, client string) (uint64, error) {
-	var id uint64
+// sentMessage is a stored message with its channel and who receives it:
+// the channel's subscribers at the time of sending.
+type sentMessage struct {
+	message
+	Channel    channel
+	Recipients []uint64
+}
+
+func (s *store) sendMessage(sender user, to channelRef, topic, content, client string) (sentMessage, error) {
+	var sent sentMessage
 	err := s.update(func(tx *bbolt.Tx) error {
 		var ch channel
 		var err error
@@ -800,18 +817,19 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 			return &namedError{errChannelForbidden, ch.Name}
 		}
 		messages := tx.Bucket(bucketMessages)
-		id, err = messages.NextSequence()
+		id, err := messages.NextSequence()
 		if err != nil {
 			return err
 		}
 		m := message{ID: id, SenderID: sender.ID, ChannelID: ch.ID, Topic: topic, Content: content, Timestamp: s.now().Unix(), Client: client}
+		sent = sentMessage{message: m, Channel: ch, Recipients: subscriberIDs(tx, ch.ID)}
 		if err := putJSON(messages, itob(id), m); err != nil {
 			return err
 		}
 		if err := indexMessage(tx, m); err != nil {
 			return err
 		}
-		for _, subscriberID := range subscriberIDs(tx, ch.ID) {
+		for _, subscriberID := range sent.Recipients {
 			if subscriberID == sender.ID {
 				continue
 			}
@@ -821,13 +839,17 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 		}
 		return nil
 	})
-	return id, err
+	return sent, err
 }
 
 // markChannelRead makes every unread message of the channel read for the
-// user, after checking that the channel exists and is accessible.
-func (s *store) markChannelRead(u user, channelID uint64) error {
-	return s.update(func(tx *bbolt.Tx) error {
+// user, after checking that the channel exists and is accessible. With
+// wantIDs it answers the ids that were unread (for events), which costs
+// decoding them; without, the cost does not depend on how many there were.
+func (s *store) markChannelRead(u user, channelID uint64, wantIDs bool) ([]uint64, error) {
+	var read []uint64
+	err := s.update(func(tx *bbolt.Tx) error {
+		read = nil
 		ch, err := channelByID(tx, channelID)
 		if err != nil {
 			return err
@@ -835,8 +857,14 @@ func (s *store) markChannelRead(u user, channelID uint64) error {
 		if !canAccess(tx, u, ch) {
 			return errNoSuchChannel
 		}
+		if wantIDs {
+			if read, err = unreadIDs(tx, u.ID, ch.ID); err != nil {
+				return err
+			}
+		}
 		return removeAllUnread(tx, u.ID, ch.ID)
 	})
+	return read, err
 }
 
 // indexMessage records a message in its channel's and its topic's index.
@@ -882,8 +910,10 @@ type flagChange struct {
 // each exists and is in a channel the user may access. Removing read
 // makes a message unread again only in channels the user is subscribed
 // to, since unread messages live only there.
-func (s *store) updateFlags(u user, ids []uint64, change flagChange) error {
-	return s.update(func(tx *bbolt.Tx) error {
+func (s *store) updateFlags(u user, ids []uint64, change flagChange) ([]uint64, error) {
+	var changed []uint64
+	err := s.update(func(tx *bbolt.Tx) error {
+		changed = nil
 		byChannel := map[uint64][]uint64{}
 		for _, id := range ids { // every check before the first write
 			m, err := messageByID(tx, id)
@@ -899,40 +929,56 @@ func (s *store) updateFlags(u user, ids []uint64, change flagChange) error {
 		for channelID, inChannel := range byChannel {
 			slices.Sort(inChannel)
 			inChannel = slices.Compact(inChannel)
-			if err := s.applyFlag(tx, u.ID, channelID, inChannel, change); err != nil {
+			done, err := s.applyFlag(tx, u.ID, channelID, inChannel, change)
+			if err != nil {
 				return err
 			}
+			changed = append(changed, done...)
 		}
 		return nil
 	})
+	slices.Sort(changed)
+	return changed, err
 }
 
-func (s *store) applyFlag(tx *bbolt.Tx, userID, channelID uint64, ids []uint64, change flagChange) error {
+// applyFlag changes one flag on messages of one channel (ids sorted) and
+// answers the ids whose flag really changed.
+func (s *store) applyFlag(tx *bbolt.Tx, userID, channelID uint64, ids []uint64, change flagChange) ([]uint64, error) {
 	switch {
 	case change.Flag == "read" && change.Add:
-		_, err := removeUnread(tx, userID, channelID, ids)
-		return err
+		return removeUnread(tx, userID, channelID, ids)
 	case change.Flag == "read":
 		if !isSubscribed(tx, userID, channelID) {
-			return nil
+			return nil, nil
 		}
-		return addUnread(tx, userID, channelID, ids)
+		already, err := unreadIDs(tx, userID, channelID)
+		if err != nil {
+			return nil, err
+		}
+		fresh := slices.DeleteFunc(slices.Clone(ids), func(id uint64) bool {
+			_, found := slices.BinarySearch(already, id)
+			return found
+		})
+		return fresh, addUnread(tx, userID, channelID, fresh)
 	}
 	bit := flagStarred
 	if change.Flag == "collapsed" {
 		bit = flagCollapsed
 	}
 	b := tx.Bucket(bucketFlags)
+	var changed []uint64
 	for _, id := range ids {
 		k := append(itob(userID), itob(id)...)
-		var flags byte
+		var old byte
 		if v := b.Get(k); v != nil {
-			flags = v[0]
+			old = v[0]
 		}
-		if change.Add {
-			flags |= bit
-		} else {
-			flags &^= bit
+		flags := old | bit
+		if !change.Add {
+			flags = old &^ bit
+		}
+		if flags == old {
+			continue
 		}
 		var err error
 		if flags == 0 {
@@ -941,15 +987,18 @@ func (s *store) applyFlag(tx *bbolt.Tx, userID, channelID uint64, ids []uint64, 
 			err = b.Put(k, []byte{flags})
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
+		changed = append(changed, id)
 	}
-	return nil
+	return changed, nil
 }
 
 // markTopicRead marks the user's unread messages of one topic read.
-func (s *store) markTopicRead(u user, channelID uint64, topic string) error {
-	return s.update(func(tx *bbolt.Tx) error {
+func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64, error) {
+	var read []uint64
+	err := s.update(func(tx *bbolt.Tx) error {
+		read = nil
 		ch, err := channelByID(tx, channelID)
 		if err != nil {
 			return err
@@ -966,9 +1015,10 @@ func (s *store) markTopicRead(u user, channelID uint64, topic string) error {
 		if len(ids) == 0 {
 			return errNoSuchTopic
 		}
-		_, err = removeUnread(tx, u.ID, ch.ID, ids)
+		read, err = removeUnread(tx, u.ID, ch.ID, ids)
 		return err
 	})
+	return read, err
 }
 
 // markAllRead marks every message read for the user.
@@ -977,6 +1027,73 @@ func (s *store) markAllRead(u user) error {
 		_, err := removeAllUnreadOf(tx, u.ID)
 		return err
 	})
+}
+
+// unreadSummary is the user's unread messages grouped by channel and
+// topic, at most max of them (the newest); Truncated says some are left out.
+type unreadSummary struct {
+	Topics    []unreadTopic
+	Truncated bool
+}
+
+type unreadTopic struct {
+	ChannelID uint64
+	Topic     string
+	IDs       []uint64
+}
+
+func (s *store) unreadSummary(userID uint64, max int) (unreadSummary, error) {
+	var sum unreadSummary
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		sum = unreadSummary{}
+		var ids []uint64
+		prefix := itob(userID)
+		unread := tx.Bucket(bucketUnread)
+		c := unread.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			more, err := chunkIDs(unread.Bucket(k))
+			if err != nil {
+				return err
+			}
+			ids = append(ids, more...)
+		}
+		slices.Sort(ids)
+		if len(ids) > max {
+			ids, sum.Truncated = ids[len(ids)-max:], true
+		}
+		index := map[string]int{}
+		for _, id := range ids {
+			m, err := messageByID(tx, id)
+			if err != nil {
+				return err
+			}
+			key := strconv.FormatUint(m.ChannelID, 10) + "\x00" + m.Topic
+			i, ok := index[key]
+			if !ok {
+				i = len(sum.Topics)
+				index[key] = i
+				sum.Topics = append(sum.Topics, unreadTopic{ChannelID: m.ChannelID, Topic: m.Topic})
+			}
+			sum.Topics[i].IDs = append(sum.Topics[i].IDs, id)
+		}
+		return nil
+	})
+	return sum, err
+}
+
+// messageDetails loads messages by id, skipping ids that do not exist.
+func (s *store) messageDetails(ids []uint64) ([]message, error) {
+	var list []message
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		list = nil
+		for _, id := range ids {
+			if m, err := messageByID(tx, id); err == nil {
+				list = append(list, m)
+			}
+		}
+		return nil
+	})
+	return list, err
 }
 
 func messageByID(tx *bbolt.Tx, id uint64) (message, error) {

@@ -67,18 +67,18 @@ func mustSubscribe(t testing.TB, st *store, u user, names ...string) {
 	for _, n := range names {
 		specs = append(specs, channelSpec{Name: n})
 	}
-	if _, _, err := st.subscribe(u, specs, false); err != nil {
+	if _, _, _, err := st.subscribe(u, specs, false); err != nil {
 		t.Fatalf("subscribe(%s, %v): %v", u.Email, names, err)
 	}
 }
 
 func mustSend(t testing.TB, st *store, sender user, ch channel) uint64 {
 	t.Helper()
-	id, err := st.sendMessage(sender, channelRef{ID: ch.ID}, "topic", "hello", "test")
+	sent, err := st.sendMessage(sender, channelRef{ID: ch.ID}, "topic", "hello", "test")
 	if err != nil {
 		t.Fatalf("sendMessage: %v", err)
 	}
-	return id
+	return sent.ID
 }
 
 func mustUnread(t testing.TB, st *store, u user, ch channel) []uint64 {
@@ -367,7 +367,7 @@ func TestMarkChannelRead_TouchesOnlyThatUserAndChannel(t *testing.T) {
 	inRandom := mustSend(t, st, alice, random)
 	mustSend(t, st, bob, general)
 
-	if err := st.markChannelRead(bob, general.ID); err != nil {
+	if _, err := st.markChannelRead(bob, general.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustUnread(t, st, bob, general); len(got) != 0 {
@@ -379,7 +379,7 @@ func TestMarkChannelRead_TouchesOnlyThatUserAndChannel(t *testing.T) {
 	if got := mustUnread(t, st, alice, general); len(got) != 1 {
 		t.Errorf("alice's unread in general: got %v, want one message", got)
 	}
-	if err := st.markChannelRead(bob, general.ID); err != nil {
+	if _, err := st.markChannelRead(bob, general.ID, false); err != nil {
 		t.Errorf("marking an already-read channel: got %v, want nil", err)
 	}
 }
@@ -396,10 +396,10 @@ func TestMarkChannelRead_UnknownOrPrivateChannelIsNotFound(t *testing.T) {
 	st.db.Update(func(tx *bbolt.Tx) error { // bob leaves, keeping no unread
 		return tx.Bucket(bucketSubscriptions).Delete(append(itob(bob.ID), itob(secret.ID)...))
 	})
-	if err := st.markChannelRead(bob, secret.ID); !errors.Is(err, errNoSuchChannel) {
+	if _, err := st.markChannelRead(bob, secret.ID, false); !errors.Is(err, errNoSuchChannel) {
 		t.Errorf("private channel, not subscribed: got %v, want errNoSuchChannel", err)
 	}
-	if err := st.markChannelRead(alice, 999); !errors.Is(err, errNoSuchChannel) {
+	if _, err := st.markChannelRead(alice, 999, false); !errors.Is(err, errNoSuchChannel) {
 		t.Errorf("unknown channel: got %v, want errNoSuchChannel", err)
 	}
 	if got := mustUnread(t, st, alice, secret); len(got) != 1 || got[0] <= id {
@@ -417,7 +417,7 @@ func TestUnsubscribe_DropsUnreadAndReportsNotSubscribed(t *testing.T) {
 	mustSubscribe(t, st, bob, "general")
 	mustSend(t, st, alice, general)
 
-	removed, notRemoved, err := st.unsubscribe(bob, []string{"GENERAL", "random"})
+	removed, notRemoved, _, _, err := st.unsubscribe(bob, []string{"GENERAL", "random"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +427,7 @@ func TestUnsubscribe_DropsUnreadAndReportsNotSubscribed(t *testing.T) {
 	if got := mustUnread(t, st, bob, general); len(got) != 0 {
 		t.Errorf("bob's unread after unsubscribing: got %v, want none", got)
 	}
-	if _, _, err := st.unsubscribe(bob, []string{"general", "nope", "neither"}); err == nil || err.Error() != "no such channel: nope, neither" {
+	if _, _, _, _, err := st.unsubscribe(bob, []string{"general", "nope", "neither"}); err == nil || err.Error() != "no such channel: nope, neither" {
 		t.Errorf("unknown channels: got %v, want no such channel: nope, neither", err)
 	}
 }
@@ -505,7 +505,7 @@ func TestMarkChannelRead_MillionUnreadWritesAboutAsMuchAsOne(t *testing.T) {
 	pages := map[int]int64{}
 	for _, n := range []int{1, 1_000_000} {
 		st, u, ch := seedUnread(t, n)
-		pages[n] = pagesWrittenBy(t, st, func() error { return st.markChannelRead(u, ch.ID) })
+		pages[n] = pagesWrittenBy(t, st, func() error { _, err := st.markChannelRead(u, ch.ID, false); return err })
 		if got := mustUnread(t, st, u, ch); len(got) != 0 {
 			t.Fatalf("%d unread: after marking read got %d unread, want 0", n, len(got))
 		}

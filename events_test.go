@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func (e *testEnv) registerQueue(t *testing.T, a *account, params url.Values) response {
+	t.Helper()
+	r := e.requestAs(t, multipartForm, http.MethodPost, "/api/v1/register", params, a)
+	wantAPISuccess(t, r)
+	return r
+}
+
+// pollNow fetches the queue's events without waiting.
+func (e *testEnv) pollNow(t *testing.T, a *account, queueID string, lastEventID int) []map[string]any {
+	t.Helper()
+	r := e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queueID}, "last_event_id": {strconv.Itoa(lastEventID)}, "dont_block": {"true"}}, a)
+	wantAPISuccess(t, r)
+	var events []map[string]any
+	for _, ev := range r.body["events"].([]any) {
+		events = append(events, ev.(map[string]any))
+	}
+	return events
+}
+
+func TestRegister_StateMatchesWhatGetMessagesShows(t *testing.T) {
+	e := newTestEnv(t)
+	lunch := []uint64{e.sendAs(t, e.bob, e.general, "lunch"), e.sendAs(t, e.bob, e.general, "lunch")}
+	dinner := e.sendAs(t, e.bob, e.general, "dinner")
+	e.st.addSubscriptionForTest(e.bob.user, e.secret)
+	secret := e.sendAs(t, e.bob, e.secret, "s")
+	r := e.registerQueue(t, &e.alice, url.Values{"event_types": {`["message","update_message_flags","subscription"]`}, "client_capabilities": {`{"notification_settings_null":true,"some_future_capability":true}`}})
+
+	for _, f := range []string{"queue_id", "last_event_id", "zulip_version", "zulip_feature_level", "zulip_merge_base", "max_message_id", "subscriptions", "unsubscribed", "never_subscribed", "unread_msgs"} {
+		if _, ok := r.body[f]; !ok {
+			t.Errorf("register lacks %s", f)
+		}
+	}
+	for _, f := range []string{"realm_users", "realm_name"} {
+		if _, ok := r.body[f]; ok {
+			t.Errorf("register answers %s, which was not asked for", f)
+		}
+	}
+	if r.body["last_event_id"] != -1.0 || r.body["max_message_id"] != float64(secret) || r.body["zulip_feature_level"] != 278.0 {
+		t.Errorf("register: got last_event_id %v, max_message_id %v, level %v", r.body["last_event_id"], r.body["max_message_id"], r.body["zulip_feature_level"])
+	}
+	unread := r.body["unread_msgs"].(map[string]any)
+	want := []any{
+		map[string]any{"stream_id": float64(e.general.ID), "topic": "lunch", "unread_message_ids": toAny(lunch)},
+		map[string]any{"stream_id": float64(e.general.ID), "topic": "dinner", "unread_message_ids": toAny([]uint64{dinner})},
+		map[string]any{"stream_id": float64(e.secret.ID), "topic": "s", "unread_message_ids": toAny([]uint64{secret})},
+	}
+	if unread["count"] != 4.0 || !jsonEqual(unread["streams"], want) || unread["old_unreads_missing"] != false {
+		t.Errorf("unread_msgs: got %v, want count 4 and %v", unread, want)
+	}
+	_, fromMessages := e.page(t, &e.alice, rangeParams("oldest", 0, 100, `[["is","unread"]]`))
+	if !slices.Equal(fromMessages, []uint64{lunch[0], lunch[1], dinner, secret}) {
+		t.Errorf("GET /messages is:unread: got %v, want the same four", fromMessages)
+	}
+	var names []string
+	for _, s := range r.body["subscriptions"].([]any) {
+		names = append(names, s.(map[string]any)["name"].(string))
+	}
+	if !slices.Equal(names, []string{"general", "secret"}) || len(r.body["never_subscribed"].([]any)) != 0 {
+		t.Errorf("subscriptions: got %v and never_subscribed %v", names, r.body["never_subscribed"])
+	}
+	r = e.registerQueue(t, &e.owner, url.Values{"fetch_event_types": {`["realm_user","realm"]`}})
+	if len(r.body["realm_users"].([]any)) != 5 || r.body["realm_name"] != "zulite" {
+		t.Errorf("owner's register: got %d realm_users, realm_name %v", len(r.body["realm_users"].([]any)), r.body["realm_name"])
+	}
+	if _, ok := r.body["unread_msgs"]; ok {
+		t.Errorf("fetch_event_types without update_message_flags still answered unread_msgs")
+	}
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func TestEvents_MessagesFlagsAndSubscriptionsReachTheRightQueues(t *testing.T) {
+	e := newTestEnv(t)
+	alice := e.registerQueue(t, &e.alice, nil).str("queue_id")
+	bob := e.registerQueue(t, &e.bob, url.Values{"apply_markdown": {"true"}}).str("queue_id")
+	owner := e.registerQueue(t, &e.owner, nil).str("queue_id")
+
+	r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"*hi*"}}, &e.alice)
+	id := uint64(r.body["id"].(float64))
+	for _, c := range []struct {
+		who     *account
+		queue   string
+		flags   []string
+		content string
+	}{{&e.alice, alice, []string{"read"}, "*hi*"}, {&e.bob, bob, []string{}, "<p>*hi*</p>"}} {
+		events := e.pollNow(t, c.who, c.queue, -1)
+		if len(events) != 1 || events[0]["type"] != "message" || events[0]["id"] != 0.0 {
+			t.Fatalf("%s: got %v, want one message event with id 0", c.who.Email, events)
+		}
+		m := events[0]["message"].(map[string]any)
+		if m["id"] != float64(id) || m["content"] != c.content || !jsonEqual(events[0]["flags"], c.flags) {
+			t.Errorf("%s: got message %v flags %v, want content %q flags %v", c.who.Email, m, events[0]["flags"], c.content, c.flags)
+		}
+		if _, ok := m["flags"]; ok {
+			t.Errorf("the message object of an event carries flags")
+		}
+	}
+	if events := e.pollNow(t, &e.owner, owner, -1); len(events) != 0 {
+		t.Errorf("non-subscriber's queue: got %v, want nothing", events)
+	}
+
+	// Marking the channel read: one event with exactly the ids that changed.
+	r = e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"again"}}, &e.alice)
+	second := uint64(r.body["id"].(float64))
+	e.pollNow(t, &e.bob, bob, 0)
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.FormatUint(e.general.ID, 10)}}, &e.bob))
+	events := e.pollNow(t, &e.bob, bob, 1) // acknowledge both message events
+	want := map[string]any{"type": "update_message_flags", "op": "add", "operation": "add", "flag": "read", "messages": toAny([]uint64{id, second}), "all": false, "id": 2.0}
+	if len(events) != 1 || !jsonEqual(events[0], want) {
+		t.Errorf("after mark_stream_as_read: got %v, want %v", events, want)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.FormatUint(e.general.ID, 10)}}, &e.bob))
+	if events := e.pollNow(t, &e.bob, bob, 2); len(events) != 0 {
+		t.Errorf("marking an already-read channel: got %v, want no event", events)
+	}
+
+	// Removing read carries message_details; mark_all_as_read says all.
+	e.request(t, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {jsonIDs(id)}, "op": {"remove"}, "flag": {"read"}}, &e.bob)
+	e.request(t, http.MethodPost, "/api/v1/mark_all_as_read", nil, &e.bob)
+	events = e.pollNow(t, &e.bob, bob, 2)
+	if len(events) != 2 || events[0]["op"] != "remove" || events[0]["message_details"] == nil || events[1]["all"] != true {
+		t.Errorf("remove read then mark all: got %v", events)
+	}
+
+	e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}, &e.owner)
+	e.request(t, http.MethodDelete, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["general"]`}}, &e.owner)
+	events = e.pollNow(t, &e.owner, owner, -1)
+	if len(events) != 2 || events[0]["type"] != "subscription" || events[0]["op"] != "add" || events[1]["op"] != "remove" {
+		t.Errorf("owner's subscription events: got %v", events)
+	}
+}
+
+func TestEvents_QueueErrorsAndLimits(t *testing.T) {
+	e := newTestEnv(t)
+	queue := e.registerQueue(t, &e.alice, nil).str("queue_id")
+	for _, c := range []struct {
+		who *account
+		id  string
+	}{{&e.alice, "nope"}, {&e.bob, queue}} { // another user's queue does not exist either
+		r := e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {c.id}, "dont_block": {"true"}}, c.who)
+		wantAPIError(t, r, 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+c.id)
+		if r.body["queue_id"] != c.id {
+			t.Errorf("queue_id in the error: got %v, want %s", r.body["queue_id"], c.id)
+		}
+	}
+	wantAPIError(t, e.request(t, http.MethodDelete, "/api/v1/events", url.Values{"queue_id": {queue}}, &e.bob), 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+queue)
+	wantAPISuccess(t, e.request(t, http.MethodDelete, "/api/v1/events", url.Values{"queue_id": {queue}}, &e.alice))
+	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queue}}, &e.alice), 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+queue)
+
+	// Ten idle minutes expire a queue.
+	hub := e.server.events
+	clock := time.Now()
+	hub.now = func() time.Time { return clock }
+	queue = e.registerQueue(t, &e.alice, nil).str("queue_id")
+	clock = clock.Add(queueIdleTimeout - time.Second)
+	hub.expire()
+	e.pollNow(t, &e.alice, queue, -1) // a poll keeps it alive
+	clock = clock.Add(queueIdleTimeout)
+	hub.expire()
+	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queue}, "dont_block": {"true"}}, &e.alice), 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+queue)
+
+	// One queue too many drops the oldest.
+	var queues []string
+	for range maxQueuesPerUser + 1 {
+		clock = clock.Add(time.Second)
+		queues = append(queues, e.registerQueue(t, &e.bob, nil).str("queue_id"))
+	}
+	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queues[0]}, "dont_block": {"true"}}, &e.bob), 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+queues[0])
+	e.pollNow(t, &e.bob, queues[1], -1)
+
+	// A queue that falls maxEventsPerQueue behind is dropped.
+	for range maxEventsPerQueue + 1 {
+		hub.publish([]uint64{e.bob.ID}, "heartbeat", func(*eventQueue) event { return event{"type": "heartbeat"} })
+	}
+	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queues[1]}, "dont_block": {"true"}}, &e.bob), 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+queues[1])
+}
+
+func TestEvents_LongPollWakesOnSendAndEndsOnShutdown(t *testing.T) {
+	e := newTestEnv(t)
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	done := make(chan response, 1)
+	go func() {
+		req := buildRequest(t, queryString, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queue}, "last_event_id": {"-1"}})
+		req.SetBasicAuth(e.bob.Email, e.bob.key)
+		rec := httptest.NewRecorder()
+		e.handler.ServeHTTP(rec, req)
+		var body map[string]any
+		json.Unmarshal(rec.Body.Bytes(), &body)
+		done <- response{status: rec.Code, body: body}
+	}()
+	time.Sleep(50 * time.Millisecond) // let the poll start waiting
+	start := time.Now()
+	e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice)
+	select {
+	case r := <-done:
+		t.Logf("a send woke the waiting poll %v after the send returned", time.Since(start))
+		if events := r.body["events"].([]any); len(events) != 1 {
+			t.Errorf("woken poll: got %v, want the message event", r.body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a send did not wake the waiting poll within 5 s")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan bool)
+	go func() {
+		_, ok := e.server.events.poll(ctx, e.bob.ID, queue, 0, false)
+		ended <- ok
+	}()
+	time.Sleep(50 * time.Millisecond)
+	e.server.events.close()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiting poll did not end when the hub closed")
+	}
+}
