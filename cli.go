@@ -21,16 +21,17 @@ import (
 // options are every flag of every command; each command accepts its own
 // subset (command.flags).
 type options struct {
-	DB          string `json:"-"`
-	Addr        string `json:"-"`
-	URL         string `json:"-"`
-	RealmName   string `json:"-"`
-	OwnerEmail  string `json:"-"`
-	Name        string `json:"name,omitempty"`
-	Description string `json:"description,omitempty"`
-	Admin       bool   `json:"admin,omitempty"`
-	Bot         bool   `json:"bot,omitempty"`
-	Private     bool   `json:"private,omitempty"`
+	DB          string        `json:"-"`
+	Addr        string        `json:"-"`
+	URL         string        `json:"-"`
+	RealmName   string        `json:"-"`
+	OwnerEmail  string        `json:"-"`
+	QueueIdle   time.Duration `json:"-"`
+	Name        string        `json:"name,omitempty"`
+	Description string        `json:"description,omitempty"`
+	Admin       bool          `json:"admin,omitempty"`
+	Bot         bool          `json:"bot,omitempty"`
+	Private     bool          `json:"private,omitempty"`
 	// PasswordStdin asks for the password on standard input; Password
 	// carries it to the command (through the 0600 socket when a server
 	// holds the database). It is never printed or logged.
@@ -51,7 +52,7 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "serve", flags: []string{"addr", "url", "realm-name", "owner-email"}, about: "serve the API (the default command)"},
+	{name: "serve", flags: []string{"addr", "url", "realm-name", "owner-email", "event-queue-timeout"}, about: "serve the API (the default command)"},
 	{name: "user add", args: "EMAIL", nargs: 1, flags: []string{"name", "admin", "bot", "password-stdin"}, about: "create an account and print its API key", admin: userAdd},
 	{name: "user password", args: "EMAIL", nargs: 1, about: "set the account's password, read from standard input", admin: userPassword},
 	{name: "user list", about: "list accounts: id, e-mail, role, active", admin: userList},
@@ -64,7 +65,7 @@ var commands = []command{
 }
 
 // configFlags may also come from ZULITE_* environment variables.
-var configFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true}
+var configFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "event-queue-timeout": true}
 
 // errUsage marks mistakes in the command line (exit status 2).
 var errUsage = errors.New("usage")
@@ -145,6 +146,8 @@ func defineFlags(fs *flag.FlagSet, o *options, names []string) {
 			fs.StringVar(&o.RealmName, name, "zulite", "organisation name shown to clients (env ZULITE_REALM_NAME)")
 		case "owner-email":
 			fs.StringVar(&o.OwnerEmail, name, "owner@zulite.localhost", "e-mail of the owner account made on first start (env ZULITE_OWNER_EMAIL)")
+		case "event-queue-timeout":
+			fs.DurationVar(&o.QueueIdle, name, queueIdleTimeout, "drop an event queue not polled for this long (env ZULITE_EVENT_QUEUE_TIMEOUT)")
 		case "name":
 			fs.StringVar(&o.Name, name, "", "full name (default: the e-mail's local part)")
 		case "description":
@@ -163,7 +166,7 @@ func defineFlags(fs *flag.FlagSet, o *options, names []string) {
 
 // valueFlags are the flags, of any command, that take a value: needed to
 // tell a flag's value from a command word before the command is known.
-var valueFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "name": true, "description": true}
+var valueFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "event-queue-timeout": true, "name": true, "description": true}
 
 // positionalArgs returns the arguments that are not flags or their values.
 func positionalArgs(args []string) []string {

@@ -65,7 +65,7 @@ func TestCompat_ZulipJS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("zulip-js story failed (%v):\n%s\nserver log:\n%s", err, out, srv.logs())
 	}
-	if !strings.Contains(string(out), "ok 10 - log out") {
-		t.Errorf("zulip-js story: got\n%s\nwant all ten steps", out)
+	if !strings.Contains(string(out), "ok 12 - log out") {
+		t.Errorf("zulip-js story: got\n%s\nwant all twelve steps", out)
 	}
 }

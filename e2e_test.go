@@ -124,7 +124,7 @@ var e2eListeningLine = regexp.MustCompile(`msg=listening addr=(127\.0\.0\.1:\d+)
 // e2eStartServer starts `zulite serve` on a loopback port chosen by the
 // kernel and waits for the bootstrap credentials and the listening line.
 // The process is stopped when the test ends, if it is still running.
-func e2eStartServer(t *testing.T, bin, db string) *e2eServer {
+func e2eStartServer(t *testing.T, bin, db string, extra ...string) *e2eServer {
 	t.Helper()
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
@@ -135,7 +135,7 @@ func e2eStartServer(t *testing.T, bin, db string) *e2eServer {
 		t.Fatal(err)
 	}
 	p := &e2eServer{stderrDone: make(chan struct{})}
-	p.cmd = exec.Command(bin, "serve", "--db", db, "--addr", "127.0.0.1:0")
+	p.cmd = exec.Command(bin, append([]string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, extra...)...)
 	p.cmd.Env = e2eChildEnv()
 	p.cmd.Stdout, p.cmd.Stderr = stdoutW, stderrW
 	err = p.cmd.Start()

@@ -48,15 +48,16 @@ func (q *eventQueue) wants(eventType string) bool {
 
 // eventHub holds every queue of the server.
 type eventHub struct {
-	mu     sync.Mutex
-	queues map[string]*eventQueue
-	now    func() time.Time
-	done   chan struct{} // closed at shutdown: waiting polls answer at once
-	closed bool
+	mu          sync.Mutex
+	queues      map[string]*eventQueue
+	idleTimeout time.Duration
+	now         func() time.Time
+	done        chan struct{} // closed at shutdown: waiting polls answer at once
+	closed      bool
 }
 
 func newEventHub() *eventHub {
-	return &eventHub{queues: map[string]*eventQueue{}, now: time.Now, done: make(chan struct{})}
+	return &eventHub{queues: map[string]*eventQueue{}, idleTimeout: queueIdleTimeout, now: time.Now, done: make(chan struct{})}
 }
 
 // register makes a queue for the user, dropping their oldest queue when
@@ -186,13 +187,13 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 	}
 }
 
-// expire drops queues not polled for queueIdleTimeout.
+// expire drops queues not polled for the idle timeout.
 func (h *eventHub) expire() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
 	for id, q := range h.queues {
-		if now.Sub(q.lastPoll) >= queueIdleTimeout {
+		if now.Sub(q.lastPoll) >= h.idleTimeout {
 			delete(h.queues, id)
 		}
 	}
@@ -200,7 +201,7 @@ func (h *eventHub) expire() {
 
 // run expires idle queues until ctx ends.
 func (h *eventHub) run(ctx context.Context) {
-	tick := time.NewTicker(time.Minute)
+	tick := time.NewTicker(min(time.Minute, h.idleTimeout/2))
 	defer tick.Stop()
 	for {
 		select {

@@ -37,6 +37,9 @@ const (
 // in-flight requests and closes the database.
 func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if o.QueueIdle <= 0 {
+		return fmt.Errorf("%w: --event-queue-timeout must be positive", errUsage)
+	}
 	st, err := openStore(o.DB, lockTimeout)
 	if err != nil {
 		return err
@@ -72,6 +75,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}()
 
 	s := newServer(st, log, baseURL, o.RealmName)
+	s.events.idleTimeout = o.QueueIdle
 	go s.events.run(ctx)
 	srv := &http.Server{
 		Handler:           s.routes(),

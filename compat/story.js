@@ -44,6 +44,8 @@ async function main() {
   let channelId;
   const token = 'c0ffee0123456789abcdef';
   const sent = [];
+  let queue;
+  let lastEventId = -1;
 
   await step('server.settings() before logging in', async () => {
     const anonymous = await zulipInit({ realm: site, username: 'nobody@example.com', apiKey: 'x' });
@@ -80,6 +82,14 @@ async function main() {
     })));
   });
 
+  await step('queues.register: the unread state and a queue', async () => {
+    queue = succeeded('register', await call('queues.register', alice.queues.register({
+      event_types: ['message', 'update_message_flags'],
+    })));
+    assert.equal(typeof queue.queue_id, 'string');
+    assert.equal(queue.unread_msgs.count, 0);
+  });
+
   await step("another user's messages.send", async () => {
     for (const content of ['Lunch?', 'Pizza at noon', 'Or sushi']) {
       const res = succeeded('send', await call('messages.send', bob.messages.send({
@@ -102,6 +112,14 @@ async function main() {
     }
   });
 
+  await step('events.retrieve: the three messages as events', async () => {
+    const res = succeeded('events', await call('events.retrieve', alice.events.retrieve({
+      queue_id: queue.queue_id, last_event_id: lastEventId, dont_block: true,
+    })));
+    assert.deepEqual(res.events.filter((e) => e.type === 'message').map((e) => e.message.id), sent);
+    lastEventId = res.events[res.events.length - 1].id;
+  });
+
   await step('messages.flags.add read on the first message', async () => {
     succeeded('flags', await call('messages.flags.add', alice.messages.flags.add({ flag: 'read', messages: [sent[0]] })));
     const res = succeeded('unread', await call('messages.retrieve', alice.messages.retrieve({
@@ -116,6 +134,12 @@ async function main() {
       anchor: 'oldest', num_before: 0, num_after: 10, narrow: [{ operator: 'is', operand: 'unread' }],
     })));
     assert.equal(res.messages.length, 0);
+    const events = succeeded('events', await call('events.retrieve', alice.events.retrieve({
+      queue_id: queue.queue_id, last_event_id: lastEventId, dont_block: true,
+    })));
+    const flags = events.events.filter((e) => e.type === 'update_message_flags');
+    assert.deepEqual(flags.map((e) => e.messages), [[sent[0]], sent.slice(1)], 'one event per read change, with the ids that changed');
+    lastEventId = events.events[events.events.length - 1].id;
   });
 
   await step('the narrow flags call, the replacement for mark_stream_as_read', async () => {
