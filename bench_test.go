@@ -174,3 +174,37 @@ func BenchmarkMarkTopicAsRead_MillionUnreadThousandTopics(b *testing.B) {
 		e.serve(b, http.MethodPost, "/api/v1/mark_topic_as_read", body)
 	}
 }
+
+// BenchmarkReadingAtScale reads pages of a channel with 1,000,000
+// messages over 1000 topics, all unread, each way a client asks for them;
+// every page must cost about what it returns, not what the channel holds.
+func BenchmarkReadingAtScale(b *testing.B) {
+	e := newBenchEnv(b)
+	seedChannel(b, e.st, e.alice.user, e.alice.user, e.general, 1_000_000, 1000)
+	narrow := func(terms string) string { return url.QueryEscape(terms) }
+	for _, c := range []struct{ name, query string }{
+		{"channel_newest_100", "anchor=newest&num_before=100&num_after=0&narrow=" + narrow(`[["channel","general"]]`)},
+		{"topic_newest_100", "anchor=newest&num_before=100&num_after=0&narrow=" + narrow(`[["channel","general"],["topic","topic 7"]]`)},
+		{"unread_newest_100", "anchor=newest&num_before=100&num_after=0&narrow=" + narrow(`[["channel","general"],["is","unread"]]`)},
+		{"all_unread_first_100", "anchor=first_unread&num_before=0&num_after=100&narrow=" + narrow(`[["is","unread"]]`)},
+		{"topic_first_unread_100", "anchor=first_unread&num_before=0&num_after=100&narrow=" + narrow(`[["channel","general"],["topic","topic 999"]]`)},
+		{"all_messages_newest_100", "anchor=newest&num_before=100&num_after=0&narrow=[]"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				e.serve(b, http.MethodGet, "/api/v1/messages?"+c.query, "")
+			}
+		})
+	}
+	b.Run("mark_one_old_message_unread", func(b *testing.B) {
+		e.serve(b, http.MethodPost, "/api/v1/messages/flags", "op=add&flag=read&messages=[5]")
+		before := e.st.db.Stats()
+		add := true
+		for b.Loop() {
+			op := map[bool]string{true: "remove", false: "add"}[add]
+			add = !add
+			e.serve(b, http.MethodPost, "/api/v1/messages/flags", "op="+op+"&flag=read&messages=[5]")
+		}
+		reportPages(b, e.st, before)
+	})
+}

@@ -935,7 +935,7 @@ func (s *server) markTopicAsRead(r *apiRequest) (any, error) {
 	if channelID <= 0 {
 		return nil, errInvalidChannelID
 	}
-	read, err := s.store.markTopicRead(r.user, uint64(channelID), strings.TrimSpace(topic))
+	read, err := s.store.markTopicRead(r.user, uint64(channelID), topic)
 	switch {
 	case errors.Is(err, errNoSuchChannel):
 		return nil, errInvalidChannelID
@@ -1005,14 +1005,15 @@ func (s *server) updateFlags(r *apiRequest) (any, error) {
 		}
 		valid = append(valid, uint64(id))
 	}
-	changed, err := s.store.updateFlags(r.user, valid, change)
+	changed, unsubscribed, err := s.store.updateFlags(r.user, valid, change)
 	if err != nil {
 		return nil, err
 	}
 	s.publishFlags(r.user, change, changed, false)
 	return struct {
-		Messages []int64 `json:"messages"`
-	}{ids}, nil
+		Messages     []int64   `json:"messages"`
+		Unsubscribed *[]uint64 `json:"ignored_because_not_subscribed_channels,omitempty"`
+	}{ids, skippedChannels(change, unsubscribed)}, nil
 }
 
 // ---- helpers ----
@@ -1186,7 +1187,7 @@ const maxMessagesPerRequest = 5000
 // direct messages).
 var narrowOperators = map[string]string{
 	"channel": "channel", "stream": "channel", "topic": "topic", "subject": "topic",
-	"is": "is", "sender": "sender", "id": "id", "search": "search", "has": "has",
+	"is": "is", "sender": "sender", "id": "id", "with": "with", "search": "search", "has": "has",
 	"in": "in", "near": "near", "channels": "channels", "streams": "channels",
 	"dm": "dm", "pm-with": "dm", "pm_with": "dm", "dm-including": "dm", "group-pm-with": "dm", "group_pm_with": "dm",
 }
@@ -1204,7 +1205,7 @@ func badNarrow(desc string) *apiError {
 
 // readNarrow reads the `narrow` parameter: a JSON list of terms, each an
 // object {"operator","operand","negated"} or a legacy [operator, operand].
-func readNarrow(p *params, required bool) ([]narrowTerm, error) {
+func readNarrow(p *params, required bool) ([]rawTerm, error) {
 	raw, ok := p.lookup("narrow")
 	if !ok {
 		if required {
@@ -1222,7 +1223,7 @@ func readNarrow(p *params, required bool) ([]narrowTerm, error) {
 	if !ok {
 		return nil, badValue
 	}
-	terms := make([]narrowTerm, 0, len(list))
+	terms := make([]rawTerm, 0, len(list))
 	for _, elem := range list {
 		var operator string
 		var operand any
@@ -1257,11 +1258,74 @@ func readNarrow(p *params, required bool) ([]narrowTerm, error) {
 		default:
 			return nil, badValue
 		}
-		term, err := narrowTermOf(operator, operand, negated)
+		if err := checkOperand(operator, operand); err != nil {
+			return nil, err
+		}
+		terms = append(terms, rawTerm{operator, operand, negated})
+	}
+	return terms, nil
+}
+
+// rawTerm is a narrow term as sent, its operand's type checked.
+type rawTerm struct {
+	operator string
+	operand  any
+	negated  bool
+}
+
+// checkOperand is the type check of an operand, which depends on the
+// operator (Zulip does it while parsing, before any other check).
+func checkOperand(operator string, operand any) error {
+	switch narrowOperators[operator] {
+	case "channel", "sender", "id", "with":
+		if _, isString := operand.(string); !isString {
+			if _, isInt := jsonInt(operand); !isInt {
+				return badRequest(`elem["operand"] is not a string or integer`)
+			}
+		}
+	case "dm":
+		if _, isString := operand.(string); isString {
+			return nil
+		}
+		list, isList := operand.([]any)
+		if !isList {
+			return badRequest(`elem["operand"] is not a string or an integer list`)
+		}
+		for i, item := range list {
+			if _, isInt := jsonInt(item); !isInt {
+				return badRequest(`elem["operand"][` + strconv.Itoa(i) + `] is not an integer`)
+			}
+		}
+	case "search":
+		if text, isString := operand.(string); !isString {
+			return badRequest(`elem["operand"] is not a string`)
+		} else if strings.TrimSpace(text) == "" {
+			return badRequest(`elem["operand"] cannot be blank.`)
+		}
+	default:
+		if _, isString := operand.(string); !isString {
+			return badRequest(`elem["operand"] is not a string`)
+		}
+	}
+	return nil
+}
+
+// narrowTerms checks what each term means: known operators and operands,
+// and no mix of channel and direct-message terms.
+func narrowTerms(raw []rawTerm) ([]narrowTerm, error) {
+	terms := make([]narrowTerm, 0, len(raw))
+	channelish, dmish := false, false
+	for _, r := range raw {
+		t, err := narrowTermOf(r.operator, r.operand, r.negated)
 		if err != nil {
 			return nil, err
 		}
-		terms = append(terms, term)
+		channelish = channelish || t.Operator == "channel" || t.Operator == "topic" || t.Operator == "channels"
+		dmish = dmish || t.Operator == "dm" || (t.Operator == "is" && (t.Name == "dm" || t.Name == "private"))
+		terms = append(terms, t)
+	}
+	if channelish && dmish {
+		return nil, badNarrow("No message can be both a channel message and direct message")
 	}
 	return terms, nil
 }
@@ -1274,19 +1338,16 @@ func narrowTermOf(operator string, operand any, negated bool) (narrowTerm, error
 	}
 	t := narrowTerm{Operator: op, Negated: negated}
 	switch op {
-	case "channel", "sender", "id":
+	case "channel", "sender", "id", "with":
 		if id, ok := jsonInt(operand); ok {
-			if id <= 0 && op == "id" {
+			if id <= 0 && (op == "id" || op == "with") {
 				return t, badNarrow("Invalid message ID")
 			}
 			t.ID = uint64(max(id, 0))
 			return t, nil
 		}
-		name, ok := operand.(string)
-		if !ok {
-			return t, badRequest(`elem["operand"] is not a string or integer`)
-		}
-		if op == "id" {
+		name, _ := operand.(string)
+		if op == "id" || op == "with" {
 			id, err := strconv.ParseUint(name, 10, 64)
 			if err != nil || id == 0 {
 				return t, badNarrow("Invalid message ID")
@@ -1304,6 +1365,9 @@ func narrowTermOf(operator string, operand any, negated bool) (narrowTerm, error
 		return t, badRequest(`elem["operand"] is not a string`)
 	}
 	if allowed, listed := narrowOperands[op]; listed && !slices.Contains(allowed, name) {
+		if op == "channels" {
+			return t, badNarrow("unknown channels operand " + name)
+		}
 		return t, badNarrow("unknown '" + operator + "' operand " + name)
 	}
 	t.Name = name
@@ -1311,10 +1375,17 @@ func narrowTermOf(operator string, operand any, negated bool) (narrowTerm, error
 }
 
 // readRange reads the anchor, the counts and the narrow, shared by GET
-// /messages and POST /messages/flags/narrow.
-func readRange(p *params, narrowRequired bool) (messageRange, error) {
+// /messages (forFetch: the anchor may come as use_first_unread_anchor,
+// and more than 5000 messages are refused) and POST /messages/flags/narrow
+// (the anchor and the narrow are required, and the range is clamped).
+// The checks run in Zulip's order: every parameter's form, then the
+// anchor, the size, the excluded anchor, and what the narrow means.
+func readRange(p *params, forFetch bool) (messageRange, error) {
 	var q messageRange
 	anchor, hasAnchor := p.lookup("anchor")
+	if !hasAnchor && !forFetch {
+		return q, missingArgument("anchor")
+	}
 	includeAnchor, err := p.optionalBool("include_anchor", true)
 	if err != nil {
 		return q, err
@@ -1333,30 +1404,59 @@ func readRange(p *params, narrowRequired bool) (messageRange, error) {
 		}
 		*count.into = int(min(n, maxMessagesPerRequest+1))
 	}
-	if q.Narrow, err = readNarrow(p, narrowRequired); err != nil {
+	raw, err := readNarrow(p, !forFetch)
+	if err != nil {
 		return q, err
 	}
-	if !hasAnchor {
-		return q, missingArgument("anchor")
-	}
-	switch anchor {
-	case "newest":
-		q.AnchorKind = anchorNewest
-	case "oldest":
-		q.AnchorKind = anchorOldest
-	case "first_unread":
-		q.AnchorKind = anchorFirstUnread
-	default:
-		n, err := strconv.ParseInt(strings.TrimSpace(anchor), 10, 64)
-		if err != nil {
-			return q, badRequest("Invalid anchor")
+	firstUnread := false
+	if forFetch {
+		if firstUnread, err = p.optionalBool("use_first_unread_anchor", false); err != nil {
+			return q, err
 		}
-		q.Anchor = uint64(min(max(n, 0), largestMessageID))
+	}
+	switch {
+	case firstUnread || anchor == "first_unread":
+		q.AnchorKind = anchorFirstUnread
+	case !hasAnchor:
+		return q, badRequest("Missing 'anchor' argument.")
+	case anchor == "newest":
+		q.AnchorKind = anchorNewest
+	case anchor == "oldest":
+		q.AnchorKind = anchorOldest
+	default:
+		q.Anchor, err = parseAnchor(anchor)
+		if err != nil {
+			return q, err
+		}
+	}
+	if forFetch && q.NumBefore+q.NumAfter > maxMessagesPerRequest {
+		return q, badRequest("Too many messages requested (maximum 5000).")
 	}
 	if !q.IncludeAnchor && q.NumBefore > 0 && q.NumAfter > 0 {
 		return q, badRequest("The anchor can only be excluded at an end of the range")
 	}
+	if q.Narrow, err = narrowTerms(raw); err != nil {
+		return q, err
+	}
 	return q, nil
+}
+
+// parseAnchor reads a message id anchor as Zulip's int() would, clamped
+// to 0 .. largestMessageID.
+func parseAnchor(anchor string) (uint64, error) {
+	text := strings.TrimSpace(anchor)
+	digits := strings.TrimPrefix(strings.TrimPrefix(text, "-"), "+")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, badRequest("Invalid anchor")
+	}
+	if strings.HasPrefix(text, "-") {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil || n > largestMessageID { // overflow means huge
+		return largestMessageID, nil
+	}
+	return n, nil
 }
 
 // narrowError words the store's narrow errors as Zulip does.
@@ -1367,13 +1467,15 @@ func narrowError(err error) error {
 		return badNarrow("unknown channel " + named.name)
 	case errors.As(err, &named) && errors.Is(err, errNarrowUnknownUser):
 		return badNarrow("unknown user " + named.name)
+	case errors.Is(err, errNarrowBadWith):
+		return badNarrow("Invalid 'with' operand")
 	}
 	return err
 }
 
 // getMessages serves GET /api/v1/messages.
 func (s *server) getMessages(r *apiRequest) (any, error) {
-	q, err := readRange(r.params, false)
+	q, err := readRange(r.params, true)
 	if err != nil {
 		return nil, err
 	}
@@ -1384,9 +1486,6 @@ func (s *server) getMessages(r *apiRequest) (any, error) {
 	applyMarkdown, err := r.params.optionalBool("apply_markdown", true)
 	if err != nil {
 		return nil, err
-	}
-	if q.NumBefore+q.NumAfter > maxMessagesPerRequest {
-		return nil, badRequest("Too many messages requested (maximum 5000).")
 	}
 	page, err := s.store.messages(r.user, q)
 	if err != nil {
@@ -1414,7 +1513,7 @@ func (s *server) getMessages(r *apiRequest) (any, error) {
 // replacement for mark_stream_as_read. Like Zulip it clamps the range
 // to 5000 messages rather than refusing it.
 func (s *server) updateFlagsForNarrow(r *apiRequest) (any, error) {
-	q, err := readRange(r.params, true)
+	q, err := readRange(r.params, false)
 	if err != nil {
 		return nil, err
 	}
@@ -1434,11 +1533,24 @@ func (s *server) updateFlagsForNarrow(r *apiRequest) (any, error) {
 		first, last = &result.Messages[0].ID, &result.Messages[n-1].ID
 	}
 	return struct {
-		ProcessedCount   int     `json:"processed_count"`
-		UpdatedCount     int     `json:"updated_count"`
-		FirstProcessedID *uint64 `json:"first_processed_id"`
-		LastProcessedID  *uint64 `json:"last_processed_id"`
-		FoundOldest      bool    `json:"found_oldest"`
-		FoundNewest      bool    `json:"found_newest"`
-	}{len(result.Messages), len(result.Changed), first, last, result.FoundOldest, result.FoundNewest}, nil
+		ProcessedCount   int       `json:"processed_count"`
+		UpdatedCount     int       `json:"updated_count"`
+		FirstProcessedID *uint64   `json:"first_processed_id"`
+		LastProcessedID  *uint64   `json:"last_processed_id"`
+		FoundOldest      bool      `json:"found_oldest"`
+		FoundNewest      bool      `json:"found_newest"`
+		Unsubscribed     *[]uint64 `json:"ignored_because_not_subscribed_channels,omitempty"`
+	}{len(result.Messages), len(result.Changed), first, last, result.FoundOldest, result.FoundNewest, skippedChannels(change, result.Unsubscribed)}, nil
+}
+
+// skippedChannels is ignored_because_not_subscribed_channels: present,
+// possibly empty, exactly when read is removed.
+func skippedChannels(change flagChange, channels []uint64) *[]uint64 {
+	if change.Flag != "read" || change.Add {
+		return nil
+	}
+	if channels == nil {
+		channels = []uint64{}
+	}
+	return &channels
 }

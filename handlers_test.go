@@ -950,6 +950,8 @@ func TestMarkTopicAsRead(t *testing.T) {
 		return e.request(t, http.MethodPost, "/api/v1/mark_topic_as_read", url.Values{"stream_id": {channelID}, "topic_name": {topic}}, a)
 	}
 	wantAPIError(t, mark(&e.alice, id, "nope"), 400, "BAD_REQUEST", "No such topic 'nope'")
+	wantAPIError(t, mark(&e.alice, id, " lunch "), 400, "BAD_REQUEST", "No such topic ' lunch '")
+	wantAPISuccess(t, mark(&e.alice, id, "")) // Zulip checks only a named topic
 	wantAPIError(t, mark(&e.alice, "999", "lunch"), 400, "BAD_REQUEST", "Invalid channel ID")
 	wantAPIError(t, mark(&e.bob, strconv.FormatUint(e.secret.ID, 10), "t"), 400, "BAD_REQUEST", "Invalid channel ID")
 	wantAPIError(t, e.request(t, http.MethodPost, "/api/v1/mark_topic_as_read", url.Values{"stream_id": {id}}, &e.alice), 400, "REQUEST_VARIABLE_MISSING", "Missing 'topic_name' argument")

@@ -63,6 +63,24 @@ func TestGetMessages_AnchorsAndRanges(t *testing.T) {
 		{"negated unread", rangeParams("oldest", 0, 100, narrowOf(map[string]any{"operator": "is", "operand": "unread", "negated": true})), ids[:4], 0, false, true, true},
 		{"sender by id", rangeParams("oldest", 0, 100, narrowOf(map[string]any{"operator": "sender", "operand": e.alice.ID})), nil, 0, false, true, true},
 		{"one id", rangeParams("oldest", 0, 100, narrowOf(map[string]any{"operator": "id", "operand": ids[2]})), ids[2:3], 0, false, true, true},
+		{"sender by e-mail, subject alias", rangeParams("oldest", 0, 100, narrowOf([]string{"sender", "BOB@example.com"}, []string{"subject", "t0"})), []uint64{ids[0], ids[2], ids[4], ids[6], ids[8]}, 0, false, true, true},
+		{"with: the conversation of a message", rangeParams("oldest", 0, 100, narrowOf(map[string]any{"operator": "with", "operand": ids[3]})), []uint64{ids[1], ids[3], ids[5], ids[7], ids[9]}, 0, false, true, true},
+		{"negated channel", rangeParams("oldest", 0, 100, narrowOf(map[string]any{"operator": "channel", "operand": "general", "negated": true})), nil, 0, false, true, true},
+		{"anchor 0 is the oldest end", rangeParams("0", 0, 2, ""), ids[:2], 0, false, true, false},
+		{"a negative anchor is 0", rangeParams("-5", 0, 2, ""), ids[:2], 0, false, true, false},
+		{"a huge anchor is the newest end", rangeParams("99999999999999999999", 2, 0, ""), ids[8:], largestMessageID, false, false, true},
+		{"first_unread with nothing unread in the narrow", rangeParams("first_unread", 2, 0, narrowOf([]string{"topic", "nope"})), nil, largestMessageID, false, true, true},
+		{"the anchor alone, excluded but both counts 0", func() url.Values {
+			p := rangeParams(strconv.FormatUint(ids[5], 10), 0, 0, "")
+			p.Set("include_anchor", "false")
+			return p
+		}(), ids[5:6], ids[5], true, false, false},
+		{"use_first_unread_anchor", func() url.Values {
+			p := rangeParams("", 0, 1, "")
+			p.Del("anchor")
+			p.Set("use_first_unread_anchor", "true")
+			return p
+		}(), ids[4:6], ids[4], true, false, false},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
 			r, got := e.page(t, &e.alice, c.params)
@@ -121,9 +139,16 @@ func TestGetMessages_MessageFieldsFlagsAndVisibility(t *testing.T) {
 	if _, got := e.page(t, &e.owner, rangeParams("oldest", 0, 10, "")); len(got) != 0 {
 		t.Errorf("owner without a channel narrow sees %v, want nothing received", got)
 	}
+	// Starring makes a message the owner's, as Zulip's historical rows do.
+	e.st.updateFlags(e.owner.user, []uint64{id}, flagChange{Flag: "starred", Add: true})
+	for _, narrow := range []string{"", `[["is","starred"]]`} {
+		if _, got := e.page(t, &e.owner, rangeParams("oldest", 0, 10, narrow)); !slices.Equal(got, []uint64{id}) {
+			t.Errorf("owner's starred message, narrow %q: got %v, want [%d]", narrow, got, id)
+		}
+	}
 	r, got = e.page(t, &e.owner, rangeParams("oldest", 0, 10, narrowOf([]string{"channel", "general"})))
-	if !slices.Equal(got, []uint64{id}) || !slices.Equal(toStrings(r.body["messages"].([]any)[0].(map[string]any)["flags"]), []string{"read", "historical"}) {
-		t.Errorf("owner narrowed to general: got %v %s, want [%d] with read, historical", got, r.raw, id)
+	if !slices.Equal(got, []uint64{id}) || !slices.Equal(toStrings(r.body["messages"].([]any)[0].(map[string]any)["flags"]), []string{"read", "starred", "historical"}) {
+		t.Errorf("owner narrowed to general: got %v %s, want [%d] with read, starred, historical", got, r.raw, id)
 	}
 }
 
@@ -142,11 +167,22 @@ func TestGetMessages_Errors(t *testing.T) {
 		params    url.Values
 		code, msg string
 	}{
-		{"anchor is required", url.Values{"num_before": {"1"}, "num_after": {"1"}}, "REQUEST_VARIABLE_MISSING", "Missing 'anchor' argument"},
+		{"anchor is required (Zulip's text, with its period)", url.Values{"num_before": {"1"}, "num_after": {"1"}}, "BAD_REQUEST", "Missing 'anchor' argument."},
 		{"num_before is required", url.Values{"anchor": {"newest"}, "num_after": {"1"}}, "REQUEST_VARIABLE_MISSING", "Missing 'num_before' argument"},
 		{"a bad anchor", rangeParams("latest", 1, 1, ""), "BAD_REQUEST", "Invalid anchor"},
 		{"a negative count", rangeParams("newest", -1, 1, ""), "BAD_REQUEST", "num_before is too small"},
 		{"too many", rangeParams("newest", 3000, 3000, ""), "BAD_REQUEST", "Too many messages requested (maximum 5000)."},
+		{"too many, checked before the excluded anchor", func() url.Values {
+			p := rangeParams("5", 3000, 3000, "")
+			p.Set("include_anchor", "false")
+			return p
+		}(), "BAD_REQUEST", "Too many messages requested (maximum 5000)."},
+		{"a blank search", rangeParams("newest", 1, 0, `[["search","  "]]`), "BAD_REQUEST", `elem["operand"] cannot be blank.`},
+		{"a dm operand of the wrong type", rangeParams("newest", 1, 0, `[{"operator":"dm","operand":{"x":1}}]`), "BAD_REQUEST", `elem["operand"] is not a string or an integer list`},
+		{"channel and dm together", rangeParams("newest", 1, 0, `[["channel","general"],["is","dm"]]`), "BAD_NARROW", "Invalid narrow operator: No message can be both a channel message and direct message"},
+		{"unknown channels operand", rangeParams("newest", 1, 0, `[["streams","x"]]`), "BAD_NARROW", "Invalid narrow operator: unknown channels operand x"},
+		{"with an unknown message", rangeParams("newest", 1, 0, `[["with","999"]]`), "BAD_NARROW", "Invalid narrow operator: Invalid 'with' operand"},
+		{"an anchor is checked before the narrow's meaning", url.Values{"num_before": {"1"}, "num_after": {"0"}, "narrow": {`[["foo","x"]]`}}, "BAD_REQUEST", "Missing 'anchor' argument."},
 		{"anchor excluded in the middle", func() url.Values {
 			p := rangeParams("5", 1, 1, "")
 			p.Set("include_anchor", "false")
@@ -219,6 +255,22 @@ func TestUpdateFlagsForNarrow(t *testing.T) {
 	wantAPIError(t, flags(&e.alice, p), 400, "BAD_REQUEST", "Flag not editable: 'mentioned'")
 	r = flags(&e.alice, rangeParams("newest", 1, 0, ""))
 	wantAPIError(t, r, 400, "REQUEST_VARIABLE_MISSING", "Missing 'narrow' argument")
+	p = rangeParams("oldest", 0, 6000, "[]")
+	p.Set("op", "add")
+	p.Set("flag", "starred")
+	if r := flags(&e.alice, p); r.body["processed_count"] != 10.0 || r.body["found_newest"] != true {
+		t.Errorf("6000 after: got %s, want the range clamped and all 10 processed", r.raw)
+	}
+	if _, ok := r.body["ignored_because_not_subscribed_channels"]; ok {
+		t.Errorf("adding read reported ignored_because_not_subscribed_channels")
+	}
+	p = rangeParams("oldest", 0, 10, narrowOf([]string{"channel", "general"}))
+	p.Set("op", "remove")
+	p.Set("flag", "read")
+	r = flags(&e.owner, p) // not subscribed: nothing becomes unread, and the channel is named
+	if r.body["processed_count"] != 10.0 || r.body["updated_count"] != 0.0 || !jsonEqual(r.body["ignored_because_not_subscribed_channels"], []uint64{e.general.ID}) {
+		t.Errorf("owner removing read: got %s, want 10 processed, 0 updated, general ignored", r.raw)
+	}
 	p = rangeParams("newest", 10, 0, "[]")
 	p.Set("op", "add")
 	p.Set("flag", "read")

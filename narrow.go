@@ -70,6 +70,7 @@ type pagedMessage struct {
 var (
 	errNarrowUnknownChannel = errors.New("unknown channel in narrow")
 	errNarrowUnknownUser    = errors.New("unknown user in narrow")
+	errNarrowBadWith        = errors.New("invalid 'with' operand")
 )
 
 // messages answers a range of the messages the user may see.
@@ -86,7 +87,8 @@ func (s *store) messages(u user, q messageRange) (messagePage, error) {
 // flagUpdate is the outcome of POST /messages/flags/narrow.
 type flagUpdate struct {
 	messagePage
-	Changed []uint64 // sorted
+	Changed      []uint64 // sorted
+	Unsubscribed []uint64 // channels skipped when removing read
 }
 
 // updateFlagsInRange applies a flag change to a selected range, in one
@@ -106,6 +108,10 @@ func (s *store) updateFlagsInRange(u user, q messageRange, change flagChange) (f
 			}
 		}
 		for channelID, ids := range byChannel {
+			if change.Flag == "read" && !change.Add && !isSubscribed(tx, u.ID, channelID) {
+				result.Unsubscribed = append(result.Unsubscribed, channelID)
+				continue
+			}
 			done, err := s.applyFlag(tx, u.ID, channelID, ids, change)
 			if err != nil {
 				return err
@@ -115,6 +121,7 @@ func (s *store) updateFlagsInRange(u user, q messageRange, change flagChange) (f
 		return nil
 	})
 	slices.Sort(result.Changed)
+	slices.Sort(result.Unsubscribed)
 	return result, err
 }
 
@@ -149,7 +156,6 @@ func selectRange(tx *bbolt.Tx, u user, q messageRange) (messagePage, error) {
 	if err := r.resolve(q.Narrow); err != nil {
 		return messagePage{}, err
 	}
-	src := r.source()
 	page := messagePage{}
 	switch q.AnchorKind {
 	case anchorNewest:
@@ -164,19 +170,22 @@ func selectRange(tx *bbolt.Tx, u user, q messageRange) (messagePage, error) {
 	default:
 		page.Anchor = q.Anchor
 	}
+	src := r.source(false)
 
+	// With both counts 0, Zulip answers the anchor alone, included or not.
+	includeAnchor := q.IncludeAnchor || (q.NumBefore == 0 && q.NumAfter == 0)
 	var before []pagedMessage
 	if q.NumBefore > 0 && page.Anchor > 0 {
-		src.walk(page.Anchor-1, false, func(id uint64) bool {
+		next := src.iter(page.Anchor-1, false)
+		for id, ok := next(); ok && len(before) < q.NumBefore; id, ok = next() {
 			if m, ok := r.match(id); ok {
 				before = append(before, m)
 			}
-			return len(before) < q.NumBefore
-		})
+		}
 	}
 	slices.Reverse(before)
 	page.Messages = before
-	if q.IncludeAnchor && page.Anchor != 0 && page.Anchor != largestMessageID {
+	if includeAnchor && page.Anchor != 0 && page.Anchor < largestMessageID {
 		if m, ok := r.match(page.Anchor); ok {
 			page.Messages = append(page.Messages, m)
 			page.FoundAnchor = true
@@ -184,16 +193,16 @@ func selectRange(tx *bbolt.Tx, u user, q messageRange) (messagePage, error) {
 	}
 	after := 0
 	if q.NumAfter > 0 && page.Anchor < largestMessageID {
-		src.walk(page.Anchor+1, true, func(id uint64) bool {
+		next := src.iter(page.Anchor+1, true)
+		for id, ok := next(); ok && after < q.NumAfter; id, ok = next() {
 			if m, ok := r.match(id); ok {
 				page.Messages = append(page.Messages, m)
 				after++
 			}
-			return after < q.NumAfter
-		})
+		}
 	}
-	page.FoundOldest = q.AnchorKind == anchorOldest || len(before) < q.NumBefore
-	page.FoundNewest = q.AnchorKind == anchorNewest || after < q.NumAfter
+	page.FoundOldest = page.Anchor == 0 || len(before) < q.NumBefore
+	page.FoundNewest = page.Anchor >= largestMessageID || after < q.NumAfter
 	return page, nil
 }
 
@@ -213,6 +222,15 @@ func (r *rangeReader) resolve(terms []narrowTerm) error {
 				return &namedError{errNarrowUnknownChannel, t.Name + idText(t)}
 			}
 			t.ID, t.Name = ch.ID, ""
+		case "with":
+			// The conversation of a message: its channel and topic, wherever
+			// the message has gone (zulite does not move messages).
+			m, err := messageByID(r.tx, t.ID)
+			if err != nil || !r.canSee(m.ChannelID) {
+				return errNarrowBadWith
+			}
+			r.terms = append(r.terms, narrowTerm{Operator: "channel", ID: m.ChannelID}, narrowTerm{Operator: "topic", Name: m.Topic})
+			continue
 		case "sender":
 			if t.Name != "" {
 				u, err := userByEmail(r.tx, t.Name)
@@ -242,10 +260,12 @@ func idText(t narrowTerm) string {
 	return strconv.FormatUint(t.ID, 10)
 }
 
-// source picks the narrowest index that every match must be in.
-func (r *rangeReader) source() idSource {
-	var channelID uint64
-	topic, unread := "", false
+// source picks the narrowest index that every match must be in, so that
+// a page reads about as many ids as it answers. withUnread adds is:unread
+// (for the first_unread anchor).
+func (r *rangeReader) source(withUnread bool) idSource {
+	var channelID, messageID uint64
+	topic, unread, starred := "", withUnread, false
 	for _, t := range r.terms {
 		if t.Negated {
 			continue
@@ -257,61 +277,65 @@ func (r *rangeReader) source() idSource {
 			topic = t.Name
 		case t.Operator == "is" && t.Name == "unread":
 			unread = true
+		case t.Operator == "is" && t.Name == "starred":
+			starred = true
 		case t.Operator == "id":
-			return idList{t.ID}
+			messageID = t.ID
 		}
 	}
 	switch {
-	case unread:
-		return r.unreadIDs(channelID)
-	case channelID != 0 && topic != "":
+	case messageID != 0:
+		return idList{messageID}
+	case channelID != 0 && !r.canSee(channelID):
+		return idList{} // nothing of it is visible: no need to look
+	case channelID != 0 && topic != "": // is:unread is checked per id, on a cached chunk
 		return indexSource{r.tx.Bucket(bucketTopicMessages), topicPrefix(channelID, topic)}
+	case unread && channelID != 0:
+		return r.unreadSource(unreadKey(r.user.ID, channelID))
+	case unread:
+		return r.unreadSource(itob(r.user.ID))
+	case starred:
+		return indexSource{r.tx.Bucket(bucketFlags), itob(r.user.ID)}
 	case channelID != 0:
 		return indexSource{r.tx.Bucket(bucketChannelMessages), itob(channelID)}
 	}
-	return indexSource{r.tx.Bucket(bucketMessages), nil}
+	// Everything the user received: their channels, and the messages they
+	// hold a flag on (starred in a channel they are not subscribed to).
+	parts := mergeSource{indexSource{r.tx.Bucket(bucketFlags), itob(r.user.ID)}}
+	c := r.tx.Bucket(bucketSubscriptions).Cursor()
+	prefix := itob(r.user.ID)
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		parts = append(parts, indexSource{r.tx.Bucket(bucketChannelMessages), slices.Clone(k[8:])})
+	}
+	return parts
 }
 
-// unreadIDs lists the user's unread ids, in one channel or in all.
-func (r *rangeReader) unreadIDs(channelID uint64) idList {
-	var ids []uint64
-	prefix := itob(r.user.ID)
-	if channelID != 0 {
-		prefix = unreadKey(r.user.ID, channelID)
-	}
+// unreadSource walks the unread chunks of the user's channels under
+// prefix (one channel, or all of them).
+func (r *rangeReader) unreadSource(prefix []byte) idSource {
+	var parts mergeSource
 	unread := r.tx.Bucket(bucketUnread)
 	c := unread.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		if b := unread.Bucket(k); b != nil {
-			ids, _ = chunkIDsAppend(ids, b)
+			parts = append(parts, chunkSource{b})
 		}
 	}
-	slices.Sort(ids)
-	return ids
-}
-
-func chunkIDsAppend(ids []uint64, b *bbolt.Bucket) ([]uint64, error) {
-	more, err := chunkIDs(b)
-	return append(ids, more...), err
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return parts
 }
 
 // firstUnread is the oldest unread message that matches the narrow.
 func (r *rangeReader) firstUnread() (uint64, bool) {
-	var channelID uint64
-	for _, t := range r.terms {
-		if t.Operator == "channel" && !t.Negated {
-			channelID = t.ID
+	next := r.source(true).iter(0, true)
+	for id, ok := next(); ok; id, ok = next() {
+		if m, ok := r.match(id); ok && m.Unread {
+			return id, true
 		}
 	}
-	var found uint64
-	r.unreadIDs(channelID).walk(0, true, func(id uint64) bool {
-		if _, ok := r.match(id); ok {
-			found = id
-			return false
-		}
-		return true
-	})
-	return found, found != 0
+	return 0, false
 }
 
 // match loads a message and checks access and every term.
@@ -325,14 +349,15 @@ func (r *rangeReader) match(id uint64) (pagedMessage, bool) {
 		return pagedMessage{}, false
 	}
 	m.Subscribed = isSubscribed(r.tx, r.user.ID, m.ChannelID)
-	if !m.Subscribed && !r.history {
+	flags := r.tx.Bucket(bucketFlags).Get(append(itob(r.user.ID), itob(id)...))
+	if !m.Subscribed && !r.history && flags == nil { // a flag makes it the user's, as in Zulip
 		return pagedMessage{}, false
+	}
+	if flags != nil {
+		m.Flags = flags[0]
 	}
 	m.Channel = r.channels[m.ChannelID]
 	m.Unread = r.isUnread(m.ChannelID, id)
-	if f := r.tx.Bucket(bucketFlags).Get(append(itob(r.user.ID), itob(id)...)); f != nil {
-		m.Flags = f[0]
-	}
 	for _, t := range r.terms {
 		var ok bool
 		switch t.Operator {
@@ -429,9 +454,10 @@ func (r *rangeReader) isUnread(channelID, id uint64) bool {
 	return found
 }
 
-// idSource walks message ids from a start, up or down, while fn says so.
+// idSource yields message ids in order from a start, up or down: iter
+// returns a function answering the next id, or false at the end.
 type idSource interface {
-	walk(from uint64, up bool, fn func(id uint64) bool)
+	iter(from uint64, up bool) func() (uint64, bool)
 }
 
 // indexSource walks the keys of an index under a prefix; each key ends in
@@ -441,7 +467,7 @@ type indexSource struct {
 	prefix []byte
 }
 
-func (s indexSource) walk(from uint64, up bool, fn func(id uint64) bool) {
+func (s indexSource) iter(from uint64, up bool) func() (uint64, bool) {
 	c := s.b.Cursor()
 	k, _ := c.Seek(append(slices.Clone(s.prefix), itob(from)...))
 	if !up { // step back to the largest key at or below prefix ‖ from
@@ -451,42 +477,128 @@ func (s indexSource) walk(from uint64, up bool, fn func(id uint64) bool) {
 			k, _ = c.Prev()
 		}
 	}
-	for ; k != nil && bytes.HasPrefix(k, s.prefix); k = step(c, up) {
-		if !fn(btoi(k[len(s.prefix):])) {
-			return
+	return func() (uint64, bool) {
+		if k == nil || !bytes.HasPrefix(k, s.prefix) {
+			return 0, false
 		}
+		id := btoi(k[len(s.prefix):])
+		if up {
+			k, _ = c.Next()
+		} else {
+			k, _ = c.Prev()
+		}
+		return id, true
 	}
 }
 
-func step(c *bbolt.Cursor, up bool) []byte {
-	var k []byte
-	if up {
-		k, _ = c.Next()
-	} else {
-		k, _ = c.Prev()
+// chunkSource walks one (user, channel) unread set, decoding a chunk at a
+// time.
+type chunkSource struct{ b *bbolt.Bucket }
+
+func (s chunkSource) iter(from uint64, up bool) func() (uint64, bool) {
+	// Start at the chunk that would hold from: the last one whose first id
+	// is at most from (or the first chunk), then re-seek it so that the
+	// cursor steps cleanly from there.
+	c := s.b.Cursor()
+	start, _ := c.Seek(itob(from))
+	switch {
+	case start == nil:
+		start, _ = c.Last()
+	case btoi(start) > from:
+		if prev, _ := c.Prev(); prev != nil {
+			start = prev
+		}
 	}
-	return k
+	var k, v []byte
+	if start != nil {
+		k, v = c.Seek(slices.Clone(start))
+	}
+	var ids []uint64
+	i := 0
+	load := func() bool {
+		for k != nil {
+			ids, _ = decodeChunk(ids[:0], btoi(k), v)
+			if up {
+				i, _ = slices.BinarySearch(ids, from)
+				k, v = c.Next()
+			} else {
+				i, _ = slices.BinarySearch(ids, from+1)
+				i--
+				k, v = c.Prev()
+			}
+			if i >= 0 && i < len(ids) {
+				return true
+			}
+		}
+		return false
+	}
+	loaded := load()
+	return func() (uint64, bool) {
+		for loaded && (i < 0 || i >= len(ids)) {
+			loaded = load()
+		}
+		if !loaded {
+			return 0, false
+		}
+		id := ids[i]
+		if up {
+			i++
+		} else {
+			i--
+		}
+		return id, true
+	}
 }
 
 // idList is a sorted list of ids walked like an index.
 type idList []uint64
 
-func (l idList) walk(from uint64, up bool, fn func(id uint64) bool) {
+func (l idList) iter(from uint64, up bool) func() (uint64, bool) {
 	i, _ := slices.BinarySearch(l, from)
-	if up {
-		for ; i < len(l); i++ {
-			if !fn(l[i]) {
-				return
-			}
-		}
-		return
-	}
-	if i == len(l) || l[i] > from {
+	if !up && (i == len(l) || l[i] > from) {
 		i--
 	}
-	for ; i >= 0; i-- {
-		if !fn(l[i]) {
-			return
+	return func() (uint64, bool) {
+		if i < 0 || i >= len(l) {
+			return 0, false
 		}
+		id := l[i]
+		if up {
+			i++
+		} else {
+			i--
+		}
+		return id, true
+	}
+}
+
+// mergeSource walks several sources as one, in order, without repeats.
+type mergeSource []idSource
+
+func (m mergeSource) iter(from uint64, up bool) func() (uint64, bool) {
+	nexts := make([]func() (uint64, bool), len(m))
+	heads := make([]uint64, len(m))
+	live := make([]bool, len(m))
+	for i, s := range m {
+		nexts[i] = s.iter(from, up)
+		heads[i], live[i] = nexts[i]()
+	}
+	return func() (uint64, bool) {
+		best := -1
+		for i := range m {
+			if live[i] && (best < 0 || (up && heads[i] < heads[best]) || (!up && heads[i] > heads[best])) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return 0, false
+		}
+		id := heads[best]
+		for i := range m { // the same id from several sources counts once
+			for live[i] && heads[i] == id {
+				heads[i], live[i] = nexts[i]()
+			}
+		}
+		return id, true
 	}
 }

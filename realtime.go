@@ -37,7 +37,11 @@ func (s *server) register(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	narrow, err := readNarrow(r.params, false)
+	rawNarrow, err := readNarrow(r.params, false)
+	if err != nil {
+		return nil, err
+	}
+	narrow, err := narrowTerms(rawNarrow)
 	if err != nil {
 		return nil, err
 	}

@@ -585,12 +585,12 @@ func isSubscribed(tx *bbolt.Tx, userID, channelID uint64) bool {
 }
 
 // canAccess is Zulip's rule: a public channel is open to every member
-// but guests, a private one to its subscribers.
+// but guests, a private one (and, for guests, any one) to its subscribers.
 func canAccess(tx *bbolt.Tx, u user, ch channel) bool {
-	if ch.Private {
+	if ch.Private || u.Role == roleGuest {
 		return isSubscribed(tx, u.ID, ch.ID)
 	}
-	return u.Role != roleGuest
+	return true
 }
 
 // accessibleChannel returns the channel if it exists and the user may
@@ -910,10 +910,11 @@ type flagChange struct {
 // each exists and is in a channel the user may access. Removing read
 // makes a message unread again only in channels the user is subscribed
 // to, since unread messages live only there.
-func (s *store) updateFlags(u user, ids []uint64, change flagChange) ([]uint64, error) {
-	var changed []uint64
-	err := s.update(func(tx *bbolt.Tx) error {
-		changed = nil
+// It answers the ids whose flag changed and, when removing read, the
+// channels skipped because the user is not subscribed to them.
+func (s *store) updateFlags(u user, ids []uint64, change flagChange) (changed, unsubscribed []uint64, err error) {
+	err = s.update(func(tx *bbolt.Tx) error {
+		changed, unsubscribed = nil, nil
 		byChannel := map[uint64][]uint64{}
 		for _, id := range ids { // every check before the first write
 			m, err := messageByID(tx, id)
@@ -929,6 +930,10 @@ func (s *store) updateFlags(u user, ids []uint64, change flagChange) ([]uint64, 
 		for channelID, inChannel := range byChannel {
 			slices.Sort(inChannel)
 			inChannel = slices.Compact(inChannel)
+			if change.Flag == "read" && !change.Add && !isSubscribed(tx, u.ID, channelID) {
+				unsubscribed = append(unsubscribed, channelID)
+				continue
+			}
 			done, err := s.applyFlag(tx, u.ID, channelID, inChannel, change)
 			if err != nil {
 				return err
@@ -938,7 +943,8 @@ func (s *store) updateFlags(u user, ids []uint64, change flagChange) ([]uint64, 
 		return nil
 	})
 	slices.Sort(changed)
-	return changed, err
+	slices.Sort(unsubscribed)
+	return changed, unsubscribed, err
 }
 
 // applyFlag changes one flag on messages of one channel (ids sorted) and
@@ -947,11 +953,8 @@ func (s *store) applyFlag(tx *bbolt.Tx, userID, channelID uint64, ids []uint64, 
 	switch {
 	case change.Flag == "read" && change.Add:
 		return removeUnread(tx, userID, channelID, ids)
-	case change.Flag == "read":
-		if !isSubscribed(tx, userID, channelID) {
-			return nil, nil
-		}
-		already, err := unreadIDs(tx, userID, channelID)
+	case change.Flag == "read": // callers skip channels the user is not subscribed to
+		already, err := unreadAmong(tx, userID, channelID, ids)
 		if err != nil {
 			return nil, err
 		}
@@ -1012,7 +1015,7 @@ func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64,
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			ids = append(ids, btoi(k[len(prefix):]))
 		}
-		if len(ids) == 0 {
+		if len(ids) == 0 && topic != "" { // Zulip checks only a named topic
 			return errNoSuchTopic
 		}
 		read, err = removeUnread(tx, u.ID, ch.ID, ids)

@@ -58,22 +58,63 @@ func addUnread(tx *bbolt.Tx, userID, channelID uint64, ids []uint64) error {
 	return putChunks(b, ids)
 }
 
-// mergeUnread is the rare path: ids that fall among those already stored.
-// It rewrites the whole set, which is acceptable because it only happens
-// when a client marks older messages unread again.
+// mergeUnread is the rarer path: ids that fall among those already
+// stored (a client marked older messages unread again). Only the chunks
+// that receive an id are rewritten, split again to at most
+// unreadChunkSize ids each.
 func mergeUnread(b *bbolt.Bucket, ids []uint64) error {
-	existing, err := chunkIDs(b)
-	if err != nil {
-		return err
+	type change struct {
+		key, value []byte
+		add        []uint64
 	}
-	merged := mergeSorted(existing, ids)
-	if len(merged) == len(existing) {
-		return nil
+	var changes []change
+	c := b.Cursor()
+	for len(ids) > 0 {
+		k, v := seekChunk(c, ids[0])
+		bound := uint64(1<<64 - 1)
+		if next, _ := c.Next(); next != nil {
+			bound = btoi(next)
+		}
+		n := 0
+		for n < len(ids) && ids[n] < bound {
+			n++
+		}
+		changes = append(changes, change{slices.Clone(k), slices.Clone(v), ids[:n]})
+		ids = ids[n:]
 	}
-	if err := clearBucket(b); err != nil {
-		return err
+	for _, ch := range changes { // written after the walk: no writes under a live cursor
+		held, err := decodeChunk(nil, btoi(ch.key), ch.value)
+		if err != nil {
+			return err
+		}
+		merged := mergeSorted(held, ch.add)
+		if len(merged) == len(held) {
+			continue
+		}
+		if err := b.Delete(ch.key); err != nil {
+			return err
+		}
+		if err := putChunks(b, merged); err != nil {
+			return err
+		}
 	}
-	return putChunks(b, merged)
+	return nil
+}
+
+// seekChunk positions c on the chunk that would hold id: the last one
+// whose first id is at most id, or the first chunk. The bucket must not
+// be empty.
+func seekChunk(c *bbolt.Cursor, id uint64) (k, v []byte) {
+	k, _ = c.Seek(itob(id))
+	switch {
+	case k == nil:
+		k, _ = c.Last()
+	case btoi(k) > id:
+		if prev, _ := c.Prev(); prev != nil {
+			k = prev
+		}
+	}
+	return c.Seek(slices.Clone(k)) // a clean position to step from
 }
 
 // putChunks stores sorted ids as new chunks.
@@ -227,7 +268,7 @@ func removeUnread(tx *bbolt.Tx, userID, channelID uint64, ids []uint64) ([]uint6
 	var touched []chunk
 	var removed []uint64
 	c := b.Cursor()
-	for k, v := c.First(); k != nil && len(ids) > 0; k, v = c.Next() {
+	for k, v := seekChunk(c, ids[0]); k != nil && len(ids) > 0; k, v = c.Next() {
 		first, last := btoi(k), chunkLast(v)
 		for len(ids) > 0 && ids[0] < first {
 			ids = ids[1:]
@@ -281,4 +322,30 @@ func removeAllUnreadOf(tx *bbolt.Tx, userID uint64) ([]uint64, error) {
 		}
 	}
 	return channels, nil
+}
+
+// unreadAmong answers which of ids (sorted) are unread, decoding only the
+// chunks that could hold them.
+func unreadAmong(tx *bbolt.Tx, userID, channelID uint64, ids []uint64) ([]uint64, error) {
+	b := tx.Bucket(bucketUnread).Bucket(unreadKey(userID, channelID))
+	if b == nil || len(ids) == 0 {
+		return nil, nil
+	}
+	var found, held []uint64
+	var first, last uint64
+	c := b.Cursor()
+	for _, id := range ids {
+		if held == nil || id < first || id > last {
+			k, v := seekChunk(c, id)
+			var err error
+			if held, err = decodeChunk(held[:0], btoi(k), v); err != nil {
+				return nil, err
+			}
+			first, last = btoi(k), chunkLast(v)
+		}
+		if _, ok := slices.BinarySearch(held, id); ok {
+			found = append(found, id)
+		}
+	}
+	return found, nil
 }

@@ -116,7 +116,11 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 		ch := channels[rng.IntN(len(channels))]
 		chID := strconv.FormatUint(ch.ID, 10)
 		var what string
-		switch op := rng.IntN(10); op {
+		op := rng.IntN(12)
+		if len(model.messages) == 0 || (op == 6 && rng.IntN(4) != 0) {
+			op = 0 // every step acts: without messages, or for most mark-all draws, send
+		}
+		switch op {
 		case 0, 1, 2: // send
 			topic := topics[rng.IntN(len(topics))]
 			what = fmt.Sprintf("%s sends to %s/%s", u.Email, ch.Name, topic)
@@ -156,16 +160,10 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 			wantAPISuccess(t, r)
 			model.markRead(u.ID, func(m modelMessage) bool { return m.channel == ch.ID && strings.EqualFold(m.topic, topic) })
 		case 6: // mark_all_as_read, now and then
-			if rng.IntN(4) != 0 {
-				continue
-			}
 			what = u.Email + " marks all read"
 			wantAPISuccess(t, post(u, http.MethodPost, "/api/v1/mark_all_as_read", nil))
 			model.markRead(u.ID, func(modelMessage) bool { return true })
 		case 7: // flags by id, add or remove read
-			if len(model.messages) == 0 {
-				continue
-			}
 			var ids []uint64
 			for range 1 + rng.IntN(5) {
 				ids = append(ids, model.messages[rng.IntN(len(model.messages))].id)
@@ -184,10 +182,45 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 					model.unread[u.ID][id] = true
 				}
 			}
+		case 10, 11: // read what is unread, and the first unread, through GET /messages
+			what = u.Email + " reads unread in " + ch.Name
+			narrow := `[["is","unread"]]`
+			want := model.unreadOf(u.ID)
+			if rng.IntN(2) == 0 {
+				narrow = `[{"operator":"channel","operand":` + chID + `},{"operator":"is","operand":"unread"}]`
+				want = slices.DeleteFunc(want, func(id uint64) bool {
+					return model.messages[slices.IndexFunc(model.messages, func(m modelMessage) bool { return m.id == id })].channel != ch.ID
+				})
+			}
+			before, after := rng.IntN(4), rng.IntN(4)
+			r := post(u, http.MethodGet, "/api/v1/messages", url.Values{"anchor": {"first_unread"}, "num_before": {strconv.Itoa(before)}, "num_after": {strconv.Itoa(after)}, "narrow": {narrow}})
+			wantAPISuccess(t, r)
+			var got []uint64
+			for _, m := range r.body["messages"].([]any) {
+				got = append(got, uint64(m.(map[string]any)["id"].(float64)))
+			}
+			wantAnchor := uint64(largestMessageID)
+			if len(want) > 0 {
+				wantAnchor = want[0]
+			}
+			if r.body["anchor"] != float64(wantAnchor) {
+				t.Fatalf("step %d (%s): first_unread anchor got %v, want %d", step, what, r.body["anchor"], wantAnchor)
+			}
+			if len(want) > after+1 {
+				want = want[:after+1]
+			}
+			if len(want) == 0 {
+				want = nil
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d (%s): got %v, want %v", step, what, got, want)
+			}
 		default: // flags for a channel narrow around an anchor
 			inCh := model.inChannel(ch.ID)
 			if len(inCh) == 0 {
-				continue
+				inCh = model.messages[:1]
+				ch = channels[slices.IndexFunc(channels, func(c channel) bool { return c.ID == inCh[0].channel })]
+				chID = strconv.FormatUint(ch.ID, 10)
 			}
 			anchor := inCh[rng.IntN(len(inCh))].id
 			before, after := rng.IntN(6), rng.IntN(6)
