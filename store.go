@@ -26,11 +26,12 @@ package main
 //
 // Users, channels and messages take their ids from their own bucket's
 // NextSequence. The read flag is not stored apart: a message is read
-// unless it is in the unread bucket. Every store method is one transaction. Writes go through
-// db.Batch so that concurrent requests share a commit: every function
+// unless it is in the unread bucket. Every store method is one
+// transaction. Writes go through one committer so that concurrent
+// requests share a commit: every function
 // given to update may run more than once, and makes all its checks before
 // its first write, so that a rejection (a sentinel below) can be handed
-// back without failing the batch it shares.
+// back without failing the group it shares (commit.go).
 
 import (
 	"bytes"
@@ -44,6 +45,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -173,6 +175,12 @@ type store struct {
 	// an unknown e-mail costs the same work as a wrong key.
 	dummyKeyHash []byte
 	now          func() time.Time
+
+	commits     chan commitRequest // to the committer (commit.go)
+	stop        chan struct{}      // closed by close
+	finished    chan struct{}      // closed when the committer has stopped
+	closeOnce   sync.Once
+	commitStats commitStats
 }
 
 // openStore opens (creating if needed) the database at path, waiting at
@@ -185,10 +193,7 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	// Concurrent writes share a commit; a millisecond is short next to the
-	// disk sync every commit pays, and short for request/response traffic.
-	db.MaxBatchDelay = time.Millisecond
-	s := &store{db: db, now: time.Now}
+	s := &store{db: db, now: time.Now, commits: make(chan commitRequest, maxCommitGroup), stop: make(chan struct{}), finished: make(chan struct{})}
 	if err := os.Chmod(path, 0o600); err != nil { // bbolt sets the mode only on files it creates
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -197,6 +202,7 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	go s.committer()
 	return s, nil
 }
 
@@ -232,7 +238,13 @@ func (s *store) migrate(tx *bbolt.Tx) error {
 	return nil
 }
 
-func (s *store) close() error { return s.db.Close() }
+// close stops the committer (writes still waiting get errStoreClosed)
+// and closes the file.
+func (s *store) close() error {
+	s.closeOnce.Do(func() { close(s.stop) })
+	<-s.finished
+	return s.db.Close()
+}
 
 // update runs fn in a write transaction shared with concurrent callers.
 // A rejection from fn is passed back to its caller alone: fn has written
@@ -240,7 +252,7 @@ func (s *store) close() error { return s.db.Close() }
 // requests cannot make every writer's work run twice.
 func (s *store) update(fn func(tx *bbolt.Tx) error) error {
 	var rejection error
-	err := s.db.Batch(func(tx *bbolt.Tx) error {
+	err := s.commit(func(tx *bbolt.Tx) error {
 		rejection = nil
 		err := fn(tx)
 		if isRejection(err) {

@@ -94,7 +94,6 @@ func TestUnreadState_MatchesModelOverRandomSequences(t *testing.T) {
 func runUnreadModel(t *testing.T, seed uint64, steps int) {
 	e := newTestEnv(t)
 	e.st.db.NoSync = true // durability is not under test here; speed is welcome
-	e.st.db.MaxBatchDelay = 0
 	rng := rand.New(rand.NewPCG(seed, seed))
 	users := []*account{&e.alice, &e.bob, &e.owner, &e.admin}
 	var channels []channel
