@@ -208,3 +208,30 @@ func BenchmarkReadingAtScale(b *testing.B) {
 		reportPages(b, e.st, before)
 	})
 }
+
+// BenchmarkOwnUser is an authenticated read through the whole handler,
+// the request path the load benchmark's GET users/me exercises.
+func BenchmarkOwnUser(b *testing.B) {
+	e := newBenchEnv(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		e.serve(b, http.MethodGet, "/api/v1/users/me", "")
+	}
+}
+
+// BenchmarkRejectedToken is a request refused by validation (not hex),
+// with no storage write.
+func BenchmarkRejectedToken(b *testing.B) {
+	e := newBenchEnv(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodDelete, "/api/v1/users/me/apns_device_token", strings.NewReader("token=not-hex"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(e.alice.Email, e.alice.key)
+		rec := httptest.NewRecorder()
+		e.handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest {
+			b.Fatalf("got %d", rec.Code)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 )
 
 // apiError is the one error type of the API surface: what the client is
@@ -114,16 +115,17 @@ func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err er
 // "ignored_parameters_unsupported":[...]}. data is a struct or map whose
 // JSON object members are spliced in order; ignored may be nil.
 func writeSuccess(w http.ResponseWriter, data any, ignored []string) error {
-	var b bytes.Buffer
+	out := envelopes.Get().(*envelopeBuffers)
+	defer envelopes.Put(out)
+	b := &out.body
+	b.Reset()
 	b.WriteString(`{"result":"success","msg":""`)
 	if data != nil {
-		var enc bytes.Buffer
-		e := json.NewEncoder(&enc)
-		e.SetEscapeHTML(false)
-		if err := e.Encode(data); err != nil {
+		out.data.Reset()
+		if err := out.enc.Encode(data); err != nil {
 			return err
 		}
-		obj := bytes.TrimSuffix(enc.Bytes(), []byte("\n"))
+		obj := bytes.TrimSuffix(out.data.Bytes(), []byte("\n"))
 		if len(obj) < 2 || obj[0] != '{' {
 			return errors.New("response data is not a JSON object")
 		}
@@ -134,12 +136,31 @@ func writeSuccess(w http.ResponseWriter, data any, ignored []string) error {
 	}
 	if len(ignored) > 0 {
 		b.WriteString(`,"ignored_parameters_unsupported":`)
-		writeJSON(&b, ignored)
+		writeJSON(b, ignored)
 	}
 	b.WriteString("}\n")
 	writeBody(w, http.StatusOK, b.Bytes())
+	if b.Cap() > 64<<10 { // keep large answers' buffers out of the pool
+		out.body, out.data = bytes.Buffer{}, bytes.Buffer{} // the encoder keeps writing to &out.data
+	}
 	return nil
 }
+
+// envelopeBuffers are reused across answers: the envelope, and the data
+// with an encoder bound to it.
+type envelopeBuffers struct {
+	body, data bytes.Buffer
+	enc        *json.Encoder
+}
+
+func newEnvelopeBuffers() *envelopeBuffers {
+	b := &envelopeBuffers{}
+	b.enc = json.NewEncoder(&b.data)
+	b.enc.SetEscapeHTML(false)
+	return b
+}
+
+var envelopes = sync.Pool{New: func() any { return newEnvelopeBuffers() }}
 
 func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()

@@ -91,7 +91,8 @@ func (s *server) routes() http.Handler {
 // redirect it: a redirected POST hangs zulip-js.
 func withCleanPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if clean := path.Clean("/" + r.URL.Path); clean != r.URL.Path {
+		if p := r.URL.Path; !isCleanPath(p) {
+			clean := path.Clean("/" + p)
 			r2 := *r
 			u := *r.URL
 			u.Path, u.RawPath = clean, ""
@@ -100,6 +101,13 @@ func withCleanPath(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isCleanPath is path.Clean's fixed point, checked without allocating.
+func isCleanPath(p string) bool {
+	return strings.HasPrefix(p, "/") && !strings.Contains(p, "//") && !strings.Contains(p, "/./") &&
+		!strings.Contains(p, "/../") && !strings.HasSuffix(p, "/.") && !strings.HasSuffix(p, "/..") &&
+		(p == "/" || !strings.HasSuffix(p, "/"))
 }
 
 // methodNotAllowed answers a known path asked with the wrong method,
@@ -390,7 +398,7 @@ func (s *server) fetchAPIKey(r *apiRequest) (any, error) {
 	if !u.Active {
 		return nil, errLoginDeactivated
 	}
-	key, err := s.store.mintKey(u.ID)
+	key, err := s.store.mintKey(u)
 	if err != nil {
 		return nil, err
 	}

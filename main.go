@@ -113,8 +113,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 // bootstrap makes the owner account when the database has none, and
 // hands its key over once: on stdout and in a zuliprc beside the database.
 func bootstrap(st *store, o options, baseURL string, stdout io.Writer) error {
-	n, err := st.userCount()
-	if err != nil || n > 0 {
+	if any, err := st.hasUsers(); err != nil || any {
 		return err
 	}
 	if err := checkEmail(o.OwnerEmail); err != nil {

@@ -35,11 +35,14 @@ const maxParams = 1000
 // bodies of any method, the body, which may be at most limit bytes.
 func readParams(w http.ResponseWriter, r *http.Request, limit int64) (*params, error) {
 	p := &params{used: make(map[string]bool)}
-	query, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return nil, badRequest("Malformed query string")
+	if r.URL.RawQuery != "" {
+		query, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			return nil, badRequest("Malformed query string")
+		}
+		p.query = query
 	}
-	p.query = query
+	var err error
 	p.body, err = readBody(w, r, limit)
 	if err != nil {
 		return nil, err
@@ -54,7 +57,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (url.Values, 
 	if r.ContentLength > limit {
 		return nil, errTooLarge
 	}
-	mediaType, mediaParams, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	contentType := r.Header.Get("Content-Type")
+	if contentType == "" || r.ContentLength == 0 && !strings.HasPrefix(contentType, "multipart/") {
+		return nil, nil // no body, or none to parse
+	}
+	mediaType, mediaParams, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		return url.Values{}, nil // no or unknown body type: no parameters
 	}

@@ -36,16 +36,17 @@ package main
 import (
 	"bytes"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -181,6 +182,10 @@ type store struct {
 	finished    chan struct{}      // closed when the committer has stopped
 	closeOnce   sync.Once
 	commitStats commitStats
+
+	credCache credentialCache // authcache.go
+	hashers   sync.Pool       // keyed BLAKE2b states, reset for each key
+	maxID     atomic.Uint64   // the largest message id
 }
 
 // openStore opens (creating if needed) the database at path, waiting at
@@ -234,6 +239,7 @@ func (s *store) migrate(tx *bbolt.Tx) error {
 		}
 	}
 	s.keySecret = slices.Clone(secret)
+	s.maxID.Store(tx.Bucket(bucketMessages).Sequence())
 	s.dummyKeyHash = s.keyHash(strings.Repeat("0", apiKeyLength))
 	return nil
 }
@@ -278,9 +284,15 @@ func isRejection(err error) bool {
 // keyHash is the at-rest form of an API key: BLAKE2b-256 keyed with the
 // database's secret. Keys are random, so a fast hash is enough.
 func (s *store) keyHash(key string) []byte {
-	h, _ := blake2b.New256(s.keySecret)
+	h, ok := s.hashers.Get().(hash.Hash)
+	if !ok {
+		h, _ = blake2b.New256(s.keySecret)
+	}
+	h.Reset() // back to the keyed initial state
 	h.Write([]byte(key))
-	return h.Sum(nil)
+	sum := h.Sum(nil)
+	s.hashers.Put(h)
+	return sum
 }
 
 // ---- users and keys ----
@@ -319,6 +331,7 @@ func (s *store) createAccount(email, fullName string, role int, bot bool, passwo
 		}
 		return s.putKey(tx, id, key)
 	})
+	s.credCache.forget(email)
 	return u, key, err
 }
 
@@ -350,48 +363,20 @@ func (s *store) credentials(email string) (user, string, error) {
 }
 
 // mintKey adds a new API key to the account; its other keys keep working.
-func (s *store) mintKey(userID uint64) (string, error) {
+func (s *store) mintKey(u user) (string, error) {
 	key := newAPIKey()
 	err := s.update(func(tx *bbolt.Tx) error {
-		if tx.Bucket(bucketUsers).Get(itob(userID)) == nil {
+		if tx.Bucket(bucketUsers).Get(itob(u.ID)) == nil {
 			return errNoSuchUser
 		}
-		return s.putKey(tx, userID, key)
+		return s.putKey(tx, u.ID, key)
 	})
+	s.credCache.forget(u.Email)
 	return key, err
 }
 
 func (s *store) putKey(tx *bbolt.Tx, userID uint64, key string) error {
 	return tx.Bucket(bucketAPIKeys).Put(append(itob(userID), s.keyHash(key)...), itob(uint64(s.now().Unix())))
-}
-
-// authenticate returns the account whose e-mail and API key these are.
-// Every key of the account is compared in constant time, and an unknown
-// e-mail does the same hashing and one comparison.
-func (s *store) authenticate(email, key string) (user, error) {
-	hash := s.keyHash(key)
-	var u user
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		id := tx.Bucket(bucketUserEmails).Get(emailKey(email))
-		prefix := id
-		if prefix == nil {
-			prefix = itob(0) // no account has id 0: the same seek, finding nothing
-		}
-		match, compared := 0, false
-		c := tx.Bucket(bucketAPIKeys).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			match |= subtle.ConstantTimeCompare(k[8:], hash)
-			compared = true
-		}
-		if !compared {
-			subtle.ConstantTimeCompare(s.dummyKeyHash, hash)
-		}
-		if id == nil || match != 1 {
-			return errBadCredentials
-		}
-		return getJSON(tx.Bucket(bucketUsers), id, &u)
-	})
-	return u, err
 }
 
 // userByEmail finds an account by e-mail, case-insensitively.
@@ -447,11 +432,12 @@ func (s *store) regenerateKey(email string) (string, error) {
 		}
 		return s.putKey(tx, u.ID, key)
 	})
+	s.credCache.forget(email)
 	return key, err
 }
 
 func (s *store) setActive(email string, active bool) error {
-	return s.update(func(tx *bbolt.Tx) error {
+	err := s.update(func(tx *bbolt.Tx) error {
 		u, err := userByEmail(tx, email)
 		if err != nil {
 			return err
@@ -459,6 +445,20 @@ func (s *store) setActive(email string, active bool) error {
 		u.Active = active
 		return putJSON(tx.Bucket(bucketUsers), itob(u.ID), u)
 	})
+	s.credCache.forget(email)
+	return err
+}
+
+// hasUsers reports whether any account exists, without counting them
+// (start-up asks, and must stay fast however many there are).
+func (s *store) hasUsers() (bool, error) {
+	found := false
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		k, _ := tx.Bucket(bucketUsers).Cursor().First()
+		found = k != nil
+		return nil
+	})
+	return found, err
 }
 
 func (s *store) userCount() (int, error) {
@@ -851,6 +851,10 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 		}
 		return nil
 	})
+	if err == nil {
+		for old := s.maxID.Load(); old < sent.ID && !s.maxID.CompareAndSwap(old, sent.ID); old = s.maxID.Load() {
+		}
+	}
 	return sent, err
 }
 
@@ -1130,14 +1134,8 @@ func (s *store) unread(userID, channelID uint64) ([]uint64, error) {
 	return ids, err
 }
 
-func (s *store) maxMessageID() (uint64, error) {
-	var id uint64
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		id = tx.Bucket(bucketMessages).Sequence()
-		return nil
-	})
-	return id, err
-}
+// maxMessageID is the largest message id, kept in memory.
+func (s *store) maxMessageID() (uint64, error) { return s.maxID.Load(), nil }
 
 // ---- encoding helpers ----
 

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// BenchmarkStartup measures the real binary from exec to its first served
+// request on a database of 100,000 users and 10,000,000 unread entries
+// (100 for each user): start-up must not depend on the data's size.
+//
+//	go test -run XXX -bench Startup -benchtime 20x
+func BenchmarkStartup(b *testing.B) {
+	dir := b.TempDir()
+	db := filepath.Join(dir, "big.db")
+	st, err := openStore(db, time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const users, unreadEach = 100_000, 100
+	ch := mustCreateChannel(b, st, "general", false)
+	for start := 0; start < users; start += 10_000 {
+		err := st.db.Update(func(tx *bbolt.Tx) error {
+			ub := tx.Bucket(bucketUsers)
+			ub.FillPercent = 1.0
+			for i := start; i < start+10_000; i++ {
+				id, _ := ub.NextSequence()
+				email := "user" + strconv.Itoa(i) + "@example.com"
+				if err := putJSON(ub, itob(id), user{ID: id, Email: email, FullName: email, Role: roleMember, Active: true}); err != nil {
+					return err
+				}
+				if err := tx.Bucket(bucketUserEmails).Put(emailKey(email), itob(id)); err != nil {
+					return err
+				}
+				ids := make([]uint64, unreadEach)
+				for j := range ids {
+					ids[j] = uint64(i*unreadEach + j + 1)
+				}
+				if err := addUnread(tx, id, ch.ID, ids); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	st.close()
+	fi, _ := os.Stat(db)
+	b.Logf("database: %d users, %d unread entries, %d MiB", users, users*unreadEach, fi.Size()>>20)
+
+	bin := filepath.Join(dir, "zulite")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	client := &http.Client{Timeout: time.Second}
+	for b.Loop() {
+		b.StopTimer()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		cmd := exec.Command(bin, "serve", "--db", db, "--addr", addr)
+		b.StartTimer()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			resp, err := client.Get("http://" + addr + "/api/v1/server_settings")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		b.StopTimer()
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		b.StartTimer()
+	}
+}
