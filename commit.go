@@ -28,6 +28,9 @@ type commitStats struct {
 type commitRequest struct {
 	fn   func(tx *bbolt.Tx) error
 	done chan error
+	// after runs in the committer once fn's change is committed, in
+	// commit order: the store reports its changes through it.
+	after func()
 }
 
 // committer runs until stop is closed, then closes finished.
@@ -71,19 +74,27 @@ func (s *store) commitGroup(group []commitRequest) {
 		})
 		if failed < 0 { // committed (or the commit itself failed): everyone has the answer
 			for _, req := range group {
+				if err == nil && req.after != nil {
+					req.after()
+				}
 				req.done <- err
 			}
 			return
 		}
 		alone := group[failed]
-		alone.done <- s.db.Update(alone.fn)
+		err = s.db.Update(alone.fn)
+		if err == nil && alone.after != nil {
+			alone.after()
+		}
+		alone.done <- err
 		group = append(group[:failed:failed], group[failed+1:]...)
 	}
 }
 
-// commit hands fn to the committer and waits for its transaction.
-func (s *store) commit(fn func(tx *bbolt.Tx) error) error {
-	req := commitRequest{fn: fn, done: make(chan error, 1)}
+// commit hands fn to the committer and waits for its transaction; after
+// (may be nil) runs in the committer once it is committed.
+func (s *store) commit(fn func(tx *bbolt.Tx) error, after func()) error {
+	req := commitRequest{fn: fn, done: make(chan error, 1), after: after}
 	select {
 	case s.commits <- req:
 	case <-s.finished:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,13 @@ const (
 // event is one event as a client receives it; "id" is set per queue.
 type event map[string]any
 
+// Bounds on what queues may hold, so that idle clients cannot exhaust a
+// small device: a queue over either is dropped (its client re-registers).
+const (
+	maxQueueBytes      = 1 << 20  // encoded events waiting in one queue
+	maxTotalQueueBytes = 32 << 20 // in all queues together
+)
+
 // eventQueue is one client's queue.
 type eventQueue struct {
 	id             string
@@ -33,13 +41,24 @@ type eventQueue struct {
 	narrow         []narrowTerm
 	applyMarkdown  bool
 	clientGravatar bool
+	allPublic      bool // all_public_streams: messages of every public channel
 	created        time.Time
+	regSeq         uint64 // the user's registration number of this queue
 
 	// guarded by hub.mu
-	events   []event
+	events   []queuedEvent
+	bytes    int
 	nextID   int64
 	lastPoll time.Time
-	wake     chan struct{} // signalled when events arrive
+	polls    int           // polls waiting on it; it does not expire meanwhile
+	wake     chan struct{} // closed when events arrive, then replaced
+	gone     chan struct{} // closed when the queue is removed
+}
+
+// queuedEvent is an event encoded once, when it is queued.
+type queuedEvent struct {
+	id  int64
+	raw json.RawMessage
 }
 
 func (q *eventQueue) wants(eventType string) bool {
@@ -50,14 +69,18 @@ func (q *eventQueue) wants(eventType string) bool {
 type eventHub struct {
 	mu          sync.Mutex
 	queues      map[string]*eventQueue
+	regSeq      map[uint64]uint64 // user → registrations so far
+	totalBytes  int
 	idleTimeout time.Duration
+	pollTimeout time.Duration
 	now         func() time.Time
 	done        chan struct{} // closed at shutdown: waiting polls answer at once
 	closed      bool
 }
 
 func newEventHub() *eventHub {
-	return &eventHub{queues: map[string]*eventQueue{}, idleTimeout: queueIdleTimeout, now: time.Now, done: make(chan struct{})}
+	return &eventHub{queues: map[string]*eventQueue{}, regSeq: map[uint64]uint64{},
+		idleTimeout: queueIdleTimeout, pollTimeout: pollTimeout, now: time.Now, done: make(chan struct{})}
 }
 
 // register makes a queue for the user, dropping their oldest queue when
@@ -69,7 +92,9 @@ func (h *eventHub) register(q *eventQueue) {
 	defer h.mu.Unlock()
 	q.id = hex.EncodeToString(id)
 	q.created, q.lastPoll = h.now(), h.now()
-	q.wake = make(chan struct{}, 1)
+	q.wake, q.gone = make(chan struct{}), make(chan struct{})
+	h.regSeq[q.userID]++
+	q.regSeq = h.regSeq[q.userID]
 	var mine []*eventQueue
 	for _, other := range h.queues {
 		if other.userID == q.userID {
@@ -77,8 +102,7 @@ func (h *eventHub) register(q *eventQueue) {
 		}
 	}
 	if len(mine) >= maxQueuesPerUser {
-		oldest := slices.MinFunc(mine, func(a, b *eventQueue) int { return a.created.Compare(b.created) })
-		delete(h.queues, oldest.id)
+		h.removeLocked(slices.MinFunc(mine, func(a, b *eventQueue) int { return a.created.Compare(b.created) }))
 	}
 	h.queues[q.id] = q
 }
@@ -92,67 +116,91 @@ func (h *eventHub) queue(userID uint64, id string) (*eventQueue, bool) {
 	return q, true
 }
 
+// removeLocked drops a queue and tells its waiting polls; h.mu is held.
+func (h *eventHub) removeLocked(q *eventQueue) {
+	if _, ok := h.queues[q.id]; !ok {
+		return
+	}
+	delete(h.queues, q.id)
+	h.totalBytes -= q.bytes
+	close(q.gone)
+}
+
 // remove deletes the user's queue.
 func (h *eventHub) remove(userID uint64, id string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.queue(userID, id); !ok {
-		return false
+	q, ok := h.queue(userID, id)
+	if ok {
+		h.removeLocked(q)
 	}
-	delete(h.queues, id)
-	return true
+	return ok
 }
 
-// hasQueues reports whether any queue of the user wants the event type,
-// so that callers skip work nobody will receive.
-func (h *eventHub) hasQueues(userID uint64, eventType string) bool {
+// listening reports whether any queue of the user hears flag changes,
+// with the number of the user's latest registration.
+func (h *eventHub) listening(userID uint64) (bool, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, q := range h.queues {
-		if q.userID == userID && q.wants(eventType) {
-			return true
+		if q.userID == userID && q.wants("update_message_flags") {
+			return true, h.regSeq[userID]
 		}
 	}
-	return false
+	return false, h.regSeq[userID]
 }
 
-// publish offers an event to every queue of the users; build makes the
-// queue's copy (it may answer nil to skip that queue).
-func (h *eventHub) publish(userIDs []uint64, eventType string, build func(q *eventQueue) event) {
+// dropNewerThan removes the user's queues registered after seq: a change
+// made before they existed was not collected for them, and they may have
+// read their state before it was committed. Their clients re-register.
+func (h *eventHub) dropNewerThan(userID, seq uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, q := range h.queues {
-		if !slices.Contains(userIDs, q.userID) || !q.wants(eventType) {
-			continue
+		if q.userID == userID && q.regSeq > seq {
+			h.removeLocked(q)
 		}
-		e := build(q)
-		if e == nil {
-			continue
-		}
-		h.enqueue(q, e)
 	}
 }
 
-// enqueue adds an event to a queue; h.mu is held. A queue that has fallen
-// too far behind is dropped: its client re-registers.
-func (h *eventHub) enqueue(q *eventQueue, e event) {
-	if len(q.events) >= maxEventsPerQueue {
-		delete(h.queues, q.id)
+// publish offers an event to every queue that match accepts and that
+// wants its type; build makes that queue's copy (nil skips the queue).
+func (h *eventHub) publish(eventType string, match func(q *eventQueue) bool, build func(q *eventQueue) event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, q := range h.queues {
+		if !q.wants(eventType) || !match(q) {
+			continue
+		}
+		if e := build(q); e != nil {
+			h.enqueueLocked(q, e)
+		}
+	}
+}
+
+// enqueueLocked adds an event to a queue; h.mu is held. A queue that has
+// fallen too far behind is dropped: its client re-registers.
+func (h *eventHub) enqueueLocked(q *eventQueue, e event) {
+	e["id"] = q.nextID
+	raw, err := json.Marshal(e)
+	if err != nil || len(q.events) >= maxEventsPerQueue || q.bytes+len(raw) > maxQueueBytes || h.totalBytes+len(raw) > maxTotalQueueBytes {
+		h.removeLocked(q)
 		return
 	}
-	e["id"] = q.nextID
 	q.nextID++
-	q.events = append(q.events, e)
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
+	q.events = append(q.events, queuedEvent{e["id"].(int64), raw})
+	q.bytes += len(raw)
+	h.totalBytes += len(raw)
+	close(q.wake) // every waiting poll wakes
+	q.wake = make(chan struct{})
 }
 
-// poll answers the events after lastEventID, waiting up to pollTimeout
-// for one unless dontBlock; after the wait it answers a heartbeat.
-func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEventID int64, dontBlock bool) ([]event, bool) {
-	deadline := time.NewTimer(pollTimeout)
+// poll answers the events after lastEventID, waiting up to the poll
+// timeout for one unless dontBlock; after the wait it answers a
+// heartbeat. It answers false when the queue does not exist (or stops
+// existing while it waits).
+func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEventID int64, dontBlock bool) ([]json.RawMessage, bool) {
+	deadline := time.NewTimer(h.pollTimeout)
 	defer deadline.Stop()
 	for {
 		h.mu.Lock()
@@ -162,39 +210,57 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 			return nil, false
 		}
 		q.lastPoll = h.now()
-		// Events up to lastEventID are acknowledged: drop them.
-		q.events = slices.DeleteFunc(q.events, func(e event) bool { return e["id"].(int64) <= lastEventID })
+		acked := 0 // events up to lastEventID are acknowledged: drop them
+		for acked < len(q.events) && q.events[acked].id <= lastEventID {
+			q.bytes -= len(q.events[acked].raw)
+			h.totalBytes -= len(q.events[acked].raw)
+			acked++
+		}
+		q.events = q.events[acked:]
 		if len(q.events) > 0 || dontBlock || h.closed {
-			pending := slices.Clone(q.events)
+			pending := make([]json.RawMessage, len(q.events))
+			for i, e := range q.events {
+				pending[i] = e.raw
+			}
 			h.mu.Unlock()
 			return pending, true
 		}
-		wake := q.wake
+		q.polls++
+		wake, gone := q.wake, q.gone
 		h.mu.Unlock()
+		heartbeat := false
 		select {
 		case <-wake:
-		case <-deadline.C:
-			h.mu.Lock()
-			if q, ok := h.queue(userID, id); ok {
-				q.lastPoll = h.now()
-				h.enqueue(q, event{"type": "heartbeat"})
-			}
-			h.mu.Unlock()
-		case <-ctx.Done():
-			return nil, true
+		case <-gone:
 		case <-h.done:
+		case <-deadline.C:
+			heartbeat = true
+		case <-ctx.Done():
+		}
+		h.mu.Lock()
+		q.polls--
+		q.lastPoll = h.now()
+		if heartbeat {
+			if _, still := h.queues[q.id]; still {
+				h.enqueueLocked(q, event{"type": "heartbeat"})
+			}
+		}
+		h.mu.Unlock()
+		if ctx.Err() != nil {
+			return nil, true
 		}
 	}
 }
 
-// expire drops queues not polled for the idle timeout.
+// expire drops queues not polled for the idle timeout; a queue with a
+// poll waiting on it is in use, however long the poll waits.
 func (h *eventHub) expire() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
-	for id, q := range h.queues {
-		if now.Sub(q.lastPoll) >= h.idleTimeout {
-			delete(h.queues, id)
+	for _, q := range h.queues {
+		if q.polls == 0 && now.Sub(q.lastPoll) >= h.idleTimeout {
+			h.removeLocked(q)
 		}
 	}
 }

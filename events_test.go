@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -188,7 +190,7 @@ func TestEvents_QueueErrorsAndLimits(t *testing.T) {
 
 	// A queue that falls maxEventsPerQueue behind is dropped.
 	for range maxEventsPerQueue + 1 {
-		hub.publish([]uint64{e.bob.ID}, "heartbeat", func(*eventQueue) event { return event{"type": "heartbeat"} })
+		hub.publish("heartbeat", ownedBy(e.bob.ID), func(*eventQueue) event { return event{"type": "heartbeat"} })
 	}
 	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queues[1]}, "dont_block": {"true"}}, &e.bob), 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+queues[1])
 }
@@ -233,4 +235,129 @@ func TestEvents_LongPollWakesOnSendAndEndsOnShutdown(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a waiting poll did not end when the hub closed")
 	}
+}
+
+// waitPoll starts a long poll in the hub and answers its result later.
+func waitPoll(hub *eventHub, userID uint64, queue string, last int64) chan bool {
+	done := make(chan bool, 1)
+	go func() {
+		_, ok := hub.poll(context.Background(), userID, queue, last, false)
+		done <- ok
+	}()
+	return done
+}
+
+func within(t *testing.T, what string, done chan bool, want bool) {
+	t.Helper()
+	select {
+	case ok := <-done:
+		if ok != want {
+			t.Errorf("%s: poll answered queue-exists %v, want %v", what, ok, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: the poll did not answer within 5 s", what)
+	}
+}
+
+func TestEvents_EveryWaitingPollWakesAndRemovalEndsThem(t *testing.T) {
+	e := newTestEnv(t)
+	hub := e.server.events
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	first, second := waitPoll(hub, e.bob.ID, queue, -1), waitPoll(hub, e.bob.ID, queue, -1)
+	time.Sleep(50 * time.Millisecond)
+	e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice)
+	within(t, "first of two polls", first, true)
+	within(t, "second of two polls", second, true) // a reconnected client's poll must not wait 50 s
+
+	waiting := waitPoll(hub, e.bob.ID, queue, 0)
+	time.Sleep(50 * time.Millisecond)
+	wantAPISuccess(t, e.request(t, http.MethodDelete, "/api/v1/events", url.Values{"queue_id": {queue}}, &e.bob))
+	within(t, "poll on a deleted queue", waiting, false)
+}
+
+func TestEvents_PollingKeepsAQueueAliveAndHeartbeats(t *testing.T) {
+	e := newTestEnv(t)
+	hub := e.server.events
+	hub.pollTimeout = 200 * time.Millisecond
+	clock := time.Now()
+	var mu sync.Mutex
+	hub.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	events := make(chan []json.RawMessage, 1)
+	go func() {
+		got, _ := hub.poll(context.Background(), e.bob.ID, queue, -1, false)
+		events <- got
+	}()
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	clock = clock.Add(2 * queueIdleTimeout) // long idle, but a poll is waiting
+	mu.Unlock()
+	hub.expire()
+	select {
+	case got := <-events:
+		var heartbeat map[string]any
+		if len(got) != 1 || json.Unmarshal(got[0], &heartbeat) != nil || heartbeat["type"] != "heartbeat" || heartbeat["id"] != 0.0 {
+			t.Errorf("after the poll timeout: got %s, want one heartbeat with id 0", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no heartbeat after the poll timeout")
+	}
+}
+
+func TestEvents_InCommitOrderUnderConcurrentSends(t *testing.T) {
+	e := newTestEnv(t)
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	var wg sync.WaitGroup
+	for range 60 {
+		wg.Go(func() {
+			e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice)
+		})
+	}
+	wg.Wait()
+	var ids []uint64
+	for _, ev := range e.pollNow(t, &e.bob, queue, -1) {
+		ids = append(ids, uint64(ev["message"].(map[string]any)["id"].(float64)))
+	}
+	if len(ids) != 60 || !slices.IsSorted(ids) {
+		t.Errorf("message events: got %v, want 60 in id order", ids)
+	}
+}
+
+func TestEvents_AQueueRegisteredDuringAnUnheardChangeIsDropped(t *testing.T) {
+	e := newTestEnv(t)
+	e.sendAs(t, e.alice, e.general, "t")
+	var raced string
+	listening := e.st.listening
+	e.st.listening = func(userID uint64) (bool, uint64) {
+		heard, seq := listening(userID)                         // nobody listens yet...
+		q := &eventQueue{userID: e.bob.ID} // ...and a client registers meanwhile
+		e.server.events.register(q)
+		raced = q.id
+		return heard, seq
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.FormatUint(e.general.ID, 10)}}, &e.bob))
+	e.st.listening = listening
+	r := e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {raced}, "dont_block": {"true"}}, &e.bob)
+	wantAPIError(t, r, 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+raced)
+}
+
+func TestEvents_AllPublicStreamsAndByteBudget(t *testing.T) {
+	e := newTestEnv(t)
+	all := e.registerQueue(t, &e.owner, url.Values{"all_public_streams": {"true"}}).str("queue_id")
+	mine := e.registerQueue(t, &e.owner, nil).str("queue_id")
+	e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice)
+	e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"secret"}, "topic": {"t"}, "content": {"x"}}, &e.alice)
+	events := e.pollNow(t, &e.owner, all, -1)
+	if len(events) != 1 || !jsonEqual(events[0]["flags"], []string{"read", "historical"}) {
+		t.Errorf("all_public_streams queue: got %v, want the public message only, read and historical", events)
+	}
+	if got := e.pollNow(t, &e.owner, mine, -1); len(got) != 0 {
+		t.Errorf("ordinary queue of a non-subscriber: got %v, want nothing", got)
+	}
+	big := strings.Repeat("x", 9000)
+	for range maxQueueBytes/9000 + 1 { // each event is over 9000 bytes
+		e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {big}}, &e.alice)
+	}
+	r := e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {all}, "dont_block": {"true"}}, &e.owner)
+	wantAPIError(t, r, 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+all)
 }

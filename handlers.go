@@ -41,8 +41,10 @@ type server struct {
 
 // newServer wires a server over an open store.
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
-	return &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
+	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
 		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub()}
+	st.changes, st.listening = s.publishChange, s.events.listening
+	return s
 }
 
 // routes is the whole API surface, one line a route.
@@ -632,11 +634,10 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 			specs = append(specs, spec)
 		}
 	}
-	subscribed, already, joined, err := s.store.subscribe(r.user, specs, inviteOnly)
+	subscribed, already, _, err := s.store.subscribe(r.user, specs, inviteOnly)
 	if err != nil {
 		return nil, channelError(err)
 	}
-	s.publishSubscriptions(r.user, "add", joined)
 	byEmail := func(names []string) map[string][]string {
 		m := map[string][]string{}
 		if len(names) > 0 {
@@ -683,7 +684,7 @@ func (s *server) unsubscribe(r *apiRequest) (any, error) {
 			return nil, err
 		}
 	}
-	removed, notRemoved, left, read, err := s.store.unsubscribe(r.user, names)
+	removed, notRemoved, _, _, err := s.store.unsubscribe(r.user, names)
 	var named *namedError
 	if errors.As(err, &named) && errors.Is(err, errNoSuchChannel) {
 		return nil, badRequest("Channel(s) (" + named.name + ") do not exist")
@@ -691,8 +692,6 @@ func (s *server) unsubscribe(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.publishSubscriptions(r.user, "remove", left)
-	s.publishFlags(r.user, flagChange{Flag: "read", Add: true}, read, false)
 	return struct {
 		Removed    []string `json:"removed"`
 		NotRemoved []string `json:"not_removed"`
@@ -822,7 +821,6 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	case err != nil:
 		return nil, err
 	}
-	s.publishMessage(sent, r.user)
 	return struct {
 		ID uint64 `json:"id"`
 	}{sent.ID}, nil
@@ -913,15 +911,11 @@ func (s *server) markStreamAsRead(r *apiRequest) (any, error) {
 	if channelID <= 0 {
 		return nil, errInvalidChannelID
 	}
-	read, err := s.store.markChannelRead(r.user, uint64(channelID), s.events.hasQueues(r.user.ID, "update_message_flags"))
+	err = s.store.markChannelRead(r.user, uint64(channelID))
 	if errors.Is(err, errNoSuchChannel) {
 		return nil, errInvalidChannelID
 	}
-	if err != nil {
-		return nil, err
-	}
-	s.publishFlags(r.user, flagChange{Flag: "read", Add: true}, read, false)
-	return nil, nil
+	return nil, err
 }
 
 var (
@@ -943,17 +937,14 @@ func (s *server) markTopicAsRead(r *apiRequest) (any, error) {
 	if channelID <= 0 {
 		return nil, errInvalidChannelID
 	}
-	read, err := s.store.markTopicRead(r.user, uint64(channelID), topic)
+	_, err = s.store.markTopicRead(r.user, uint64(channelID), topic)
 	switch {
 	case errors.Is(err, errNoSuchChannel):
 		return nil, errInvalidChannelID
 	case errors.Is(err, errNoSuchTopic):
 		return nil, badRequest("No such topic '" + topic + "'")
-	case err != nil:
-		return nil, err
 	}
-	s.publishFlags(r.user, flagChange{Flag: "read", Add: true}, read, false)
-	return nil, nil
+	return nil, err
 }
 
 // markAllAsRead serves POST /api/v1/mark_all_as_read. zulite marks
@@ -962,7 +953,6 @@ func (s *server) markAllAsRead(r *apiRequest) (any, error) {
 	if err := s.store.markAllRead(r.user); err != nil {
 		return nil, err
 	}
-	s.publishFlags(r.user, flagChange{Flag: "read", Add: true}, nil, true)
 	return struct {
 		Complete bool `json:"complete"`
 	}{true}, nil
@@ -1013,11 +1003,10 @@ func (s *server) updateFlags(r *apiRequest) (any, error) {
 		}
 		valid = append(valid, uint64(id))
 	}
-	changed, unsubscribed, err := s.store.updateFlags(r.user, valid, change)
+	_, unsubscribed, err := s.store.updateFlags(r.user, valid, change)
 	if err != nil {
 		return nil, err
 	}
-	s.publishFlags(r.user, change, changed, false)
 	return struct {
 		Messages     []int64   `json:"messages"`
 		Unsubscribed *[]uint64 `json:"ignored_because_not_subscribed_channels,omitempty"`
@@ -1535,7 +1524,6 @@ func (s *server) updateFlagsForNarrow(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, narrowError(err)
 	}
-	s.publishFlags(r.user, change, result.Changed, false)
 	var first, last *uint64
 	if n := len(result.Messages); n > 0 {
 		first, last = &result.Messages[0].ID, &result.Messages[n-1].ID

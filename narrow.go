@@ -95,7 +95,7 @@ type flagUpdate struct {
 // transaction.
 func (s *store) updateFlagsInRange(u user, q messageRange, change flagChange) (flagUpdate, error) {
 	var result flagUpdate
-	err := s.update(func(tx *bbolt.Tx) error {
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		page, err := selectRange(tx, u, q)
 		if err != nil {
 			return err
@@ -118,10 +118,10 @@ func (s *store) updateFlagsInRange(u user, q messageRange, change flagChange) (f
 			}
 			result.Changed = append(result.Changed, done...)
 		}
-		return nil
+		slices.Sort(result.Changed)
+		slices.Sort(result.Unsubscribed)
+		return reportFlags(tx, report, u, change, result.Changed)
 	})
-	slices.Sort(result.Changed)
-	slices.Sort(result.Unsubscribed)
 	return result, err
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -53,7 +54,8 @@ func (s *server) register(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.params.optionalBool("all_public_streams", false); err != nil {
+	allPublic, err := r.params.optionalBool("all_public_streams", false)
+	if err != nil {
 		return nil, err
 	}
 	if _, err := r.params.optionalBool("include_subscribers", true); err != nil {
@@ -77,8 +79,14 @@ func (s *server) register(r *apiRequest) (any, error) {
 	}
 	fetch := func(t string) bool { return fetchTypes == nil || slices.Contains(fetchTypes, t) }
 
-	q := &eventQueue{userID: r.user.ID, types: eventTypes, narrow: narrow, applyMarkdown: applyMarkdown, clientGravatar: clientGravatar}
+	q := &eventQueue{userID: r.user.ID, types: eventTypes, narrow: narrow, applyMarkdown: applyMarkdown, clientGravatar: clientGravatar, allPublic: allPublic}
 	s.events.register(q)
+	registered := false
+	defer func() { // a queue whose state could not be read is of no use
+		if !registered {
+			s.events.remove(q.userID, q.id)
+		}
+	}()
 	state := map[string]any{
 		"queue_id":            q.id,
 		"last_event_id":       -1,
@@ -101,7 +109,7 @@ func (s *server) register(r *apiRequest) (any, error) {
 		}
 		state["subscriptions"], state["unsubscribed"], state["never_subscribed"] = subscribed, []subscriptionObject{}, never
 	}
-	if fetch("update_message_flags") {
+	if fetch("update_message_flags") && fetch("message") { // Zulip needs both for unread_msgs
 		unread, err := s.store.unreadSummary(r.user.ID, maxUnreadMessages)
 		if err != nil {
 			return nil, err
@@ -131,6 +139,7 @@ func (s *server) register(r *apiRequest) (any, error) {
 		state["realm_icon_url"] = s.baseURL + "/static/images/logo/zulip-icon-128x128.png"
 		state["realm_push_notifications_enabled"] = false
 	}
+	registered = true
 	return state, nil
 }
 
@@ -208,11 +217,11 @@ func (s *server) getEvents(r *apiRequest) (any, error) {
 		return nil, badQueue(id)
 	}
 	if events == nil {
-		events = []event{}
+		events = []json.RawMessage{}
 	}
 	return struct {
-		Events  []event `json:"events"`
-		QueueID string  `json:"queue_id"`
+		Events  []json.RawMessage `json:"events"`
+		QueueID string            `json:"queue_id"`
 	}{events, id}, nil
 }
 
@@ -230,74 +239,100 @@ func (s *server) deleteQueue(r *apiRequest) (any, error) {
 
 // ---- publishing ----
 
+// publishChange turns a committed change into events. The store calls it
+// in commit order from its committer goroutine, so queues hear changes in
+// the order they happened; it only touches memory.
+func (s *server) publishChange(change any) {
+	switch c := change.(type) {
+	case messageSent:
+		s.publishMessage(c)
+	case flagsChanged:
+		if c.Uncollected {
+			s.events.dropNewerThan(c.User.ID, c.ListenSeq)
+			return
+		}
+		s.publishFlags(c)
+	case subscriptionsChanged:
+		s.publishSubscriptions(c)
+	}
+}
+
 // publishMessage gives a new message to the queues of its recipients
-// (the channel's subscribers, the sender among them or not), each with
-// that user's flags.
-func (s *server) publishMessage(sent sentMessage, sender user) {
-	recipients := append(slices.Clone(sent.Recipients), sender.ID)
-	s.events.publish(recipients, "message", func(q *eventQueue) event {
-		if !q.matchesNarrow(sent, sender.Email) {
+// (the channel's subscribers and the sender) and of all_public_streams
+// queues for a public channel, each with that user's flags. The message
+// object is encoded once per rendering the queues ask for.
+func (s *server) publishMessage(c messageSent) {
+	rendered := map[[2]bool]json.RawMessage{}
+	render := func(q *eventQueue) json.RawMessage {
+		key := [2]bool{q.applyMarkdown, q.clientGravatar}
+		if raw, ok := rendered[key]; ok {
+			return raw
+		}
+		m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender}
+		raw, _ := json.Marshal(newMessageObject(m, q.applyMarkdown, q.clientGravatar))
+		rendered[key] = raw
+		return raw
+	}
+	receives := func(q *eventQueue) bool {
+		return q.userID == c.Sender.ID || slices.Contains(c.Recipients, q.userID) || (q.allPublic && !c.Channel.Private)
+	}
+	s.events.publish("message", receives, func(q *eventQueue) event {
+		if !q.matchesNarrow(c.sentMessage, c.Sender.Email) {
 			return nil
 		}
-		isSender := q.userID == sender.ID
-		m := pagedMessage{message: sent.message, Channel: sent.Channel, Sender: sender, Unread: !isSender,
-			Subscribed: slices.Contains(sent.Recipients, q.userID)}
-		flags := messageFlags(m)
-		return event{"type": "message", "message": newMessageObject(m, q.applyMarkdown, q.clientGravatar), "flags": flags}
+		m := pagedMessage{Unread: q.userID != c.Sender.ID, Subscribed: slices.Contains(c.Recipients, q.userID)}
+		m.Unread = m.Unread && m.Subscribed
+		return event{"type": "message", "message": render(q), "flags": messageFlags(m)}
 	})
 }
 
 // publishFlags tells the user's queues that a flag changed on messages.
-func (s *server) publishFlags(u user, change flagChange, ids []uint64, all bool) {
-	if len(ids) == 0 && !all {
+func (s *server) publishFlags(c flagsChanged) {
+	if len(c.IDs) == 0 && !c.All {
 		return
 	}
 	op := "remove"
-	if change.Add {
+	if c.Change.Add {
 		op = "add"
 	}
-	e := event{"type": "update_message_flags", "op": op, "operation": op, "flag": change.Flag, "messages": nonNilIDs(ids), "all": all}
-	if change.Flag == "read" && !change.Add {
-		details, err := s.store.messageDetails(ids)
-		if err != nil {
-			s.log.Error("message details for an event", "err", err)
-			return
-		}
+	e := event{"type": "update_message_flags", "op": op, "operation": op, "flag": c.Change.Flag, "messages": nonNilIDs(c.IDs), "all": c.All}
+	if c.Details != nil {
 		byID := map[string]any{}
-		for _, m := range details {
+		for _, m := range c.Details {
 			byID[strconv.FormatUint(m.ID, 10)] = map[string]any{"type": "stream", "stream_id": m.ChannelID, "topic": m.Topic, "unmuted_stream_msg": true}
 		}
 		e["message_details"] = byID
 	}
-	s.events.publish([]uint64{u.ID}, "update_message_flags", func(*eventQueue) event { return cloneEvent(e) })
+	s.events.publish("update_message_flags", ownedBy(c.User.ID), func(*eventQueue) event { return cloneEvent(e) })
 }
 
 // publishSubscriptions tells the user's queues about channels joined or left.
-func (s *server) publishSubscriptions(u user, op string, channels []channel) {
-	if len(channels) == 0 {
-		return
-	}
+func (s *server) publishSubscriptions(c subscriptionsChanged) {
 	var list []any
-	if op == "add" {
-		subs, err := s.store.subscriptions(u.ID)
+	if c.Op == "add" {
+		subs, err := s.store.subscriptions(c.User.ID)
 		if err != nil {
 			s.log.Error("subscriptions for an event", "err", err)
 			return
 		}
 		for _, sub := range subs {
-			if slices.ContainsFunc(channels, func(ch channel) bool { return ch.ID == sub.ID }) {
+			if slices.ContainsFunc(c.Channels, func(ch channel) bool { return ch.ID == sub.ID }) {
 				o := newSubscriptionObject(sub)
 				o.Subscribers = append([]uint64{}, sub.Subscribers...)
 				list = append(list, o)
 			}
 		}
 	} else {
-		for _, ch := range channels {
+		for _, ch := range c.Channels {
 			list = append(list, map[string]any{"name": ch.Name, "stream_id": ch.ID})
 		}
 	}
-	e := event{"type": "subscription", "op": op, "subscriptions": list}
-	s.events.publish([]uint64{u.ID}, "subscription", func(*eventQueue) event { return cloneEvent(e) })
+	e := event{"type": "subscription", "op": c.Op, "subscriptions": list}
+	s.events.publish("subscription", ownedBy(c.User.ID), func(*eventQueue) event { return cloneEvent(e) })
+}
+
+func ownedBy(userID uint64) func(q *eventQueue) bool {
+	return func(q *eventQueue) bool { return q.userID == userID }
 }
 
 func cloneEvent(e event) event {

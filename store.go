@@ -184,8 +184,16 @@ type store struct {
 	commitStats commitStats
 
 	credCache credentialCache // authcache.go
-	hashers   sync.Pool       // keyed BLAKE2b states, reset for each key
-	maxID     atomic.Uint64   // the largest message id
+
+	// changes, when set, hears every committed change clients are told
+	// about (see changes.go), in commit order, in the committer goroutine.
+	changes func(change any)
+	// listening tells whether a user has event queues, and the number of
+	// the latest one registered, so that work only listeners need is
+	// skipped when nobody listens.
+	listening func(userID uint64) (bool, uint64)
+	hashers   sync.Pool     // keyed BLAKE2b states, reset for each key
+	maxID     atomic.Uint64 // the largest message id
 }
 
 // openStore opens (creating if needed) the database at path, waiting at
@@ -257,14 +265,30 @@ func (s *store) close() error {
 // nothing yet, so the others' changes still commit, and a stream of bad
 // requests cannot make every writer's work run twice.
 func (s *store) update(fn func(tx *bbolt.Tx) error) error {
+	return s.updateReporting(func(tx *bbolt.Tx, _ func(change any)) error { return fn(tx) })
+}
+
+// updateReporting is update for changes that clients hear about: fn
+// reports them with report, and once the transaction is committed they
+// go to s.changes in commit order (so events reach queues in the order
+// the changes happened). A run that is repeated reports afresh.
+func (s *store) updateReporting(fn func(tx *bbolt.Tx, report func(change any)) error) error {
 	var rejection error
+	var changes []any
+	report := func(change any) { changes = append(changes, change) }
 	err := s.commit(func(tx *bbolt.Tx) error {
-		rejection = nil
-		err := fn(tx)
+		rejection, changes = nil, changes[:0]
+		err := fn(tx, report)
 		if isRejection(err) {
-			rejection, err = err, nil
+			rejection, err, changes = err, nil, changes[:0]
 		}
 		return err
+	}, func() {
+		if s.changes != nil {
+			for _, c := range changes {
+				s.changes(c)
+			}
+		}
 	})
 	if err != nil {
 		return err
@@ -625,7 +649,7 @@ func (s *store) accessibleChannel(u user, name string) (channel, error) {
 // ones (private when inviteOnly). It answers the names newly subscribed
 // and those already subscribed.
 func (s *store) subscribe(u user, specs []channelSpec, inviteOnly bool) (subscribed, already []string, joined []channel, err error) {
-	err = s.update(func(tx *bbolt.Tx) error {
+	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		subscribed, already, joined = nil, nil, nil
 		var join []channel
 		var create []channelSpec
@@ -658,6 +682,9 @@ func (s *store) subscribe(u user, specs []channelSpec, inviteOnly bool) (subscri
 			subscribed = append(subscribed, ch.Name)
 		}
 		joined = join
+		if len(join) > 0 {
+			report(subscriptionsChanged{User: u, Op: "add", Channels: join})
+		}
 		return nil
 	})
 	return subscribed, already, joined, err
@@ -676,7 +703,7 @@ func (s *store) addSubscription(tx *bbolt.Tx, userID, channelID uint64) error {
 // Zulip, a user has no unread messages in channels they are not
 // subscribed to, so the channel's unread state goes too.
 func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []string, left []channel, read []uint64, err error) {
-	err = s.update(func(tx *bbolt.Tx) error {
+	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		removed, notRemoved, left, read = nil, nil, nil, nil
 		var channels []channel
 		var missing []string
@@ -716,9 +743,12 @@ func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []strin
 			removed = append(removed, ch.Name)
 			left = append(left, ch)
 		}
-		return nil
+		if len(left) > 0 {
+			report(subscriptionsChanged{User: u, Op: "remove", Channels: left})
+		}
+		slices.Sort(read)
+		return reportFlags(tx, report, u, flagChange{Flag: "read", Add: true}, read)
 	})
-	slices.Sort(read)
 	return removed, notRemoved, left, read, err
 }
 
@@ -814,7 +844,7 @@ type sentMessage struct {
 
 func (s *store) sendMessage(sender user, to channelRef, topic, content, client string) (sentMessage, error) {
 	var sent sentMessage
-	err := s.update(func(tx *bbolt.Tx) error {
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		var ch channel
 		var err error
 		if to.Name != "" {
@@ -849,6 +879,7 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 				return err
 			}
 		}
+		report(messageSent{sent, sender})
 		return nil
 	})
 	if err == nil {
@@ -859,13 +890,12 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 }
 
 // markChannelRead makes every unread message of the channel read for the
-// user, after checking that the channel exists and is accessible. With
-// wantIDs it answers the ids that were unread (for events), which costs
-// decoding them; without, the cost does not depend on how many there were.
-func (s *store) markChannelRead(u user, channelID uint64, wantIDs bool) ([]uint64, error) {
-	var read []uint64
-	err := s.update(func(tx *bbolt.Tx) error {
-		read = nil
+// user, after checking that the channel exists and is accessible. The ids
+// that were unread are collected for events only when the user has a
+// queue listening: collecting costs decoding them, and without it the
+// cost does not depend on how many there were.
+func (s *store) markChannelRead(u user, channelID uint64) error {
+	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		ch, err := channelByID(tx, channelID)
 		if err != nil {
 			return err
@@ -873,14 +903,28 @@ func (s *store) markChannelRead(u user, channelID uint64, wantIDs bool) ([]uint6
 		if !canAccess(tx, u, ch) {
 			return errNoSuchChannel
 		}
-		if wantIDs {
-			if read, err = unreadIDs(tx, u.ID, ch.ID); err != nil {
+		change := flagsChanged{User: u, Change: flagChange{Flag: "read", Add: true}}
+		listening, seq := s.listens(u.ID)
+		if listening {
+			if change.IDs, err = unreadIDs(tx, u.ID, ch.ID); err != nil {
 				return err
 			}
+		} else {
+			change.Uncollected, change.ListenSeq = true, seq
 		}
-		return removeAllUnread(tx, u.ID, ch.ID)
+		if err := removeAllUnread(tx, u.ID, ch.ID); err != nil {
+			return err
+		}
+		report(change)
+		return nil
 	})
-	return read, err
+}
+
+func (s *store) listens(userID uint64) (bool, uint64) {
+	if s.listening == nil {
+		return false, 0
+	}
+	return s.listening(userID)
 }
 
 // indexMessage records a message in its channel's and its topic's index.
@@ -929,7 +973,7 @@ type flagChange struct {
 // It answers the ids whose flag changed and, when removing read, the
 // channels skipped because the user is not subscribed to them.
 func (s *store) updateFlags(u user, ids []uint64, change flagChange) (changed, unsubscribed []uint64, err error) {
-	err = s.update(func(tx *bbolt.Tx) error {
+	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		changed, unsubscribed = nil, nil
 		byChannel := map[uint64][]uint64{}
 		for _, id := range ids { // every check before the first write
@@ -956,9 +1000,9 @@ func (s *store) updateFlags(u user, ids []uint64, change flagChange) (changed, u
 			}
 			changed = append(changed, done...)
 		}
-		return nil
+		slices.Sort(changed)
+		return reportFlags(tx, report, u, change, changed)
 	})
-	slices.Sort(changed)
 	slices.Sort(unsubscribed)
 	return changed, unsubscribed, err
 }
@@ -1016,7 +1060,7 @@ func (s *store) applyFlag(tx *bbolt.Tx, userID, channelID uint64, ids []uint64, 
 // markTopicRead marks the user's unread messages of one topic read.
 func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64, error) {
 	var read []uint64
-	err := s.update(func(tx *bbolt.Tx) error {
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		read = nil
 		ch, err := channelByID(tx, channelID)
 		if err != nil {
@@ -1034,18 +1078,43 @@ func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64,
 		if len(ids) == 0 && topic != "" { // Zulip checks only a named topic
 			return errNoSuchTopic
 		}
-		read, err = removeUnread(tx, u.ID, ch.ID, ids)
-		return err
+		if read, err = removeUnread(tx, u.ID, ch.ID, ids); err != nil {
+			return err
+		}
+		return reportFlags(tx, report, u, flagChange{Flag: "read", Add: true}, read)
 	})
 	return read, err
 }
 
 // markAllRead marks every message read for the user.
 func (s *store) markAllRead(u user) error {
-	return s.update(func(tx *bbolt.Tx) error {
-		_, err := removeAllUnreadOf(tx, u.ID)
-		return err
+	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		if _, err := removeAllUnreadOf(tx, u.ID); err != nil {
+			return err
+		}
+		report(flagsChanged{User: u, Change: flagChange{Flag: "read", Add: true}, All: true})
+		return nil
 	})
+}
+
+// reportFlags reports a flag change on ids (sorted), with where the
+// messages are when read is removed (clients then count them unread).
+func reportFlags(tx *bbolt.Tx, report func(any), u user, change flagChange, ids []uint64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	c := flagsChanged{User: u, Change: change, IDs: ids}
+	if change.Flag == "read" && !change.Add {
+		for _, id := range ids {
+			m, err := messageByID(tx, id)
+			if err != nil {
+				return err
+			}
+			c.Details = append(c.Details, m)
+		}
+	}
+	report(c)
+	return nil
 }
 
 // unreadSummary is the user's unread messages grouped by channel and

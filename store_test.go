@@ -367,7 +367,7 @@ func TestMarkChannelRead_TouchesOnlyThatUserAndChannel(t *testing.T) {
 	inRandom := mustSend(t, st, alice, random)
 	mustSend(t, st, bob, general)
 
-	if _, err := st.markChannelRead(bob, general.ID, false); err != nil {
+	if err := st.markChannelRead(bob, general.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustUnread(t, st, bob, general); len(got) != 0 {
@@ -379,7 +379,7 @@ func TestMarkChannelRead_TouchesOnlyThatUserAndChannel(t *testing.T) {
 	if got := mustUnread(t, st, alice, general); len(got) != 1 {
 		t.Errorf("alice's unread in general: got %v, want one message", got)
 	}
-	if _, err := st.markChannelRead(bob, general.ID, false); err != nil {
+	if err := st.markChannelRead(bob, general.ID); err != nil {
 		t.Errorf("marking an already-read channel: got %v, want nil", err)
 	}
 }
@@ -396,10 +396,10 @@ func TestMarkChannelRead_UnknownOrPrivateChannelIsNotFound(t *testing.T) {
 	st.db.Update(func(tx *bbolt.Tx) error { // bob leaves, keeping no unread
 		return tx.Bucket(bucketSubscriptions).Delete(append(itob(bob.ID), itob(secret.ID)...))
 	})
-	if _, err := st.markChannelRead(bob, secret.ID, false); !errors.Is(err, errNoSuchChannel) {
+	if err := st.markChannelRead(bob, secret.ID); !errors.Is(err, errNoSuchChannel) {
 		t.Errorf("private channel, not subscribed: got %v, want errNoSuchChannel", err)
 	}
-	if _, err := st.markChannelRead(alice, 999, false); !errors.Is(err, errNoSuchChannel) {
+	if err := st.markChannelRead(alice, 999); !errors.Is(err, errNoSuchChannel) {
 		t.Errorf("unknown channel: got %v, want errNoSuchChannel", err)
 	}
 	if got := mustUnread(t, st, alice, secret); len(got) != 1 || got[0] <= id {
@@ -505,7 +505,7 @@ func TestMarkChannelRead_MillionUnreadWritesAboutAsMuchAsOne(t *testing.T) {
 	pages := map[int]int64{}
 	for _, n := range []int{1, 1_000_000} {
 		st, u, ch := seedUnread(t, n)
-		pages[n] = pagesWrittenBy(t, st, func() error { _, err := st.markChannelRead(u, ch.ID, false); return err })
+		pages[n] = pagesWrittenBy(t, st, func() error { err := st.markChannelRead(u, ch.ID); return err })
 		if got := mustUnread(t, st, u, ch); len(got) != 0 {
 			t.Fatalf("%d unread: after marking read got %d unread, want 0", n, len(got))
 		}
