@@ -329,7 +329,7 @@ func TestEvents_AQueueRegisteredDuringAnUnheardChangeIsDropped(t *testing.T) {
 	var raced string
 	listening := e.st.listening
 	e.st.listening = func(userID uint64) (bool, uint64) {
-		heard, seq := listening(userID)                         // nobody listens yet...
+		heard, seq := listening(userID)    // nobody listens yet...
 		q := &eventQueue{userID: e.bob.ID} // ...and a client registers meanwhile
 		e.server.events.register(q)
 		raced = q.id
