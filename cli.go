@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // options are every flag of every command; each command accepts its own
@@ -48,7 +50,7 @@ type command struct {
 	about string
 	// admin commands run against the store: directly, or through the
 	// socket of a server that holds the database.
-	admin func(st *store, args []string, o options, out io.Writer) error
+	admin func(env adminEnv, args []string, o options, out io.Writer) error
 }
 
 var commands = []command{
@@ -86,8 +88,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return nil
 	case cmd.name == "serve":
 		return serve(ctx, o, stdout, stderr)
+	case o.PasswordStdin && o.Bot:
+		return fmt.Errorf("%w: bots log in with API keys, not passwords: drop --password-stdin", errUsage)
 	case cmd.name == "user password" || o.PasswordStdin:
-		if o.Password, err = readPassword(stdin); err != nil {
+		if o.Password, err = readPassword(stdin, stderr); err != nil {
 			return err
 		}
 	}
@@ -270,7 +274,7 @@ func runAdmin(cmd command, args []string, o options, stdout io.Writer) error {
 		return err
 	}
 	defer st.close()
-	return cmd.admin(st, args, o, stdout)
+	return cmd.admin(adminEnv{st, newPasswordHasher()}, args, o, stdout)
 }
 
 func socketPath(db string) string { return db + ".sock" }
@@ -303,8 +307,16 @@ func adminOverSocket(conn net.Conn, cmd command, args []string, o options, stdou
 	return nil
 }
 
+// adminEnv is what an admin command works with: the store, and the
+// password hasher (the server's own when it runs the command, so that its
+// cap on concurrent hashes holds).
+type adminEnv struct {
+	store     *store
+	passwords *passwordHasher
+}
+
 // serveAdminConn answers one admin request on the server's socket.
-func serveAdminConn(st *store, conn net.Conn) {
+func serveAdminConn(env adminEnv, conn net.Conn) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
 	var req adminRequest
@@ -317,7 +329,7 @@ func serveAdminConn(st *store, conn net.Conn) {
 		resp.Error = "unknown admin command " + strconv.Quote(req.Command)
 	} else {
 		var out strings.Builder
-		if err := cmd.admin(st, req.Args, req.Options, &out); err != nil {
+		if err := cmd.admin(env, req.Args, req.Options, &out); err != nil {
 			resp.Error = err.Error()
 		}
 		resp.Output = out.String()
@@ -327,7 +339,7 @@ func serveAdminConn(st *store, conn net.Conn) {
 
 // ---- admin commands ----
 
-func userAdd(st *store, args []string, o options, out io.Writer) error {
+func userAdd(env adminEnv, args []string, o options, out io.Writer) error {
 	email := args[0]
 	if err := checkEmail(email); err != nil {
 		return err
@@ -342,9 +354,12 @@ func userAdd(st *store, args []string, o options, out io.Writer) error {
 	}
 	hash := ""
 	if o.Password != "" {
-		hash = newPasswordHasher().hash(o.Password)
+		var err error
+		if hash, err = env.passwords.hash(context.Background(), o.Password); err != nil {
+			return err
+		}
 	}
-	_, key, err := st.createAccount(email, name, role, o.Bot, hash)
+	_, key, err := env.store.createAccount(email, name, role, o.Bot, hash)
 	if err != nil {
 		return fmt.Errorf("user add %s: %w", email, err)
 	}
@@ -352,11 +367,24 @@ func userAdd(st *store, args []string, o options, out io.Writer) error {
 	return nil
 }
 
-// readPassword reads one line from stdin, without its line ending.
-func readPassword(stdin io.Reader) (string, error) {
-	line, err := bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
-	if err != nil && err != io.EOF {
-		return "", fmt.Errorf("read password: %w", err)
+// readPassword reads one line from stdin, without its line ending; on a
+// terminal it asks, and does not echo what is typed.
+func readPassword(stdin io.Reader, stderr io.Writer) (string, error) {
+	var line string
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(stderr, "Password: ")
+		typed, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(stderr)
+		if err != nil {
+			return "", fmt.Errorf("read password: %w", err)
+		}
+		line = string(typed)
+	} else {
+		var err error
+		line, err = bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
+		if err != nil && err != io.EOF {
+			return "", fmt.Errorf("read password: %w", err)
+		}
 	}
 	password := strings.TrimRight(line, "\r\n")
 	if len([]rune(password)) < minPasswordLength {
@@ -373,8 +401,8 @@ func checkEmail(email string) error {
 	return nil
 }
 
-func userList(st *store, _ []string, _ options, out io.Writer) error {
-	users, err := st.users()
+func userList(env adminEnv, _ []string, _ options, out io.Writer) error {
+	users, err := env.store.users()
 	if err != nil {
 		return err
 	}
@@ -402,18 +430,22 @@ func roleName(u user) string {
 	return "member"
 }
 
-func userPassword(st *store, args []string, o options, _ io.Writer) error {
+func userPassword(env adminEnv, args []string, o options, _ io.Writer) error {
 	if o.Password == "" {
 		return fmt.Errorf("user password %s: no password given", args[0])
 	}
-	if err := st.setPassword(args[0], newPasswordHasher().hash(o.Password)); err != nil {
+	hash, err := env.passwords.hash(context.Background(), o.Password)
+	if err != nil {
+		return err
+	}
+	if err := env.store.setPassword(args[0], hash); err != nil {
 		return fmt.Errorf("user password %s: %w", args[0], err)
 	}
 	return nil
 }
 
-func userKey(st *store, args []string, _ options, out io.Writer) error {
-	key, err := st.regenerateKey(args[0])
+func userKey(env adminEnv, args []string, _ options, out io.Writer) error {
+	key, err := env.store.regenerateKey(args[0])
 	if err != nil {
 		return fmt.Errorf("user key %s: %w", args[0], err)
 	}
@@ -421,26 +453,26 @@ func userKey(st *store, args []string, _ options, out io.Writer) error {
 	return nil
 }
 
-func userDeactivate(st *store, args []string, _ options, _ io.Writer) error {
-	if err := st.setActive(args[0], false); err != nil {
+func userDeactivate(env adminEnv, args []string, _ options, _ io.Writer) error {
+	if err := env.store.setActive(args[0], false); err != nil {
 		return fmt.Errorf("user deactivate %s: %w", args[0], err)
 	}
 	return nil
 }
 
-func userReactivate(st *store, args []string, _ options, _ io.Writer) error {
-	if err := st.setActive(args[0], true); err != nil {
+func userReactivate(env adminEnv, args []string, _ options, _ io.Writer) error {
+	if err := env.store.setActive(args[0], true); err != nil {
 		return fmt.Errorf("user reactivate %s: %w", args[0], err)
 	}
 	return nil
 }
 
-func channelAdd(st *store, args []string, o options, out io.Writer) error {
+func channelAdd(env adminEnv, args []string, o options, out io.Writer) error {
 	spec := channelSpec{Name: strings.TrimSpace(args[0]), Description: o.Description}
 	if err := validateChannel(spec); err != nil {
 		return fmt.Errorf("channel add: %s", asAPIError(err).msg)
 	}
-	ch, err := st.createChannel(spec.Name, spec.Description, o.Private, 0)
+	ch, err := env.store.createChannel(spec.Name, spec.Description, o.Private, 0)
 	if err != nil {
 		return fmt.Errorf("channel add %s: %w", spec.Name, err)
 	}
@@ -448,8 +480,8 @@ func channelAdd(st *store, args []string, o options, out io.Writer) error {
 	return nil
 }
 
-func channelList(st *store, _ []string, _ options, out io.Writer) error {
-	channels, err := st.channels()
+func channelList(env adminEnv, _ []string, _ options, out io.Writer) error {
+	channels, err := env.store.channels()
 	if err != nil {
 		return err
 	}

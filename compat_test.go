@@ -31,7 +31,12 @@ func TestCompat_ZulipJS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	npm := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+	if out, err := exec.Command("node", "-e", "process.exit(parseInt(process.versions.node) >= 16 ? 0 : 1)").CombinedOutput(); err != nil {
+		t.Fatalf("Node.js 16 or newer is needed for compat/ (node --version: %s)", out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	npm := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
 	npm.Dir = compat
 	if out, err := npm.CombinedOutput(); err != nil {
 		t.Fatalf("npm ci in compat/: %v\n%s", err, out)
@@ -53,7 +58,7 @@ func TestCompat_ZulipJS(t *testing.T) {
 		t.Fatalf("channel add: exit %d: %s", r.code, r.stderr)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	story := exec.CommandContext(ctx, "node", "story.js")
 	story.Dir = compat

@@ -321,15 +321,27 @@ func (s *server) ownUser(r *apiRequest) (any, error) {
 	return me, nil
 }
 
-// listUsers serves GET /api/v1/users: every account.
+// listUsers serves GET /api/v1/users: every account. profile_data is
+// there only when include_custom_profile_fields asks for it, as in Zulip.
 func (s *server) listUsers(r *apiRequest) (any, error) {
+	if _, err := r.params.optionalBool("client_gravatar", true); err != nil {
+		return nil, err
+	}
+	withProfiles, err := r.params.optionalBool("include_custom_profile_fields", false)
+	if err != nil {
+		return nil, err
+	}
 	users, err := s.store.users()
 	if err != nil {
 		return nil, err
 	}
 	members := make([]userObject, 0, len(users))
 	for _, u := range users {
-		members = append(members, newUserObject(u))
+		o := newUserObject(u)
+		if !withProfiles {
+			o.ProfileData = nil
+		}
+		members = append(members, o)
 	}
 	return struct {
 		Members []userObject `json:"members"`
@@ -361,7 +373,14 @@ func (s *server) createUser(r *apiRequest) (any, error) {
 	case utf8.RuneCountInString(password) < minPasswordLength:
 		return nil, badRequest("The password is too weak.")
 	}
-	u, _, err := s.store.createAccount(email, fullName, roleMember, false, s.passwords.hash(password))
+	hash, err := s.passwords.hash(r.Context(), password)
+	if errors.Is(err, errHasherBusy) {
+		return nil, rateLimited(time.Second)
+	}
+	if err != nil {
+		return nil, err
+	}
+	u, _, err := s.store.createAccount(email, fullName, roleMember, false, hash)
 	if errors.Is(err, errEmailTaken) {
 		return nil, badRequest("Email '" + email + "' already in use")
 	}
@@ -385,16 +404,25 @@ func (s *server) fetchAPIKey(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	if wait := s.logins.retryAfter(username, now); wait > 0 {
+	if wait := s.logins.reserve(username, time.Now()); wait > 0 {
 		return nil, rateLimited(wait)
 	}
 	u, stored, err := s.store.credentials(username)
 	if err != nil && !errors.Is(err, errNoSuchUser) {
+		s.logins.finish(username, false, time.Now())
 		return nil, err
 	}
-	if !s.passwords.verify(stored, password) { // one hash, known account or not
-		s.logins.fail(username, now)
+	if u.Bot {
+		stored = "" // bots do not log in with a password
+	}
+	ok, err := s.passwords.verify(r.Context(), stored, password) // one hash, known account or not
+	s.logins.finish(username, err == nil && !ok, time.Now())
+	switch {
+	case errors.Is(err, errHasherBusy):
+		return nil, rateLimited(time.Second)
+	case err != nil:
+		return nil, err
+	case !ok:
 		return nil, errLoginFailed
 	}
 	if !u.Active {

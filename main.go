@@ -59,6 +59,11 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 
+	s := newServer(st, log, baseURL, o.RealmName)
+	s.events.idleTimeout = o.QueueIdle
+	go s.events.run(ctx)
+	go s.passwords.prepare() // the first unknown login then costs one hash, like the rest
+
 	admin, err := listenAdmin(socketPath(o.DB))
 	if err != nil {
 		return err
@@ -70,13 +75,10 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			if err != nil {
 				return
 			}
-			go serveAdminConn(st, conn)
+			go serveAdminConn(adminEnv{st, s.passwords}, conn)
 		}
 	}()
 
-	s := newServer(st, log, baseURL, o.RealmName)
-	s.events.idleTimeout = o.QueueIdle
-	go s.events.run(ctx)
 	srv := &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,

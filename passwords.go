@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/argon2"
@@ -26,13 +29,17 @@ const (
 	argonKeyLen    = 32
 	argonSaltLen   = 16
 	passwordSlots  = 2
+	// passwordQueue bounds the logins waiting for a slot; more are refused
+	// (429) rather than piling up.
+	passwordQueue = 16
 
 	minPasswordLength = 6 // Zulip's default
 )
 
 // passwordHasher hashes and verifies passwords, a bounded number at a time.
 type passwordHasher struct {
-	slots chan struct{}
+	slots   chan struct{}
+	waiting atomic.Int32
 	// dummy is verified against when an account has no password or does
 	// not exist, so that every login attempt costs one hash. It is made on
 	// first use, keeping start-up fast.
@@ -44,96 +51,158 @@ func newPasswordHasher() *passwordHasher {
 	return &passwordHasher{slots: make(chan struct{}, passwordSlots)}
 }
 
-func (h *passwordHasher) derive(password string, salt []byte, memory uint32, passes uint32, lanes uint8) []byte {
-	h.slots <- struct{}{}
+var errHasherBusy = errors.New("too many password checks waiting")
+
+// derive computes an argon2id key once a slot is free; it gives up when
+// ctx ends first, or at once when too many are already waiting.
+func (h *passwordHasher) derive(ctx context.Context, password string, salt []byte, memory uint32, passes uint32, lanes uint8) ([]byte, error) {
+	if h.waiting.Add(1) > passwordQueue {
+		h.waiting.Add(-1)
+		return nil, errHasherBusy
+	}
+	select {
+	case h.slots <- struct{}{}:
+		h.waiting.Add(-1)
+	case <-ctx.Done():
+		h.waiting.Add(-1)
+		return nil, ctx.Err()
+	}
 	defer func() { <-h.slots }()
-	return argon2.IDKey([]byte(password), salt, passes, memory, lanes, argonKeyLen)
+	return argon2.IDKey([]byte(password), salt, passes, memory, lanes, argonKeyLen), nil
+}
+
+// prepare makes the dummy hash ahead of the first login (serve calls it
+// at start), so that even the first unknown account costs one hash.
+func (h *passwordHasher) prepare() {
+	h.dummyOnce.Do(func() { h.dummy, _ = h.hash(context.Background(), "not a password of anyone") })
 }
 
 // hash makes the stored form of a new password.
-func (h *passwordHasher) hash(password string) string {
+func (h *passwordHasher) hash(ctx context.Context, password string) (string, error) {
 	salt := make([]byte, argonSaltLen)
 	rand.Read(salt)
-	key := h.derive(password, salt, argonMemoryKiB, argonPasses, argonLanes)
+	key, err := h.derive(ctx, password, salt, argonMemoryKiB, argonPasses, argonLanes)
+	if err != nil {
+		return "", err
+	}
 	enc := base64.RawStdEncoding
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemoryKiB, argonPasses, argonLanes, enc.EncodeToString(salt), enc.EncodeToString(key))
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemoryKiB, argonPasses, argonLanes, enc.EncodeToString(salt), enc.EncodeToString(key)), nil
 }
 
 // verify checks a password against a stored hash in constant time. An
 // empty stored hash (no password, or no account) is verified against the
 // dummy, and fails.
-func (h *passwordHasher) verify(stored, password string) bool {
+func (h *passwordHasher) verify(ctx context.Context, stored, password string) (bool, error) {
 	ok := stored != ""
 	if !ok {
-		h.dummyOnce.Do(func() { h.dummy = h.hash("not a password of anyone") })
+		h.prepare()
 		stored = h.dummy
 	}
 	parts := strings.Split(stored, "$")
 	var memory, passes uint32
 	var lanes uint8
 	if len(parts) != 6 || parts[1] != "argon2id" {
-		return false
+		return false, nil
 	}
 	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &memory, &passes, &lanes); err != nil || memory > 64*1024 {
-		return false
+		return false, nil
 	}
 	salt, err1 := base64.RawStdEncoding.DecodeString(parts[4])
 	want, err2 := base64.RawStdEncoding.DecodeString(parts[5])
 	if err1 != nil || err2 != nil {
-		return false
+		return false, nil
 	}
-	got := h.derive(password, salt, memory, passes, lanes)
-	return subtle.ConstantTimeCompare(got, want) == 1 && ok
+	got, err := h.derive(ctx, password, salt, memory, passes, lanes)
+	if err != nil {
+		return false, err
+	}
+	return subtle.ConstantTimeCompare(got, want) == 1 && ok, nil
 }
 
 // loginLimiter counts failed password logins per account: Zulip allows 5
-// in 30 minutes, then refuses until the oldest failure ages out.
+// in 30 minutes, then refuses until the oldest failure ages out. An
+// attempt is counted when it starts (reserve), so that parallel attempts
+// cannot get past the limit while their hashes run; a success gives its
+// place back.
 type loginLimiter struct {
 	mu       sync.Mutex
-	failures map[string][]time.Time // lower-cased e-mail → recent failures
+	accounts map[string]*loginAttempts // lower-cased e-mail
 	limit    int
 	window   time.Duration
 }
 
+type loginAttempts struct {
+	failures []time.Time
+	inFlight int
+}
+
+// maxLimitedAccounts bounds the limiter's memory: beyond it, entries with
+// nothing recent and nothing in flight are dropped, and if that is not
+// enough, the oldest.
+const maxLimitedAccounts = 10_000
+
 func newLoginLimiter() *loginLimiter {
-	return &loginLimiter{failures: map[string][]time.Time{}, limit: 5, window: 30 * time.Minute}
+	return &loginLimiter{accounts: map[string]*loginAttempts{}, limit: 5, window: 30 * time.Minute}
 }
 
-// retryAfter reports how long the account must wait, or 0.
-func (l *loginLimiter) retryAfter(email string, now time.Time) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	recent := l.recent(strings.ToLower(email), now)
-	if len(recent) < l.limit {
-		return 0
-	}
-	return recent[0].Add(l.window).Sub(now)
-}
-
-func (l *loginLimiter) fail(email string, now time.Time) {
+// reserve starts an attempt, or answers how long the account must wait.
+func (l *loginLimiter) reserve(email string, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	key := strings.ToLower(email)
-	l.failures[key] = append(l.recent(key, now), now)
-	if len(l.failures) > 10_000 { // bound the memory guessing can cost
-		for k := range l.failures {
-			if len(l.recent(k, now)) == 0 {
-				delete(l.failures, k)
-			}
+	a := l.accounts[key]
+	if a == nil {
+		l.makeRoom(now)
+		a = &loginAttempts{}
+		l.accounts[key] = a
+	}
+	a.prune(now, l.window)
+	if len(a.failures)+a.inFlight >= l.limit {
+		if len(a.failures) == 0 {
+			return time.Second // all places are taken by attempts still running
 		}
+		return a.failures[0].Add(l.window).Sub(now)
+	}
+	a.inFlight++
+	return 0
+}
+
+// finish ends a reserved attempt; a failure stays counted.
+func (l *loginLimiter) finish(email string, failed bool, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a := l.accounts[strings.ToLower(email)]
+	if a == nil {
+		return
+	}
+	a.inFlight--
+	if failed {
+		a.failures = append(a.failures, now)
 	}
 }
 
-// recent drops the failures older than the window; l.mu is held.
-func (l *loginLimiter) recent(key string, now time.Time) []time.Time {
-	list := l.failures[key]
-	for len(list) > 0 && now.Sub(list[0]) >= l.window {
-		list = list[1:]
+func (a *loginAttempts) prune(now time.Time, window time.Duration) {
+	for len(a.failures) > 0 && now.Sub(a.failures[0]) >= window {
+		a.failures = a.failures[1:]
 	}
-	if len(list) == 0 {
-		delete(l.failures, key)
-		return nil
+}
+
+// makeRoom keeps the map under its bound; l.mu is held.
+func (l *loginLimiter) makeRoom(now time.Time) {
+	if len(l.accounts) < maxLimitedAccounts {
+		return
 	}
-	l.failures[key] = list
-	return list
+	for k, a := range l.accounts {
+		if a.prune(now, l.window); len(a.failures) == 0 && a.inFlight == 0 {
+			delete(l.accounts, k)
+		}
+	}
+	for k, a := range l.accounts { // still full: drop arbitrary settled ones
+		if len(l.accounts) < maxLimitedAccounts {
+			break
+		}
+		if a.inFlight == 0 {
+			delete(l.accounts, k)
+		}
+	}
 }

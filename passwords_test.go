@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,18 +17,18 @@ import (
 
 func TestPasswordHasher_Argon2idWithChosenParameters(t *testing.T) {
 	h := newPasswordHasher()
-	stored := h.hash("correct horse")
+	stored, _ := h.hash(t.Context(), "correct horse")
 	if !strings.HasPrefix(stored, "$argon2id$v=19$m=12288,t=3,p=1$") {
 		t.Errorf("stored form: got %q, want argon2id with m=12288,t=3,p=1", stored[:strings.LastIndex(stored, "$")])
 	}
-	if stored == h.hash("correct horse") {
+	if again, _ := h.hash(t.Context(), "correct horse"); stored == again {
 		t.Errorf("two hashes of one password are equal: the salt is not random")
 	}
-	if !h.verify(stored, "correct horse") || h.verify(stored, "correct horsE") || h.verify("", "") {
+	if !verifies(h, stored, "correct horse") || verifies(h, stored, "correct horsE") || verifies(h, "", "") {
 		t.Errorf("verify: right password must pass, wrong and missing ones fail")
 	}
 	tampered := strings.Replace(stored, "m=12288", "m=1048576", 1) // 1 GiB: refused, not computed
-	if h.verify(tampered, "correct horse") {
+	if verifies(h, tampered, "correct horse") {
 		t.Errorf("a stored hash asking for 1 GiB was verified")
 	}
 }
@@ -35,7 +39,7 @@ func TestPasswordHasher_AtMostTwoHashesAtOnce(t *testing.T) {
 		h.slots <- struct{}{}
 	}
 	done := make(chan string)
-	go func() { done <- h.hash("waits for a slot") }()
+	go func() { got, _ := h.hash(t.Context(), "waits for a slot"); done <- got }()
 	select {
 	case <-done:
 		t.Fatalf("a hash ran while all %d slots were taken", passwordSlots)
@@ -51,7 +55,7 @@ func TestPasswordHasher_AtMostTwoHashesAtOnce(t *testing.T) {
 func loginEnv(t *testing.T) *testEnv {
 	t.Helper()
 	e := newTestEnv(t)
-	if err := e.st.setPassword("alice@example.com", newPasswordHasher().hash("alice-password")); err != nil {
+	if err := e.st.setPassword("alice@example.com", hashOf("alice-password")); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -89,7 +93,7 @@ func TestFetchAPIKey_MintsANewKeyAndKeepsTheOthers(t *testing.T) {
 
 func TestFetchAPIKey_Failures(t *testing.T) {
 	e := loginEnv(t)
-	e.st.setPassword("bob@example.com", newPasswordHasher().hash("bob-password"))
+	e.st.setPassword("bob@example.com", hashOf("bob-password"))
 	e.st.setActive("bob@example.com", false)
 	for _, c := range []struct {
 		rule, username, password string
@@ -113,7 +117,7 @@ func TestFetchAPIKey_Failures(t *testing.T) {
 
 func TestFetchAPIKey_FiveFailuresPerAccountThenRefused(t *testing.T) {
 	e := loginEnv(t)
-	e.st.setPassword("bob@example.com", newPasswordHasher().hash("bob-password"))
+	e.st.setPassword("bob@example.com", hashOf("bob-password"))
 	for range 5 {
 		wantAPIError(t, e.login(t, "alice@example.com", "guess"), 401, "AUTHENTICATION_FAILED", "Your username or password is incorrect")
 	}
@@ -127,10 +131,24 @@ func TestFetchAPIKey_FiveFailuresPerAccountThenRefused(t *testing.T) {
 	l := newLoginLimiter()
 	now := time.Now()
 	for range 5 {
-		l.fail("x@example.com", now)
+		l.reserve("x@example.com", now)
+		l.finish("x@example.com", true, now)
 	}
-	if l.retryAfter("X@example.com", now.Add(29*time.Minute)) <= 0 || l.retryAfter("x@example.com", now.Add(30*time.Minute)) != 0 {
+	if l.reserve("X@example.com", now.Add(29*time.Minute)) <= 0 || l.reserve("x@example.com", now.Add(30*time.Minute)) != 0 {
 		t.Errorf("limiter: want refusal for 30 minutes, then none")
+	}
+	// Attempts count while they run: parallel guesses cannot pass the limit.
+	for i := range 5 {
+		if l.reserve("y@example.com", now) != 0 {
+			t.Fatalf("attempt %d refused, want 5 allowed", i+1)
+		}
+	}
+	if l.reserve("y@example.com", now) == 0 {
+		t.Errorf("a sixth attempt while five run: allowed, want refused")
+	}
+	l.finish("y@example.com", false, now) // a success gives its place back
+	if l.reserve("y@example.com", now) != 0 {
+		t.Errorf("after a success: refused, want a place")
 	}
 }
 
@@ -194,7 +212,7 @@ func TestRun_PasswordsFromStandardInput(t *testing.T) {
 		}
 		defer st.close()
 		_, stored, _ := st.credentials("a@example.com")
-		return newPasswordHasher().verify(stored, password)
+		return verifies(newPasswordHasher(), stored, password)
 	}
 	if !check("s3cret-pass") {
 		t.Errorf("the password from user add does not verify")
@@ -204,5 +222,48 @@ func TestRun_PasswordsFromStandardInput(t *testing.T) {
 	}
 	if !check("another-s3cret-pass") || check("s3cret-pass") {
 		t.Errorf("user password: want the new password to verify and the old one not")
+	}
+}
+
+func hashOf(password string) string {
+	hash, err := newPasswordHasher().hash(context.Background(), password)
+	if err != nil {
+		panic(err)
+	}
+	return hash
+}
+
+func verifies(h *passwordHasher, stored, password string) bool {
+	ok, err := h.verify(context.Background(), stored, password)
+	return ok && err == nil
+}
+
+func TestFetchAPIKey_ParallelGuessesStopAtTheLimit(t *testing.T) {
+	e := loginEnv(t)
+	var wg sync.WaitGroup
+	var refused, failed atomic.Int32
+	for range 20 {
+		wg.Go(func() {
+			r := e.login(t, "alice@example.com", "guess-guess")
+			switch r.status {
+			case 429:
+				refused.Add(1)
+			case 401:
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() > 5 || failed.Load()+refused.Load() != 20 {
+		t.Errorf("20 parallel guesses: %d checked, %d refused; want at most 5 checked", failed.Load(), refused.Load())
+	}
+}
+
+func TestFetchAPIKey_BotsDoNotLogInWithPasswords(t *testing.T) {
+	e := newTestEnv(t)
+	e.st.setPassword("bot@example.com", hashOf("bot-password"))
+	wantAPIError(t, e.login(t, "bot@example.com", "bot-password"), 401, "AUTHENTICATION_FAILED", "Your username or password is incorrect")
+	if _, _, err := runCLI(t, nil, "user", "add", "b2@example.com", "--bot", "--password-stdin", "--db", t.TempDir()+"/z.db"); !errors.Is(err, errUsage) {
+		t.Errorf("user add --bot --password-stdin: got %v, want a usage error", err)
 	}
 }

@@ -35,6 +35,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
@@ -386,12 +387,35 @@ func (s *store) credentials(email string) (user, string, error) {
 	return u, hash, err
 }
 
-// mintKey adds a new API key to the account; its other keys keep working.
+// maxKeysPerAccount bounds an account's keys (each password login mints
+// one); minting one more revokes the oldest, so that authentication,
+// which compares every key, stays cheap.
+const maxKeysPerAccount = 20
+
+// mintKey adds a new API key to the account; its other keys keep working,
+// but for the oldest once it has maxKeysPerAccount.
 func (s *store) mintKey(u user) (string, error) {
 	key := newAPIKey()
 	err := s.update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketUsers).Get(itob(u.ID)) == nil {
 			return errNoSuchUser
+		}
+		type held struct {
+			key     []byte
+			created uint64
+		}
+		var keys []held
+		prefix := itob(u.ID)
+		c := tx.Bucket(bucketAPIKeys).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			keys = append(keys, held{slices.Clone(k), btoi(v)})
+		}
+		slices.SortStableFunc(keys, func(a, b held) int { return cmp.Compare(a.created, b.created) })
+		for len(keys) >= maxKeysPerAccount {
+			if err := tx.Bucket(bucketAPIKeys).Delete(keys[0].key); err != nil {
+				return err
+			}
+			keys = keys[1:]
 		}
 		return s.putKey(tx, u.ID, key)
 	})

@@ -574,3 +574,26 @@ func TestRemoveUnread_RewritesOnlyWhatItMust(t *testing.T) {
 		return nil
 	})
 }
+
+func TestMintKey_KeepsAtMostTwentyKeysDroppingTheOldest(t *testing.T) {
+	st := mustOpenStore(t)
+	clock := time.Unix(1_700_000_000, 0)
+	st.now = func() time.Time { clock = clock.Add(time.Second); return clock }
+	alice, first := mustCreateUser(t, st, "alice@example.com", roleMember, false)
+	var keys []string
+	for range maxKeysPerAccount {
+		k, err := st.mintKey(alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	if _, err := st.authenticate(alice.Email, first); !errors.Is(err, errBadCredentials) {
+		t.Errorf("the first key after %d more: got %v, want it revoked", maxKeysPerAccount, err)
+	}
+	for _, k := range keys {
+		if _, err := st.authenticate(alice.Email, k); err != nil {
+			t.Errorf("a recent key: got %v, want it to work", err)
+		}
+	}
+}
