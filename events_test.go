@@ -327,16 +327,16 @@ func TestEvents_AQueueRegisteredDuringAnUnheardChangeIsDropped(t *testing.T) {
 	e := newTestEnv(t)
 	e.sendAs(t, e.alice, e.general, "t")
 	var raced string
-	listening := e.st.listening
-	e.st.listening = func(userID uint64) (bool, uint64) {
-		heard, seq := listening(userID)    // nobody listens yet...
-		q := &eventQueue{userID: e.bob.ID} // ...and a client registers meanwhile
+	hooks := e.st.hooks.Load()
+	e.st.hooks.Store(&storeHooks{changes: hooks.changes, listening: func(userID uint64) (bool, uint64) {
+		heard, seq := hooks.listening(userID) // nobody listens yet...
+		q := &eventQueue{userID: e.bob.ID}    // ...and a client registers meanwhile
 		e.server.events.register(q)
 		raced = q.id
 		return heard, seq
-	}
+	}})
 	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.FormatUint(e.general.ID, 10)}}, &e.bob))
-	e.st.listening = listening
+	e.st.hooks.Store(hooks)
 	r := e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {raced}, "dont_block": {"true"}}, &e.bob)
 	wantAPIError(t, r, 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+raced)
 }

@@ -43,7 +43,7 @@ type server struct {
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
 		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub()}
-	st.changes, st.listening = s.publishChange, s.events.listening
+	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening})
 	return s
 }
 

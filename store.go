@@ -20,6 +20,8 @@ package main
 //	                 (topics hold no control characters, so 0x00 ends the topic)
 //	flags            user id ‖ message id → one byte of personal flags (starred, collapsed)
 //	passwords        user id → argon2id hash, PHC string (passwords.go)
+//	unread_trash     sequence → holder bucket of unread sets marked read, which the
+//	                 janitor deletes off the request path (janitor.go)
 //	unread           user id ‖ channel id → bucket of unread chunks:
 //	                   first message id → count (uint32) ‖ last id (uint64) ‖ uvarint deltas
 //	                   (at most 1000 ids a chunk; unread.go says why)
@@ -75,17 +77,29 @@ var (
 	bucketTopicMessages   = []byte("topic_messages")
 	bucketFlags           = []byte("flags")
 	bucketPasswords       = []byte("passwords")
+	bucketUnreadTrash     = []byte("unread_trash")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
 		bucketMessages, bucketChannelMessages, bucketUnread, bucketTopicMessages, bucketFlags,
-		bucketPasswords,
+		bucketPasswords, bucketUnreadTrash,
 	}
 
 	keySchemaVersion = []byte("schema_version")
 	keyKeySecret     = []byte("key_secret")
 )
+
+// storeHooks are how the store tells of committed changes.
+type storeHooks struct {
+	// changes hears every committed change clients are told about (see
+	// changes.go), in commit order, in the committer goroutine.
+	changes func(change any)
+	// listening tells whether a user has event queues, and the number of
+	// the latest one registered, so that work only listeners need is
+	// skipped when nobody listens.
+	listening func(userID uint64) (bool, uint64)
+}
 
 // Store sentinels: rejections, which handlers.go words for the client.
 var (
@@ -179,6 +193,9 @@ type store struct {
 	now          func() time.Time
 
 	commits     chan commitRequest // to the committer (commit.go)
+	trashed     chan struct{}      // wakes the janitor (janitor.go)
+	janitorOff  atomic.Bool        // tests that count pages written hold the janitor
+	swept       chan struct{}      // closed when the janitor has stopped
 	stop        chan struct{}      // closed by close
 	finished    chan struct{}      // closed when the committer has stopped
 	closeOnce   sync.Once
@@ -186,15 +203,11 @@ type store struct {
 
 	credCache credentialCache // authcache.go
 
-	// changes, when set, hears every committed change clients are told
-	// about (see changes.go), in commit order, in the committer goroutine.
-	changes func(change any)
-	// listening tells whether a user has event queues, and the number of
-	// the latest one registered, so that work only listeners need is
-	// skipped when nobody listens.
-	listening func(userID uint64) (bool, uint64)
-	hashers   sync.Pool     // keyed BLAKE2b states, reset for each key
-	maxID     atomic.Uint64 // the largest message id
+	// hooks connect the store to whoever tells clients about changes
+	// (the server's event hub); set once, read by the committer.
+	hooks   atomic.Pointer[storeHooks]
+	hashers sync.Pool     // keyed BLAKE2b states, reset for each key
+	maxID   atomic.Uint64 // the largest message id
 }
 
 // openStore opens (creating if needed) the database at path, waiting at
@@ -207,7 +220,8 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &store{db: db, now: time.Now, commits: make(chan commitRequest, maxCommitGroup), stop: make(chan struct{}), finished: make(chan struct{})}
+	s := &store{db: db, now: time.Now, commits: make(chan commitRequest, maxCommitGroup), stop: make(chan struct{}), finished: make(chan struct{}),
+		trashed: make(chan struct{}, 1), swept: make(chan struct{})}
 	if err := os.Chmod(path, 0o600); err != nil { // bbolt sets the mode only on files it creates
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -217,6 +231,7 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	go s.committer()
+	go s.janitor()
 	return s, nil
 }
 
@@ -256,9 +271,17 @@ func (s *store) migrate(tx *bbolt.Tx) error {
 // close stops the committer (writes still waiting get errStoreClosed)
 // and closes the file.
 func (s *store) close() error {
-	s.closeOnce.Do(func() { close(s.stop) })
-	<-s.finished
+	s.quiesce()
 	return s.db.Close()
+}
+
+// quiesce stops the store's own writers, the committer and the janitor;
+// writes after it fail with errStoreClosed. (Tests check the file then:
+// bbolt's check is only exact while nothing writes.)
+func (s *store) quiesce() {
+	s.closeOnce.Do(func() { close(s.stop) })
+	<-s.swept
+	<-s.finished
 }
 
 // update runs fn in a write transaction shared with concurrent callers.
@@ -285,9 +308,9 @@ func (s *store) updateReporting(fn func(tx *bbolt.Tx, report func(change any)) e
 		}
 		return err
 	}, func() {
-		if s.changes != nil {
+		if h := s.hooks.Load(); h != nil {
 			for _, c := range changes {
-				s.changes(c)
+				h.changes(c)
 			}
 		}
 	})
@@ -727,6 +750,7 @@ func (s *store) addSubscription(tx *bbolt.Tx, userID, channelID uint64) error {
 // Zulip, a user has no unread messages in channels they are not
 // subscribed to, so the channel's unread state goes too.
 func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []string, left []channel, read []uint64, err error) {
+	defer s.wakeJanitor()
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		removed, notRemoved, left, read = nil, nil, nil, nil
 		var channels []channel
@@ -919,6 +943,7 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 // queue listening: collecting costs decoding them, and without it the
 // cost does not depend on how many there were.
 func (s *store) markChannelRead(u user, channelID uint64) error {
+	defer s.wakeJanitor()
 	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		ch, err := channelByID(tx, channelID)
 		if err != nil {
@@ -945,10 +970,10 @@ func (s *store) markChannelRead(u user, channelID uint64) error {
 }
 
 func (s *store) listens(userID uint64) (bool, uint64) {
-	if s.listening == nil {
-		return false, 0
+	if h := s.hooks.Load(); h != nil {
+		return h.listening(userID)
 	}
-	return s.listening(userID)
+	return false, 0
 }
 
 // indexMessage records a message in its channel's and its topic's index.
@@ -1112,6 +1137,7 @@ func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64,
 
 // markAllRead marks every message read for the user.
 func (s *store) markAllRead(u user) error {
+	defer s.wakeJanitor()
 	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		if _, err := removeAllUnreadOf(tx, u.ID); err != nil {
 			return err

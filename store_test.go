@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ func mustOpenStore(t testing.TB) *store {
 		t.Fatalf("openStore: %v", err)
 	}
 	t.Cleanup(func() {
+		st.quiesce()
 		checkConsistency(t, st.db)
 		if err := st.close(); err != nil {
 			t.Errorf("close: %v", err)
@@ -490,6 +492,8 @@ func seedUnread(t testing.TB, n int) (*store, user, channel) {
 // pagesWrittenBy counts the pages bbolt writes to commit fn's transaction.
 func pagesWrittenBy(t testing.TB, st *store, fn func() error) int64 {
 	t.Helper()
+	st.janitorOff.Store(true) // its own writes would be counted too
+	defer st.janitorOff.Store(false)
 	before := st.db.Stats()
 	if err := fn(); err != nil {
 		t.Fatal(err)
@@ -596,4 +600,57 @@ func TestMintKey_KeepsAtMostTwentyKeysDroppingTheOldest(t *testing.T) {
 			t.Errorf("a recent key: got %v, want it to work", err)
 		}
 	}
+}
+
+// Marking read moves the unread set aside; the janitor deletes it after,
+// and the file stays consistent throughout.
+func TestJanitor_DeletesWhatMarkingReadSetAside(t *testing.T) {
+	st, u, ch := seedUnread(t, 100_000)
+	if err := st.markChannelRead(u, ch.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustUnread(t, st, u, ch); len(got) != 0 {
+		t.Fatalf("unread after marking read: got %d, want 0", len(got))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		empty := false
+		st.db.View(func(tx *bbolt.Tx) error {
+			k, _ := tx.Bucket(bucketUnreadTrash).Cursor().First()
+			empty = k == nil
+			return nil
+		})
+		if empty {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the janitor left the trash for 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	st.quiesce()
+	checkConsistency(t, st.db)
+}
+
+// A send and a mark-read of the same unread set in one commit group must
+// leave a consistent file: the move takes the set as the group left it.
+func TestJanitor_MoveInsideACommitGroupStaysConsistent(t *testing.T) {
+	st := mustOpenStore(t)
+	alice, _ := mustCreateUser(t, st, "alice@example.com", roleMember, false)
+	bob, _ := mustCreateUser(t, st, "bob@example.com", roleMember, false)
+	ch := mustCreateChannel(t, st, "general", false)
+	mustSubscribe(t, st, alice, "general")
+	mustSubscribe(t, st, bob, "general")
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() { st.sendMessage(alice, channelRef{ID: ch.ID}, "t", "x", "") })
+		wg.Go(func() { st.markChannelRead(bob, ch.ID) })
+	}
+	wg.Wait()
+	st.markChannelRead(bob, ch.ID)
+	if got := mustUnread(t, st, bob, ch); len(got) != 0 {
+		t.Errorf("bob's unread after a final mark: got %d", len(got))
+	}
+	st.quiesce()
+	checkConsistency(t, st.db)
 }

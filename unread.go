@@ -42,6 +42,7 @@ func addUnread(tx *bbolt.Tx, userID, channelID uint64, ids []uint64) error {
 	if err != nil {
 		return err
 	}
+	b.FillPercent = 0.95 // ids only grow: fill pages instead of splitting them in half
 	lastKey, lastValue := b.Cursor().Last()
 	if lastKey != nil && ids[0] <= chunkLast(lastValue) {
 		return mergeUnread(b, ids)
@@ -130,12 +131,26 @@ func putChunks(b *bbolt.Bucket, ids []uint64) error {
 }
 
 // removeAllUnread marks every message of the channel read for the user.
+// The unread set is not deleted here: deleting a bucket visits every one
+// of its pages. It is moved, which rewrites only the parents' leaves,
+// into a holder in bucketUnreadTrash that the janitor (janitor.go)
+// deletes later, off the request path. So the cost of marking a channel
+// read does not depend on how many messages were unread.
 func removeAllUnread(tx *bbolt.Tx, userID, channelID uint64) error {
-	err := tx.Bucket(bucketUnread).DeleteBucket(unreadKey(userID, channelID))
-	if errors.Is(err, bbolt.ErrBucketNotFound) {
-		return nil
+	parent, key := tx.Bucket(bucketUnread), unreadKey(userID, channelID)
+	if k, v := parent.Cursor().Seek(key); !bytes.Equal(k, key) || v != nil {
+		return nil // no unread set (a bucket's value reads as nil)
 	}
-	return err
+	trash := tx.Bucket(bucketUnreadTrash)
+	seq, err := trash.NextSequence()
+	if err != nil {
+		return err
+	}
+	holder, err := trash.CreateBucket(itob(seq))
+	if err != nil {
+		return err
+	}
+	return parent.MoveBucket(key, holder)
 }
 
 // unreadIDs returns the user's unread message ids in the channel, sorted.
