@@ -38,7 +38,7 @@ func (s *store) wakeJanitor() {
 	}
 }
 
-// sweepOne deletes one trashed holder; false when there was none (or the
+// sweepOne deletes a trashed holder; false when there was none (or the
 // store is closing).
 func (s *store) sweepOne() bool {
 	if s.janitorOff.Load() {

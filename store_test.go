@@ -641,12 +641,19 @@ func TestJanitor_MoveInsideACommitGroupStaysConsistent(t *testing.T) {
 	ch := mustCreateChannel(t, st, "general", false)
 	mustSubscribe(t, st, alice, "general")
 	mustSubscribe(t, st, bob, "general")
-	var wg sync.WaitGroup
-	for range 200 {
-		wg.Go(func() { st.sendMessage(alice, channelRef{ID: ch.ID}, "t", "x", "") })
-		wg.Go(func() { st.markChannelRead(bob, ch.ID) })
+	many := make([]uint64, 5000) // large enough for pages of its own: marking read moves it
+	for i := range many {
+		many[i] = uint64(i + 1)
 	}
-	wg.Wait()
+	var wg sync.WaitGroup
+	for range 20 {
+		st.db.Update(func(tx *bbolt.Tx) error { return addUnread(tx, bob.ID, ch.ID, many) })
+		for range 10 {
+			wg.Go(func() { st.sendMessage(alice, channelRef{ID: ch.ID}, "t", "x", "") })
+			wg.Go(func() { st.markChannelRead(bob, ch.ID) })
+		}
+		wg.Wait()
+	}
 	st.markChannelRead(bob, ch.ID)
 	if got := mustUnread(t, st, bob, ch); len(got) != 0 {
 		t.Errorf("bob's unread after a final mark: got %d", len(got))

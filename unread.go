@@ -131,15 +131,20 @@ func putChunks(b *bbolt.Bucket, ids []uint64) error {
 }
 
 // removeAllUnread marks every message of the channel read for the user.
-// The unread set is not deleted here: deleting a bucket visits every one
-// of its pages. It is moved, which rewrites only the parents' leaves,
-// into a holder in bucketUnreadTrash that the janitor (janitor.go)
-// deletes later, off the request path. So the cost of marking a channel
-// read does not depend on how many messages were unread.
+// A small unread set (stored inline in its parent's page) is deleted at
+// once. A larger one is not: deleting a bucket visits every one of its
+// pages. It is moved, which rewrites only the parents' leaves, into a
+// holder in bucketUnreadTrash that the janitor (janitor.go) deletes
+// later, off the request path. So the cost of marking a channel read does
+// not depend on how many messages were unread.
 func removeAllUnread(tx *bbolt.Tx, userID, channelID uint64) error {
 	parent, key := tx.Bucket(bucketUnread), unreadKey(userID, channelID)
-	if k, v := parent.Cursor().Seek(key); !bytes.Equal(k, key) || v != nil {
-		return nil // no unread set (a bucket's value reads as nil)
+	b := parent.Bucket(key)
+	if b == nil {
+		return nil
+	}
+	if b.Root() == 0 { // inline: no pages of its own to visit
+		return parent.DeleteBucket(key)
 	}
 	trash := tx.Bucket(bucketUnreadTrash)
 	seq, err := trash.NextSequence()
