@@ -37,6 +37,7 @@ type server struct {
 	passwords *passwordHasher
 	logins    *loginLimiter
 	events    *eventHub
+	limits    *rateLimiter // nil: no rate limits
 }
 
 // newServer wires a server over an open store.
@@ -168,7 +169,18 @@ func humansOnly(u user) error {
 // envelope either way.
 func (s *server) api(h apiHandler, checks ...roleCheck) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, err := s.authenticate(r)
+		now := time.Now()
+		addr := clientAddress(r)
+		err := s.limits.addressBlocked(addr, now)
+		var u user
+		if err == nil {
+			if u, err = s.authenticate(r); err != nil && asAPIError(err).status == http.StatusUnauthorized {
+				s.limits.failedAuthentication(addr, now)
+			}
+		}
+		if err == nil {
+			err = s.limits.allowAccount(w, u.ID, now)
+		}
 		for _, check := range checks {
 			if err == nil {
 				err = check(u)

@@ -40,6 +40,10 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.QueueIdle <= 0 {
 		return fmt.Errorf("%w: --event-queue-timeout must be positive", errUsage)
 	}
+	rules, err := parseRateRules(o.RateLimit)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
 	st, err := openStore(o.DB, lockTimeout)
 	if err != nil {
 		return err
@@ -61,6 +65,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 
 	s := newServer(st, log, baseURL, o.RealmName)
 	s.events.idleTimeout = o.QueueIdle
+	s.limits = newRateLimiter(rules)
 	go s.events.run(ctx)
 	go s.passwords.prepare() // the first unknown login then costs one hash, like the rest
 

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Rate limits as SPEC §8 sets them: per account, Zulip's default rules
+// (200 requests a minute, 2000 an hour); per client address, at most 60
+// failed authentications in 10 minutes. `--rate-limit off` switches both
+// off (the load benchmark and the crash test do).
+
+// rateRule allows max requests in each window.
+type rateRule struct {
+	window time.Duration
+	max    int
+}
+
+const defaultRateRules = "60:200,3600:2000"
+
+// parseRateRules reads "SECONDS:MAX,..." or "off" (nil rules).
+func parseRateRules(text string) ([]rateRule, error) {
+	if text == "off" {
+		return nil, nil
+	}
+	var rules []rateRule
+	for _, part := range strings.Split(text, ",") {
+		secs, max, ok := strings.Cut(strings.TrimSpace(part), ":")
+		s, err1 := strconv.Atoi(secs)
+		m, err2 := strconv.Atoi(max)
+		if !ok || err1 != nil || err2 != nil || s <= 0 || m <= 0 {
+			return nil, fmt.Errorf("rate limit %q: want SECONDS:MAX[,SECONDS:MAX...] or off", text)
+		}
+		rules = append(rules, rateRule{time.Duration(s) * time.Second, m})
+	}
+	return rules, nil
+}
+
+// windowCounter counts events in fixed windows, one per rule.
+type windowCounter struct {
+	starts []time.Time
+	counts []int
+}
+
+// take counts one event if every rule has room. It answers whether it
+// did, and the rule to report: the one that refused, or the one with the
+// least room left.
+func (w *windowCounter) take(rules []rateRule, now time.Time) (ok bool, limit, remaining int, reset time.Time) {
+	if w.starts == nil {
+		w.starts, w.counts = make([]time.Time, len(rules)), make([]int, len(rules))
+	}
+	report := -1
+	for i, r := range rules {
+		if now.Sub(w.starts[i]) >= r.window {
+			w.starts[i], w.counts[i] = now, 0
+		}
+		if w.counts[i] >= r.max && report < 0 {
+			report = i
+		}
+	}
+	ok = report < 0
+	if ok {
+		for i, r := range rules {
+			w.counts[i]++
+			if report < 0 || r.max-w.counts[i] < rules[report].max-w.counts[report] {
+				report = i
+			}
+		}
+	}
+	r := rules[report]
+	return ok, r.max, r.max - w.counts[report], w.starts[report].Add(r.window)
+}
+
+// rateLimiter holds the per-account and per-address counters.
+type rateLimiter struct {
+	rules    []rateRule
+	failRule []rateRule
+	mu       sync.Mutex
+	accounts map[uint64]*windowCounter
+	failures map[string]*windowCounter // client address → failed authentications
+}
+
+// maxLimitedAddresses bounds the per-address counters; beyond it the
+// map starts over (a client over its limit then gets a fresh window:
+// acceptable, the bound is for memory).
+const maxLimitedAddresses = 10_000
+
+func newRateLimiter(rules []rateRule) *rateLimiter {
+	if rules == nil {
+		return nil
+	}
+	return &rateLimiter{rules: rules, failRule: []rateRule{{10 * time.Minute, 60}},
+		accounts: map[uint64]*windowCounter{}, failures: map[string]*windowCounter{}}
+}
+
+// allowAccount counts a request of the account and sets the
+// X-RateLimit-* headers; over a limit it answers the 429 error.
+func (l *rateLimiter) allowAccount(w http.ResponseWriter, userID uint64, now time.Time) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	c := l.accounts[userID]
+	if c == nil {
+		c = &windowCounter{}
+		l.accounts[userID] = c
+	}
+	ok, limit, remaining, reset := c.take(l.rules, now)
+	l.mu.Unlock()
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	if !ok {
+		return rateLimited(reset.Sub(now))
+	}
+	return nil
+}
+
+// addressBlocked answers the 429 error when the client address has
+// failed to authenticate too often.
+func (l *rateLimiter) addressBlocked(addr string, now time.Time) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.failures[addr]
+	if c == nil || c.counts == nil {
+		return nil
+	}
+	if now.Sub(c.starts[0]) < l.failRule[0].window && c.counts[0] >= l.failRule[0].max {
+		return rateLimited(c.starts[0].Add(l.failRule[0].window).Sub(now))
+	}
+	return nil
+}
+
+// failedAuthentication counts a failed authentication from the address.
+func (l *rateLimiter) failedAuthentication(addr string, now time.Time) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.failures[addr]
+	if c == nil {
+		if len(l.failures) >= maxLimitedAddresses {
+			l.failures = map[string]*windowCounter{}
+		}
+		c = &windowCounter{}
+		l.failures[addr] = c
+	}
+	c.take(l.failRule, now)
+}
+
+// clientAddress is the request's peer address without its port.
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

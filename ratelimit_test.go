@@ -1,0 +1,64 @@
+package main
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestParseRateRules(t *testing.T) {
+	rules, err := parseRateRules(defaultRateRules)
+	if err != nil || len(rules) != 2 || rules[0] != (rateRule{time.Minute, 200}) || rules[1] != (rateRule{time.Hour, 2000}) {
+		t.Errorf("defaults: got %v, %v", rules, err)
+	}
+	if rules, err := parseRateRules("off"); rules != nil || err != nil {
+		t.Errorf("off: got %v, %v", rules, err)
+	}
+	for _, bad := range []string{"", "60", "60:", "x:1", "60:0", "-1:5", "60:200,"} {
+		if _, err := parseRateRules(bad); err == nil {
+			t.Errorf("%q: got nil error", bad)
+		}
+	}
+}
+
+func TestRateLimit_PerAccountWithZulipHeadersAnd429(t *testing.T) {
+	e := newTestEnv(t)
+	e.server.limits = newRateLimiter([]rateRule{{time.Minute, 3}, {time.Hour, 100}})
+	for i := range 3 {
+		r := e.request(t, http.MethodGet, "/api/v1/users/me", nil, &e.alice)
+		wantAPISuccess(t, r)
+		if got := r.header.Get("X-RateLimit-Remaining"); got != strconv.Itoa(2-i) || r.header.Get("X-RateLimit-Limit") != "3" || r.header.Get("X-RateLimit-Reset") == "" {
+			t.Errorf("request %d: headers Limit %q Remaining %q Reset %q", i+1, r.header.Get("X-RateLimit-Limit"), got, r.header.Get("X-RateLimit-Reset"))
+		}
+	}
+	r := e.request(t, http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {"ab"}}, &e.alice)
+	wantAPIError(t, r, 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
+	if secs, _ := r.body["retry-after"].(float64); secs < 1 || secs > 60 || r.header.Get("Retry-After") == "" || r.header.Get("X-RateLimit-Remaining") != "0" {
+		t.Errorf("429: retry-after %v, Retry-After %q, Remaining %q", r.body["retry-after"], r.header.Get("Retry-After"), r.header.Get("X-RateLimit-Remaining"))
+	}
+	if got := e.tokens(t, e.alice); len(got) != 0 {
+		t.Errorf("a refused request changed state: tokens %v", got)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodGet, "/api/v1/users/me", nil, &e.bob)) // per account
+	wantAPISuccess(t, e.request(t, http.MethodGet, "/api/v1/server_settings", nil, nil))
+}
+
+func TestRateLimit_FailedAuthenticationsPerAddress(t *testing.T) {
+	e := newTestEnv(t)
+	e.server.limits = newRateLimiter([]rateRule{{time.Minute, 1000}})
+	wrong := account{e.alice.user, newAPIKey()}
+	for range 60 {
+		wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/users/me", nil, &wrong), 401, "UNAUTHORIZED", "Invalid API key")
+	}
+	// From this address even a right key is refused now; 405 still comes first.
+	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/users/me", nil, &e.alice), 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
+	if r := e.request(t, http.MethodPut, "/api/v1/users/me", nil, &e.alice); r.status != 405 {
+		t.Errorf("wrong method while throttled: got %d, want 405", r.status)
+	}
+	other := buildRequest(t, queryString, http.MethodGet, "/api/v1/users/me", nil)
+	other.RemoteAddr = "192.0.2.7:4000"
+	other.SetBasicAuth(e.alice.Email, e.alice.key)
+	wantAPISuccess(t, e.do(t, other))
+}
