@@ -64,6 +64,7 @@ var commands = []command{
 	{name: "user reactivate", args: "EMAIL", nargs: 1, about: "reactivate an account", admin: userReactivate},
 	{name: "channel add", args: "NAME", nargs: 1, flags: []string{"private", "description"}, about: "create a channel and print its id", admin: channelAdd},
 	{name: "channel list", about: "list channels: id, name, public/private, description", admin: channelList},
+	{name: "backup", args: "FILE", nargs: 1, about: "write a consistent copy of the database to FILE, also while serving", admin: backupCommand},
 	{name: "version", about: "print the version"},
 }
 
@@ -91,6 +92,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return serve(ctx, o, stdout, stderr)
 	case o.PasswordStdin && o.Bot:
 		return fmt.Errorf("%w: bots log in with API keys, not passwords: drop --password-stdin", errUsage)
+	case cmd.name == "backup":
+		// The server may run elsewhere than here: give it an absolute path.
+		if positional[0], err = filepath.Abs(positional[0]); err != nil {
+			return err
+		}
 	case cmd.name == "user password" || o.PasswordStdin:
 		if o.Password, err = readPassword(stdin, stderr); err != nil {
 			return err
@@ -480,6 +486,16 @@ func channelAdd(env adminEnv, args []string, o options, out io.Writer) error {
 		return fmt.Errorf("channel add %s: %w", spec.Name, err)
 	}
 	fmt.Fprintln(out, ch.ID)
+	return nil
+}
+
+// backupCommand writes the copy; restoring is copying it back while no
+// server runs.
+func backupCommand(env adminEnv, args []string, _ options, out io.Writer) error {
+	if err := env.store.backup(args[0]); err != nil {
+		return fmt.Errorf("backup %s: %w", args[0], err)
+	}
+	fmt.Fprintln(out, args[0])
 	return nil
 }
 

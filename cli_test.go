@@ -249,3 +249,53 @@ func TestServe_BootstrapsOnceAndAdministersThroughTheSocket(t *testing.T) {
 		t.Errorf("accounts: got %q, want the owner and alice", out)
 	}
 }
+
+func TestBackup_WhileServingThenRestore(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "z.db")
+	_, _, stop := startServe(t, db, nil)
+	for _, args := range [][]string{
+		{"user", "add", "alice@example.com"},
+		{"channel", "add", "general", "--private"},
+	} {
+		if _, _, err := runCLI(t, nil, append(args, "--db", db)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backup := filepath.Join(dir, "copy.db")
+	out, _, err := runCLI(t, nil, "backup", backup, "--db", db) // through the socket: serve holds the file
+	if err != nil || strings.TrimSpace(out) != backup {
+		t.Fatalf("backup while serving: got %q, %v", out, err)
+	}
+	if fi, err := os.Stat(backup); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("backup file: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+	runCLI(t, nil, "user", "add", "bob@example.com", "--db", db) // after the backup: not in it
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Restore: copy the backup over the database while no server runs.
+	data, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(db, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	checkConsistency(t, st.db)
+	users, _ := st.users()
+	channels, _ := st.channels()
+	var emails []string
+	for _, u := range users {
+		emails = append(emails, u.Email)
+	}
+	if strings.Join(emails, ",") != "owner@zulite.localhost,alice@example.com" || len(channels) != 1 || !channels[0].Private {
+		t.Errorf("restored: users %v, channels %+v; want the owner, alice and the private channel", emails, channels)
+	}
+}

@@ -45,6 +45,7 @@ import (
 	"fmt"
 	"hash"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -1255,6 +1256,31 @@ func (s *store) unread(userID, channelID uint64) ([]uint64, error) {
 
 // maxMessageID is the largest message id, kept in memory.
 func (s *store) maxMessageID() (uint64, error) { return s.maxID.Load(), nil }
+
+// backup writes a consistent copy of the database to path (mode 0600)
+// from a read transaction, so writes go on meanwhile: a new file, synced,
+// then renamed into place.
+func (s *store) backup(path string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".zulite-backup-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		_, err := tx.WriteTo(f)
+		return err
+	})
+	if err == nil {
+		err = f.Sync()
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
 
 // ---- encoding helpers ----
 
