@@ -30,6 +30,8 @@ type options struct {
 	OwnerEmail  string        `json:"-"`
 	QueueIdle   time.Duration `json:"-"`
 	RateLimit   string        `json:"-"`
+	HeaderWait  time.Duration `json:"-"`
+	BodyWait    time.Duration `json:"-"`
 	Name        string        `json:"name,omitempty"`
 	Description string        `json:"description,omitempty"`
 	Admin       bool          `json:"admin,omitempty"`
@@ -55,7 +57,7 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "serve", flags: []string{"addr", "url", "realm-name", "owner-email", "event-queue-timeout", "rate-limit"}, about: "serve the API (the default command)"},
+	{name: "serve", flags: []string{"addr", "url", "realm-name", "owner-email", "event-queue-timeout", "rate-limit", "read-header-timeout", "read-timeout"}, about: "serve the API (the default command)"},
 	{name: "user add", args: "EMAIL", nargs: 1, flags: []string{"name", "admin", "bot", "password-stdin"}, about: "create an account and print its API key", admin: userAdd},
 	{name: "user password", args: "EMAIL", nargs: 1, about: "set the account's password, read from standard input", admin: userPassword},
 	{name: "user list", about: "list accounts: id, e-mail, role, active", admin: userList},
@@ -69,7 +71,7 @@ var commands = []command{
 }
 
 // configFlags may also come from ZULITE_* environment variables.
-var configFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "event-queue-timeout": true, "rate-limit": true}
+var configFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "event-queue-timeout": true, "rate-limit": true, "read-header-timeout": true, "read-timeout": true}
 
 // errUsage marks mistakes in the command line (exit status 2).
 var errUsage = errors.New("usage")
@@ -157,6 +159,10 @@ func defineFlags(fs *flag.FlagSet, o *options, names []string) {
 			fs.StringVar(&o.RealmName, name, "zulite", "organisation name shown to clients (env ZULITE_REALM_NAME)")
 		case "owner-email":
 			fs.StringVar(&o.OwnerEmail, name, "owner@zulite.localhost", "e-mail of the owner account made on first start (env ZULITE_OWNER_EMAIL)")
+		case "read-header-timeout":
+			fs.DurationVar(&o.HeaderWait, name, 10*time.Second, "time allowed to send a request's headers (env ZULITE_READ_HEADER_TIMEOUT)")
+		case "read-timeout":
+			fs.DurationVar(&o.BodyWait, name, 60*time.Second, "time allowed to send a whole request, body included (env ZULITE_READ_TIMEOUT)")
 		case "rate-limit":
 			fs.StringVar(&o.RateLimit, name, defaultRateRules, "per-account limits as SECONDS:MAX,... or off (also switches off the failed-authentication limit) (env ZULITE_RATE_LIMIT)")
 		case "event-queue-timeout":
@@ -179,7 +185,7 @@ func defineFlags(fs *flag.FlagSet, o *options, names []string) {
 
 // valueFlags are the flags, of any command, that take a value: needed to
 // tell a flag's value from a command word before the command is known.
-var valueFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "event-queue-timeout": true, "rate-limit": true, "name": true, "description": true}
+var valueFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "event-queue-timeout": true, "rate-limit": true, "read-header-timeout": true, "read-timeout": true, "name": true, "description": true}
 
 // positionalArgs returns the arguments that are not flags or their values.
 func positionalArgs(args []string) []string {

@@ -38,6 +38,16 @@ type server struct {
 	logins    *loginLimiter
 	events    *eventHub
 	limits    *rateLimiter // nil: no rate limits
+	patterns  []string     // every route, as routes registers them
+}
+
+// routeList is every route's pattern, "METHOD /path", as the router
+// registered them (tests walk it, so that no route is forgotten).
+func (s *server) routeList() []string {
+	if s.patterns == nil {
+		s.routes()
+	}
+	return slices.Clone(s.patterns)
 }
 
 // newServer wires a server over an open store.
@@ -52,7 +62,9 @@ func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	allowed := map[string][]string{} // path → methods, for 405 answers
+	s.patterns = nil
 	handle := func(pattern string, h http.Handler) {
+		s.patterns = append(s.patterns, pattern)
 		method, p, _ := strings.Cut(pattern, " ")
 		allowed[p] = append(allowed[p], method)
 		mux.Handle(pattern, h)
@@ -380,6 +392,8 @@ func (s *server) createUser(r *apiRequest) (any, error) {
 		return nil, badRequest("Bad name or username")
 	case fullName == "":
 		return nil, badRequest("Name too short!")
+	case strings.ContainsFunc(fullName, isUnsafeChar):
+		return nil, badRequest("Invalid characters in name!")
 	case utf8.RuneCountInString(fullName) > 100:
 		return nil, badRequest("Name too long!")
 	case utf8.RuneCountInString(password) < minPasswordLength:
@@ -521,7 +535,7 @@ func (s *server) removePushToken(r *apiRequest, kind pushKind) (any, error) {
 // validatePushToken applies Zulip's checks: a length, and for Apple
 // tokens, hex.
 func validatePushToken(kind pushKind, token string) error {
-	if token == "" || utf8.RuneCountInString(token) > maxPushTokenLength {
+	if token == "" || utf8.RuneCountInString(token) > maxPushTokenLength || strings.ContainsRune(token, 0) {
 		return badRequest("Empty or invalid length token")
 	}
 	if kind == pushAPNs && !isHexToken(token) {
@@ -700,6 +714,8 @@ func validateChannel(spec channelSpec) error {
 	case strings.ContainsFunc(spec.Name, isUnsafeChar):
 		i := strings.IndexFunc(spec.Name, isUnsafeChar)
 		return badRequest("Invalid character in channel name, at position " + runePosition(spec.Name, i) + ".")
+	case strings.ContainsRune(spec.Description, 0):
+		return badRequest("Invalid character in channel description")
 	case utf8.RuneCountInString(spec.Description) > maxChannelDescriptionLength:
 		return badRequest("description is too long (limit: " + strconv.Itoa(maxChannelDescriptionLength) + " characters)")
 	}

@@ -35,7 +35,7 @@ type account struct {
 	key string
 }
 
-func newTestEnv(t *testing.T) *testEnv {
+func newTestEnv(t testing.TB) *testEnv {
 	t.Helper()
 	st := mustOpenStore(t)
 	e := &testEnv{st: st}

@@ -37,8 +37,8 @@ const (
 // in-flight requests and closes the database.
 func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	if o.QueueIdle <= 0 {
-		return fmt.Errorf("%w: --event-queue-timeout must be positive", errUsage)
+	if o.QueueIdle <= 0 || o.HeaderWait <= 0 || o.BodyWait <= 0 {
+		return fmt.Errorf("%w: timeouts must be positive", errUsage)
 	}
 	rules, err := parseRateRules(o.RateLimit)
 	if err != nil {
@@ -86,8 +86,8 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 
 	srv := &http.Server{
 		Handler:           s.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
+		ReadHeaderTimeout: o.HeaderWait,
+		ReadTimeout:       o.BodyWait,
 		WriteTimeout:      90 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,

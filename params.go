@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // params are a request's parameters as SPEC §3 defines them: a name is
@@ -49,6 +50,15 @@ func readParams(w http.ResponseWriter, r *http.Request, limit int64) (*params, e
 	}
 	if len(p.body)+len(p.query) > maxParams {
 		return nil, badRequest("Too many parameters")
+	}
+	for _, values := range []url.Values{p.body, p.query} {
+		for name, list := range values {
+			for _, v := range list {
+				if !utf8.ValidString(name) || !utf8.ValidString(v) {
+					return nil, badRequest("Invalid UTF-8 in parameter " + strconv.Quote(name))
+				}
+			}
+		}
 	}
 	return p, nil
 }

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"go.etcd.io/bbolt"
+)
+
+// Fuzz targets: go test -run XXX -fuzz FuzzName -fuzztime 10s .
+// Seeds are in testdata/fuzz/FuzzName/ as well as below.
+
+func FuzzParams(f *testing.F) {
+	f.Add("application/x-www-form-urlencoded", []byte("token=ab&token=cd"), "token=ef")
+	f.Add("multipart/form-data; boundary=x", []byte("--x\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--x--\r\n"), "")
+	f.Add("text/plain", []byte("a=b"), "a=%zz")
+	f.Fuzz(func(t *testing.T, contentType string, body []byte, query string) {
+		req := httptest.NewRequest(http.MethodPost, "/api/v1/x", bytes.NewReader(body))
+		req.URL.RawQuery = query
+		req.Header.Set("Content-Type", contentType)
+		p, err := readParams(httptest.NewRecorder(), req, 1<<16)
+		if err != nil {
+			if ae := asAPIError(err); ae.status != 400 && ae.status != 413 {
+				t.Fatalf("error %d %q, want 400 or 413", ae.status, ae.msg)
+			}
+			return
+		}
+		for name := range p.body {
+			if v, ok := p.lookup(name); !ok || v != p.body[name][len(p.body[name])-1] {
+				t.Fatalf("lookup(%q): body value not found last-wins", name)
+			}
+		}
+	})
+}
+
+func FuzzBasicAuth(f *testing.F) {
+	f.Add("Basic " + "YWxpY2VAZXhhbXBsZS5jb206" + strings.Repeat("QUFB", 10) + "QUE=")
+	f.Add("Bearer x")
+	f.Add("Basic !!!")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, header string) {
+		email, key, err := basicCredentials(header)
+		if err != nil {
+			if ae := asAPIError(err); ae.status != 400 && ae.status != 401 {
+				t.Fatalf("status %d", ae.status)
+			}
+			return
+		}
+		if !isAPIKey(key) || strings.Contains(key, ":") && email == "" {
+			t.Fatalf("accepted key %q for %q", key, email)
+		}
+	})
+}
+
+// hexReference is Python's bytes.fromhex, written another way: a regular
+// expression of pairs and ASCII whitespace.
+var hexReference = regexp.MustCompile(`^[ \t\n\r\v\f]*(?:[0-9a-fA-F]{2}[ \t\n\r\v\f]*)*$`)
+
+func FuzzHexToken(f *testing.F) {
+	for _, s := range []string{"", "ab", "a b", " ab cd ", "0xab", "abc", "AbCdEf", "ab\x00cd", "ab\u00a0cd"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := isHexToken(s), hexReference.MatchString(s); got != want {
+			t.Fatalf("isHexToken(%q): got %v, want %v", s, got, want)
+		}
+	})
+}
+
+func FuzzTypedValue(f *testing.F) {
+	for _, s := range []string{"7", " 7 ", "7.0", "true", `"7"`, "[7]", "abc", "", "99999999999999999999", "-0", "1e3", "[1,2]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		n, err := parseInt("x", v)
+		if err != nil {
+			if ae := asAPIError(err); ae.status != 400 || !strings.HasPrefix(ae.msg, "x is not") {
+				t.Fatalf("parseInt(%q): %d %q", v, ae.status, ae.msg)
+			}
+			return
+		}
+		var f64 json.Number
+		if json.Unmarshal([]byte(v), &f64) != nil {
+			t.Fatalf("parseInt(%q) = %d, but it is not a JSON number", v, n)
+		}
+		if want, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil || want != n {
+			t.Fatalf("parseInt(%q) = %d, want %d (%v)", v, n, want, err)
+		}
+	})
+}
+
+// dbDigest hashes every key and value of the database.
+func dbDigest(t testing.TB, st *store) [32]byte {
+	h := sha256.New()
+	st.db.View(func(tx *bbolt.Tx) error {
+		var walk func(b *bbolt.Bucket)
+		walk = func(b *bbolt.Bucket) {
+			b.ForEach(func(k, v []byte) error {
+				h.Write(k)
+				if v == nil {
+					h.Write([]byte("{"))
+					walk(b.Bucket(k))
+					h.Write([]byte("}"))
+				} else {
+					h.Write(v)
+				}
+				return nil
+			})
+		}
+		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+			h.Write(name)
+			walk(b)
+			return nil
+		})
+	})
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	return sum
+}
+
+// FuzzRequest sends whole requests through the handler: no panic, no
+// 5xx, a well-formed envelope, and a refused request changes nothing.
+func FuzzRequest(f *testing.F) {
+	e := newTestEnv(f)
+	e.server.events.pollTimeout = 10 * time.Millisecond
+	routes := e.server.routeList()
+	f.Add(uint8(0), "token=ab", "application/x-www-form-urlencoded", "", uint8(2))
+	f.Add(uint8(5), `subscriptions=[{"name":"x"}]`, "application/x-www-form-urlencoded", "", uint8(2))
+	f.Add(uint8(9), "", "", "anchor=newest&num_before=5&num_after=0&narrow=[[\"is\",\"unread\"]]", uint8(2))
+	f.Fuzz(func(t *testing.T, route uint8, body, contentType, query string, who uint8) {
+		r := routes[int(route)%len(routes)]
+		method, path, _ := strings.Cut(r, " ")
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.URL.RawQuery = query
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		accounts := []*account{&e.owner, &e.alice, &e.bob, &e.bot}
+		if a := int(who) % (len(accounts) + 1); a < len(accounts) {
+			req.SetBasicAuth(accounts[a].Email, accounts[a].key)
+		}
+		before := dbDigest(t, e.st)
+		rec := httptest.NewRecorder()
+		e.handler.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+		}
+		var env map[string]any
+		raw := rec.Body.Bytes()
+		if !bytes.HasSuffix(raw, []byte("\n")) || json.Unmarshal(raw, &env) != nil || !utf8.Valid(raw) {
+			t.Fatalf("%s %s: malformed envelope %q", method, path, raw)
+		}
+		if _, ok := env["msg"].(string); !ok || (env["result"] != "success") != (rec.Code >= 400) {
+			t.Fatalf("%s %s: %d with envelope %q", method, path, rec.Code, raw)
+		}
+		if rec.Code >= 400 && dbDigest(t, e.st) != before {
+			t.Fatalf("%s %s: refused with %d but the database changed", method, path, rec.Code)
+		}
+	})
+}
