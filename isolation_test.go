@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings walks every route
+// the router has, as bob, against alice's push tokens, her private
+// channel and its messages, and her event queue. A route without a case
+// here fails the test, so a new route cannot be forgotten.
+func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
+	e := newTestEnv(t)
+	const secretText = "the secret plan"
+	e.st.addPushToken(e.alice.ID, pushToken{Kind: pushAPNs, Token: "aa11bb22"})
+	e.st.addPushToken(e.alice.ID, pushToken{Kind: pushFCM, Token: "alice-fcm-token"})
+	secretMsg, err := e.st.sendMessage(e.alice.user, channelRef{ID: e.secret.ID}, "plans", secretText, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sendAs(t, e.bob, e.general, "t") // something unread for alice
+	aliceQueue := e.registerQueue(t, &e.alice, nil).str("queue_id")
+	secretID, generalID := strconv.FormatUint(e.secret.ID, 10), strconv.FormatUint(e.general.ID, 10)
+	msgID := strconv.FormatUint(secretMsg.ID, 10)
+
+	aliceState := func() string {
+		tokens, _ := e.st.pushTokens(e.alice.ID)
+		subs, _ := e.st.subscriptions(e.alice.ID)
+		unreadGeneral := mustUnread(t, e.st, e.alice.user, e.general)
+		unreadSecret := mustUnread(t, e.st, e.alice.user, e.secret)
+		e.server.events.mu.Lock()
+		_, queued := e.server.events.queues[aliceQueue]
+		e.server.events.mu.Unlock()
+		users, _ := e.st.users()
+		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users))
+	}
+
+	type attempt struct {
+		method, path string
+		params       url.Values
+	}
+	cases := map[string][]attempt{
+		"GET /api/v1/server_settings":                {{"GET", "/api/v1/server_settings", nil}},
+		"POST /api/v1/fetch_api_key":                 {{"POST", "/api/v1/fetch_api_key", url.Values{"username": {e.alice.Email}, "password": {"not hers"}}}},
+		"POST /api/v1/register":                      {{"POST", "/api/v1/register", nil}},
+		"GET /api/v1/events":                         {{"GET", "/api/v1/events", url.Values{"queue_id": {aliceQueue}, "dont_block": {"true"}}}},
+		"DELETE /api/v1/events":                      {{"DELETE", "/api/v1/events", url.Values{"queue_id": {aliceQueue}}}},
+		"GET /api/v1/users":                          {{"GET", "/api/v1/users", nil}},
+		"POST /api/v1/users":                         {{"POST", "/api/v1/users", url.Values{"email": {"new@example.com"}, "password": {"password-1"}, "full_name": {"N"}}}},
+		"GET /api/v1/users/me":                       {{"GET", "/api/v1/users/me", nil}},
+		"POST /api/v1/users/me/apns_device_token":    {{"POST", "/api/v1/users/me/apns_device_token", url.Values{"token": {"AA11BB22"}}}},
+		"DELETE /api/v1/users/me/apns_device_token":  {{"DELETE", "/api/v1/users/me/apns_device_token", url.Values{"token": {"aa11bb22"}}}},
+		"POST /api/v1/users/me/android_gcm_reg_id":   {{"POST", "/api/v1/users/me/android_gcm_reg_id", url.Values{"token": {"alice-fcm-token"}}}},
+		"DELETE /api/v1/users/me/android_gcm_reg_id": {{"DELETE", "/api/v1/users/me/android_gcm_reg_id", url.Values{"token": {"alice-fcm-token"}}}},
+		"GET /api/v1/users/me/subscriptions":         {{"GET", "/api/v1/users/me/subscriptions", url.Values{"include_subscribers": {"true"}}}},
+		"POST /api/v1/users/me/subscriptions":        {{"POST", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"secret"}]`}}}},
+		"DELETE /api/v1/users/me/subscriptions":      {{"DELETE", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["secret","general"]`}}}},
+		"GET /api/v1/streams":                        {{"GET", "/api/v1/streams", url.Values{"include_all_active": {"true"}}}, {"GET", "/api/v1/streams", nil}},
+		"GET /api/v1/get_stream_id":                  {{"GET", "/api/v1/get_stream_id", url.Values{"stream": {"secret"}}}},
+		"POST /api/v1/messages":                      {{"POST", "/api/v1/messages", url.Values{"type": {"stream"}, "to": {secretID}, "topic": {"plans"}, "content": {"let me in"}}}},
+		"GET /api/v1/messages":                       {{"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["channel","secret"]]`}}}, {"GET", "/api/v1/messages", url.Values{"anchor": {msgID}, "num_before": {"5"}, "num_after": {"5"}, "narrow": {`[["with","` + msgID + `"]]`}}}, {"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["search","secret"]]`}}}},
+		"POST /api/v1/messages/flags":                {{"POST", "/api/v1/messages/flags", url.Values{"messages": {"[" + msgID + "]"}, "op": {"add"}, "flag": {"starred"}}}},
+		"POST /api/v1/messages/flags/narrow":         {{"POST", "/api/v1/messages/flags/narrow", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["channel","` + secretID + `"]]`}, "op": {"add"}, "flag": {"read"}}}},
+		"POST /api/v1/mark_stream_as_read":           {{"POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {secretID}}}, {"POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {generalID}}}},
+		"POST /api/v1/mark_topic_as_read":            {{"POST", "/api/v1/mark_topic_as_read", url.Values{"stream_id": {secretID}, "topic_name": {"plans"}}}},
+		"POST /api/v1/mark_all_as_read":              {{"POST", "/api/v1/mark_all_as_read", nil}},
+	}
+	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token"} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
+	before := aliceState()
+	for _, route := range e.server.routeList() {
+		attempts, ok := cases[route]
+		if !ok {
+			t.Errorf("route %s has no isolation case: add one", route)
+			continue
+		}
+		delete(cases, route)
+		for _, a := range attempts {
+			r := e.request(t, a.method, a.path, a.params, &e.bob)
+			for _, secret := range leaks {
+				if strings.Contains(r.raw, secret) {
+					t.Errorf("%s %s %v: the answer holds alice's %q", a.method, a.path, a.params, secret)
+				}
+			}
+			if strings.Contains(r.raw, `"name":"secret"`) || strings.Contains(r.raw, `"display_recipient":"secret"`) {
+				t.Errorf("%s %s: the answer shows the private channel: %s", a.method, a.path, r.raw)
+			}
+			if after := aliceState(); after != before {
+				t.Errorf("%s %s %v: alice's state changed from %s to %s", a.method, a.path, a.params, before, after)
+				before = after
+			}
+		}
+	}
+	for route := range cases {
+		t.Errorf("isolation case for %s, which the router does not have", route)
+	}
+}
