@@ -23,7 +23,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	}
 	e.sendAs(t, e.bob, e.general, "t") // something unread for alice
 	aliceQueue := e.registerQueue(t, &e.alice, nil).str("queue_id")
-	secretID, generalID := strconv.FormatUint(e.secret.ID, 10), strconv.FormatUint(e.general.ID, 10)
+	secretID := strconv.FormatUint(e.secret.ID, 10)
 	msgID := strconv.FormatUint(secretMsg.ID, 10)
 
 	aliceState := func() string {
@@ -41,6 +41,13 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	type attempt struct {
 		method, path string
 		params       url.Values
+	}
+	// Attempts on these routes aim only at alice's things: each must fail.
+	refused := map[string]bool{}
+	for _, r := range []string{"GET /api/v1/events", "DELETE /api/v1/events", "POST /api/v1/users", "POST /api/v1/fetch_api_key",
+		"DELETE /api/v1/users/me/apns_device_token", "DELETE /api/v1/users/me/android_gcm_reg_id", "POST /api/v1/users/me/subscriptions",
+		"GET /api/v1/get_stream_id", "POST /api/v1/messages", "POST /api/v1/messages/flags", "POST /api/v1/mark_stream_as_read", "POST /api/v1/mark_topic_as_read"} {
+		refused[r] = true
 	}
 	cases := map[string][]attempt{
 		"GET /api/v1/server_settings":                {{"GET", "/api/v1/server_settings", nil}},
@@ -64,7 +71,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/messages":                       {{"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["channel","secret"]]`}}}, {"GET", "/api/v1/messages", url.Values{"anchor": {msgID}, "num_before": {"5"}, "num_after": {"5"}, "narrow": {`[["with","` + msgID + `"]]`}}}, {"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["search","secret"]]`}}}},
 		"POST /api/v1/messages/flags":                {{"POST", "/api/v1/messages/flags", url.Values{"messages": {"[" + msgID + "]"}, "op": {"add"}, "flag": {"starred"}}}},
 		"POST /api/v1/messages/flags/narrow":         {{"POST", "/api/v1/messages/flags/narrow", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["channel","` + secretID + `"]]`}, "op": {"add"}, "flag": {"read"}}}},
-		"POST /api/v1/mark_stream_as_read":           {{"POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {secretID}}}, {"POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {generalID}}}},
+		"POST /api/v1/mark_stream_as_read":           {{"POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {secretID}}}},
 		"POST /api/v1/mark_topic_as_read":            {{"POST", "/api/v1/mark_topic_as_read", url.Values{"stream_id": {secretID}, "topic_name": {"plans"}}}},
 		"POST /api/v1/mark_all_as_read":              {{"POST", "/api/v1/mark_all_as_read", nil}},
 	}
@@ -79,6 +86,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		delete(cases, route)
 		for _, a := range attempts {
 			r := e.request(t, a.method, a.path, a.params, &e.bob)
+			if refused[route] && r.status < 400 {
+				t.Errorf("%s %s %v: got %d %s, want a refusal", a.method, a.path, a.params, r.status, r.raw)
+			}
 			for _, secret := range leaks {
 				if strings.Contains(r.raw, secret) {
 					t.Errorf("%s %s %v: the answer holds alice's %q", a.method, a.path, a.params, secret)
