@@ -29,8 +29,8 @@ type event map[string]any
 // Bounds on what queues may hold, so that idle clients cannot exhaust a
 // small device: a queue over either is dropped (its client re-registers).
 const (
-	maxQueueBytes      = 1 << 20  // encoded events waiting in one queue
-	maxTotalQueueBytes = 32 << 20 // in all queues together
+	maxQueueBytes      = 256 << 10 // encoded events waiting in one queue
+	maxTotalQueueBytes = 8 << 20   // in all queues together
 )
 
 // eventQueue is one client's queue.
