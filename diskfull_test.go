@@ -75,8 +75,13 @@ func TestDiskFull_500ThenRecovers(t *testing.T) {
 	if code, _ := c.call(t, http.MethodGet, "/api/v1/users/me", nil); code != 200 {
 		t.Errorf("reads while the disk is full: got %d, want 200", code)
 	}
-	if code, _ := c.call(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {big}}); code != 500 {
-		t.Errorf("a write while still full: got %d, want 500", code)
+	for range 10 { // still full: a write fails with 500 or, if it happens to fit in freed pages, succeeds
+		code, body := c.call(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {big}})
+		if code == 200 {
+			sent++
+		} else if code != 500 {
+			t.Errorf("a write while still full: got %d %v, want 500 or 200", code, body)
+		}
 	}
 
 	setFileSizeLimit(t, srv.cmd.Process.Pid, 0) // space returns
