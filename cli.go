@@ -32,6 +32,12 @@ type options struct {
 	RateLimit   string        `json:"-"`
 	HeaderWait  time.Duration `json:"-"`
 	BodyWait    time.Duration `json:"-"`
+	LogFormat   string        `json:"-"`
+	MetricsAddr string        `json:"-"`
+	TLSCert     string        `json:"-"`
+	TLSKey      string        `json:"-"`
+	ACMEDomain  string        `json:"-"`
+	ACMECache   string        `json:"-"`
 	Name        string        `json:"name,omitempty"`
 	Description string        `json:"description,omitempty"`
 	Admin       bool          `json:"admin,omitempty"`
@@ -57,7 +63,7 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "serve", flags: []string{"addr", "url", "realm-name", "owner-email", "event-queue-timeout", "rate-limit", "read-header-timeout", "read-timeout"}, about: "serve the API (the default command)"},
+	{name: "serve", flags: []string{"addr", "url", "realm-name", "owner-email", "event-queue-timeout", "rate-limit", "read-header-timeout", "read-timeout", "log-format", "metrics-addr", "tls-cert", "tls-key", "acme-domain", "acme-cache"}, about: "serve the API (the default command)"},
 	{name: "user add", args: "EMAIL", nargs: 1, flags: []string{"name", "admin", "bot", "password-stdin"}, about: "create an account and print its API key", admin: userAdd},
 	{name: "user password", args: "EMAIL", nargs: 1, about: "set the account's password, read from standard input", admin: userPassword},
 	{name: "user list", about: "list accounts: id, e-mail, role, active", admin: userList},
@@ -71,7 +77,8 @@ var commands = []command{
 }
 
 // configFlags may also come from ZULITE_* environment variables.
-var configFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "event-queue-timeout": true, "rate-limit": true, "read-header-timeout": true, "read-timeout": true}
+var configFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "event-queue-timeout": true, "rate-limit": true, "read-header-timeout": true, "read-timeout": true,
+	"log-format": true, "metrics-addr": true, "tls-cert": true, "tls-key": true, "acme-domain": true, "acme-cache": true}
 
 // errUsage marks mistakes in the command line (exit status 2).
 var errUsage = errors.New("usage")
@@ -159,6 +166,18 @@ func defineFlags(fs *flag.FlagSet, o *options, names []string) {
 			fs.StringVar(&o.RealmName, name, "zulite", "organisation name shown to clients (env ZULITE_REALM_NAME)")
 		case "owner-email":
 			fs.StringVar(&o.OwnerEmail, name, "owner@zulite.localhost", "e-mail of the owner account made on first start (env ZULITE_OWNER_EMAIL)")
+		case "log-format":
+			fs.StringVar(&o.LogFormat, name, "text", "log format, text or json (env ZULITE_LOG_FORMAT)")
+		case "metrics-addr":
+			fs.StringVar(&o.MetricsAddr, name, "", "serve GET /metrics without authentication on this address of its own (env ZULITE_METRICS_ADDR); on the API address it is for administrators")
+		case "tls-cert":
+			fs.StringVar(&o.TLSCert, name, "", "TLS certificate file, PEM (env ZULITE_TLS_CERT)")
+		case "tls-key":
+			fs.StringVar(&o.TLSKey, name, "", "TLS private key file, PEM (env ZULITE_TLS_KEY)")
+		case "acme-domain":
+			fs.StringVar(&o.ACMEDomain, name, "", "obtain certificates automatically (ACME, TLS-ALPN-01 on --addr, usually :443) for these comma-separated domains (env ZULITE_ACME_DOMAIN)")
+		case "acme-cache":
+			fs.StringVar(&o.ACMECache, name, "", "directory keeping ACME certificates (env ZULITE_ACME_CACHE; default acme-cache beside the database)")
 		case "read-header-timeout":
 			fs.DurationVar(&o.HeaderWait, name, 10*time.Second, "time allowed to send a request's headers (env ZULITE_READ_HEADER_TIMEOUT)")
 		case "read-timeout":
@@ -185,7 +204,8 @@ func defineFlags(fs *flag.FlagSet, o *options, names []string) {
 
 // valueFlags are the flags, of any command, that take a value: needed to
 // tell a flag's value from a command word before the command is known.
-var valueFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "event-queue-timeout": true, "rate-limit": true, "read-header-timeout": true, "read-timeout": true, "name": true, "description": true}
+var valueFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "event-queue-timeout": true, "rate-limit": true, "read-header-timeout": true, "read-timeout": true,
+	"log-format": true, "metrics-addr": true, "tls-cert": true, "tls-key": true, "acme-domain": true, "acme-cache": true, "name": true, "description": true}
 
 // positionalArgs returns the arguments that are not flags or their values.
 func positionalArgs(args []string) []string {
@@ -261,20 +281,37 @@ func usageText() string {
 	return b.String()
 }
 
+// versionText is the version and the build details the binary carries.
 func versionText() string {
-	version, details := "devel", ""
+	version, details := "devel", []string{}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if info.Main.Version != "" && info.Main.Version != "(devel)" {
 			version = info.Main.Version
 		}
-		details = " " + info.GoVersion
+		details = append(details, info.GoVersion)
+		settings := map[string]string{}
 		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				details += " " + s.Value
+			settings[s.Key] = s.Value
+		}
+		details = append(details, settings["GOOS"]+"/"+settings["GOARCH"])
+		if arm := settings["GOARM"]; arm != "" {
+			details[len(details)-1] += "/v" + arm
+		}
+		if rev := settings["vcs.revision"]; rev != "" {
+			rev = "commit " + rev
+			if settings["vcs.modified"] == "true" {
+				rev += " (modified)"
 			}
+			if when := settings["vcs.time"]; when != "" {
+				rev += " of " + when
+			}
+			details = append(details, rev)
+		}
+		if settings["CGO_ENABLED"] == "0" {
+			details = append(details, "static")
 		}
 	}
-	return fmt.Sprintf("zulite %s (Zulip API %s, feature level %d;%s)", version, zulipVersion, zulipFeatureLevel, details)
+	return fmt.Sprintf("zulite %s (Zulip API %s, feature level %d)\n%s", version, zulipVersion, zulipFeatureLevel, strings.Join(details, ", "))
 }
 
 // runAdmin runs an admin command through a running server's socket, or

@@ -169,7 +169,7 @@ func startServe(t *testing.T, db string, env map[string]string, extra ...string)
 		done <- run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), stdout, stderr)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(stderr.String(), "msg=listening") {
+	for !strings.Contains(stderr.String(), "msg=listening") && !strings.Contains(stderr.String(), `"msg":"listening"`) {
 		select {
 		case err := <-done:
 			t.Fatalf("serve ended before listening: %v\n%s", err, stderr)

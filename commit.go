@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"go.etcd.io/bbolt"
 )
@@ -61,6 +62,10 @@ func (s *store) committer() {
 func (s *store) commitGroup(group []commitRequest) {
 	s.commitStats.groups.Add(1)
 	s.commitStats.writes.Add(int64(len(group)))
+	if h := s.hooks.Load(); h != nil && h.commits != nil {
+		start, writes := time.Now(), len(group)
+		defer func() { h.commits(writes, time.Since(start)) }()
+	}
 	for len(group) > 0 {
 		failed := -1
 		err := s.db.Update(func(tx *bbolt.Tx) error {

@@ -39,6 +39,7 @@ type server struct {
 	events    *eventHub
 	limits    *rateLimiter // nil: no rate limits
 	patterns  []string     // every route, as routes registers them
+	metrics   *metrics
 }
 
 // routeList is every route's pattern, "METHOD /path", as the router
@@ -53,8 +54,8 @@ func (s *server) routeList() []string {
 // newServer wires a server over an open store.
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
-		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub()}
-	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening})
+		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), metrics: newMetrics()}
+	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening, commits: s.metrics.observeCommit})
 	return s
 }
 
@@ -70,6 +71,8 @@ func (s *server) routes() http.Handler {
 		mux.Handle(pattern, h)
 	}
 
+	handle("GET /health", s.public(s.health))
+	handle("GET /metrics", s.metricsPage(true))
 	handle("GET /api/v1/server_settings", s.public(s.serverSettings))
 	handle("POST /api/v1/fetch_api_key", s.public(s.fetchAPIKey))
 	handle("POST /api/v1/register", s.api(s.register))
@@ -99,7 +102,7 @@ func (s *server) routes() http.Handler {
 		mux.Handle(p, methodNotAllowed(methods))
 	}
 	mux.Handle("/", s.notFound())
-	return withCleanPath(mux)
+	return s.withRequestLog(withCleanPath(mux))
 }
 
 // withCleanPath serves //api/v1/x as /api/v1/x instead of letting the mux
@@ -136,6 +139,7 @@ func methodNotAllowed(methods []string) http.Handler {
 	}
 	allow := strings.Join(methods, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		named(r)
 		w.Header().Set("Allow", allow)
 		writeError(w, nil, r, e)
 	})
@@ -143,6 +147,7 @@ func methodNotAllowed(methods []string) http.Handler {
 
 func (s *server) notFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		named(r)
 		writeError(w, s.log, r, errNotFound)
 	})
 }
@@ -156,6 +161,44 @@ type apiRequest struct {
 
 // apiHandler returns the data of a success envelope, or an error.
 type apiHandler func(r *apiRequest) (any, error)
+
+// named records, for the request's log line, the route pattern the
+// router matched.
+func named(r *http.Request) *requestInfo {
+	info := infoOf(r)
+	if info != nil {
+		info.route = r.Pattern
+	}
+	return info
+}
+
+// health serves GET /health without authentication: success when the
+// database answers.
+func (s *server) health(r *apiRequest) (any, error) {
+	r.params.useAll()
+	return nil, s.store.ping()
+}
+
+// metricsPage serves GET /metrics in Prometheus's text format. On the API
+// listener it is for administrators (authenticated); on its own listener
+// (--metrics-addr) it is open, as scrapers expect.
+func (s *server) metricsPage(authenticated bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		named(r)
+		if authenticated {
+			u, err := s.authenticate(r)
+			if err == nil {
+				err = adminsOnly(u)
+			}
+			if err != nil {
+				writeError(w, s.log, r, err)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		s.metrics.write(w, s.store.size())
+	})
+}
 
 // roleCheck decides from the caller alone whether a route is open to them.
 type roleCheck func(u user) error
@@ -181,6 +224,7 @@ func humansOnly(u user) error {
 // envelope either way.
 func (s *server) api(h apiHandler, checks ...roleCheck) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := named(r)
 		now := time.Now()
 		addr := clientAddress(r)
 		err := s.limits.addressBlocked(addr, now)
@@ -191,6 +235,9 @@ func (s *server) api(h apiHandler, checks ...roleCheck) http.Handler {
 			}
 		}
 		if err == nil {
+			if info != nil {
+				info.userID = u.ID
+			}
 			err = s.limits.allowAccount(w, u.ID, now)
 		}
 		for _, check := range checks {
@@ -209,6 +256,7 @@ func (s *server) api(h apiHandler, checks ...roleCheck) http.Handler {
 // public serves a route without authentication.
 func (s *server) public(h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		named(r)
 		s.serve(w, r, user{}, h)
 	})
 }

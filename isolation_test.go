@@ -46,10 +46,12 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	refused := map[string]bool{}
 	for _, r := range []string{"GET /api/v1/events", "DELETE /api/v1/events", "POST /api/v1/users", "POST /api/v1/fetch_api_key",
 		"DELETE /api/v1/users/me/apns_device_token", "DELETE /api/v1/users/me/android_gcm_reg_id", "POST /api/v1/users/me/subscriptions",
-		"GET /api/v1/get_stream_id", "POST /api/v1/messages", "POST /api/v1/messages/flags", "POST /api/v1/mark_stream_as_read", "POST /api/v1/mark_topic_as_read"} {
+		"GET /api/v1/get_stream_id", "POST /api/v1/messages", "GET /metrics", "GET /metrics", "POST /api/v1/messages/flags", "POST /api/v1/mark_stream_as_read", "POST /api/v1/mark_topic_as_read"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
+		"GET /health":                                {{"GET", "/health", nil}},
+		"GET /metrics":                               {{"GET", "/metrics", nil}},
 		"GET /api/v1/server_settings":                {{"GET", "/api/v1/server_settings", nil}},
 		"POST /api/v1/fetch_api_key":                 {{"POST", "/api/v1/fetch_api_key", url.Values{"username": {e.alice.Email}, "password": {"not hers"}}}},
 		"POST /api/v1/register":                      {{"POST", "/api/v1/register", nil}},

@@ -36,7 +36,20 @@ const (
 // serve runs the API until ctx ends (SIGINT or SIGTERM), then finishes
 // in-flight requests and closes the database.
 func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	logOut := newBufferedLog(stderr)
+	defer logOut.close()
+	var log *slog.Logger
+	switch o.LogFormat {
+	case "text":
+		log = slog.New(slog.NewTextHandler(logOut, nil))
+	case "json":
+		log = slog.New(slog.NewJSONHandler(logOut, nil))
+	default:
+		return fmt.Errorf("%w: --log-format is text or json", errUsage)
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") || (o.TLSCert != "" && o.ACMEDomain != "") {
+		return fmt.Errorf("%w: give --tls-cert with --tls-key, or --acme-domain, not both", errUsage)
+	}
 	if o.QueueIdle <= 0 || o.HeaderWait <= 0 || o.BodyWait <= 0 {
 		return fmt.Errorf("%w: timeouts must be positive", errUsage)
 	}
@@ -55,9 +68,22 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
+	tlsConfig, err := serverTLS(o)
+	if err != nil {
+		return err
+	}
 	baseURL := strings.TrimRight(o.URL, "/")
-	if baseURL == "" {
+	switch {
+	case baseURL != "":
+	case o.ACMEDomain != "":
+		baseURL = "https://" + strings.Split(o.ACMEDomain, ",")[0]
+	case tlsConfig != nil:
+		baseURL = "https://" + ln.Addr().String()
+	default:
 		baseURL = "http://" + ln.Addr().String()
+	}
+	if tlsConfig == nil && !isLoopback(ln.Addr()) {
+		log.Warn("serving plain HTTP on a non-loopback address: API keys and passwords cross the network in clear text; use --tls-cert/--tls-key or --acme-domain")
 	}
 	if err := bootstrap(st, o, baseURL, stdout); err != nil {
 		return err
@@ -92,11 +118,31 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnState:         func(c net.Conn, state http.ConnState) { s.metrics.trackConnections(c, state) },
+		TLSConfig:         tlsConfig,
 	}
 	srv.RegisterOnShutdown(s.events.close) // waiting long polls answer at once
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("listening", "addr", ln.Addr().String(), "url", baseURL, "db", o.DB)
+	served := make(chan error, 2)
+	go func() {
+		if tlsConfig != nil {
+			served <- srv.ServeTLS(ln, "", "")
+		} else {
+			served <- srv.Serve(ln)
+		}
+	}()
+	if o.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", o.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		metricsMux := http.NewServeMux()
+		metricsMux.Handle("GET /metrics", s.withRequestLog(s.metricsPage(false)))
+		msrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: o.HeaderWait, ReadTimeout: o.BodyWait, WriteTimeout: 30 * time.Second}
+		go func() { served <- msrv.Serve(mln) }()
+		defer msrv.Close()
+		log.Info("metrics listening", "addr", mln.Addr().String())
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "url", baseURL, "db", o.DB, "tls", tlsConfig != nil)
 
 	select {
 	case err := <-served:
@@ -157,4 +203,10 @@ func listenAdmin(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
 	return ln, nil
+}
+
+// isLoopback reports whether a listener's address is on the loopback.
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

@@ -100,6 +100,8 @@ type storeHooks struct {
 	// the latest one registered, so that work only listeners need is
 	// skipped when nobody listens.
 	listening func(userID uint64) (bool, uint64)
+	// commits hears the size and time of every commit group.
+	commits func(writes int, elapsed time.Duration)
 }
 
 // Store sentinels: rejections, which handlers.go words for the client.
@@ -1256,6 +1258,26 @@ func (s *store) unread(userID, channelID uint64) ([]uint64, error) {
 
 // maxMessageID is the largest message id, kept in memory.
 func (s *store) maxMessageID() (uint64, error) { return s.maxID.Load(), nil }
+
+// ping answers whether the database can be read.
+func (s *store) ping() error {
+	return s.db.View(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketMeta) == nil {
+			return errors.New("no meta bucket")
+		}
+		return nil
+	})
+}
+
+// size is the database file's size in bytes.
+func (s *store) size() int64 {
+	var n int64
+	s.db.View(func(tx *bbolt.Tx) error {
+		n = tx.Size()
+		return nil
+	})
+	return n
+}
 
 // backup writes a consistent copy of the database to path (mode 0600)
 // from a read transaction, so writes go on meanwhile: a new file, synced,

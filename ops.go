@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Operations: one log line per request, a request id, and the metrics
+// GET /metrics serves in Prometheus's text format.
+
+// requestInfo is filled in while a request is served, for its log line.
+type requestInfo struct {
+	id     string
+	route  string
+	userID uint64
+}
+
+type requestInfoKey struct{}
+
+func infoOf(r *http.Request) *requestInfo {
+	info, _ := r.Context().Value(requestInfoKey{}).(*requestInfo)
+	return info
+}
+
+// statusWriter remembers the status a handler answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// withRequestLog gives each request an id (X-Request-Id), then logs one
+// line: method, route pattern, status, duration, user id, request id.
+// Nothing else of the request is logged: no query, no headers, no body,
+// so no secret can reach the log.
+func (s *server) withRequestLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := make([]byte, 8)
+		rand.Read(id)
+		info := &requestInfo{id: hex.EncodeToString(id)}
+		w.Header().Set("X-Request-Id", info.id)
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+		elapsed := time.Since(start)
+		route := info.route
+		if route == "" {
+			route = "unknown"
+		}
+		s.metrics.observeRequest(route, sw.status, elapsed)
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("route", route), slog.Int("status", sw.status),
+			slog.Duration("duration", elapsed), slog.Uint64("user_id", info.userID), slog.String("request_id", info.id))
+	})
+}
+
+// latencyBuckets are the upper bounds, in seconds, of the latency and
+// commit histograms.
+var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60}
+
+// groupBuckets are the upper bounds of the commit group size histogram.
+var groupBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256}
+
+type histogram struct {
+	bounds []float64
+	counts []uint64 // one per bound, then +Inf
+	sum    float64
+	n      uint64
+}
+
+func newHistogram(bounds []float64) *histogram {
+	return &histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
+}
+
+func (h *histogram) observe(v float64) {
+	i := sort.SearchFloat64s(h.bounds, v)
+	h.counts[i]++
+	h.sum += v
+	h.n++
+}
+
+// metrics are zulite's counters, kept under one lock (a scrape is rare,
+// an observation is a few additions).
+type metrics struct {
+	mu          sync.Mutex
+	requests    map[[2]string]uint64 // route, status → count
+	latency     map[string]*histogram
+	commitGroup *histogram
+	commitTime  *histogram
+	openConns   atomic.Int64
+}
+
+func newMetrics() *metrics {
+	return &metrics{requests: map[[2]string]uint64{}, latency: map[string]*histogram{},
+		commitGroup: newHistogram(groupBuckets), commitTime: newHistogram(latencyBuckets)}
+}
+
+func (m *metrics) observeRequest(route string, status int, elapsed time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.requests[[2]string{route, strconv.Itoa(status)}]++
+	h := m.latency[route]
+	if h == nil {
+		h = newHistogram(latencyBuckets)
+		m.latency[route] = h
+	}
+	h.observe(elapsed.Seconds())
+}
+
+// observeCommit is the store's hook for each commit group.
+func (m *metrics) observeCommit(writes int, elapsed time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.commitGroup.observe(float64(writes))
+	m.commitTime.observe(elapsed.Seconds())
+}
+
+// trackConnections counts open connections (http.Server.ConnState).
+func (m *metrics) trackConnections(_ any, state http.ConnState) {
+	switch state {
+	case http.StateNew:
+		m.openConns.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		m.openConns.Add(-1)
+	}
+}
+
+// write renders every metric in Prometheus's text format.
+func (m *metrics) write(w io.Writer, dbBytes int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := bufio.NewWriter(w)
+	defer b.Flush()
+	fmt.Fprintln(b, "# HELP zulite_http_requests_total API requests answered, by route pattern and status.")
+	fmt.Fprintln(b, "# TYPE zulite_http_requests_total counter")
+	keys := make([][2]string, 0, len(m.requests))
+	for k := range m.requests {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+a[1], b[0]+b[1]) })
+	for _, k := range keys {
+		fmt.Fprintf(b, "zulite_http_requests_total{route=%s,status=%q} %d\n", quoteLabel(k[0]), k[1], m.requests[k])
+	}
+	fmt.Fprintln(b, "# HELP zulite_http_request_duration_seconds Time to answer API requests, by route pattern.")
+	fmt.Fprintln(b, "# TYPE zulite_http_request_duration_seconds histogram")
+	routes := make([]string, 0, len(m.latency))
+	for r := range m.latency {
+		routes = append(routes, r)
+	}
+	sort.Strings(routes)
+	for _, r := range routes {
+		writeHistogram(b, "zulite_http_request_duration_seconds", "route="+quoteLabel(r)+",", m.latency[r])
+	}
+	fmt.Fprintln(b, "# HELP zulite_commit_group_writes Writes sharing one storage commit.")
+	fmt.Fprintln(b, "# TYPE zulite_commit_group_writes histogram")
+	writeHistogram(b, "zulite_commit_group_writes", "", m.commitGroup)
+	fmt.Fprintln(b, "# HELP zulite_commit_duration_seconds Time of one storage commit, disk sync included.")
+	fmt.Fprintln(b, "# TYPE zulite_commit_duration_seconds histogram")
+	writeHistogram(b, "zulite_commit_duration_seconds", "", m.commitTime)
+	fmt.Fprintln(b, "# HELP zulite_database_bytes Size of the database file.")
+	fmt.Fprintln(b, "# TYPE zulite_database_bytes gauge")
+	fmt.Fprintf(b, "zulite_database_bytes %d\n", dbBytes)
+	fmt.Fprintln(b, "# HELP zulite_open_connections HTTP connections open now.")
+	fmt.Fprintln(b, "# TYPE zulite_open_connections gauge")
+	fmt.Fprintf(b, "zulite_open_connections %d\n", m.openConns.Load())
+}
+
+func writeHistogram(b io.Writer, name, labels string, h *histogram) {
+	cumulative := uint64(0)
+	for i, bound := range h.bounds {
+		cumulative += h.counts[i]
+		fmt.Fprintf(b, "%s_bucket{%sle=%q} %d\n", name, labels, formatFloat(bound), cumulative)
+	}
+	fmt.Fprintf(b, "%s_bucket{%sle=\"+Inf\"} %d\n", name, labels, h.n)
+	trimmed := strings.TrimSuffix(labels, ",")
+	if trimmed != "" {
+		trimmed = "{" + trimmed + "}"
+	}
+	fmt.Fprintf(b, "%s_sum%s %s\n", name, trimmed, formatFloat(h.sum))
+	fmt.Fprintf(b, "%s_count%s %d\n", name, trimmed, h.n)
+}
+
+func formatFloat(v float64) string {
+	if math.IsInf(v, 1) {
+		return "+Inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// quoteLabel quotes a label value as Prometheus's text format wants.
+func quoteLabel(v string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v) + `"`
+}
+
+// bufferedLog is the log's destination: lines are gathered and written
+// every 100 ms (and at close), so that logging a line per request does
+// not cost a system call per request.
+type bufferedLog struct {
+	mu   sync.Mutex
+	w    *bufio.Writer
+	done chan struct{}
+	once sync.Once
+}
+
+func newBufferedLog(dst io.Writer) *bufferedLog {
+	l := &bufferedLog{w: bufio.NewWriterSize(dst, 64<<10), done: make(chan struct{})}
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-l.done:
+				return
+			case <-tick.C:
+				l.flush()
+			}
+		}
+	}()
+	return l
+}
+
+func (l *bufferedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *bufferedLog) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.w.Flush()
+}
+
+// close writes what is left and stops the flusher.
+func (l *bufferedLog) close() {
+	l.once.Do(func() { close(l.done) })
+	l.flush()
+}

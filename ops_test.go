@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/acme"
+)
+
+func addrFrom(t *testing.T, stderr *syncBuffer, msg string) string {
+	t.Helper()
+	re := regexp.MustCompile(regexp.QuoteMeta(msg) + `.*?"?addr"?[=:]"?(127\.0\.0\.1:\d+)`)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %q line with an address in: %s", msg, stderr)
+	return ""
+}
+
+func ownerKeyFrom(stdout *syncBuffer) string {
+	return strings.TrimPrefix(regexp.MustCompile(`key: [A-Za-z0-9]{32}`).FindString(stdout.String()), "key: ")
+}
+
+func get(t *testing.T, client *http.Client, url, email, key string) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if email != "" {
+		req.SetBasicAuth(email, key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), resp.Header
+}
+
+func TestLogs_OneJSONLinePerRequestWithoutSecrets(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "z.db")
+	stdout, stderr, stop := startServe(t, db, nil, "--log-format", "json")
+	base := "http://" + addrFrom(t, stderr, `"msg":"listening"`)
+	key := ownerKeyFrom(stdout)
+	code, _, hdr := get(t, http.DefaultClient, base+"/api/v1/users/me", "owner@zulite.localhost", key)
+	get(t, http.DefaultClient, base+"/api/v1/nope", "", "")
+	if code != 200 || hdr.Get("X-Request-Id") == "" {
+		t.Fatalf("users/me: %d, X-Request-Id %q", code, hdr.Get("X-Request-Id"))
+	}
+	stop()
+	var lines []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("a log line is not JSON: %q", line)
+		}
+		if entry["msg"] == "request" {
+			lines = append(lines, entry)
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("request lines: got %d, want 2", len(lines))
+	}
+	me := lines[0]
+	if me["method"] != "GET" || me["route"] != "GET /api/v1/users/me" || me["status"] != 200.0 || me["user_id"] != 1.0 || me["request_id"] != hdr.Get("X-Request-Id") || me["duration"] == nil {
+		t.Errorf("users/me line: got %v", me)
+	}
+	if lines[1]["route"] != "/" || lines[1]["status"] != 404.0 {
+		t.Errorf("404 line: got %v", lines[1])
+	}
+	if strings.Contains(stderr.String(), key) || strings.Contains(stderr.String(), "Basic ") {
+		t.Errorf("the log holds a key or an Authorization header")
+	}
+	for _, want := range []string{`"msg":"listening"`, `"msg":"shutting down"`, `"msg":"stopped"`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("lifecycle: no %s line", want)
+		}
+	}
+}
+
+// metricLine is one sample of Prometheus's text format.
+var metricLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*",?)*\})? (-?[0-9.eE+-]+|\+Inf|NaN)$`)
+
+func TestHealthAndMetrics(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "z.db")
+	stdout, stderr, _ := startServe(t, db, nil, "--metrics-addr", "127.0.0.1:0")
+	base := "http://" + addrFrom(t, stderr, "msg=listening")
+	metricsBase := "http://" + addrFrom(t, stderr, `msg="metrics listening"`)
+	key := ownerKeyFrom(stdout)
+	if code, body, _ := get(t, http.DefaultClient, base+"/health", "", ""); code != 200 || body != `{"result":"success","msg":""}`+"\n" {
+		t.Errorf("health: got %d %q", code, body)
+	}
+	if code, _, _ := get(t, http.DefaultClient, base+"/metrics", "", ""); code != 401 {
+		t.Errorf("metrics on the API address without credentials: got %d, want 401", code)
+	}
+	runCLI(t, nil, "user", "add", "member@example.com", "--db", db)
+	get(t, http.DefaultClient, base+"/api/v1/users/me", "owner@zulite.localhost", key)
+	runCLI(t, nil, "channel", "add", "general", "--db", db) // a commit through the socket
+	// A request is counted once its answer is written: the client may
+	// read the answer a moment before that.
+	var code int
+	var text string
+	var hdr http.Header
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if code, text, hdr = get(t, http.DefaultClient, metricsBase+"/metrics", "", ""); strings.Contains(text, `route="GET /api/v1/users/me",status="200"`) {
+			break
+		}
+	}
+	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
+		t.Fatalf("metrics on its own address: got %d %q", code, hdr.Get("Content-Type"))
+	}
+	if code, same, _ := get(t, http.DefaultClient, base+"/metrics", "owner@zulite.localhost", key); code != 200 || !strings.Contains(same, "zulite_http_requests_total") {
+		t.Errorf("metrics on the API address for the owner: got %d", code)
+	}
+	samples := map[string]float64{}
+	typed := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if strings.HasPrefix(line, "# TYPE ") {
+			f := strings.Fields(line)
+			typed[f[2]] = f[3]
+			continue
+		}
+		if strings.HasPrefix(line, "# HELP ") {
+			continue
+		}
+		m := metricLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("not a Prometheus sample: %q", line)
+		}
+		v, _ := strconv.ParseFloat(m[5], 64)
+		samples[line[:strings.LastIndex(line, " ")]] = v
+	}
+	if v := samples[`zulite_http_requests_total{route="GET /api/v1/users/me",status="200"}`]; v != 1 {
+		t.Errorf("users/me requests: got %v, want 1", v)
+	}
+	if samples[`zulite_http_request_duration_seconds_count{route="GET /api/v1/users/me"}`] != 1 || samples[`zulite_http_request_duration_seconds_bucket{route="GET /api/v1/users/me",le="+Inf"}`] != 1 {
+		t.Errorf("users/me latency histogram is missing or wrong")
+	}
+	if samples["zulite_commit_group_writes_count"] < 1 || samples["zulite_commit_duration_seconds_count"] < 1 {
+		t.Errorf("commit metrics: groups %v", samples["zulite_commit_group_writes_count"])
+	}
+	if samples["zulite_database_bytes"] <= 0 || samples["zulite_open_connections"] < 1 {
+		t.Errorf("database bytes %v, open connections %v", samples["zulite_database_bytes"], samples["zulite_open_connections"])
+	}
+	for name, kind := range map[string]string{"zulite_http_requests_total": "counter", "zulite_http_request_duration_seconds": "histogram", "zulite_commit_group_writes": "histogram", "zulite_database_bytes": "gauge", "zulite_open_connections": "gauge"} {
+		if typed[name] != kind {
+			t.Errorf("# TYPE %s: got %q, want %s", name, typed[name], kind)
+		}
+	}
+}
+
+// selfSigned makes a certificate for 127.0.0.1 and writes it and its key.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "zulite test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(priv)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+func TestTLS_ServesWithACertificateFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	_, stderr, _ := startServe(t, filepath.Join(dir, "z.db"), nil, "--tls-cert", certFile, "--tls-key", keyFile)
+	addr := addrFrom(t, stderr, "msg=listening")
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	code, body, _ := get(t, client, "https://"+addr+"/api/v1/server_settings", "", "")
+	if code != 200 || !strings.Contains(body, `"realm_url":"https://`+addr+`"`) {
+		t.Errorf("over TLS: got %d %s, want realm_url https://%s", code, body, addr)
+	}
+	if resp, err := http.Get("http://" + addr + "/api/v1/server_settings"); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), "realm_url") {
+			t.Errorf("plain HTTP on the TLS port was served the API")
+		}
+	}
+}
+
+func TestACME_WiringWithoutNetwork(t *testing.T) {
+	dir := t.TempDir()
+	o := options{DB: filepath.Join(dir, "z.db"), ACMEDomain: "chat.example.com, zulip.example.org"}
+	config, err := serverTLS(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config.GetCertificate == nil || !slices.Contains(config.NextProtos, acme.ALPNProto) || config.MinVersion != tls.VersionTLS12 {
+		t.Errorf("TLS config: GetCertificate set %v, NextProtos %v, MinVersion %x", config.GetCertificate != nil, config.NextProtos, config.MinVersion)
+	}
+	m, err := acmeManager(o.ACMEDomain, "", o.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, ok := range map[string]bool{"chat.example.com": true, "zulip.example.org": true, "evil.example.com": false} {
+		if err := m.HostPolicy(context.Background(), host); (err == nil) != ok {
+			t.Errorf("host policy for %s: got %v, want allowed %v", host, err, ok)
+		}
+	}
+	cache := filepath.Join(dir, "acme-cache")
+	if fi, err := os.Stat(cache); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("cache directory: %v", err)
+	}
+	if err := m.Cache.Put(context.Background(), "probe", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "probe")); err != nil {
+		t.Errorf("the manager does not keep its certificates in %s: %v", cache, err)
+	}
+	if _, err := acmeManager(" , ", "", o.DB); err == nil {
+		t.Errorf("an empty domain list: got nil error")
+	}
+	if !isLoopback(&net.TCPAddr{IP: net.ParseIP("127.0.0.1")}) || isLoopback(&net.TCPAddr{IP: net.ParseIP("192.0.2.1")}) || isLoopback(&net.TCPAddr{IP: net.IPv4zero}) {
+		t.Errorf("isLoopback is wrong: the plain-HTTP warning depends on it")
+	}
+}
+
+func TestServeHelp_ListsEveryFlagWithItsEnvironmentVariableAndDefault(t *testing.T) {
+	var out, errOut strings.Builder
+	run(context.Background(), []string{"serve", "--help"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
+	help := errOut.String()
+	for _, flagName := range []string{"db", "addr", "url", "realm-name", "owner-email", "event-queue-timeout", "rate-limit", "read-header-timeout", "read-timeout", "log-format", "metrics-addr", "tls-cert", "tls-key", "acme-domain", "acme-cache"} {
+		env := "ZULITE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+		if !strings.Contains(help, "-"+flagName) || !strings.Contains(help, env) {
+			t.Errorf("serve --help lacks -%s or %s", flagName, env)
+		}
+	}
+	for _, def := range []string{"127.0.0.1:9991", "zulite.db", "60:200,3600:2000", "10m0s", `"text"`} {
+		if !strings.Contains(help, def) {
+			t.Errorf("serve --help lacks the default %s", def)
+		}
+	}
+}
