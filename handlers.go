@@ -40,6 +40,10 @@ type server struct {
 	limits    *rateLimiter // nil: no rate limits
 	patterns  []string     // every route, as routes registers them
 	metrics   *metrics
+	// requestIDs and requestLog are the request lines' ids and writer
+	// (nil writer: none, as in tests).
+	requestIDs *requestIDs
+	requestLog *requestLog
 }
 
 // routeList is every route's pattern, "METHOD /path", as the router
@@ -54,7 +58,7 @@ func (s *server) routeList() []string {
 // newServer wires a server over an open store.
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
-		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), metrics: newMetrics()}
+		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), metrics: newMetrics(), requestIDs: newRequestIDs()}
 	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening, commits: s.metrics.observeCommit})
 	return s
 }
@@ -139,7 +143,7 @@ func methodNotAllowed(methods []string) http.Handler {
 	}
 	allow := strings.Join(methods, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		named(r)
+		named(w, r)
 		w.Header().Set("Allow", allow)
 		writeError(w, nil, r, e)
 	})
@@ -147,7 +151,7 @@ func methodNotAllowed(methods []string) http.Handler {
 
 func (s *server) notFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		named(r)
+		named(w, r)
 		writeError(w, s.log, r, errNotFound)
 	})
 }
@@ -164,8 +168,8 @@ type apiHandler func(r *apiRequest) (any, error)
 
 // named records, for the request's log line, the route pattern the
 // router matched.
-func named(r *http.Request) *requestInfo {
-	info := infoOf(r)
+func named(w http.ResponseWriter, r *http.Request) *requestInfo {
+	info := infoOf(w)
 	if info != nil {
 		info.route = r.Pattern
 	}
@@ -184,7 +188,7 @@ func (s *server) health(r *apiRequest) (any, error) {
 // (--metrics-addr) it is open, as scrapers expect.
 func (s *server) metricsPage(authenticated bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		named(r)
+		named(w, r)
 		if authenticated {
 			u, err := s.authenticate(r)
 			if err == nil {
@@ -224,7 +228,7 @@ func humansOnly(u user) error {
 // envelope either way.
 func (s *server) api(h apiHandler, checks ...roleCheck) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := named(r)
+		info := named(w, r)
 		now := time.Now()
 		addr := clientAddress(r)
 		err := s.limits.addressBlocked(addr, now)
@@ -256,7 +260,7 @@ func (s *server) api(h apiHandler, checks ...roleCheck) http.Handler {
 // public serves a route without authentication.
 func (s *server) public(h apiHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		named(r)
+		named(w, r)
 		s.serve(w, r, user{}, h)
 	})
 }

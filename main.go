@@ -90,6 +90,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 
 	s := newServer(st, log, baseURL, o.RealmName)
+	s.requestLog = &requestLog{out: logOut, json: o.LogFormat == "json"}
 	s.events.idleTimeout = o.QueueIdle
 	s.limits = newRateLimiter(rules)
 	go s.events.run(ctx)

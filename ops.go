@@ -2,12 +2,10 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net/http"
 	"slices"
@@ -29,17 +27,20 @@ type requestInfo struct {
 	userID uint64
 }
 
-type requestInfoKey struct{}
-
-func infoOf(r *http.Request) *requestInfo {
-	info, _ := r.Context().Value(requestInfoKey{}).(*requestInfo)
-	return info
+// infoOf finds the request's info through the ResponseWriter that
+// withRequestLog gave it (no context: a context would copy the request).
+func infoOf(w http.ResponseWriter) *requestInfo {
+	if sw, ok := w.(*statusWriter); ok {
+		return &sw.info
+	}
+	return nil
 }
 
 // statusWriter remembers the status a handler answered.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	info   requestInfo
 }
 
 func (w *statusWriter) WriteHeader(status int) {
@@ -58,6 +59,23 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// requestIDs are a random per-process prefix and a counter: unique, and
+// cheap enough for every request.
+type requestIDs struct {
+	prefix string
+	next   atomic.Uint64
+}
+
+func newRequestIDs() *requestIDs {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return &requestIDs{prefix: hex.EncodeToString(b)}
+}
+
+func (ids *requestIDs) new() string {
+	return ids.prefix + "-" + strconv.FormatUint(ids.next.Add(1), 36)
+}
+
 // withRequestLog gives each request an id (X-Request-Id), then logs one
 // line: method, route pattern, status, duration, user id, request id.
 // Nothing else of the request is logged: no query, no headers, no body,
@@ -65,22 +83,72 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *server) withRequestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := make([]byte, 8)
-		rand.Read(id)
-		info := &requestInfo{id: hex.EncodeToString(id)}
-		w.Header().Set("X-Request-Id", info.id)
-		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+		sw := &statusWriter{ResponseWriter: w, info: requestInfo{id: s.requestIDs.new()}}
+		w.Header().Set("X-Request-Id", sw.info.id)
+		next.ServeHTTP(sw, r)
 		elapsed := time.Since(start)
-		route := info.route
+		route := sw.info.route
 		if route == "" {
 			route = "unknown"
 		}
 		s.metrics.observeRequest(route, sw.status, elapsed)
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("method", r.Method), slog.String("route", route), slog.Int("status", sw.status),
-			slog.Duration("duration", elapsed), slog.Uint64("user_id", info.userID), slog.String("request_id", info.id))
+		s.requestLog.line(start, r.Method, route, sw.status, elapsed, sw.info.userID, sw.info.id)
 	})
+}
+
+// requestLog writes the request lines as slog's text or JSON handler
+// would, but without its general machinery: they are most of the log.
+type requestLog struct {
+	out  io.Writer // nil: no request lines
+	json bool
+	pool sync.Pool
+}
+
+func (l *requestLog) line(at time.Time, method, route string, status int, elapsed time.Duration, userID uint64, id string) {
+	if l == nil || l.out == nil {
+		return
+	}
+	bp, _ := l.pool.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	b := (*bp)[:0]
+	if l.json {
+		b = append(b, `{"time":"`...)
+		b = at.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","level":"INFO","msg":"request","method":`...)
+		b = strconv.AppendQuote(b, method)
+		b = append(b, `,"route":`...)
+		b = strconv.AppendQuote(b, route)
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, `,"duration":`...)
+		b = strconv.AppendInt(b, int64(elapsed), 10)
+		b = append(b, `,"user_id":`...)
+		b = strconv.AppendUint(b, userID, 10)
+		b = append(b, `,"request_id":`...)
+		b = strconv.AppendQuote(b, id)
+		b = append(b, "}\n"...)
+	} else {
+		b = append(b, "time="...)
+		b = at.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+		b = append(b, " level=INFO msg=request method="...)
+		b = append(b, method...)
+		b = append(b, " route="...)
+		b = strconv.AppendQuote(b, route)
+		b = append(b, " status="...)
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, " duration="...)
+		b = append(b, elapsed.String()...)
+		b = append(b, " user_id="...)
+		b = strconv.AppendUint(b, userID, 10)
+		b = append(b, " request_id="...)
+		b = append(b, id...)
+		b = append(b, '\n')
+	}
+	l.out.Write(b)
+	*bp = b
+	l.pool.Put(bp)
 }
 
 // latencyBuckets are the upper bounds, in seconds, of the latency and
