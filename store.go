@@ -945,7 +945,25 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 // that were unread are collected for events only when the user has a
 // queue listening: collecting costs decoding them, and without it the
 // cost does not depend on how many there were.
+//
+// When nothing is unread there is nothing to write: the checks run in a
+// read transaction and no commit is made.
 func (s *store) markChannelRead(u user, channelID uint64) error {
+	nothing := false
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		ch, err := channelByID(tx, channelID)
+		if err != nil {
+			return err
+		}
+		if !canAccess(tx, u, ch) {
+			return errNoSuchChannel
+		}
+		nothing = tx.Bucket(bucketUnread).Bucket(unreadKey(u.ID, ch.ID)) == nil
+		return nil
+	})
+	if err != nil || nothing {
+		return err
+	}
 	defer s.wakeJanitor()
 	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		ch, err := channelByID(tx, channelID)

@@ -268,7 +268,6 @@ func run(requests, bigUnread int) error {
 	peak := watchRSS(zulite.cmd.Process.Pid)
 	plainT, writeT := &target{base: "http://" + plain.addr}, &target{base: "http://" + write.addr}
 	writes := max(requests/4, 1)
-	rng := rand.New(rand.NewPCG(1, 2))
 	var rows []row
 	for _, c := range []int{1, 16, 64} {
 		ceilRead := drive(plainT, c, requests, 200, func(int) *http.Request {
@@ -282,9 +281,12 @@ func run(requests, bigUnread int) error {
 			a := accounts[(tokenBase+i)%len(accounts)]
 			return newRequest(z, http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {pushTokenFor(tokenBase + i)}}, a.email, a.key)
 		})
+		// Each mark is of a (user, channel) pair not marked before, which
+		// holds unread messages: every mark does a real write.
 		marks := drive(z, c, writes, 200, func(i int) *http.Request {
-			a := accounts[rng.IntN(len(accounts))]
-			return newRequest(z, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.Itoa(a.channels[i%len(a.channels)])}}, a.email, a.key)
+			pair := tokenBase + i
+			a := accounts[pair%len(accounts)]
+			return newRequest(z, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.Itoa(a.channels[(pair/len(accounts))%len(a.channels)])}}, a.email, a.key)
 		})
 		rejected := drive(z, c, requests, 400, func(i int) *http.Request {
 			a := accounts[i%len(accounts)]
@@ -332,7 +334,9 @@ func pushTokenFor(i int) string { return fmt.Sprintf("%064x", i) }
 // subscribed to 10 channels, 5,000 messages (unread for the subscribers
 // but their senders), and the push tokens the DELETE scenarios remove.
 func seed(z *target, bin, db, ownerKey string, requests int) ([]account, error) {
-	const users, channels, perUser, messages = 1000, 100, 10, 5000
+	// 15 channels a user: 15,000 (user, channel) pairs, each with unread
+	// messages, enough for every mark of the three write phases.
+	const users, channels, perUser, messages = 1000, 100, 15, 5000
 	accounts := make([]account, users)
 	var mu sync.Mutex
 	var firstErr error
