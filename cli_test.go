@@ -271,6 +271,9 @@ func TestBackup_WhileServingThenRestore(t *testing.T) {
 		t.Errorf("backup file: %v, mode %v; want 0600", err, fi.Mode().Perm())
 	}
 	runCLI(t, nil, "user", "add", "bob@example.com", "--db", db) // after the backup: not in it
+	if _, _, err := runCLI(t, nil, "backup", db, "--db", db); err == nil || !strings.Contains(err.Error(), "database itself") {
+		t.Errorf("a backup over the live database: got %v, want a refusal", err)
+	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,10 @@ import (
 // rawServer is the binary started without waiting for a bootstrap (a
 // restart prints none).
 type rawServer struct {
-	cmd    *exec.Cmd
-	base   string
-	mu     sync.Mutex
-	stdout strings.Builder
+	cmd            *exec.Cmd
+	base           string
+	mu             sync.Mutex
+	stdout, stderr strings.Builder
 }
 
 func startRaw(t *testing.T, bin, db string, extra ...string) *rawServer {
@@ -42,7 +42,12 @@ func startRaw(t *testing.T, bin, db string, extra ...string) *rawServer {
 	go func() {
 		s := bufio.NewScanner(stderr)
 		for s.Scan() {
+			p.mu.Lock()
+			p.stderr.WriteString(s.Text() + "\n")
+			p.mu.Unlock()
 			if m := e2eListeningLine.FindStringSubmatch(s.Text()); m != nil {
+				addr <- m[1]
+			} else if m := regexp.MustCompile(`"msg":"listening","addr":"(127\.0\.0\.1:\d+)"`).FindStringSubmatch(s.Text()); m != nil {
 				addr <- m[1]
 			}
 		}
@@ -89,11 +94,13 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 		t.Fatal("no bootstrap key")
 	}
 	owner := "owner@zulite.localhost"
+	// A second account sends, so that the owner has unread messages to mark.
+	senderKey := strings.TrimSpace(e2eRunCLI(t, bin, "user", "add", "sender@example.com", "--db", db).stdout)
 	client := &http.Client{Timeout: 5 * time.Second}
-	call := func(base, method, path string, params url.Values) (int, error) {
+	callAs := func(email, key, base, method, path string, params url.Values) (int, error) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(params.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.SetBasicAuth(owner, key)
+		req.SetBasicAuth(email, key)
 		resp, err := client.Do(req)
 		if err != nil {
 			return 0, err
@@ -102,9 +109,17 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode, nil
 	}
-	if code, err := call(first.base, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}); code != 200 {
-		t.Fatalf("subscribe: %d %v", code, err)
+	call := func(base, method, path string, params url.Values) (int, error) {
+		return callAs(owner, key, base, method, path, params)
 	}
+	for _, who := range [][2]string{{owner, key}, {"sender@example.com", senderKey}} {
+		if code, err := callAs(who[0], who[1], first.base, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}); code != 200 {
+			t.Fatalf("subscribe %s: %d %v", who[0], code, err)
+		}
+	}
+	// markedUpTo: every message acknowledged before an acknowledged
+	// mark_stream_as_read began must be read after the crashes.
+	var sentCount, markedUpTo int
 
 	var mu sync.Mutex
 	added, removed, tried := map[string]bool{}, map[string]bool{}, map[string]bool{}
@@ -145,12 +160,20 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 						}
 					case 3:
 						content := "m-" + token
-						if code, err := call(server.base, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {content}}); err == nil && code == 200 {
+						if code, err := callAs("sender@example.com", senderKey, server.base, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {content}}); err == nil && code == 200 {
 							mu.Lock()
 							sent = append(sent, content)
+							sentCount++
 							mu.Unlock()
 						}
-						call(server.base, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {"1"}})
+						mu.Lock()
+						before := len(sent)
+						mu.Unlock()
+						if code, err := call(server.base, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {"1"}}); err == nil && code == 200 {
+							mu.Lock()
+							markedUpTo = max(markedUpTo, before)
+							mu.Unlock()
+						}
 					}
 				}
 			})
@@ -207,7 +230,32 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 			t.Errorf("message %q was acknowledged but is missing", c)
 		}
 	}
-	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged; all present", len(added), len(removed), len(sent))
+	// Messages acknowledged before an acknowledged mark began are read.
+	unread := map[string]bool{}
+	st.db.View(func(tx *bbolt.Tx) error {
+		ids, _ := unreadIDs(tx, u.ID, 1)
+		for _, id := range ids {
+			if m, err := messageByID(tx, id); err == nil {
+				unread[m.Content] = true
+			}
+		}
+		return nil
+	})
+	for _, c := range sent[:markedUpTo] {
+		if unread[c] {
+			t.Errorf("message %q was acknowledged before an acknowledged mark_stream_as_read, yet is unread", c)
+		}
+	}
+	if markedUpTo == 0 {
+		t.Errorf("no mark_stream_as_read was acknowledged: the test marked nothing")
+	}
+	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read); all as acknowledged", len(added), len(removed), sentCount, markedUpTo)
+}
+
+func (p *rawServer) stderrText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
 }
 
 func (p *rawServer) stdoutText() string {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -133,9 +134,10 @@ func FuzzRequest(f *testing.F) {
 	e := newTestEnv(f)
 	e.server.events.pollTimeout = 10 * time.Millisecond
 	routes := e.server.routeList()
-	f.Add(uint8(0), "token=ab", "application/x-www-form-urlencoded", "", uint8(2))
-	f.Add(uint8(5), `subscriptions=[{"name":"x"}]`, "application/x-www-form-urlencoded", "", uint8(2))
-	f.Add(uint8(9), "", "", "anchor=newest&num_before=5&num_after=0&narrow=[[\"is\",\"unread\"]]", uint8(2))
+	route := func(pattern string) uint8 { return uint8(slices.Index(routes, pattern)) }
+	f.Add(route("POST /api/v1/users/me/apns_device_token"), "token=ab", "application/x-www-form-urlencoded", "", uint8(2))
+	f.Add(route("POST /api/v1/users/me/subscriptions"), `subscriptions=[{"name":"x"}]`, "application/x-www-form-urlencoded", "", uint8(2))
+	f.Add(route("GET /api/v1/messages"), "", "", "anchor=newest&num_before=5&num_after=0&narrow=[[\"is\",\"unread\"]]", uint8(2))
 	f.Fuzz(func(t *testing.T, route uint8, body, contentType, query string, who uint8) {
 		r := routes[int(route)%len(routes)]
 		method, path, _ := strings.Cut(r, " ")

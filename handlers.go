@@ -190,11 +190,7 @@ func (s *server) metricsPage(authenticated bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		named(w, r)
 		if authenticated {
-			u, err := s.authenticate(r)
-			if err == nil {
-				err = adminsOnly(u)
-			}
-			if err != nil {
+			if _, err := s.admit(w, r, adminsOnly); err != nil {
 				writeError(w, s.log, r, err)
 				return
 			}
@@ -228,33 +224,51 @@ func humansOnly(u user) error {
 // envelope either way.
 func (s *server) api(h apiHandler, checks ...roleCheck) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := named(w, r)
-		now := time.Now()
-		addr := clientAddress(r)
-		err := s.limits.addressBlocked(addr, now)
-		var u user
-		if err == nil {
-			if u, err = s.authenticate(r); err != nil && asAPIError(err).status == http.StatusUnauthorized {
-				s.limits.failedAuthentication(addr, now)
-			}
-		}
-		if err == nil {
-			if info != nil {
-				info.userID = u.ID
-			}
-			err = s.limits.allowAccount(w, u.ID, now)
-		}
-		for _, check := range checks {
-			if err == nil {
-				err = check(u)
-			}
-		}
+		u, err := s.admit(w, r, checks...)
 		if err != nil {
 			writeError(w, s.log, r, err)
 			return
 		}
 		s.serve(w, r, u, h)
 	})
+}
+
+// admit is SPEC §3's order for an authenticated request after the
+// method: the client address's failed-authentication throttle,
+// authentication, the account's rate limit, then the role checks.
+func (s *server) admit(w http.ResponseWriter, r *http.Request, checks ...roleCheck) (user, error) {
+	info := named(w, r)
+	now := time.Now()
+	addr := clientAddress(r)
+	if err := s.limits.addressBlocked(addr, now); err != nil {
+		return user{}, err
+	}
+	u, err := s.authenticate(r)
+	if isWrongCredential(err) {
+		s.limits.failedAuthentication(addr, now)
+	}
+	if err != nil {
+		return user{}, err
+	}
+	if info != nil {
+		info.userID = u.ID
+	}
+	if err := s.limits.allowAccount(w, u.ID, now); err != nil {
+		return user{}, err
+	}
+	for _, check := range checks {
+		if err := check(u); err != nil {
+			return user{}, err
+		}
+	}
+	return u, nil
+}
+
+// isWrongCredential tells the failures that count against a client
+// address: credentials presented and wrong. A request without any, or a
+// right key of a deactivated account, is not a guess.
+func isWrongCredential(err error) bool {
+	return err == errInvalidAPIKey || err == errMalformedAPIKey || err == errBadBasicHeader || err == errLoginFailed
 }
 
 // public serves a route without authentication.
@@ -482,6 +496,10 @@ func (s *server) fetchAPIKey(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	addr := clientAddress(r.Request)
+	if err := s.limits.addressBlocked(addr, time.Now()); err != nil {
+		return nil, err
+	}
 	if wait := s.logins.reserve(username, time.Now()); wait > 0 {
 		return nil, rateLimited(wait)
 	}
@@ -501,6 +519,7 @@ func (s *server) fetchAPIKey(r *apiRequest) (any, error) {
 	case err != nil:
 		return nil, err
 	case !ok:
+		s.limits.failedAuthentication(addr, time.Now())
 		return nil, errLoginFailed
 	}
 	if !u.Active {

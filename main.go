@@ -68,6 +68,13 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
+	var mln net.Listener // every listener is open before anything is served or printed
+	if o.MetricsAddr != "" {
+		if mln, err = net.Listen("tcp", o.MetricsAddr); err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		defer mln.Close()
+	}
 	tlsConfig, err := serverTLS(o)
 	if err != nil {
 		return err
@@ -82,8 +89,8 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	default:
 		baseURL = "http://" + ln.Addr().String()
 	}
-	if tlsConfig == nil && !isLoopback(ln.Addr()) {
-		log.Warn("serving plain HTTP on a non-loopback address: API keys and passwords cross the network in clear text; use --tls-cert/--tls-key or --acme-domain")
+	if warning := plainHTTPWarning(ln.Addr(), tlsConfig != nil); warning != "" {
+		log.Warn(warning)
 	}
 	if err := bootstrap(st, o, baseURL, stdout); err != nil {
 		return err
@@ -93,6 +100,9 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	s.requestLog = &requestLog{out: logOut, json: o.LogFormat == "json"}
 	s.events.idleTimeout = o.QueueIdle
 	s.limits = newRateLimiter(rules)
+	if rules == nil {
+		s.logins = nil // off switches off every kind of limit, the per-account login one too
+	}
 	go s.events.run(ctx)
 	go s.passwords.prepare() // the first unknown login then costs one hash, like the rest
 
@@ -131,23 +141,20 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			served <- srv.Serve(ln)
 		}
 	}()
-	if o.MetricsAddr != "" {
-		mln, err := net.Listen("tcp", o.MetricsAddr)
-		if err != nil {
-			return fmt.Errorf("metrics listener: %w", err)
-		}
+	var msrv *http.Server
+	if mln != nil {
 		metricsMux := http.NewServeMux()
 		metricsMux.Handle("GET /metrics", s.withRequestLog(s.metricsPage(false)))
-		msrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: o.HeaderWait, ReadTimeout: o.BodyWait, WriteTimeout: 30 * time.Second}
+		msrv = &http.Server{Handler: metricsMux, ReadHeaderTimeout: o.HeaderWait, ReadTimeout: o.BodyWait, WriteTimeout: 30 * time.Second}
 		go func() { served <- msrv.Serve(mln) }()
-		defer msrv.Close()
 		log.Info("metrics listening", "addr", mln.Addr().String())
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "url", baseURL, "db", o.DB, "tls", tlsConfig != nil)
 
+	var failed error
 	select {
-	case err := <-served:
-		return err
+	case failed = <-served: // a listener broke: still shut down in order
+		log.Error("serving stopped", "err", failed)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
@@ -156,12 +163,24 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("shutdown", "err", err)
 	}
+	if msrv != nil {
+		msrv.Shutdown(shutdownCtx)
+	}
 	admin.Close()
 	if err := st.close(); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}
 	log.Info("stopped")
-	return nil
+	return failed
+}
+
+// plainHTTPWarning is what to say when API keys would cross a network in
+// clear text: plain HTTP on an address other than loopback.
+func plainHTTPWarning(addr net.Addr, tls bool) string {
+	if tls || isLoopback(addr) {
+		return ""
+	}
+	return "serving plain HTTP on a non-loopback address: API keys and passwords cross the network in clear text; use --tls-cert/--tls-key or --acme-domain"
 }
 
 // bootstrap makes the owner account when the database has none, and

@@ -224,10 +224,14 @@ func (m *metrics) trackConnections(_ any, state http.ConnState) {
 
 // write renders every metric in Prometheus's text format.
 func (m *metrics) write(w io.Writer, dbBytes int64) {
+	var out strings.Builder
+	m.render(&out, dbBytes) // under the lock; the network write is not
+	io.WriteString(w, out.String())
+}
+
+func (m *metrics) render(b io.Writer, dbBytes int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := bufio.NewWriter(w)
-	defer b.Flush()
 	fmt.Fprintln(b, "# HELP zulite_http_requests_total API requests answered, by route pattern and status.")
 	fmt.Fprintln(b, "# TYPE zulite_http_requests_total counter")
 	keys := make([][2]string, 0, len(m.requests))
@@ -293,14 +297,16 @@ func quoteLabel(v string) string {
 // every 100 ms (and at close), so that logging a line per request does
 // not cost a system call per request.
 type bufferedLog struct {
-	mu   sync.Mutex
-	w    *bufio.Writer
-	done chan struct{}
-	once sync.Once
+	mu     sync.Mutex
+	w      *bufio.Writer
+	dst    io.Writer
+	closed bool
+	done   chan struct{}
+	once   sync.Once
 }
 
 func newBufferedLog(dst io.Writer) *bufferedLog {
-	l := &bufferedLog{w: bufio.NewWriterSize(dst, 64<<10), done: make(chan struct{})}
+	l := &bufferedLog{w: bufio.NewWriterSize(dst, 64<<10), dst: dst, done: make(chan struct{})}
 	go func() {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
@@ -319,17 +325,34 @@ func newBufferedLog(dst io.Writer) *bufferedLog {
 func (l *bufferedLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if l.closed {
+		l.flushLocked() // after close, lines go straight out
+	}
+	return n, err
 }
 
 func (l *bufferedLog) flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.w.Flush()
+	l.flushLocked()
 }
 
-// close writes what is left and stops the flusher.
+// flushLocked writes out the buffer; a failed write (a full pipe, say)
+// drops what was buffered rather than ending all logging, as a bufio
+// error would.
+func (l *bufferedLog) flushLocked() {
+	if err := l.w.Flush(); err != nil {
+		l.w.Reset(l.dst)
+	}
+}
+
+// close writes what is left and stops the flusher; later lines are
+// written at once.
 func (l *bufferedLog) close() {
 	l.once.Do(func() { close(l.done) })
-	l.flush()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.flushLocked()
 }

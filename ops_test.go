@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -243,8 +244,13 @@ func TestACME_WiringWithoutNetwork(t *testing.T) {
 	if _, err := acmeManager(" , ", "", o.DB); err == nil {
 		t.Errorf("an empty domain list: got nil error")
 	}
-	if !isLoopback(&net.TCPAddr{IP: net.ParseIP("127.0.0.1")}) || isLoopback(&net.TCPAddr{IP: net.ParseIP("192.0.2.1")}) || isLoopback(&net.TCPAddr{IP: net.IPv4zero}) {
-		t.Errorf("isLoopback is wrong: the plain-HTTP warning depends on it")
+	for addr, warn := range map[string]bool{"127.0.0.1": false, "::1": false, "192.0.2.1": true, "0.0.0.0": true} {
+		if got := plainHTTPWarning(&net.TCPAddr{IP: net.ParseIP(addr)}, false) != ""; got != warn {
+			t.Errorf("plain HTTP on %s: warning %v, want %v", addr, got, warn)
+		}
+		if plainHTTPWarning(&net.TCPAddr{IP: net.ParseIP(addr)}, true) != "" {
+			t.Errorf("TLS on %s: a warning, want none", addr)
+		}
 	}
 }
 
@@ -261,6 +267,18 @@ func TestServeHelp_ListsEveryFlagWithItsEnvironmentVariableAndDefault(t *testing
 	for _, def := range []string{"127.0.0.1:9991", "zulite.db", "60:200,3600:2000", "10m0s", `"text"`} {
 		if !strings.Contains(help, def) {
 			t.Errorf("serve --help lacks the default %s", def)
+		}
+	}
+}
+
+func TestVersion_OfTheBuiltBinaryCarriesBuildDetails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	r := e2eRunCLI(t, e2eBuildBinary(t), "version")
+	for _, want := range []string{"zulite ", "feature level 278", runtime.Version(), "linux/" + runtime.GOARCH, "static"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("version: got %q, want it to hold %q", r.stdout, want)
 		}
 	}
 }

@@ -37,6 +37,9 @@ const maxParams = 1000
 func readParams(w http.ResponseWriter, r *http.Request, limit int64) (*params, error) {
 	p := &params{used: make(map[string]bool)}
 	if r.URL.RawQuery != "" {
+		if tooManyPairs(r.URL.RawQuery) {
+			return nil, badRequest("Too many parameters")
+		}
 		query, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
 			return nil, badRequest("Malformed query string")
@@ -82,6 +85,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (url.Values, 
 		if err != nil {
 			return nil, bodyError(err)
 		}
+		if tooManyPairs(string(raw)) {
+			return nil, badRequest("Too many parameters")
+		}
 		values, err := url.ParseQuery(string(raw))
 		if err != nil {
 			return nil, badRequest("Malformed request body")
@@ -122,6 +128,12 @@ func readMultipart(body io.Reader, boundary string) (url.Values, error) {
 			values.Add(name, value.String())
 		}
 	}
+}
+
+// tooManyPairs counts an urlencoded text's pairs, repeated names
+// included, before anything is parsed.
+func tooManyPairs(text string) bool {
+	return strings.Count(text, "&")+strings.Count(text, ";") >= maxParams
 }
 
 func bodyError(err error) error {

@@ -146,7 +146,11 @@ func newLoginLimiter() *loginLimiter {
 }
 
 // reserve starts an attempt, or answers how long the account must wait.
+// A nil limiter (--rate-limit off) never refuses.
 func (l *loginLimiter) reserve(email string, now time.Time) time.Duration {
+	if l == nil {
+		return 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	key := strings.ToLower(email)
@@ -169,6 +173,9 @@ func (l *loginLimiter) reserve(email string, now time.Time) time.Duration {
 
 // finish ends a reserved attempt; a failure stays counted.
 func (l *loginLimiter) finish(email string, failed bool, now time.Time) {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	a := l.accounts[strings.ToLower(email)]

@@ -62,3 +62,28 @@ func TestRateLimit_FailedAuthenticationsPerAddress(t *testing.T) {
 	other.SetBasicAuth(e.alice.Email, e.alice.key)
 	wantAPISuccess(t, e.do(t, other))
 }
+
+func TestRateLimit_OnlyWrongCredentialsCountAndEveryDoorIsThrottled(t *testing.T) {
+	e := newTestEnv(t)
+	e.server.limits = newRateLimiter([]rateRule{{time.Minute, 10_000}})
+	gone := account{}
+	gone.user, gone.key = mustCreateUser(t, e.st, "gone@example.com", roleMember, false)
+	e.st.setActive("gone@example.com", false)
+	for range 100 { // no credentials, and a right key of a deactivated account: not guesses
+		e.request(t, http.MethodGet, "/api/v1/users/me", nil, nil)
+		e.request(t, http.MethodGet, "/api/v1/users/me", nil, &gone)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodGet, "/api/v1/users/me", nil, &e.alice))
+
+	// Wrong keys on /metrics and wrong passwords on fetch_api_key count too.
+	wrong := account{e.owner.user, newAPIKey()}
+	for range 30 {
+		e.request(t, http.MethodGet, "/metrics", nil, &wrong)
+	}
+	e.st.setPassword("bob@example.com", hashOf("bob-password"))
+	for i := range 30 {
+		e.login(t, "nobody"+strconv.Itoa(i)+"@example.com", "guess")
+	}
+	wantAPIError(t, e.request(t, http.MethodGet, "/metrics", nil, &e.owner), 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
+	wantAPIError(t, e.login(t, "bob@example.com", "bob-password"), 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
+}

@@ -1301,6 +1301,11 @@ func (s *store) size() int64 {
 // from a read transaction, so writes go on meanwhile: a new file, synced,
 // then renamed into place.
 func (s *store) backup(path string) error {
+	if dst, err := os.Stat(path); err == nil {
+		if src, err := os.Stat(s.db.Path()); err == nil && os.SameFile(src, dst) {
+			return errors.New("that is the database itself: a backup over it would lose every later write")
+		}
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".zulite-backup-*")
 	if err != nil {
 		return err
