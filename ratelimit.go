@@ -85,9 +85,9 @@ type rateLimiter struct {
 	failures map[string]*windowCounter // client address → failed authentications
 }
 
-// maxLimitedAddresses bounds the per-address counters; beyond it the
-// map starts over (a client over its limit then gets a fresh window:
-// acceptable, the bound is for memory).
+// maxLimitedAddresses bounds the per-address counters. When full, entries
+// whose window has passed go first, then ones that are not blocking; a
+// blocked address is never forgotten early.
 const maxLimitedAddresses = 10_000
 
 func newRateLimiter(rules []rateRule) *rateLimiter {
@@ -149,20 +149,45 @@ func (l *rateLimiter) failedAuthentication(addr string, now time.Time) {
 	defer l.mu.Unlock()
 	c := l.failures[addr]
 	if c == nil {
-		if len(l.failures) >= maxLimitedAddresses {
-			l.failures = map[string]*windowCounter{}
-		}
+		l.makeRoom(now)
 		c = &windowCounter{}
 		l.failures[addr] = c
 	}
 	c.take(l.failRule, now)
 }
 
-// clientAddress is the request's peer address without its port.
+// makeRoom keeps the per-address map under its bound; l.mu is held.
+func (l *rateLimiter) makeRoom(now time.Time) {
+	if len(l.failures) < maxLimitedAddresses {
+		return
+	}
+	rule := l.failRule[0]
+	for addr, c := range l.failures {
+		if now.Sub(c.starts[0]) >= rule.window {
+			delete(l.failures, addr)
+		}
+	}
+	for addr, c := range l.failures {
+		if len(l.failures) < maxLimitedAddresses {
+			return
+		}
+		if c.counts[0] < rule.max {
+			delete(l.failures, addr)
+		}
+	}
+}
+
+// clientAddress is the request's peer: its IPv4 address, or the /64 of
+// its IPv6 address (one host usually holds a whole /64, so counting per
+// address would let it try without end).
 func clientAddress(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
 	}
-	return host
+	ip := net.ParseIP(host)
+	if ip == nil || ip.To4() != nil {
+		return host
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }

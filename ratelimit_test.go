@@ -87,3 +87,33 @@ func TestRateLimit_OnlyWrongCredentialsCountAndEveryDoorIsThrottled(t *testing.T
 	wantAPIError(t, e.request(t, http.MethodGet, "/metrics", nil, &e.owner), 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
 	wantAPIError(t, e.login(t, "bob@example.com", "bob-password"), 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
 }
+
+func TestClientAddress_IPv6CountsPerSlash64(t *testing.T) {
+	for remote, want := range map[string]string{
+		"192.0.2.7:4000":            "192.0.2.7",
+		"[2001:db8:1:2:3::9]:4000":  "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::]:443": "2001:db8:1:2::/64",
+	} {
+		r := &http.Request{RemoteAddr: remote}
+		if got := clientAddress(r); got != want {
+			t.Errorf("%s: got %s, want %s", remote, got, want)
+		}
+	}
+}
+
+func TestRateLimit_AFullAddressTableNeverForgetsABlockedAddress(t *testing.T) {
+	l := newRateLimiter([]rateRule{{time.Minute, 10}})
+	now := time.Now()
+	for range 60 {
+		l.failedAuthentication("203.0.113.9", now)
+	}
+	for i := range maxLimitedAddresses + 10 {
+		l.failedAuthentication("198.51.100."+strconv.Itoa(i), now) // one guess each from many addresses
+	}
+	if l.addressBlocked("203.0.113.9", now) == nil {
+		t.Errorf("a blocked address was forgotten when the table filled")
+	}
+	if len(l.failures) > maxLimitedAddresses+1 {
+		t.Errorf("table size: got %d, want at most %d", len(l.failures), maxLimitedAddresses+1)
+	}
+}
