@@ -88,11 +88,7 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	bin := e2eBuildBinary(t)
 	db := filepath.Join(t.TempDir(), "z.db")
 	first := startRaw(t, bin, db, "--rate-limit", "off")
-	time.Sleep(100 * time.Millisecond) // let stdout be read
-	key := strings.TrimSpace(strings.TrimPrefix(regexpFind(`key: ([A-Za-z0-9]{32})`, first.stdoutText()), "key: "))
-	if key == "" {
-		t.Fatal("no bootstrap key")
-	}
+	key := first.ownerKey(t)
 	owner := "owner@zulite.localhost"
 	// A second account sends, so that the owner has unread messages to mark.
 	senderKey := strings.TrimSpace(e2eRunCLI(t, bin, "user", "add", "sender@example.com", "--db", db).stdout)
@@ -185,13 +181,7 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 		wg.Wait()
 	}
 
-	st, err := openStore(db, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.close()
-	st.quiesce()
-	checkConsistency(t, st.db)
+	st := reopenChecked(t, db)
 	u, _ := st.userByEmail(owner)
 	tokens, _ := st.pushTokens(u.ID)
 	have := map[string]bool{}
@@ -264,7 +254,32 @@ func (p *rawServer) stdoutText() string {
 	return p.stdout.String()
 }
 
-func regexpFind(pattern, text string) string { return regexp.MustCompile(pattern).FindString(text) }
+// ownerKey is the bootstrap key the server printed, once its stdout has it.
+func (p *rawServer) ownerKey(t *testing.T) string {
+	t.Helper()
+	re := regexp.MustCompile(`key: ([A-Za-z0-9]{32})`)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(p.stdoutText()); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatal("the server printed no bootstrap key")
+	return ""
+}
+
+// reopenChecked opens a database the binary has left, with nothing else
+// writing, and runs bbolt's consistency check on it.
+func reopenChecked(t *testing.T, db string) *store {
+	t.Helper()
+	st, err := openStore(db, time.Second)
+	if err != nil {
+		t.Fatalf("reopen %s: %v", db, err)
+	}
+	t.Cleanup(func() { st.close() })
+	st.quiesce()
+	checkConsistency(t, st.db)
+	return st
+}
 
 // TestShutdown_InFlightRequestsFinishNewConnectionsRefused sends SIGTERM
 // while a request is half sent: the request completes, new connections
@@ -276,8 +291,7 @@ func TestShutdown_InFlightRequestsFinishNewConnectionsRefused(t *testing.T) {
 	bin := e2eBuildBinary(t)
 	db := filepath.Join(t.TempDir(), "z.db")
 	srv := startRaw(t, bin, db)
-	time.Sleep(100 * time.Millisecond)
-	key := strings.TrimPrefix(regexpFind(`key: ([A-Za-z0-9]{32})`, srv.stdoutText()), "key: ")
+	key := srv.ownerKey(t)
 	addr := strings.TrimPrefix(srv.base, "http://")
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -317,13 +331,7 @@ func TestShutdown_InFlightRequestsFinishNewConnectionsRefused(t *testing.T) {
 	if took := time.Since(stopped); took > shutdownTimeout+2*time.Second {
 		t.Errorf("shutdown took %v", took)
 	}
-	st, err := openStore(db, time.Second)
-	if err != nil {
-		t.Fatalf("reopen after shutdown: %v", err)
-	}
-	defer st.close()
-	st.quiesce()
-	checkConsistency(t, st.db)
+	st := reopenChecked(t, db)
 	u, _ := st.userByEmail("owner@zulite.localhost")
 	if tokens, _ := st.pushTokens(u.ID); len(tokens) != 1 {
 		t.Errorf("the in-flight request's token: got %d tokens, want 1", len(tokens))

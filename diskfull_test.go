@@ -49,8 +49,7 @@ func TestDiskFull_500ThenRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := startRaw(t, wrapper, db, "--rate-limit", "off")
-	time.Sleep(100 * time.Millisecond)
-	key := strings.TrimPrefix(regexpFind(`key: ([A-Za-z0-9]{32})`, srv.stdoutText()), "key: ")
+	key := srv.ownerKey(t)
 	c := rtClient{srv.base, "owner@zulite.localhost", key, &http.Client{Timeout: 10 * time.Second}}
 	c.call(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}})
 
@@ -101,13 +100,7 @@ func TestDiskFull_500ThenRecovers(t *testing.T) {
 	if err := srv.cmd.Wait(); err != nil {
 		t.Errorf("exit: %v", err)
 	}
-	st, err := openStore(db, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.close()
-	st.quiesce()
-	checkConsistency(t, st.db)
+	st := reopenChecked(t, db)
 	st.db.View(func(tx *bbolt.Tx) error {
 		for _, id := range acked {
 			if m, err := messageByID(tx, id); err != nil || len(m.Content) != len(big) {

@@ -21,8 +21,7 @@ func TestHostileClients_CutOffAndRefused(t *testing.T) {
 	}
 	bin := e2eBuildBinary(t)
 	srv := startRaw(t, bin, filepath.Join(t.TempDir(), "z.db"), "--read-header-timeout", "500ms", "--read-timeout", "1s")
-	time.Sleep(100 * time.Millisecond)
-	key := strings.TrimPrefix(regexpFind(`key: ([A-Za-z0-9]{32})`, srv.stdoutText()), "key: ")
+	key := srv.ownerKey(t)
 	auth := basic("owner@zulite.localhost", key)
 	addr := strings.TrimPrefix(srv.base, "http://")
 

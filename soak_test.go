@@ -113,7 +113,7 @@ func TestSecrets_NeverInWhatTheServerWrites(t *testing.T) {
 func checkSecrets(t *testing.T, bin, format string) {
 	db := filepath.Join(t.TempDir(), "z.db")
 	srv := startRaw(t, bin, db, "--log-format", format)
-	time.Sleep(100 * time.Millisecond)
+	srv.ownerKey(t) // started, bootstrap printed
 	const password = "planted-password-4711"
 	add := exec.Command(bin, "user", "add", "planted@example.com", "--password-stdin", "--db", db)
 	add.Env = e2eChildEnv()
