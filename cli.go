@@ -72,7 +72,7 @@ var commands = []command{
 	{name: "user reactivate", args: "EMAIL", nargs: 1, about: "reactivate an account", admin: userReactivate},
 	{name: "channel add", args: "NAME", nargs: 1, flags: []string{"private", "description"}, about: "create a channel and print its id", admin: channelAdd},
 	{name: "channel list", about: "list channels: id, name, public/private, description", admin: channelList},
-	{name: "backup", args: "FILE", nargs: 1, about: "write a consistent copy of the database to FILE, also while serving", admin: backupCommand},
+	{name: "backup", args: "FILE", nargs: 1, about: "write a consistent copy of the database to FILE, also while serving"},
 	{name: "version", about: "print the version"},
 }
 
@@ -101,11 +101,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return serve(ctx, o, stdout, stderr)
 	case o.PasswordStdin && o.Bot:
 		return fmt.Errorf("%w: bots log in with API keys, not passwords: drop --password-stdin", errUsage)
-	case cmd.name == "backup":
-		// The server may run elsewhere than here: give it an absolute path.
-		if positional[0], err = filepath.Abs(positional[0]); err != nil {
-			return err
-		}
 	case cmd.name == "user password" || o.PasswordStdin:
 		if o.Password, err = readPassword(stdin, stderr); err != nil {
 			return err
@@ -317,6 +312,9 @@ func versionText() string {
 // runAdmin runs an admin command through a running server's socket, or
 // on the database file directly when no server holds it.
 func runAdmin(cmd command, args []string, o options, stdout io.Writer) error {
+	if cmd.name == "backup" {
+		return runBackup(args[0], o, stdout)
+	}
 	if conn, err := net.DialTimeout("unix", socketPath(o.DB), lockTimeout); err == nil {
 		defer conn.Close()
 		return adminOverSocket(conn, cmd, args, o, stdout)
@@ -374,6 +372,11 @@ func serveAdminConn(env adminEnv, conn net.Conn) {
 	var req adminRequest
 	var resp adminResponse
 	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&req); err != nil {
+		return
+	}
+	if req.Command == "backup" { // the copy goes to the client, which writes it with its own rights
+		conn.SetDeadline(time.Now().Add(time.Hour))
+		env.store.streamBackup(conn)
 		return
 	}
 	cmd, ok := findCommand(strings.Fields(req.Command))
@@ -532,14 +535,83 @@ func channelAdd(env adminEnv, args []string, o options, out io.Writer) error {
 	return nil
 }
 
-// backupCommand writes the copy; restoring is copying it back while no
+// runBackup writes a consistent copy of the database to path. With a
+// server holding the file, the server streams the copy over its socket
+// and this process writes it, with its own rights (so a sandboxed service
+// can still be backed up anywhere its administrator may write); with none,
+// it copies the file directly. Restoring is copying it back while no
 // server runs.
-func backupCommand(env adminEnv, args []string, _ options, out io.Writer) error {
-	if err := env.store.backup(args[0]); err != nil {
-		return fmt.Errorf("backup %s: %w", args[0], err)
+func runBackup(path string, o options, stdout io.Writer) error {
+	if dst, err := os.Stat(path); err == nil {
+		if src, err := os.Stat(o.DB); err == nil && os.SameFile(src, dst) {
+			return errors.New("backup: that is the database itself: a backup over it would lose every later write")
+		}
 	}
-	fmt.Fprintln(out, args[0])
+	conn, err := net.DialTimeout("unix", socketPath(o.DB), lockTimeout)
+	if err != nil {
+		st, err := openStore(o.DB, lockTimeout)
+		if err != nil {
+			return err
+		}
+		defer st.close()
+		if err := st.backup(path); err != nil {
+			return fmt.Errorf("backup %s: %w", path, err)
+		}
+		fmt.Fprintln(stdout, path)
+		return nil
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(time.Hour))
+	if err := json.NewEncoder(conn).Encode(adminRequest{Command: "backup"}); err != nil {
+		return fmt.Errorf("backup through %s: %w", socketPath(o.DB), err)
+	}
+	in := bufio.NewReader(conn)
+	line, err := in.ReadBytes('\n') // the header line; the copy follows it
+	var header backupHeader
+	if err == nil {
+		err = json.Unmarshal(line, &header)
+	}
+	if err != nil {
+		return fmt.Errorf("backup through %s: %w", socketPath(o.DB), err)
+	}
+	if header.Error != "" {
+		return fmt.Errorf("backup: %s", header.Error)
+	}
+	if err := writeAtomically(path, io.LimitReader(in, header.Size), header.Size); err != nil {
+		return fmt.Errorf("backup %s: %w", path, err)
+	}
+	fmt.Fprintln(stdout, path)
 	return nil
+}
+
+// backupHeader precedes a streamed copy: its size, or why there is none.
+type backupHeader struct {
+	Size  int64  `json:"size"`
+	Error string `json:"error,omitempty"`
+}
+
+// writeAtomically writes exactly size bytes from r to path (mode 0600):
+// a new file, synced, then renamed into place.
+func writeAtomically(path string, r io.Reader, size int64) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".zulite-backup-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	n, err := io.Copy(f, r)
+	if err == nil && n != size {
+		err = fmt.Errorf("the copy ended after %d of %d bytes", n, size)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 func channelList(env adminEnv, _ []string, _ options, out io.Writer) error {

@@ -278,6 +278,21 @@ func TestBackup_WhileServingThenRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// With no server, the command copies the file itself.
+	direct := filepath.Join(dir, "direct.db")
+	if _, _, err := runCLI(t, nil, "backup", direct, "--db", db); err != nil {
+		t.Fatalf("backup with no server: %v", err)
+	}
+	if d, err := openStore(direct, time.Second); err != nil {
+		t.Errorf("the direct backup does not open: %v", err)
+	} else {
+		users, _ := d.users()
+		if len(users) != 3 {
+			t.Errorf("direct backup: got %d users, want 3", len(users))
+		}
+		d.close()
+	}
+
 	// Restore: copy the backup over the database while no server runs.
 	data, err := os.ReadFile(backup)
 	if err != nil {

@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -1295,6 +1296,23 @@ func (s *store) size() int64 {
 		return nil
 	})
 	return n
+}
+
+// streamBackup writes a backupHeader line, then a consistent copy of the
+// database, to w (the admin socket), from one read transaction.
+func (s *store) streamBackup(w io.Writer) {
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		header, _ := json.Marshal(backupHeader{Size: tx.Size()})
+		if _, err := w.Write(append(header, '\n')); err != nil {
+			return err
+		}
+		_, err := tx.WriteTo(w)
+		return err
+	})
+	if err != nil {
+		header, _ := json.Marshal(backupHeader{Error: err.Error()})
+		w.Write(append(header, '\n')) // if the header is not out yet, the client reads this
+	}
 }
 
 // backup writes a consistent copy of the database to path (mode 0600)
