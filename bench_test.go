@@ -293,6 +293,7 @@ func BenchmarkCommitPages(b *testing.B) {
 			commits := st.commitStats.groups.Load() - groups
 			b.ReportMetric(float64(after.TxStats.GetWrite()-before.TxStats.GetWrite())/float64(commits), "pages/commit")
 			b.ReportMetric(float64(b.N)/float64(commits), "writes/commit")
+			b.ReportMetric(float64(after.FreelistInuse)/4096, "freelist-pages")
 		})
 	}
 }
