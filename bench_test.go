@@ -294,6 +294,8 @@ func BenchmarkCommitPages(b *testing.B) {
 			b.ReportMetric(float64(after.TxStats.GetWrite()-before.TxStats.GetWrite())/float64(commits), "pages/commit")
 			b.ReportMetric(float64(b.N)/float64(commits), "writes/commit")
 			b.ReportMetric(float64(after.FreelistInuse)/4096, "freelist-pages")
+			b.ReportMetric(float64(after.TxStats.GetRebalance()-before.TxStats.GetRebalance())/float64(commits), "rebalances/commit")
+			b.ReportMetric(float64(after.TxStats.GetSplit()-before.TxStats.GetSplit())/float64(commits), "splits/commit")
 		})
 	}
 }
