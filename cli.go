@@ -376,7 +376,19 @@ func serveAdminConn(env adminEnv, conn net.Conn) {
 	}
 	if req.Command == "backup" { // the copy goes to the client, which writes it with its own rights
 		conn.SetDeadline(time.Now().Add(time.Hour))
-		env.store.streamBackup(conn)
+		sendHeader := func(h backupHeader) error {
+			line, _ := json.Marshal(h)
+			_, err := conn.Write(append(line, '\n'))
+			return err
+		}
+		headerSent := false
+		err := env.store.snapshot(conn, func(size int64) error {
+			headerSent = true
+			return sendHeader(backupHeader{Size: size})
+		})
+		if err != nil && !headerSent {
+			sendHeader(backupHeader{Error: err.Error()})
+		}
 		return
 	}
 	cmd, ok := findCommand(strings.Fields(req.Command))
@@ -554,7 +566,7 @@ func runBackup(path string, o options, stdout io.Writer) error {
 			return err
 		}
 		defer st.close()
-		if err := st.backup(path); err != nil {
+		if err := writeFileAtomically(path, func(w io.Writer) error { return st.snapshot(w, nil) }); err != nil {
 			return fmt.Errorf("backup %s: %w", path, err)
 		}
 		fmt.Fprintln(stdout, path)
@@ -577,7 +589,14 @@ func runBackup(path string, o options, stdout io.Writer) error {
 	if header.Error != "" {
 		return fmt.Errorf("backup: %s", header.Error)
 	}
-	if err := writeAtomically(path, io.LimitReader(in, header.Size), header.Size); err != nil {
+	err = writeFileAtomically(path, func(w io.Writer) error {
+		n, err := io.Copy(w, io.LimitReader(in, header.Size))
+		if err == nil && n != header.Size {
+			err = fmt.Errorf("the copy ended after %d of %d bytes", n, header.Size)
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("backup %s: %w", path, err)
 	}
 	fmt.Fprintln(stdout, path)
@@ -588,30 +607,6 @@ func runBackup(path string, o options, stdout io.Writer) error {
 type backupHeader struct {
 	Size  int64  `json:"size"`
 	Error string `json:"error,omitempty"`
-}
-
-// writeAtomically writes exactly size bytes from r to path (mode 0600):
-// a new file, synced, then renamed into place.
-func writeAtomically(path string, r io.Reader, size int64) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".zulite-backup-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	n, err := io.Copy(f, r)
-	if err == nil && n != size {
-		err = fmt.Errorf("the copy ended after %d of %d bytes", n, size)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 func channelList(env adminEnv, _ []string, _ options, out io.Writer) error {
@@ -630,24 +625,31 @@ func channelList(env adminEnv, _ []string, _ options, out io.Writer) error {
 }
 
 // writeZuliprc writes the bootstrap credentials as Zulip's clients read
-// them, readable by the owner only: a new file, synced, then renamed into
-// place.
+// them, readable by the owner only.
 func writeZuliprc(path, email, key, site string) error {
-	content := fmt.Sprintf("[api]\nemail=%s\nkey=%s\nsite=%s\n", email, key, site)
-	f, err := os.CreateTemp(filepath.Dir(path), ".zuliprc-*") // mode 0600
+	return writeFileAtomically(path, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "[api]\nemail=%s\nkey=%s\nsite=%s\n", email, key, site)
+		return err
+	})
+}
+
+// writeFileAtomically writes a file with mode 0600 so that it is either
+// whole or absent: a new file beside path, written, synced, then renamed
+// into place.
+func writeFileAtomically(path string, write func(w io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*") // mode 0600
 	if err != nil {
 		return err
 	}
 	defer os.Remove(f.Name())
-	if _, err := f.WriteString(content); err != nil {
-		f.Close()
-		return err
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
 		return err
 	}
 	return os.Rename(f.Name(), path)

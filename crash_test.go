@@ -8,9 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,62 +17,6 @@ import (
 
 	"go.etcd.io/bbolt"
 )
-
-// rawServer is the binary started without waiting for a bootstrap (a
-// restart prints none).
-type rawServer struct {
-	cmd            *exec.Cmd
-	base           string
-	mu             sync.Mutex
-	stdout, stderr strings.Builder
-}
-
-func startRaw(t *testing.T, bin, db string, extra ...string) *rawServer {
-	t.Helper()
-	p := &rawServer{cmd: exec.Command(bin, append([]string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, extra...)...)}
-	p.cmd.Env = e2eChildEnv()
-	stderr, _ := p.cmd.StderrPipe()
-	stdout, _ := p.cmd.StdoutPipe()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(stderr)
-		for s.Scan() {
-			p.mu.Lock()
-			p.stderr.WriteString(s.Text() + "\n")
-			p.mu.Unlock()
-			if m := e2eListeningLine.FindStringSubmatch(s.Text()); m != nil {
-				addr <- m[1]
-			} else if m := regexp.MustCompile(`"msg":"listening","addr":"(127\.0\.0\.1:\d+)"`).FindStringSubmatch(s.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	go func() {
-		s := bufio.NewScanner(stdout)
-		for s.Scan() {
-			p.mu.Lock()
-			p.stdout.WriteString(s.Text() + "\n")
-			p.mu.Unlock()
-		}
-	}()
-	select {
-	case a := <-addr:
-		p.base = "http://" + a
-	case <-time.After(10 * time.Second):
-		p.cmd.Process.Kill()
-		t.Fatal("the server did not start within 10 s")
-	}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.cmd.Process.Kill()
-			p.cmd.Wait()
-		}
-	})
-	return p
-}
 
 // TestCrash_AcknowledgedChangesSurviveSIGKILL drives concurrent writes
 // at the real binary, kills it with SIGKILL mid-flight several times,
@@ -87,8 +29,8 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	}
 	bin := e2eBuildBinary(t)
 	db := filepath.Join(t.TempDir(), "z.db")
-	first := startRaw(t, bin, db, "--rate-limit", "off")
-	key := first.ownerKey(t)
+	first := e2eStartServer(t, bin, db, "--rate-limit", "off")
+	key := first.ownerKey
 	owner := "owner@zulite.localhost"
 	// A second account sends, so that the owner has unread messages to mark.
 	senderKey := strings.TrimSpace(e2eRunCLI(t, bin, "user", "add", "sender@example.com", "--db", db).stdout)
@@ -109,7 +51,7 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 		return callAs(owner, key, base, method, path, params)
 	}
 	for _, who := range [][2]string{{owner, key}, {"sender@example.com", senderKey}} {
-		if code, err := callAs(who[0], who[1], first.base, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}); code != 200 {
+		if code, err := callAs(who[0], who[1], first.baseURL, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}); code != 200 {
 			t.Fatalf("subscribe %s: %d %v", who[0], code, err)
 		}
 	}
@@ -124,7 +66,7 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for round := range 4 {
 		if round > 0 {
-			server = startRaw(t, bin, db, "--rate-limit", "off")
+			server = e2eRestartServer(t, bin, db, "--rate-limit", "off")
 		}
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -139,7 +81,7 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 					token := fmt.Sprintf("%02x%04x%04x", round, w, i)
 					switch i % 4 {
 					case 0, 1:
-						if code, err := call(server.base, http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {token}}); err == nil && code == 200 {
+						if code, err := call(server.baseURL, http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {token}}); err == nil && code == 200 {
 							mu.Lock()
 							added[token] = true
 							mu.Unlock()
@@ -149,14 +91,14 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 						mu.Lock()
 						tried[prev] = true // a removal whose answer was lost may still have happened
 						mu.Unlock()
-						if code, err := call(server.base, http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {prev}}); err == nil && code == 200 {
+						if code, err := call(server.baseURL, http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {prev}}); err == nil && code == 200 {
 							mu.Lock()
 							removed[prev] = true
 							mu.Unlock()
 						}
 					case 3:
 						content := "m-" + token
-						if code, err := callAs("sender@example.com", senderKey, server.base, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {content}}); err == nil && code == 200 {
+						if code, err := callAs("sender@example.com", senderKey, server.baseURL, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {content}}); err == nil && code == 200 {
 							mu.Lock()
 							sent = append(sent, content)
 							sentCount++
@@ -165,7 +107,7 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 						mu.Lock()
 						before := len(sent)
 						mu.Unlock()
-						if code, err := call(server.base, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {"1"}}); err == nil && code == 200 {
+						if code, err := call(server.baseURL, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {"1"}}); err == nil && code == 200 {
 							mu.Lock()
 							markedUpTo = max(markedUpTo, before)
 							mu.Unlock()
@@ -242,31 +184,6 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read); all as acknowledged", len(added), len(removed), sentCount, markedUpTo)
 }
 
-func (p *rawServer) stderrText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stderr.String()
-}
-
-func (p *rawServer) stdoutText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stdout.String()
-}
-
-// ownerKey is the bootstrap key the server printed, once its stdout has it.
-func (p *rawServer) ownerKey(t *testing.T) string {
-	t.Helper()
-	re := regexp.MustCompile(`key: ([A-Za-z0-9]{32})`)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := re.FindStringSubmatch(p.stdoutText()); m != nil {
-			return m[1]
-		}
-	}
-	t.Fatal("the server printed no bootstrap key")
-	return ""
-}
-
 // reopenChecked opens a database the binary has left, with nothing else
 // writing, and runs bbolt's consistency check on it.
 func reopenChecked(t *testing.T, db string) *store {
@@ -290,9 +207,9 @@ func TestShutdown_InFlightRequestsFinishNewConnectionsRefused(t *testing.T) {
 	}
 	bin := e2eBuildBinary(t)
 	db := filepath.Join(t.TempDir(), "z.db")
-	srv := startRaw(t, bin, db)
-	key := srv.ownerKey(t)
-	addr := strings.TrimPrefix(srv.base, "http://")
+	srv := e2eStartServer(t, bin, db)
+	key := srv.ownerKey
+	addr := strings.TrimPrefix(srv.baseURL, "http://")
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -48,9 +48,9 @@ func TestDiskFull_500ThenRecovers(t *testing.T) {
 	if err := writeExecutable(wrapper, "#!/bin/bash\ntrap '' XFSZ\nexec "+bin+" \"$@\"\n"); err != nil {
 		t.Fatal(err)
 	}
-	srv := startRaw(t, wrapper, db, "--rate-limit", "off")
-	key := srv.ownerKey(t)
-	c := rtClient{srv.base, "owner@zulite.localhost", key, &http.Client{Timeout: 10 * time.Second}}
+	srv := e2eStartServer(t, wrapper, db, "--rate-limit", "off")
+	key := srv.ownerKey
+	c := rtClient{srv.baseURL, "owner@zulite.localhost", key, &http.Client{Timeout: 10 * time.Second}}
 	c.call(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}})
 
 	setFileSizeLimit(t, srv.cmd.Process.Pid, 512<<10) // 512 KiB of "disk"

@@ -108,23 +108,38 @@ func e2eChildEnv() []string {
 type e2eServer struct {
 	cmd        *exec.Cmd
 	baseURL    string
-	ownerEmail string
+	ownerEmail string // from the bootstrap lines, on a new database
 	ownerKey   string
 
 	stderrDone chan struct{} // closed when stderr reaches EOF
 	mu         sync.Mutex
+	stdout     strings.Builder
 	stderr     strings.Builder
 
 	stopOnce sync.Once
 	exitErr  error
 }
 
-var e2eListeningLine = regexp.MustCompile(`msg=listening addr=(127\.0\.0\.1:\d+)`)
+// e2eListeningLine finds the listening address in a text or JSON log line.
+var e2eListeningLine = regexp.MustCompile(`(?:msg=listening addr=|"msg":"listening","addr":")(127\.0\.0\.1:\d+)`)
 
-// e2eStartServer starts `zulite serve` on a loopback port chosen by the
-// kernel and waits for the bootstrap credentials and the listening line.
-// The process is stopped when the test ends, if it is still running.
+// e2eStartServer starts `zulite serve` on a new database, on a loopback
+// port chosen by the kernel, and waits for the listening line and the
+// bootstrap credentials. The process is stopped when the test ends, if
+// it is still running.
 func e2eStartServer(t *testing.T, bin, db string, extra ...string) *e2eServer {
+	t.Helper()
+	return e2eLaunch(t, bin, db, true, extra)
+}
+
+// e2eRestartServer starts `zulite serve` on a database that has accounts:
+// there is no bootstrap to wait for.
+func e2eRestartServer(t *testing.T, bin, db string, extra ...string) *e2eServer {
+	t.Helper()
+	return e2eLaunch(t, bin, db, false, extra)
+}
+
+func e2eLaunch(t *testing.T, bin, db string, bootstrap bool, extra []string) *e2eServer {
 	t.Helper()
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
@@ -156,6 +171,9 @@ func e2eStartServer(t *testing.T, bin, db string, extra ...string) *e2eServer {
 		sc := bufio.NewScanner(stdoutR)
 		for sc.Scan() {
 			line := sc.Text()
+			p.mu.Lock()
+			p.stdout.WriteString(line + "\n")
+			p.mu.Unlock()
 			if v, ok := strings.CutPrefix(line, "email: "); ok {
 				c.email = v
 			}
@@ -167,7 +185,6 @@ func e2eStartServer(t *testing.T, bin, db string, extra ...string) *e2eServer {
 				c = credentials{}
 			}
 		}
-		io.Copy(io.Discard, stdoutR)
 	}()
 	addr := make(chan string, 1)
 	go func() {
@@ -186,14 +203,14 @@ func e2eStartServer(t *testing.T, bin, db string, extra ...string) *e2eServer {
 	}()
 
 	timeout := time.After(10 * time.Second)
-	for p.baseURL == "" || p.ownerKey == "" {
+	for p.baseURL == "" || (bootstrap && p.ownerKey == "") {
 		select {
 		case a := <-addr:
 			p.baseURL = "http://" + a
 		case c := <-creds:
 			p.ownerEmail, p.ownerKey = c.email, c.key
 		case <-timeout:
-			t.Fatalf("serve: got no listening line and bootstrap credentials within 10 s; stderr:\n%s", p.logs())
+			t.Fatalf("serve: got no listening line (or no bootstrap credentials) within 10 s; stderr:\n%s", p.logs())
 		}
 	}
 	return p
@@ -232,6 +249,14 @@ func (p *e2eServer) logs() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stderr.String()
+}
+
+// output is what the server has written to stdout so far: the bootstrap
+// lines, on a new database.
+func (p *e2eServer) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stdout.String()
 }
 
 func e2eCheckMode(t *testing.T, path string, want os.FileMode) {

@@ -20,10 +20,10 @@ func TestHostileClients_CutOffAndRefused(t *testing.T) {
 		t.Skip("builds and runs the binary; skipped with -short")
 	}
 	bin := e2eBuildBinary(t)
-	srv := startRaw(t, bin, filepath.Join(t.TempDir(), "z.db"), "--read-header-timeout", "500ms", "--read-timeout", "1s")
-	key := srv.ownerKey(t)
+	srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"), "--read-header-timeout", "500ms", "--read-timeout", "1s")
+	key := srv.ownerKey
 	auth := basic("owner@zulite.localhost", key)
-	addr := strings.TrimPrefix(srv.base, "http://")
+	addr := strings.TrimPrefix(srv.baseURL, "http://")
 
 	// closedWithin reports whether the server ends the connection within d.
 	closedWithin := func(conn net.Conn, d time.Duration) bool {
@@ -67,7 +67,7 @@ func TestHostileClients_CutOffAndRefused(t *testing.T) {
 			t.Fatalf("got %v %v, want 431", resp, err)
 		}
 	})
-	client := rtClient{srv.base, "owner@zulite.localhost", key, &http.Client{Timeout: 10 * time.Second}}
+	client := rtClient{srv.baseURL, "owner@zulite.localhost", key, &http.Client{Timeout: 10 * time.Second}}
 	for _, c := range []struct {
 		rule, method, path string
 		params             url.Values

@@ -104,7 +104,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		s.logins = nil // off switches off every kind of limit, the per-account login one too
 	}
 	go s.events.run(ctx)
-	go s.passwords.prepare() // the first unknown login then costs one hash, like the rest
+	go s.passwords.prepareAtStart() // the first unknown login then costs one hash, like the rest
 
 	admin, err := listenAdmin(socketPath(o.DB))
 	if err != nil {

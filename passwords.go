@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,6 +76,14 @@ func (h *passwordHasher) derive(ctx context.Context, password string, salt []byt
 // at start), so that even the first unknown account costs one hash.
 func (h *passwordHasher) prepare() {
 	h.dummyOnce.Do(func() { h.dummy, _ = h.hash(context.Background(), "not a password of anyone") })
+}
+
+// prepareAtStart is prepare for serve: it then gives the hash's 12 MiB
+// back to the system at once, instead of holding it until the runtime's
+// scavenger gets to it, which matters on a small device.
+func (h *passwordHasher) prepareAtStart() {
+	h.prepare()
+	debug.FreeOSMemory()
 }
 
 // hash makes the stored form of a new password.

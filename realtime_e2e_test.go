@@ -198,6 +198,9 @@ func TestRealtime_ThroughTheBinary(t *testing.T) {
 		time.Sleep(2 * time.Second) // every poll is waiting now
 		during := rssAnonKiB(t, pid)
 		t.Logf("RssAnon: %d KiB before, %d KiB with %d polls waiting: %.1f KiB a poll", before, during, len(polls), float64(during-before)/float64(len(polls)))
+		if perPoll := float64(during-before) / float64(len(polls)); perPoll > 48 {
+			t.Errorf("a waiting poll costs %.1f KiB, want well under 48 KiB (the README says about 20)", perPoll)
+		}
 		if during > 64*1024 {
 			t.Errorf("RssAnon with %d waiting polls: got %d KiB, want under 64 MiB", len(polls), during)
 		}

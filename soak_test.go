@@ -112,8 +112,7 @@ func TestSecrets_NeverInWhatTheServerWrites(t *testing.T) {
 
 func checkSecrets(t *testing.T, bin, format string) {
 	db := filepath.Join(t.TempDir(), "z.db")
-	srv := startRaw(t, bin, db, "--log-format", format)
-	srv.ownerKey(t) // started, bootstrap printed
+	srv := e2eStartServer(t, bin, db, "--log-format", format)
 	const password = "planted-password-4711"
 	add := exec.Command(bin, "user", "add", "planted@example.com", "--password-stdin", "--db", db)
 	add.Env = e2eChildEnv()
@@ -123,20 +122,20 @@ func checkSecrets(t *testing.T, bin, format string) {
 		t.Fatal(err)
 	}
 	key := strings.TrimSpace(string(out))
-	anon := rtClient{srv.base, "", "", &http.Client{Timeout: 10 * time.Second}}
+	anon := rtClient{srv.baseURL, "", "", &http.Client{Timeout: 10 * time.Second}}
 	_, login := anon.call(t, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {"planted@example.com"}, "password": {password}})
 	minted, _ := login["api_key"].(string)
 	anon.call(t, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {"planted@example.com"}, "password": {password + "x"}})
-	c := rtClient{srv.base, "planted@example.com", key, anon.http}
+	c := rtClient{srv.baseURL, "planted@example.com", key, anon.http}
 	c.call(t, http.MethodGet, "/api/v1/users/me", nil)
 	c.call(t, http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {"zz"}})
-	rtClient{srv.base, "planted@example.com", key[:31] + "Z", anon.http}.call(t, http.MethodGet, "/api/v1/users/me", nil)
-	rtClient{srv.base, "planted@example.com", "short", anon.http}.call(t, http.MethodGet, "/api/v1/users/me", nil)
+	rtClient{srv.baseURL, "planted@example.com", key[:31] + "Z", anon.http}.call(t, http.MethodGet, "/api/v1/users/me", nil)
+	rtClient{srv.baseURL, "planted@example.com", "short", anon.http}.call(t, http.MethodGet, "/api/v1/users/me", nil)
 	srv.cmd.Process.Signal(syscall.SIGTERM)
 	if err := srv.cmd.Wait(); err != nil {
 		t.Errorf("exit: %v", err)
 	}
-	written := srv.stderrText() + srv.stdoutText() // stdout holds the owner's bootstrap key, by design, and nothing planted
+	written := srv.logs() + srv.output() // stdout holds the owner's bootstrap key, by design, and nothing planted
 	header := base64.StdEncoding.EncodeToString([]byte("planted@example.com:" + key))
 	for _, secret := range []string{key, minted, password, header, "Basic "} {
 		if secret != "" && strings.Contains(written, secret) {

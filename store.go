@@ -46,7 +46,6 @@ import (
 	"hash"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -1298,51 +1297,19 @@ func (s *store) size() int64 {
 	return n
 }
 
-// streamBackup writes a backupHeader line, then a consistent copy of the
-// database, to w (the admin socket), from one read transaction.
-func (s *store) streamBackup(w io.Writer) {
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		header, _ := json.Marshal(backupHeader{Size: tx.Size()})
-		if _, err := w.Write(append(header, '\n')); err != nil {
-			return err
+// snapshot writes a consistent copy of the database to w from one read
+// transaction, so writes go on meanwhile; before, if set, first hears the
+// copy's size.
+func (s *store) snapshot(w io.Writer, before func(size int64) error) error {
+	return s.db.View(func(tx *bbolt.Tx) error {
+		if before != nil {
+			if err := before(tx.Size()); err != nil {
+				return err
+			}
 		}
 		_, err := tx.WriteTo(w)
 		return err
 	})
-	if err != nil {
-		header, _ := json.Marshal(backupHeader{Error: err.Error()})
-		w.Write(append(header, '\n')) // if the header is not out yet, the client reads this
-	}
-}
-
-// backup writes a consistent copy of the database to path (mode 0600)
-// from a read transaction, so writes go on meanwhile: a new file, synced,
-// then renamed into place.
-func (s *store) backup(path string) error {
-	if dst, err := os.Stat(path); err == nil {
-		if src, err := os.Stat(s.db.Path()); err == nil && os.SameFile(src, dst) {
-			return errors.New("that is the database itself: a backup over it would lose every later write")
-		}
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".zulite-backup-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	err = s.db.View(func(tx *bbolt.Tx) error {
-		_, err := tx.WriteTo(f)
-		return err
-	})
-	if err == nil {
-		err = f.Sync()
-	}
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // ---- encoding helpers ----
