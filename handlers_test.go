@@ -584,6 +584,12 @@ func TestSendMessage_TargetsAndUnread(t *testing.T) {
 	if got := mustUnread(t, e.st, e.owner.user, e.general); len(got) != 0 {
 		t.Errorf("non-subscriber's unread: got %v, want none", got)
 	}
+	// Anyone may post to a public channel, subscribed or not.
+	r = send(&e.owner, url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"from outside"}})
+	wantAPISuccess(t, r)
+	if got := mustUnread(t, e.st, e.alice.user, e.general); len(got) != len(sent)+1 {
+		t.Errorf("alice's unread after a non-subscriber's post: got %d, want %d", len(got), len(sent)+1)
+	}
 }
 
 func TestSendMessage_Errors(t *testing.T) {

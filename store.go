@@ -1240,21 +1240,6 @@ func (s *store) unreadSummary(userID uint64, max int) (unreadSummary, error) {
 	return sum, err
 }
 
-// messageDetails loads messages by id, skipping ids that do not exist.
-func (s *store) messageDetails(ids []uint64) ([]message, error) {
-	var list []message
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		list = nil
-		for _, id := range ids {
-			if m, err := messageByID(tx, id); err == nil {
-				list = append(list, m)
-			}
-		}
-		return nil
-	})
-	return list, err
-}
-
 func messageByID(tx *bbolt.Tx, id uint64) (message, error) {
 	var m message
 	v := tx.Bucket(bucketMessages).Get(itob(id))

@@ -192,20 +192,6 @@ func chunkIDs(b *bbolt.Bucket) ([]uint64, error) {
 	return ids, err
 }
 
-func clearBucket(b *bbolt.Bucket) error {
-	var keys [][]byte
-	b.ForEach(func(k, _ []byte) error {
-		keys = append(keys, slices.Clone(k))
-		return nil
-	})
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func chunkCount(v []byte) int   { return int(binary.BigEndian.Uint32(v[0:4])) }
 func chunkLast(v []byte) uint64 { return binary.BigEndian.Uint64(v[4:12]) }
 
