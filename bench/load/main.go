@@ -13,6 +13,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,11 +38,14 @@ import (
 	"go.etcd.io/bbolt"
 )
 
+var rounds int
+
 func main() {
 	serveMode := flag.String("serve", "", "internal: run a ceiling server (plain or write) and print its address")
 	db := flag.String("db", "", "internal: the write ceiling's database")
 	requests := flag.Int("requests", 20000, "requests per read scenario (writes use a quarter)")
 	bigUnread := flag.Int("big-unread", 1_000_000, "unread messages in the channel of the mark_stream_as_read comparison (0 skips it)")
+	flag.IntVar(&rounds, "rounds", 3, "rounds of the whole sweep; the table shows each scenario's median")
 	flag.Parse()
 	var err error
 	switch *serveMode {
@@ -258,60 +262,36 @@ func run(requests, bigUnread int) error {
 
 	fmt.Println("seeding zulite: 1,000 users, 100 channels, subscriptions, messages, push tokens ...")
 	start := time.Now()
-	z := &target{base: "http://" + zulite.addr}
-	accounts, err := seed(z, filepath.Join(dir, "zulite"), filepath.Join(dir, "z.db"), ownerKey, requests)
+	z := &target{base: "http://" + zulite.addr, pid: zulite.cmd.Process.Pid}
+	accounts, err := seed(z, filepath.Join(dir, "zulite"), filepath.Join(dir, "z.db"), ownerKey)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("seeded in %v\n\n", time.Since(start).Round(time.Millisecond))
+	fmt.Printf("seeded in %v\n", time.Since(start).Round(time.Millisecond))
 
-	peak := watchRSS(zulite.cmd.Process.Pid)
-	plainT, writeT := &target{base: "http://" + plain.addr}, &target{base: "http://" + write.addr}
-	writes := max(requests/4, 1)
-	var rows []row
-	for _, c := range []int{1, 16, 64} {
-		ceilRead := drive(plainT, c, requests, 200, func(int) *http.Request {
-			return newRequest(plainT, http.MethodGet, "/api/v1/users/me", nil, "load@example.com", ownerKey)
-		})
-		ceilWrite := drive(writeT, c, writes, 200, func(int) *http.Request {
-			return newRequest(writeT, http.MethodPost, "/api/v1/write", url.Values{"x": {"1"}}, "load@example.com", ownerKey)
-		})
-		tokenBase := map[int]int{1: 0, 16: writes, 64: 2 * writes}[c]
-		deletes := drive(z, c, writes, 200, func(i int) *http.Request {
-			a := accounts[(tokenBase+i)%len(accounts)]
-			return newRequest(z, http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {pushTokenFor(tokenBase + i)}}, a.email, a.key)
-		})
-		// Each mark is of a (user, channel) pair not marked before, which
-		// holds unread messages: every mark does a real write.
-		marks := drive(z, c, writes, 200, func(i int) *http.Request {
-			pair := tokenBase + i
-			a := accounts[pair%len(accounts)]
-			return newRequest(z, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.Itoa(a.channels[(pair/len(accounts))%len(a.channels)])}}, a.email, a.key)
-		})
-		rejected := drive(z, c, requests, 400, func(i int) *http.Request {
-			a := accounts[i%len(accounts)]
-			return newRequest(z, http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {"not-hex"}}, a.email, a.key)
-		})
-		reads := drive(z, c, requests, 200, func(i int) *http.Request {
-			a := accounts[i%len(accounts)]
-			return newRequest(z, http.MethodGet, "/api/v1/users/me", nil, a.email, a.key)
-		})
-		rows = append(rows,
-			row{"ceiling: Basic check + fixed envelope", c, ceilRead, nil},
-			row{"ceiling: group-committed bbolt write", c, ceilWrite, nil},
-			row{"zulite DELETE apns_device_token", c, deletes, &ceilWrite},
-			row{"zulite POST mark_stream_as_read", c, marks, &ceilWrite},
-			row{"zulite rejected (400 Invalid APNS token)", c, rejected, &ceilRead},
-			row{"zulite GET users/me", c, reads, &ceilRead},
-		)
+	plainT := &target{base: "http://" + plain.addr, pid: plain.cmd.Process.Pid}
+	writeT := &target{base: "http://" + write.addr, pid: write.cmd.Process.Pid}
+	var peakKiB int
+	var table [][]row // a round each
+	for round := range rounds {
+		if err := refill(z, accounts, requests); err != nil {
+			return err
+		}
+		peak := watchRSS(zulite.cmd.Process.Pid)
+		start := time.Now()
+		table = append(table, sweep(z, plainT, writeT, accounts, ownerKey, requests))
+		peakKiB = max(peakKiB, peak())
+		fmt.Printf("round %d of %d: %v\n", round+1, rounds, time.Since(start).Round(time.Millisecond))
 	}
-	peakKiB := peak()
-	printTable(rows)
+	fmt.Println()
+	printTable(table)
 	failed := false
-	for _, r := range rows {
-		if r.result.err != nil {
-			fmt.Printf("FAILED: %s at concurrency %d: %v\n", r.name, r.concurrency, r.result.err)
-			failed = true
+	for _, rows := range table {
+		for _, r := range rows {
+			if r.result.err != nil {
+				fmt.Printf("FAILED: %s at concurrency %d: %v\n", r.name, r.concurrency, r.result.err)
+				failed = true
+			}
 		}
 	}
 	fmt.Printf("\nzulite peak RssAnon under load: %.1f MiB (target: below 30 MiB)\n", float64(peakKiB)/1024)
@@ -328,15 +308,62 @@ func run(requests, bigUnread int) error {
 	return nil
 }
 
+// sweep drives every scenario at concurrency 1, 16 and 64: one round.
+func sweep(z, plainT, writeT *target, accounts []account, ownerKey string, requests int) []row {
+	writes := max(requests/4, 1)
+	var rows []row
+	for _, c := range []int{1, 16, 64} {
+		ceilRead := drive(plainT, c, requests, 200, func(int) *http.Request {
+			return newRequest(plainT, http.MethodGet, "/api/v1/users/me", nil, "load@example.com", ownerKey)
+		})
+		ceilWrite := drive(writeT, c, writes, 200, func(int) *http.Request {
+			return newRequest(writeT, http.MethodPost, "/api/v1/write", url.Values{"x": {"1"}}, "load@example.com", ownerKey)
+		})
+		tokenBase := map[int]int{1: 0, 16: writes, 64: 2 * writes}[c]
+		before := commitGroups(z, ownerKey)
+		deletes := drive(z, c, writes, 200, func(i int) *http.Request {
+			a := accounts[(tokenBase+i)%len(accounts)]
+			return newRequest(z, http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {pushTokenFor(tokenBase + i)}}, a.email, a.key)
+		})
+		afterDeletes := commitGroups(z, ownerKey)
+		// Each mark is of a (user, channel) pair not marked before, which
+		// holds unread messages: every mark does a real write.
+		marks := drive(z, c, writes, 200, func(i int) *http.Request {
+			pair := tokenBase + i
+			a := accounts[pair%len(accounts)]
+			return newRequest(z, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.Itoa(a.channels[(pair/len(accounts))%len(a.channels)])}}, a.email, a.key)
+		})
+		afterMarks := commitGroups(z, ownerKey)
+		rejected := drive(z, c, requests, 400, func(i int) *http.Request {
+			a := accounts[i%len(accounts)]
+			return newRequest(z, http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {"not-hex"}}, a.email, a.key)
+		})
+		reads := drive(z, c, requests, 200, func(i int) *http.Request {
+			a := accounts[i%len(accounts)]
+			return newRequest(z, http.MethodGet, "/api/v1/users/me", nil, a.email, a.key)
+		})
+		rows = append(rows,
+			row{"ceiling: Basic check + fixed envelope", c, ceilRead, nil, groups{}},
+			row{"ceiling: group-committed bbolt write", c, ceilWrite, nil, groups{}},
+			row{"zulite DELETE apns_device_token", c, deletes, &ceilWrite, afterDeletes.minus(before)},
+			row{"zulite POST mark_stream_as_read", c, marks, &ceilWrite, afterMarks.minus(afterDeletes)},
+			row{"zulite rejected (400 Invalid APNS token)", c, rejected, &ceilRead, groups{}},
+			row{"zulite GET users/me", c, reads, &ceilRead, groups{}},
+		)
+	}
+	return rows
+}
+
 func pushTokenFor(i int) string { return fmt.Sprintf("%064x", i) }
 
-// seed fills zulite: users through the admin socket, channels, each user
-// subscribed to 10 channels, 5,000 messages (unread for the subscribers
-// but their senders), and the push tokens the DELETE scenarios remove.
-func seed(z *target, bin, db, ownerKey string, requests int) ([]account, error) {
-	// 15 channels a user: 15,000 (user, channel) pairs, each with unread
-	// messages, enough for every mark of the three write phases.
-	const users, channels, perUser, messages = 1000, 100, 15, 5000
+// 15 channels a user: 15,000 (user, channel) pairs, each with unread
+// messages after a refill, enough for every mark of a round's three write
+// phases.
+const users, channels, perUser, messages = 1000, 100, 15, 5000
+
+// seed fills zulite with users (through the admin socket), channels and
+// each user's subscriptions to 15 of them.
+func seed(z *target, bin, db, ownerKey string) ([]account, error) {
 	accounts := make([]account, users)
 	var mu sync.Mutex
 	var firstErr error
@@ -383,6 +410,24 @@ func seed(z *target, bin, db, ownerKey string, requests int) ([]account, error) 
 			}
 			return newRequest(z, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {"[" + strings.Join(subs, ",") + "]"}}, a.email, a.key)
 		}},
+	}
+	for _, s := range steps {
+		if r := drive(z, 64, s.n, 200, s.req); r.err != nil {
+			return nil, fmt.Errorf("seed %s: %w", s.what, r.err)
+		}
+	}
+	return accounts, nil
+}
+
+// refill readies a round: 5,000 messages, which leave every (user,
+// channel) pair with unread messages (unread for the subscribers but
+// their senders), and the push tokens the DELETE scenarios remove.
+func refill(z *target, accounts []account, requests int) error {
+	steps := []struct {
+		what string
+		n    int
+		req  func(i int) *http.Request
+	}{
 		{"send", messages, func(i int) *http.Request {
 			a := accounts[(i*7919)%users]
 			return newRequest(z, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {strconv.Itoa(a.channels[i%perUser])}, "topic": {"topic " + strconv.Itoa(i%20)}, "content": {"hello"}}, a.email, a.key)
@@ -394,10 +439,10 @@ func seed(z *target, bin, db, ownerKey string, requests int) ([]account, error) 
 	}
 	for _, s := range steps {
 		if r := drive(z, 64, s.n, 200, s.req); r.err != nil {
-			return nil, fmt.Errorf("seed %s: %w", s.what, r.err)
+			return fmt.Errorf("refill %s: %w", s.what, r.err)
 		}
 	}
-	return accounts, nil
+	return nil
 }
 
 func parallel(workers, n int, fn func(i int)) {
@@ -478,6 +523,7 @@ func compareMarkRead(z *target, accounts []account, bigUnread int) error {
 
 type target struct {
 	base   string
+	pid    int // the server's process, whose CPU time drive measures
 	client *http.Client
 	once   sync.Once
 }
@@ -514,6 +560,7 @@ func getJSON(t *target, path string, a account, into any) error {
 type result struct {
 	rps      float64
 	p50, p99 time.Duration
+	cpu      time.Duration // the server's CPU time (user + system) per request
 	err      error
 }
 
@@ -525,6 +572,7 @@ func drive(t *target, c, n, wantStatus int, build func(i int) *http.Request) res
 	var next atomic.Int64
 	var failure atomic.Value
 	var wg sync.WaitGroup
+	cpuBefore := cpuTime(t.pid)
 	start := time.Now()
 	for range c {
 		wg.Go(func() {
@@ -548,12 +596,69 @@ func drive(t *target, c, n, wantStatus int, build func(i int) *http.Request) res
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := cpuTime(t.pid) - cpuBefore
 	slices.Sort(latencies)
-	r := result{rps: float64(n) / elapsed.Seconds(), p50: latencies[n/2], p99: latencies[min(n-1, n*99/100)]}
+	r := result{rps: float64(n) / elapsed.Seconds(), p50: latencies[n/2], p99: latencies[min(n-1, n*99/100)], cpu: cpu / time.Duration(n)}
 	if err, ok := failure.Load().(error); ok {
 		r.err = err
 	}
 	return r
+}
+
+// groups is what zulite's /metrics says of its commit groups: how many,
+// the writes in them, and the seconds they took.
+type groups struct{ count, writes, seconds float64 }
+
+func (g groups) minus(h groups) groups {
+	return groups{g.count - h.count, g.writes - h.writes, g.seconds - h.seconds}
+}
+
+// commitGroups reads zulite's commit-group counters from /metrics, as the
+// owner (an administrator).
+func commitGroups(z *target, key string) groups {
+	resp, err := z.httpClient().Do(newRequest(z, http.MethodGet, "/metrics", nil, "owner@zulite.localhost", key))
+	if err != nil {
+		return groups{}
+	}
+	defer resp.Body.Close()
+	var g groups
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "zulite_commit_group_writes_count":
+			g.count = v
+		case "zulite_commit_group_writes_sum":
+			g.writes = v
+		case "zulite_commit_duration_seconds_sum":
+			g.seconds = v
+		}
+	}
+	return g
+}
+
+// cpuTime answers the CPU time, user and system, that a process has used
+// so far, from /proc (in clock ticks of 10 ms: a phase uses hundreds of
+// them, so its per-request figure is good to a few percent).
+func cpuTime(pid int) time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: utime and stime are the 12th and 13th of them.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	const clockTick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return time.Duration(utime+stime) * clockTick
 }
 
 // watchRSS samples a process's RssAnon until the returned function is
@@ -602,17 +707,41 @@ type row struct {
 	name        string
 	concurrency int
 	result      result
-	ceiling     *result
+	ceiling     *result // the ceiling this row is compared with, from the same round
+	commits     groups  // zulite's commit groups during the row, for writes
 }
 
-func printTable(rows []row) {
-	fmt.Printf("%-42s %5s %10s %9s %9s %7s\n", "scenario", "conc", "req/s", "p50", "p99", "ratio")
-	for _, r := range rows {
-		ratio := ""
-		if r.ceiling != nil && r.ceiling.rps > 0 {
-			ratio = fmt.Sprintf("%.2f", r.result.rps/r.ceiling.rps)
+// printTable prints each scenario's median over the rounds: of requests/s,
+// p50, p99, the server's CPU time per request, and the ratio to the
+// ceiling (each round's ratio is of two measurements moments apart, so
+// the median of ratios is steadier than a ratio of medians). For zulite's
+// writes it adds the commit groups: writes per commit and time per commit.
+func printTable(table [][]row) {
+	fmt.Printf("median of %d rounds\n", len(table))
+	fmt.Printf("%-42s %5s %8s %9s %9s %6s %10s %14s\n", "scenario", "conc", "req/s", "p50", "p99", "ratio", "server CPU", "commit groups")
+	for i, r := range table[0] {
+		pick := func(f func(row) float64) float64 {
+			var v []float64
+			for _, rows := range table {
+				v = append(v, f(rows[i]))
+			}
+			slices.Sort(v)
+			return v[len(v)/2]
 		}
-		fmt.Printf("%-42s %5d %10.0f %9s %9s %7s\n", r.name, r.concurrency, r.result.rps,
-			r.result.p50.Round(time.Microsecond), r.result.p99.Round(time.Microsecond), ratio)
+		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+		ratio, commits := "", ""
+		if r.ceiling != nil {
+			ratio = fmt.Sprintf("%.2f", pick(func(r row) float64 { return r.result.rps / r.ceiling.rps }))
+		}
+		if r.commits.count > 0 {
+			commits = fmt.Sprintf("%4.1f × %.2f ms",
+				pick(func(r row) float64 { return r.commits.writes / r.commits.count }),
+				pick(func(r row) float64 { return r.commits.seconds / r.commits.count * 1000 }))
+		}
+		fmt.Printf("%-42s %5d %8.0f %7.3fms %7.3fms %6s %7.1f µs %14s\n", r.name, r.concurrency,
+			pick(func(r row) float64 { return r.result.rps }),
+			pick(func(r row) float64 { return ms(r.result.p50) }),
+			pick(func(r row) float64 { return ms(r.result.p99) }), ratio,
+			pick(func(r row) float64 { return float64(r.result.cpu) / float64(time.Microsecond) }), commits)
 	}
 }
