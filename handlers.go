@@ -196,7 +196,7 @@ func (s *server) metricsPage(authenticated bool) http.Handler {
 			}
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		s.metrics.write(w, s.store.size())
+		s.metrics.write(w, s.store.figures())
 	})
 }
 

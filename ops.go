@@ -223,13 +223,13 @@ func (m *metrics) trackConnections(_ any, state http.ConnState) {
 }
 
 // write renders every metric in Prometheus's text format.
-func (m *metrics) write(w io.Writer, dbBytes int64) {
+func (m *metrics) write(w io.Writer, db storeFigures) {
 	var out strings.Builder
-	m.render(&out, dbBytes) // under the lock; the network write is not
+	m.render(&out, db) // under the lock; the network write is not
 	io.WriteString(w, out.String())
 }
 
-func (m *metrics) render(b io.Writer, dbBytes int64) {
+func (m *metrics) render(b io.Writer, db storeFigures) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	fmt.Fprintln(b, "# HELP zulite_http_requests_total API requests answered, by route pattern and status.")
@@ -260,7 +260,10 @@ func (m *metrics) render(b io.Writer, dbBytes int64) {
 	writeHistogram(b, "zulite_commit_duration_seconds", "", m.commitTime)
 	fmt.Fprintln(b, "# HELP zulite_database_bytes Size of the database file.")
 	fmt.Fprintln(b, "# TYPE zulite_database_bytes gauge")
-	fmt.Fprintf(b, "zulite_database_bytes %d\n", dbBytes)
+	fmt.Fprintf(b, "zulite_database_bytes %d\n", db.bytes)
+	fmt.Fprintln(b, "# HELP zulite_database_pages_written_total Pages written by storage commits (data, freelist and meta).")
+	fmt.Fprintln(b, "# TYPE zulite_database_pages_written_total counter")
+	fmt.Fprintf(b, "zulite_database_pages_written_total %d\n", db.pagesWritten)
 	fmt.Fprintln(b, "# HELP zulite_open_connections HTTP connections open now.")
 	fmt.Fprintln(b, "# TYPE zulite_open_connections gauge")
 	fmt.Fprintf(b, "zulite_open_connections %d\n", m.openConns.Load())

@@ -162,10 +162,13 @@ func TestHealthAndMetrics(t *testing.T) {
 	if samples["zulite_commit_group_writes_count"] < 1 || samples["zulite_commit_duration_seconds_count"] < 1 {
 		t.Errorf("commit metrics: groups %v", samples["zulite_commit_group_writes_count"])
 	}
+	if samples["zulite_database_pages_written_total"] < samples["zulite_commit_group_writes_count"] {
+		t.Errorf("pages written %v: want at least one a commit (%v commits)", samples["zulite_database_pages_written_total"], samples["zulite_commit_group_writes_count"])
+	}
 	if samples["zulite_database_bytes"] <= 0 || samples["zulite_open_connections"] < 1 {
 		t.Errorf("database bytes %v, open connections %v", samples["zulite_database_bytes"], samples["zulite_open_connections"])
 	}
-	for name, kind := range map[string]string{"zulite_http_requests_total": "counter", "zulite_http_request_duration_seconds": "histogram", "zulite_commit_group_writes": "histogram", "zulite_database_bytes": "gauge", "zulite_open_connections": "gauge"} {
+	for name, kind := range map[string]string{"zulite_http_requests_total": "counter", "zulite_http_request_duration_seconds": "histogram", "zulite_commit_group_writes": "histogram", "zulite_database_bytes": "gauge", "zulite_database_pages_written_total": "counter", "zulite_open_connections": "gauge"} {
 		if typed[name] != kind {
 			t.Errorf("# TYPE %s: got %q, want %s", name, typed[name], kind)
 		}

@@ -1273,13 +1273,21 @@ func (s *store) ping() error {
 }
 
 // size is the database file's size in bytes.
-func (s *store) size() int64 {
-	var n int64
+// storeFigures is what /metrics reports of the database.
+type storeFigures struct {
+	bytes        int64 // the file's size
+	pagesWritten int64 // pages written by commits since the start
+}
+
+func (s *store) figures() storeFigures {
+	var f storeFigures
 	s.db.View(func(tx *bbolt.Tx) error {
-		n = tx.Size()
+		f.bytes = tx.Size()
 		return nil
 	})
-	return n
+	stats := s.db.Stats()
+	f.pagesWritten = stats.TxStats.GetWrite()
+	return f
 }
 
 // snapshot writes a consistent copy of the database to w from one read

@@ -606,11 +606,11 @@ func drive(t *target, c, n, wantStatus int, build func(i int) *http.Request) res
 }
 
 // groups is what zulite's /metrics says of its commit groups: how many,
-// the writes in them, and the seconds they took.
-type groups struct{ count, writes, seconds float64 }
+// the writes in them, the seconds they took and the pages they wrote.
+type groups struct{ count, writes, seconds, pages float64 }
 
 func (g groups) minus(h groups) groups {
-	return groups{g.count - h.count, g.writes - h.writes, g.seconds - h.seconds}
+	return groups{g.count - h.count, g.writes - h.writes, g.seconds - h.seconds, g.pages - h.pages}
 }
 
 // commitGroups reads zulite's commit-group counters from /metrics, as the
@@ -636,6 +636,8 @@ func commitGroups(z *target, key string) groups {
 			g.writes = v
 		case "zulite_commit_duration_seconds_sum":
 			g.seconds = v
+		case "zulite_database_pages_written_total":
+			g.pages = v
 		}
 	}
 	return g
@@ -715,10 +717,11 @@ type row struct {
 // p50, p99, the server's CPU time per request, and the ratio to the
 // ceiling (each round's ratio is of two measurements moments apart, so
 // the median of ratios is steadier than a ratio of medians). For zulite's
-// writes it adds the commit groups: writes per commit and time per commit.
+// writes it adds the commit groups: writes, time and pages written per
+// commit.
 func printTable(table [][]row) {
 	fmt.Printf("median of %d rounds\n", len(table))
-	fmt.Printf("%-42s %5s %8s %9s %9s %6s %10s %14s\n", "scenario", "conc", "req/s", "p50", "p99", "ratio", "server CPU", "commit groups")
+	fmt.Printf("%-42s %5s %8s %9s %9s %6s %10s  %s\n", "scenario", "conc", "req/s", "p50", "p99", "ratio", "server CPU", "commit groups")
 	for i, r := range table[0] {
 		pick := func(f func(row) float64) float64 {
 			var v []float64
@@ -734,11 +737,12 @@ func printTable(table [][]row) {
 			ratio = fmt.Sprintf("%.2f", pick(func(r row) float64 { return r.result.rps / r.ceiling.rps }))
 		}
 		if r.commits.count > 0 {
-			commits = fmt.Sprintf("%4.1f × %.2f ms",
+			commits = fmt.Sprintf("%4.1f writes, %.2f ms, %4.1f pages",
 				pick(func(r row) float64 { return r.commits.writes / r.commits.count }),
-				pick(func(r row) float64 { return r.commits.seconds / r.commits.count * 1000 }))
+				pick(func(r row) float64 { return r.commits.seconds / r.commits.count * 1000 }),
+				pick(func(r row) float64 { return r.commits.pages / r.commits.count }))
 		}
-		fmt.Printf("%-42s %5d %8.0f %7.3fms %7.3fms %6s %7.1f µs %14s\n", r.name, r.concurrency,
+		fmt.Printf("%-42s %5d %8.0f %7.3fms %7.3fms %6s %7.1f µs  %s\n", r.name, r.concurrency,
 			pick(func(r row) float64 { return r.result.rps }),
 			pick(func(r row) float64 { return ms(r.result.p50) }),
 			pick(func(r row) float64 { return ms(r.result.p99) }), ratio,
