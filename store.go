@@ -650,12 +650,60 @@ func (s *store) channels() ([]channel, error) {
 }
 
 func channelByID(tx *bbolt.Tx, id uint64) (channel, error) {
-	var ch channel
 	v := tx.Bucket(bucketChannels).Get(itob(id))
 	if v == nil {
-		return ch, errNoSuchChannel
+		return channel{}, errNoSuchChannel
 	}
-	return ch, json.Unmarshal(v, &ch)
+	if ch, ok := decodedChannels.get(id, v); ok {
+		return ch, nil
+	}
+	var ch channel
+	if err := json.Unmarshal(v, &ch); err != nil {
+		return channel{}, err
+	}
+	decodedChannels.put(id, v, ch)
+	return ch, nil
+}
+
+// decodedChannels remembers channels as decoded, each with the bytes it
+// was decoded from. Most requests look a channel up, some twice (a check
+// in a read transaction, then again in the write, which the committer
+// runs serially with every other write), and decoding JSON is most of a
+// lookup's cost. A decoded channel is a function of its bytes alone: a
+// lookup answers from here only when the stored bytes are the same, so
+// nothing needs invalidating when a channel changes. Bounded, as a file
+// may hold any number of channels.
+var decodedChannels = channelMemo{m: map[uint64]memoChannel{}}
+
+const channelMemoSize = 4096
+
+type channelMemo struct {
+	mu sync.RWMutex
+	m  map[uint64]memoChannel
+}
+
+type memoChannel struct {
+	stored []byte // a copy: bbolt's bytes live only as long as their transaction
+	ch     channel
+}
+
+func (c *channelMemo) get(id uint64, stored []byte) (channel, bool) {
+	c.mu.RLock()
+	e, ok := c.m[id]
+	c.mu.RUnlock()
+	if !ok || !bytes.Equal(e.stored, stored) {
+		return channel{}, false
+	}
+	return e.ch, true
+}
+
+func (c *channelMemo) put(id uint64, stored []byte, ch channel) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[id]; !ok && len(c.m) >= channelMemoSize {
+		return // full: the channels already here stay
+	}
+	c.m[id] = memoChannel{bytes.Clone(stored), ch}
 }
 
 func channelByName(tx *bbolt.Tx, name string) (channel, error) {
@@ -787,7 +835,7 @@ func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []strin
 			if err != nil {
 				return err
 			}
-			if err := removeAllUnread(tx, u.ID, ch.ID); err != nil {
+			if _, err := removeAllUnread(tx, u.ID, ch.ID); err != nil {
 				return err
 			}
 			read = append(read, ids...)
@@ -964,8 +1012,8 @@ func (s *store) markChannelRead(u user, channelID uint64) error {
 	if err != nil || nothing {
 		return err
 	}
-	defer s.wakeJanitor()
-	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+	trashed := false
+	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		ch, err := channelByID(tx, channelID)
 		if err != nil {
 			return err
@@ -982,12 +1030,16 @@ func (s *store) markChannelRead(u user, channelID uint64) error {
 		} else {
 			change.Uncollected, change.ListenSeq = true, seq
 		}
-		if err := removeAllUnread(tx, u.ID, ch.ID); err != nil {
+		if trashed, err = removeAllUnread(tx, u.ID, ch.ID); err != nil {
 			return err
 		}
 		report(change)
 		return nil
 	})
+	if trashed { // a large set was moved aside: the janitor deletes it
+		s.wakeJanitor()
+	}
+	return err
 }
 
 func (s *store) listens(userID uint64) (bool, uint64) {

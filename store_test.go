@@ -661,3 +661,59 @@ func TestJanitor_MoveInsideACommitGroupStaysConsistent(t *testing.T) {
 	st.quiesce()
 	checkConsistency(t, st.db)
 }
+
+// channelByID answers from decodedChannels only while a channel's stored
+// bytes are those it decoded: a channel that changes (as an edit would
+// change it) or goes is seen as it now is, in every transaction after.
+func TestChannelByID_SeesAChangedChannelAsItIsNow(t *testing.T) {
+	st := mustOpenStore(t)
+	ch := mustCreateChannel(t, st, "general", false)
+	lookup := func() (channel, error) {
+		var got channel
+		var err error
+		st.db.View(func(tx *bbolt.Tx) error {
+			got, err = channelByID(tx, ch.ID)
+			return nil
+		})
+		return got, err
+	}
+	for range 2 { // decoded, then remembered
+		if got, err := lookup(); err != nil || got != ch {
+			t.Fatalf("got %+v, %v; want %+v", got, err, ch)
+		}
+	}
+
+	changed := ch
+	changed.Private, changed.Description = true, "now private"
+	if err := st.update(func(tx *bbolt.Tx) error { return putJSON(tx.Bucket(bucketChannels), itob(ch.ID), changed) }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lookup(); err != nil || got != changed {
+		t.Fatalf("after a change: got %+v, %v; want %+v", got, err, changed)
+	}
+
+	if err := st.update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketChannels).Delete(itob(ch.ID)) }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lookup(); !errors.Is(err, errNoSuchChannel) {
+		t.Fatalf("after deletion: got %+v, %v; want errNoSuchChannel", got, err)
+	}
+}
+
+// The memo holds at most channelMemoSize channels; lookups beyond it
+// still answer, by decoding.
+func TestChannelMemo_IsBounded(t *testing.T) {
+	memo := channelMemo{m: map[uint64]memoChannel{}}
+	for i := range uint64(channelMemoSize + 10) {
+		memo.put(i, []byte{byte(i)}, channel{ID: i})
+	}
+	if len(memo.m) != channelMemoSize {
+		t.Fatalf("memo holds %d channels, want at most %d", len(memo.m), channelMemoSize)
+	}
+	if ch, ok := memo.get(7, []byte{7}); !ok || ch.ID != 7 {
+		t.Fatalf("get(7): got %+v, %v", ch, ok)
+	}
+	if _, ok := memo.get(7, []byte{8}); ok {
+		t.Fatal("get(7) with other bytes: answered from the memo")
+	}
+}

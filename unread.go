@@ -136,26 +136,27 @@ func putChunks(b *bbolt.Bucket, ids []uint64) error {
 // pages. It is moved, which rewrites only the parents' leaves, into a
 // holder in bucketUnreadTrash that the janitor (janitor.go) deletes
 // later, off the request path. So the cost of marking a channel read does
-// not depend on how many messages were unread.
-func removeAllUnread(tx *bbolt.Tx, userID, channelID uint64) error {
+// not depend on how many messages were unread. trashed says whether the
+// janitor has work.
+func removeAllUnread(tx *bbolt.Tx, userID, channelID uint64) (trashed bool, err error) {
 	parent, key := tx.Bucket(bucketUnread), unreadKey(userID, channelID)
 	b := parent.Bucket(key)
 	if b == nil {
-		return nil
+		return false, nil
 	}
 	if b.Root() == 0 { // inline: no pages of its own to visit
-		return parent.DeleteBucket(key)
+		return false, parent.DeleteBucket(key)
 	}
 	trash := tx.Bucket(bucketUnreadTrash)
 	seq, err := trash.NextSequence()
 	if err != nil {
-		return err
+		return false, err
 	}
 	holder, err := trash.CreateBucket(itob(seq))
 	if err != nil {
-		return err
+		return false, err
 	}
-	return parent.MoveBucket(key, holder)
+	return true, parent.MoveBucket(key, holder)
 }
 
 // unreadIDs returns the user's unread message ids in the channel, sorted.
@@ -323,7 +324,7 @@ func removeAllUnreadOf(tx *bbolt.Tx, userID uint64) ([]uint64, error) {
 		channels = append(channels, btoi(k[8:]))
 	}
 	for _, channelID := range channels {
-		if err := removeAllUnread(tx, userID, channelID); err != nil {
+		if _, err := removeAllUnread(tx, userID, channelID); err != nil {
 			return nil, err
 		}
 	}
