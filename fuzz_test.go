@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -78,11 +79,15 @@ func FuzzHexToken(f *testing.F) {
 }
 
 func FuzzTypedValue(f *testing.F) {
-	for _, s := range []string{"7", " 7 ", "7.0", "true", `"7"`, "[7]", "abc", "", "99999999999999999999", "-0", "1e3", "[1,2]"} {
+	for _, s := range []string{"7", " 7 ", "7.0", "true", `"7"`, "[7]", "abc", "", "99999999999999999999", "-0", "1e3", "[1,2]", "-", "07", "-07", "0", "9223372036854775807", "-9223372036854775808", "9223372036854775808"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
 		n, err := parseInt("x", v)
+		// The bare-integer fast path answers exactly as the decoder does.
+		if slowN, slowErr := decodeJSONInt("x", v); n != slowN || fmt.Sprint(err) != fmt.Sprint(slowErr) {
+			t.Fatalf("parseInt(%q) = %d, %v; through the decoder %d, %v", v, n, err, slowN, slowErr)
+		}
 		if err != nil {
 			if ae := asAPIError(err); ae.status != 400 || !strings.HasPrefix(ae.msg, "x is not") {
 				t.Fatalf("parseInt(%q): %d %q", v, ae.status, ae.msg)

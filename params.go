@@ -250,7 +250,19 @@ func decodeJSON(name, v string) (any, error) {
 }
 
 // parseInt reads a JSON integer: ` 7 ` is 7; 7.0, true, "7" and [7] are not.
+// Nearly every value is a bare integer, which is read directly; anything
+// else goes through the JSON decoder, for its answers and errors.
 func parseInt(name, v string) (int64, error) {
+	if plainJSONInt(v) {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n, nil
+		}
+	}
+	return decodeJSONInt(name, v)
+}
+
+// decodeJSONInt is parseInt through the JSON decoder.
+func decodeJSONInt(name, v string) (int64, error) {
 	parsed, err := decodeJSON(name, v)
 	if err != nil {
 		return 0, err
@@ -260,6 +272,21 @@ func parseInt(name, v string) (int64, error) {
 		return 0, badRequest(name + " is not an integer")
 	}
 	return n, nil
+}
+
+// plainJSONInt reports whether v is exactly an integer in JSON's grammar,
+// -?(0|[1-9][0-9]*), with no space around it.
+func plainJSONInt(v string) bool {
+	digits := strings.TrimPrefix(v, "-")
+	if digits == "" || (digits[0] == '0' && len(digits) > 1) {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // jsonInt reports whether a decoded JSON value is an integer that fits
