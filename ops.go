@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	runtimemetrics "runtime/metrics"
 	"slices"
 	"sort"
 	"strconv"
@@ -264,6 +265,9 @@ func (m *metrics) render(b io.Writer, db storeFigures) {
 	fmt.Fprintln(b, "# HELP zulite_database_pages_written_total Pages written by storage commits (data, freelist and meta).")
 	fmt.Fprintln(b, "# TYPE zulite_database_pages_written_total counter")
 	fmt.Fprintf(b, "zulite_database_pages_written_total %d\n", db.pagesWritten)
+	fmt.Fprintln(b, "# HELP go_gc_gogc_percent The garbage collector's GOGC: zulite's default or the environment's.")
+	fmt.Fprintln(b, "# TYPE go_gc_gogc_percent gauge")
+	fmt.Fprintf(b, "go_gc_gogc_percent %d\n", gcPercent())
 	fmt.Fprintln(b, "# HELP zulite_open_connections HTTP connections open now.")
 	fmt.Fprintln(b, "# TYPE zulite_open_connections gauge")
 	fmt.Fprintf(b, "zulite_open_connections %d\n", m.openConns.Load())
@@ -358,4 +362,14 @@ func (l *bufferedLog) close() {
 	defer l.mu.Unlock()
 	l.closed = true
 	l.flushLocked()
+}
+
+// gcPercent reads the GOGC in force from runtime/metrics.
+func gcPercent() uint64 {
+	sample := []runtimemetrics.Sample{{Name: "/gc/gogc:percent"}}
+	runtimemetrics.Read(sample)
+	if sample[0].Value.Kind() != runtimemetrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
 }

@@ -285,3 +285,21 @@ func TestVersion_OfTheBuiltBinaryCarriesBuildDetails(t *testing.T) {
 		}
 	}
 }
+
+// The real binary runs its collector at GOGC=200 unless the environment
+// says otherwise, and /metrics reports the one in force.
+func TestGC_TheBinaryDefaultsToGOGC200UnlessTheEnvironmentSetsIt(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	for _, c := range []struct{ env, want string }{{"", "200"}, {"150", "150"}} {
+		t.Setenv("GOGC", c.env) // the child's environment; "" is unset to Go's runtime
+		srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"))
+		code, text, _ := get(t, http.DefaultClient, srv.baseURL+"/metrics", srv.ownerEmail, srv.ownerKey)
+		if code != 200 {
+			t.Fatalf("GOGC=%q: /metrics answered %d", c.env, code)
+		}
+		if !strings.Contains(text, "\ngo_gc_gogc_percent "+c.want+"\n") {
+			t.Errorf("GOGC=%q: want go_gc_gogc_percent %s in\n%s", c.env, c.want, text)
+		}
+		srv.stop()
+	}
+}
