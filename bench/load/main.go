@@ -38,15 +38,17 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-var rounds int
-
 func main() {
 	serveMode := flag.String("serve", "", "internal: run a ceiling server (plain or write) and print its address")
 	db := flag.String("db", "", "internal: the write ceiling's database")
 	requests := flag.Int("requests", 20000, "requests per read scenario (writes use a quarter)")
 	bigUnread := flag.Int("big-unread", 1_000_000, "unread messages in the channel of the mark_stream_as_read comparison (0 skips it)")
-	flag.IntVar(&rounds, "rounds", 3, "rounds of the whole sweep; the table shows each scenario's median")
+	rounds := flag.Int("rounds", 3, "rounds of the whole sweep (at least 1); the table shows each scenario's median")
 	flag.Parse()
+	if *rounds < 1 {
+		fmt.Fprintln(os.Stderr, "load: -rounds must be at least 1")
+		os.Exit(2)
+	}
 	var err error
 	switch *serveMode {
 	case "plain":
@@ -57,7 +59,7 @@ func main() {
 			err = serveCeiling(h)
 		}
 	default:
-		err = run(*requests, *bigUnread)
+		err = run(*requests, *bigUnread, *rounds)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
@@ -240,7 +242,7 @@ type account struct {
 	channels   []int // ids of channels subscribed to
 }
 
-func run(requests, bigUnread int) error {
+func run(requests, bigUnread, rounds int) error {
 	dir, err := os.MkdirTemp("", "zulite-load-")
 	if err != nil {
 		return err
@@ -323,12 +325,12 @@ func sweep(z, plainT, writeT *target, accounts []account, ownerKey string, reque
 			return newRequest(writeT, http.MethodPost, "/api/v1/write", url.Values{"x": {"1"}}, "load@example.com", ownerKey)
 		})
 		tokenBase := map[int]int{1: 0, 16: writes, 64: 2 * writes}[c]
-		before := commitGroups(z, ownerKey)
+		before, err1 := commitGroups(z, ownerKey)
 		deletes := drive(z, c, writes, 200, func(i int) *http.Request {
 			a := accounts[(tokenBase+i)%len(accounts)]
 			return newRequest(z, http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {pushTokenFor(tokenBase + i)}}, a.email, a.key)
 		})
-		afterDeletes := commitGroups(z, ownerKey)
+		afterDeletes, err2 := commitGroups(z, ownerKey)
 		// Each mark is of a (user, channel) pair not marked before, which
 		// holds unread messages: every mark does a real write.
 		marks := drive(z, c, writes, 200, func(i int) *http.Request {
@@ -336,7 +338,12 @@ func sweep(z, plainT, writeT *target, accounts []account, ownerKey string, reque
 			a := accounts[pair%len(accounts)]
 			return newRequest(z, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.Itoa(a.channels[(pair/len(accounts))%len(a.channels)])}}, a.email, a.key)
 		})
-		afterMarks := commitGroups(z, ownerKey)
+		afterMarks, err3 := commitGroups(z, ownerKey)
+		// A failed scrape of zulite's /metrics fails the run, like any
+		// unexpected answer, rather than printing figures made of zeros.
+		if err := errors.Join(err1, err2, err3); err != nil && deletes.err == nil {
+			deletes.err = err
+		}
 		rejected := drive(z, c, requests, 400, func(i int) *http.Request {
 			a := accounts[i%len(accounts)]
 			return newRequest(z, http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {"not-hex"}}, a.email, a.key)
@@ -618,13 +625,17 @@ func (g groups) minus(h groups) groups {
 
 // commitGroups reads zulite's commit-group counters from /metrics, as the
 // owner (an administrator).
-func commitGroups(z *target, key string) groups {
+func commitGroups(z *target, key string) (groups, error) {
 	resp, err := z.httpClient().Do(newRequest(z, http.MethodGet, "/metrics", nil, "owner@zulite.localhost", key))
 	if err != nil {
-		return groups{}
+		return groups{}, fmt.Errorf("GET /metrics: %w", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return groups{}, fmt.Errorf("GET /metrics: got status %d, want 200", resp.StatusCode)
+	}
 	var g groups
+	found := 0
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -641,9 +652,15 @@ func commitGroups(z *target, key string) groups {
 			g.seconds = v
 		case "zulite_database_pages_written_total":
 			g.pages = v
+		default:
+			continue
 		}
+		found++
 	}
-	return g
+	if found != 4 {
+		return groups{}, fmt.Errorf("GET /metrics: %d of the 4 commit samples", found)
+	}
+	return g, nil
 }
 
 // cpuTime answers the CPU time, user and system, that a process has used
