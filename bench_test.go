@@ -129,7 +129,7 @@ func seedChannel(b *testing.B, st *store, sender, reader user, ch channel, n, to
 // reportPages adds the pages each operation wrote to the benchmark.
 func reportPages(b *testing.B, st *store, before bbolt.Stats) {
 	after := st.db.Stats()
-	b.ReportMetric(float64(after.TxStats.GetWrite()-before.TxStats.GetWrite())/float64(b.N), "pages/op")
+	b.ReportMetric(float64(after.TxStats.GetPageCount()-before.TxStats.GetPageCount())/float64(b.N), "pages/op")
 }
 
 // BenchmarkGetMessages_PageFromMillionMessageChannel reads the newest 100
@@ -293,7 +293,7 @@ func BenchmarkCommitPages(b *testing.B) {
 			wg.Wait()
 			after := st.db.Stats()
 			commits := st.commitStats.groups.Load() - groups
-			b.ReportMetric(float64(after.TxStats.GetWrite()-before.TxStats.GetWrite())/float64(commits), "pages/commit")
+			b.ReportMetric(float64(after.TxStats.GetPageCount()-before.TxStats.GetPageCount())/float64(commits), "pages/commit")
 			b.ReportMetric(float64(b.N)/float64(commits), "writes/commit")
 			b.ReportMetric(float64(after.FreelistInuse)/4096, "freelist-pages")
 			b.ReportMetric(float64(after.TxStats.GetRebalance()-before.TxStats.GetRebalance())/float64(commits), "rebalances/commit")

@@ -98,6 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprintln(stdout, versionText())
 		return nil
 	case cmd.name == "serve":
+		tuneGC(getenv)
 		return serve(ctx, o, stdout, stderr)
 	case o.PasswordStdin && o.Bot:
 		return fmt.Errorf("%w: bots log in with API keys, not passwords: drop --password-stdin", errUsage)

@@ -832,7 +832,7 @@ func channelNamed(t *testing.T, e *testEnv, name string) channel {
 	var ch channel
 	err := e.st.db.View(func(tx *bbolt.Tx) error {
 		var err error
-		ch, err = channelByName(tx, name)
+		ch, err = e.st.channelByName(tx, name)
 		return err
 	})
 	if err != nil {

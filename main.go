@@ -18,7 +18,6 @@ import (
 )
 
 func main() {
-	tuneGC(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
@@ -45,8 +44,9 @@ const (
 // back on a device that needs it.
 const defaultGCPercent = 200
 
-// tuneGC applies defaultGCPercent when GOGC is not set. It runs in main,
-// for the real process only: tests that serve in-process keep their own.
+// tuneGC applies defaultGCPercent when GOGC is not set (run calls it for
+// serve). It is process-wide: a test serving in-process sets it for the
+// test binary, which is harmless there.
 func tuneGC(getenv func(string) string) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)

@@ -78,7 +78,7 @@ func (s *store) messages(u user, q messageRange) (messagePage, error) {
 	var page messagePage
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		var err error
-		page, err = selectRange(tx, u, q)
+		page, err = s.selectRange(tx, u, q)
 		return err
 	})
 	return page, err
@@ -96,7 +96,7 @@ type flagUpdate struct {
 func (s *store) updateFlagsInRange(u user, q messageRange, change flagChange) (flagUpdate, error) {
 	var result flagUpdate
 	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		page, err := selectRange(tx, u, q)
+		page, err := s.selectRange(tx, u, q)
 		if err != nil {
 			return err
 		}
@@ -138,6 +138,7 @@ func flagChanges(m pagedMessage, change flagChange) bool {
 
 // rangeReader holds what one selection looks up again and again.
 type rangeReader struct {
+	store *store
 	tx    *bbolt.Tx
 	user  user
 	terms []narrowTerm
@@ -151,8 +152,8 @@ type rangeReader struct {
 	chunks   map[uint64][]uint64 // channel → the unread chunk decoded last
 }
 
-func selectRange(tx *bbolt.Tx, u user, q messageRange) (messagePage, error) {
-	r := &rangeReader{tx: tx, user: u, channels: map[uint64]channel{}, access: map[uint64]bool{}, senders: map[uint64]user{}, chunks: map[uint64][]uint64{}}
+func (s *store) selectRange(tx *bbolt.Tx, u user, q messageRange) (messagePage, error) {
+	r := &rangeReader{store: s, tx: tx, user: u, channels: map[uint64]channel{}, access: map[uint64]bool{}, senders: map[uint64]user{}, chunks: map[uint64][]uint64{}}
 	if err := r.resolve(q.Narrow); err != nil {
 		return messagePage{}, err
 	}
@@ -214,9 +215,9 @@ func (r *rangeReader) resolve(terms []narrowTerm) error {
 			var ch channel
 			var err error
 			if t.Name != "" {
-				ch, err = channelByName(r.tx, t.Name)
+				ch, err = r.store.channelByName(r.tx, t.Name)
 			} else {
-				ch, err = channelByID(r.tx, t.ID)
+				ch, err = r.store.channelByID(r.tx, t.ID)
 			}
 			if err != nil {
 				return &namedError{errNarrowUnknownChannel, t.Name + idText(t)}
@@ -408,7 +409,7 @@ func (r *rangeReader) canSee(channelID uint64) bool {
 	if ok, seen := r.access[channelID]; seen {
 		return ok
 	}
-	ch, err := channelByID(r.tx, channelID)
+	ch, err := r.store.channelByID(r.tx, channelID)
 	ok := err == nil && canAccess(r.tx, r.user, ch)
 	r.channels[channelID], r.access[channelID] = ch, ok
 	return ok

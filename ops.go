@@ -262,7 +262,7 @@ func (m *metrics) render(b io.Writer, db storeFigures) {
 	fmt.Fprintln(b, "# HELP zulite_database_bytes Size of the database file.")
 	fmt.Fprintln(b, "# TYPE zulite_database_bytes gauge")
 	fmt.Fprintf(b, "zulite_database_bytes %d\n", db.bytes)
-	fmt.Fprintln(b, "# HELP zulite_database_pages_written_total Pages written by storage commits (data, freelist and meta).")
+	fmt.Fprintln(b, "# HELP zulite_database_pages_written_total Data and freelist pages written by storage commits, overflow pages included (each commit also writes one meta page).")
 	fmt.Fprintln(b, "# TYPE zulite_database_pages_written_total counter")
 	fmt.Fprintf(b, "zulite_database_pages_written_total %d\n", db.pagesWritten)
 	fmt.Fprintln(b, "# HELP go_gc_gogc_percent The garbage collector's GOGC: zulite's default or the environment's.")
@@ -364,12 +364,13 @@ func (l *bufferedLog) close() {
 	l.flushLocked()
 }
 
-// gcPercent reads the GOGC in force from runtime/metrics.
-func gcPercent() uint64 {
+// gcPercent reads the GOGC in force from runtime/metrics: -1 when the
+// collector is off (GOGC=off), which the runtime keeps as -1 in a uint64.
+func gcPercent() int64 {
 	sample := []runtimemetrics.Sample{{Name: "/gc/gogc:percent"}}
 	runtimemetrics.Read(sample)
 	if sample[0].Value.Kind() != runtimemetrics.KindUint64 {
 		return 0
 	}
-	return sample[0].Value.Uint64()
+	return int64(sample[0].Value.Uint64())
 }

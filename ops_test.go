@@ -287,10 +287,10 @@ func TestVersion_OfTheBuiltBinaryCarriesBuildDetails(t *testing.T) {
 }
 
 // The real binary runs its collector at GOGC=200 unless the environment
-// says otherwise, and /metrics reports the one in force.
+// says otherwise, and /metrics reports the one in force (-1 for off).
 func TestGC_TheBinaryDefaultsToGOGC200UnlessTheEnvironmentSetsIt(t *testing.T) {
 	bin := e2eBuildBinary(t)
-	for _, c := range []struct{ env, want string }{{"", "200"}, {"150", "150"}} {
+	for _, c := range []struct{ env, want string }{{"", "200"}, {"150", "150"}, {"off", "-1"}} {
 		t.Setenv("GOGC", c.env) // the child's environment; "" is unset to Go's runtime
 		srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"))
 		code, text, _ := get(t, http.DefaultClient, srv.baseURL+"/metrics", srv.ownerEmail, srv.ownerKey)

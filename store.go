@@ -205,6 +205,7 @@ type store struct {
 	commitStats commitStats
 
 	credCache credentialCache // authcache.go
+	decoded   channelMemo     // channels as decoded, by their stored bytes
 
 	// hooks connect the store to whoever tells clients about changes
 	// (the server's event hub); set once, read by the committer.
@@ -649,38 +650,39 @@ func (s *store) channels() ([]channel, error) {
 	return list, err
 }
 
-func channelByID(tx *bbolt.Tx, id uint64) (channel, error) {
+func (s *store) channelByID(tx *bbolt.Tx, id uint64) (channel, error) {
 	v := tx.Bucket(bucketChannels).Get(itob(id))
 	if v == nil {
 		return channel{}, errNoSuchChannel
 	}
-	if ch, ok := decodedChannels.get(id, v); ok {
+	if ch, ok := s.decoded.get(id, v); ok {
 		return ch, nil
 	}
 	var ch channel
 	if err := json.Unmarshal(v, &ch); err != nil {
 		return channel{}, err
 	}
-	decodedChannels.put(id, v, ch)
+	s.decoded.put(id, v, ch)
 	return ch, nil
 }
 
-// decodedChannels remembers channels as decoded, each with the bytes it
-// was decoded from. Most requests look a channel up, some twice (a check
-// in a read transaction, then again in the write, which the committer
-// runs serially with every other write), and decoding JSON is most of a
+// channelMemo remembers channels as decoded, each with the bytes it was
+// decoded from. Most requests look a channel up, some twice (a check in a
+// read transaction, then again in the write, which the committer runs
+// serially with every other write), and decoding JSON is most of a
 // lookup's cost. A decoded channel is a function of its bytes alone: a
 // lookup answers from here only when the stored bytes are the same, so
-// nothing needs invalidating when a channel changes. Bounded, as a file
-// may hold any number of channels.
-var decodedChannels = channelMemo{m: map[uint64]memoChannel{}}
-
-const channelMemoSize = 4096
-
+// nothing needs invalidating when a channel changes. It holds at most
+// channelMemoBytes of stored channels, and starts afresh when full, so
+// that channels in use come back and any number of channels costs a
+// bounded amount of memory.
 type channelMemo struct {
-	mu sync.RWMutex
-	m  map[uint64]memoChannel
+	mu    sync.RWMutex
+	m     map[uint64]memoChannel
+	bytes int // of the stored forms held
 }
+
+const channelMemoBytes = 1 << 20
 
 type memoChannel struct {
 	stored []byte // a copy: bbolt's bytes live only as long as their transaction
@@ -700,18 +702,23 @@ func (c *channelMemo) get(id uint64, stored []byte) (channel, bool) {
 func (c *channelMemo) put(id uint64, stored []byte, ch channel) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[id]; !ok && len(c.m) >= channelMemoSize {
-		return // full: the channels already here stay
+	if old, ok := c.m[id]; ok {
+		c.bytes -= len(old.stored)
+		delete(c.m, id)
+	}
+	if c.m == nil || c.bytes+len(stored) > channelMemoBytes {
+		c.m, c.bytes = map[uint64]memoChannel{}, 0
 	}
 	c.m[id] = memoChannel{bytes.Clone(stored), ch}
+	c.bytes += len(stored)
 }
 
-func channelByName(tx *bbolt.Tx, name string) (channel, error) {
+func (s *store) channelByName(tx *bbolt.Tx, name string) (channel, error) {
 	id := tx.Bucket(bucketChannelNames).Get(nameKey(name))
 	if id == nil {
 		return channel{}, &namedError{errNoSuchChannel, name}
 	}
-	return channelByID(tx, btoi(id))
+	return s.channelByID(tx, btoi(id))
 }
 
 func isSubscribed(tx *bbolt.Tx, userID, channelID uint64) bool {
@@ -734,7 +741,7 @@ func (s *store) accessibleChannel(u user, name string) (channel, error) {
 	var ch channel
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		var err error
-		ch, err = channelByName(tx, name)
+		ch, err = s.channelByName(tx, name)
 		if err == nil && !canAccess(tx, u, ch) {
 			err = &namedError{errNoSuchChannel, name}
 		}
@@ -752,7 +759,7 @@ func (s *store) subscribe(u user, specs []channelSpec, inviteOnly bool) (subscri
 		var join []channel
 		var create []channelSpec
 		for _, spec := range specs { // every check before the first write
-			ch, err := channelByName(tx, spec.Name)
+			ch, err := s.channelByName(tx, spec.Name)
 			switch {
 			case errors.Is(err, errNoSuchChannel):
 				create = append(create, spec)
@@ -807,7 +814,7 @@ func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []strin
 		var channels []channel
 		var missing []string
 		for _, name := range names {
-			ch, err := channelByName(tx, name)
+			ch, err := s.channelByName(tx, name)
 			if errors.Is(err, errNoSuchChannel) {
 				missing = append(missing, name)
 				continue
@@ -870,7 +877,7 @@ func (s *store) subscriptions(userID uint64) ([]subscribedChannel, error) {
 			if err := json.Unmarshal(v, &sc.subscription); err != nil {
 				return err
 			}
-			ch, err := channelByID(tx, btoi(k[8:]))
+			ch, err := s.channelByID(tx, btoi(k[8:]))
 			if err != nil {
 				return err
 			}
@@ -947,9 +954,9 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 		var ch channel
 		var err error
 		if to.Name != "" {
-			ch, err = channelByName(tx, to.Name)
+			ch, err = s.channelByName(tx, to.Name)
 		} else {
-			ch, err = channelByID(tx, to.ID)
+			ch, err = s.channelByID(tx, to.ID)
 		}
 		if err != nil {
 			return err
@@ -999,7 +1006,7 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 func (s *store) markChannelRead(u user, channelID uint64) error {
 	nothing := false
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		ch, err := channelByID(tx, channelID)
+		ch, err := s.channelByID(tx, channelID)
 		if err != nil {
 			return err
 		}
@@ -1014,7 +1021,8 @@ func (s *store) markChannelRead(u user, channelID uint64) error {
 	}
 	trashed := false
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		ch, err := channelByID(tx, channelID)
+		trashed = false // a run may repeat
+		ch, err := s.channelByID(tx, channelID)
 		if err != nil {
 			return err
 		}
@@ -1103,7 +1111,7 @@ func (s *store) updateFlags(u user, ids []uint64, change flagChange) (changed, u
 			if err != nil {
 				return errInvalidMessageIDs
 			}
-			ch, err := channelByID(tx, m.ChannelID)
+			ch, err := s.channelByID(tx, m.ChannelID)
 			if err != nil || !canAccess(tx, u, ch) {
 				return errInvalidMessageIDs
 			}
@@ -1184,7 +1192,7 @@ func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64,
 	var read []uint64
 	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		read = nil
-		ch, err := channelByID(tx, channelID)
+		ch, err := s.channelByID(tx, channelID)
 		if err != nil {
 			return err
 		}
@@ -1328,7 +1336,7 @@ func (s *store) ping() error {
 // storeFigures is what /metrics reports of the database.
 type storeFigures struct {
 	bytes        int64 // the file's size
-	pagesWritten int64 // pages written by commits since the start
+	pagesWritten int64 // data and freelist pages written by commits since the start
 }
 
 func (s *store) figures() storeFigures {
@@ -1338,7 +1346,10 @@ func (s *store) figures() storeFigures {
 		return nil
 	})
 	stats := s.db.Stats()
-	f.pagesWritten = stats.TxStats.GetWrite()
+	// PageCount counts every page a commit allocates, overflow pages
+	// included, and each is written once; Write would count a page and
+	// its overflow as one.
+	f.pagesWritten = stats.TxStats.GetPageCount()
 	return f
 }
 

@@ -489,7 +489,9 @@ func seedUnread(t testing.TB, n int) (*store, user, channel) {
 	return st, u, ch
 }
 
-// pagesWrittenBy counts the pages bbolt writes to commit fn's transaction.
+// pagesWrittenBy counts the pages bbolt writes to commit fn's
+// transaction: the pages it allocates (data and freelist, overflow pages
+// included), each written once; not the meta page every commit writes.
 func pagesWrittenBy(t testing.TB, st *store, fn func() error) int64 {
 	t.Helper()
 	st.janitorOff.Store(true) // its own writes would be counted too
@@ -499,7 +501,7 @@ func pagesWrittenBy(t testing.TB, st *store, fn func() error) int64 {
 		t.Fatal(err)
 	}
 	after := st.db.Stats()
-	return after.TxStats.GetWrite() - before.TxStats.GetWrite()
+	return after.TxStats.GetPageCount() - before.TxStats.GetPageCount()
 }
 
 func TestMarkChannelRead_MillionUnreadWritesAboutAsMuchAsOne(t *testing.T) {
@@ -662,7 +664,7 @@ func TestJanitor_MoveInsideACommitGroupStaysConsistent(t *testing.T) {
 	checkConsistency(t, st.db)
 }
 
-// channelByID answers from decodedChannels only while a channel's stored
+// channelByID answers from the store's memo only while a channel's stored
 // bytes are those it decoded: a channel that changes (as an edit would
 // change it) or goes is seen as it now is, in every transaction after.
 func TestChannelByID_SeesAChangedChannelAsItIsNow(t *testing.T) {
@@ -672,7 +674,7 @@ func TestChannelByID_SeesAChangedChannelAsItIsNow(t *testing.T) {
 		var got channel
 		var err error
 		st.db.View(func(tx *bbolt.Tx) error {
-			got, err = channelByID(tx, ch.ID)
+			got, err = st.channelByID(tx, ch.ID)
 			return nil
 		})
 		return got, err
@@ -700,20 +702,33 @@ func TestChannelByID_SeesAChangedChannelAsItIsNow(t *testing.T) {
 	}
 }
 
-// The memo holds at most channelMemoSize channels; lookups beyond it
-// still answer, by decoding.
-func TestChannelMemo_IsBounded(t *testing.T) {
-	memo := channelMemo{m: map[uint64]memoChannel{}}
-	for i := range uint64(channelMemoSize + 10) {
-		memo.put(i, []byte{byte(i)}, channel{ID: i})
+// The memo holds at most channelMemoBytes of stored channels: when full it
+// starts afresh, so a channel looked up later is remembered again.
+func TestChannelMemo_IsBoundedAndStartsAfreshWhenFull(t *testing.T) {
+	var memo channelMemo
+	stored := bytes.Repeat([]byte("x"), 1000)
+	n := uint64(channelMemoBytes / len(stored))
+	for id := range n {
+		memo.put(id, stored, channel{ID: id})
 	}
-	if len(memo.m) != channelMemoSize {
-		t.Fatalf("memo holds %d channels, want at most %d", len(memo.m), channelMemoSize)
+	if len(memo.m) != int(n) || memo.bytes != int(n)*len(stored) {
+		t.Fatalf("after %d channels: holds %d, %d bytes", n, len(memo.m), memo.bytes)
 	}
-	if ch, ok := memo.get(7, []byte{7}); !ok || ch.ID != 7 {
+	if ch, ok := memo.get(7, stored); !ok || ch.ID != 7 {
 		t.Fatalf("get(7): got %+v, %v", ch, ok)
 	}
-	if _, ok := memo.get(7, []byte{8}); ok {
+	if _, ok := memo.get(7, stored[1:]); ok {
 		t.Fatal("get(7) with other bytes: answered from the memo")
+	}
+	memo.put(7, stored, channel{ID: 7}) // again: replaces, does not grow
+	if memo.bytes != int(n)*len(stored) {
+		t.Fatalf("after putting a channel again: %d bytes, want %d", memo.bytes, int(n)*len(stored))
+	}
+	memo.put(n, stored, channel{ID: n}) // over the budget
+	if len(memo.m) != 1 || memo.bytes != len(stored) {
+		t.Fatalf("over the budget: holds %d, %d bytes; want it to start afresh with the new one", len(memo.m), memo.bytes)
+	}
+	if ch, ok := memo.get(n, stored); !ok || ch.ID != n {
+		t.Fatalf("get(%d) after starting afresh: got %+v, %v", n, ch, ok)
 	}
 }
