@@ -38,10 +38,11 @@ const (
 // sets one. zulite's live heap is small (about 5 MiB serving the load
 // benchmark) while each request allocates several KiB, mostly in
 // net/http, so with Go's 100 the collector runs dozens of times a second
-// under load. At 200, bench/load measured the writes at concurrency 64
-// rising from 0.77-0.85 to 0.88-0.93 of the write ceiling, for peak
-// RssAnon 15 MiB instead of 10. GOGC=100 (or GOMEMLIMIT) gives memory
-// back on a device that needs it.
+// under load. At 200, bench/load's zulite answered about a tenth more
+// requests a second at concurrency 64, for a peak RssAnon of 15 MiB
+// instead of 10; the README gives what it costs elsewhere (a burst of
+// logins, the soak). GOGC=100 (or GOMEMLIMIT) gives memory back on a
+// device that needs it.
 const defaultGCPercent = 200
 
 // tuneGC applies defaultGCPercent when GOGC is not set (run calls it for

@@ -673,9 +673,9 @@ func (s *store) channelByID(tx *bbolt.Tx, id uint64) (channel, error) {
 // lookup's cost. A decoded channel is a function of its bytes alone: a
 // lookup answers from here only when the stored bytes are the same, so
 // nothing needs invalidating when a channel changes. It holds at most
-// channelMemoBytes of stored channels, and starts afresh when full, so
-// that channels in use come back and any number of channels costs a
-// bounded amount of memory.
+// channelMemoBytes of stored channels (about as much again in their
+// decoded strings), and starts afresh when full, so that channels in use
+// come back and any number of channels costs a bounded amount of memory.
 type channelMemo struct {
 	mu    sync.RWMutex
 	m     map[uint64]memoChannel
