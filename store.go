@@ -1265,18 +1265,10 @@ func (s *store) unreadSummary(userID uint64, max int) (unreadSummary, error) {
 	var sum unreadSummary
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		sum = unreadSummary{}
-		var ids []uint64
-		prefix := itob(userID)
-		unread := tx.Bucket(bucketUnread)
-		c := unread.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			more, err := chunkIDs(unread.Bucket(k))
-			if err != nil {
-				return err
-			}
-			ids = append(ids, more...)
+		ids, err := allUnreadIDs(tx, userID)
+		if err != nil {
+			return err
 		}
-		slices.Sort(ids)
 		if len(ids) > max {
 			ids, sum.Truncated = ids[len(ids)-max:], true
 		}

@@ -159,6 +159,24 @@ func removeAllUnread(tx *bbolt.Tx, userID, channelID uint64) (trashed bool, err 
 	return true, parent.MoveBucket(key, holder)
 }
 
+// allUnreadIDs returns the user's unread message ids in every channel,
+// sorted.
+func allUnreadIDs(tx *bbolt.Tx, userID uint64) ([]uint64, error) {
+	var ids []uint64
+	prefix := itob(userID)
+	unread := tx.Bucket(bucketUnread)
+	c := unread.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		more, err := chunkIDs(unread.Bucket(k))
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, more...)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
 // unreadIDs returns the user's unread message ids in the channel, sorted.
 func unreadIDs(tx *bbolt.Tx, userID, channelID uint64) ([]uint64, error) {
 	b := tx.Bucket(bucketUnread).Bucket(unreadKey(userID, channelID))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -59,20 +58,14 @@ func (m *unreadModel) unreadOf(user uint64) []uint64 {
 func storedUnread(t *testing.T, st *store, userID uint64) []uint64 {
 	t.Helper()
 	var ids []uint64
-	st.db.View(func(tx *bbolt.Tx) error {
-		prefix := itob(userID)
-		unread := tx.Bucket(bucketUnread)
-		c := unread.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			more, err := chunkIDs(unread.Bucket(k))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, more...)
-		}
-		return nil
+	err := st.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		ids, err = allUnreadIDs(tx, userID)
+		return err
 	})
-	slices.Sort(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return ids
 }
 
