@@ -808,9 +808,9 @@ func (s *store) addSubscription(tx *bbolt.Tx, userID, channelID uint64) error {
 // Zulip, a user has no unread messages in channels they are not
 // subscribed to, so the channel's unread state goes too.
 func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []string, left []channel, read []uint64, err error) {
-	defer s.wakeJanitor()
+	trashed := false
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		removed, notRemoved, left, read = nil, nil, nil, nil
+		removed, notRemoved, left, read, trashed = nil, nil, nil, nil, false
 		var channels []channel
 		var missing []string
 		for _, name := range names {
@@ -842,9 +842,11 @@ func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []strin
 			if err != nil {
 				return err
 			}
-			if _, err := removeAllUnread(tx, u.ID, ch.ID); err != nil {
+			moved, err := removeAllUnread(tx, u.ID, ch.ID)
+			if err != nil {
 				return err
 			}
+			trashed = trashed || moved
 			read = append(read, ids...)
 			removed = append(removed, ch.Name)
 			left = append(left, ch)
@@ -855,6 +857,9 @@ func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []strin
 		slices.Sort(read)
 		return reportFlags(tx, report, u, flagChange{Flag: "read", Add: true}, read)
 	})
+	if trashed { // large sets were moved aside: the janitor deletes them
+		s.wakeJanitor()
+	}
 	return removed, notRemoved, left, read, err
 }
 
@@ -1218,14 +1223,19 @@ func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64,
 
 // markAllRead marks every message read for the user.
 func (s *store) markAllRead(u user) error {
-	defer s.wakeJanitor()
-	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		if _, err := removeAllUnreadOf(tx, u.ID); err != nil {
+	trashed := false
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		var err error
+		if trashed, err = removeAllUnreadOf(tx, u.ID); err != nil {
 			return err
 		}
 		report(flagsChanged{User: u, Change: flagChange{Flag: "read", Add: true}, All: true})
 		return nil
 	})
+	if trashed { // large sets were moved aside: the janitor deletes them
+		s.wakeJanitor()
+	}
+	return err
 }
 
 // reportFlags reports a flag change on ids (sorted), with where the

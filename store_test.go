@@ -604,34 +604,49 @@ func TestMintKey_KeepsAtMostTwentyKeysDroppingTheOldest(t *testing.T) {
 	}
 }
 
-// Marking read moves the unread set aside; the janitor deletes it after,
-// and the file stays consistent throughout.
+// Marking read (a channel, or everything) and unsubscribing move a large
+// unread set aside; each wakes the janitor, which deletes it after, and
+// the file stays consistent throughout.
 func TestJanitor_DeletesWhatMarkingReadSetAside(t *testing.T) {
-	st, u, ch := seedUnread(t, 100_000)
-	if err := st.markChannelRead(u, ch.ID); err != nil {
-		t.Fatal(err)
-	}
-	if got := mustUnread(t, st, u, ch); len(got) != 0 {
-		t.Fatalf("unread after marking read: got %d, want 0", len(got))
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		empty := false
-		st.db.View(func(tx *bbolt.Tx) error {
-			k, _ := tx.Bucket(bucketUnreadTrash).Cursor().First()
-			empty = k == nil
-			return nil
+	for _, c := range []struct {
+		name string
+		op   func(st *store, u user, ch channel) error
+	}{
+		{"mark_stream_as_read", func(st *store, u user, ch channel) error { return st.markChannelRead(u, ch.ID) }},
+		{"mark_all_as_read", func(st *store, u user, _ channel) error { return st.markAllRead(u) }},
+		{"unsubscribe", func(st *store, u user, ch channel) error {
+			_, _, _, _, err := st.unsubscribe(u, []string{ch.Name})
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, u, ch := seedUnread(t, 100_000)
+			if err := c.op(st, u, ch); err != nil {
+				t.Fatal(err)
+			}
+			if got := mustUnread(t, st, u, ch); len(got) != 0 {
+				t.Fatalf("unread after %s: got %d, want 0", c.name, len(got))
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				empty := false
+				st.db.View(func(tx *bbolt.Tx) error {
+					k, _ := tx.Bucket(bucketUnreadTrash).Cursor().First()
+					empty = k == nil
+					return nil
+				})
+				if empty {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the janitor left the trash for 10 s")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			st.quiesce()
+			checkConsistency(t, st.db)
 		})
-		if empty {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the janitor left the trash for 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	st.quiesce()
-	checkConsistency(t, st.db)
 }
 
 // A send and a mark-read of the same unread set in one commit group must

@@ -333,8 +333,9 @@ func removeUnread(tx *bbolt.Tx, userID, channelID uint64, ids []uint64) ([]uint6
 }
 
 // removeAllUnreadOf marks every message read for the user, in every
-// channel, and returns the channels that had unread messages.
-func removeAllUnreadOf(tx *bbolt.Tx, userID uint64) ([]uint64, error) {
+// channel; trashed says whether the janitor has work, as for
+// removeAllUnread.
+func removeAllUnreadOf(tx *bbolt.Tx, userID uint64) (trashed bool, err error) {
 	prefix := itob(userID)
 	var channels []uint64
 	c := tx.Bucket(bucketUnread).Cursor()
@@ -342,11 +343,13 @@ func removeAllUnreadOf(tx *bbolt.Tx, userID uint64) ([]uint64, error) {
 		channels = append(channels, btoi(k[8:]))
 	}
 	for _, channelID := range channels {
-		if _, err := removeAllUnread(tx, userID, channelID); err != nil {
-			return nil, err
+		moved, err := removeAllUnread(tx, userID, channelID)
+		if err != nil {
+			return false, err
 		}
+		trashed = trashed || moved
 	}
-	return channels, nil
+	return trashed, nil
 }
 
 // unreadAmong answers which of ids (sorted) are unread, decoding only the
