@@ -747,3 +747,64 @@ func TestChannelMemo_IsBoundedAndStartsAfreshWhenFull(t *testing.T) {
 		t.Fatalf("get(%d) after starting afresh: got %+v, %v", n, ch, ok)
 	}
 }
+
+// authenticate answers from a cache of credentials: every change to an
+// account or its keys must be seen by the next request, with the entry
+// already cached when the change is made.
+func TestCredentialCache_EveryAccountChangeIsSeenAtOnce(t *testing.T) {
+	st := mustOpenStore(t)
+	alice, key1 := mustCreateUser(t, st, "alice@example.com", roleMember, false)
+	mustAuth := func(what, email, key string) user {
+		t.Helper()
+		u, err := st.authenticate(email, key)
+		if err != nil {
+			t.Fatalf("%s: got %v, want success", what, err)
+		}
+		return u
+	}
+	mustFail := func(what, email, key string) {
+		t.Helper()
+		if _, err := st.authenticate(email, key); !errors.Is(err, errBadCredentials) {
+			t.Fatalf("%s: got %v, want errBadCredentials", what, err)
+		}
+	}
+
+	// An e-mail first seen unknown is cached as unknown; then it gets an
+	// account.
+	mustFail("carol before her account", "carol@example.com", key1)
+	_, carolKey := mustCreateUser(t, st, "carol@example.com", roleMember, false)
+	mustAuth("carol after user add", "Carol@example.com", carolKey)
+
+	// A second device logs in: a new key, and the first still works.
+	mustAuth("alice's first key", "alice@example.com", key1)
+	key2, err := st.mintKey(alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAuth("alice's minted key", "alice@example.com", key2)
+	mustAuth("alice's first key after a login", "alice@example.com", key1)
+
+	// user key: every earlier key stops working at once.
+	key3, err := st.regenerateKey("alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFail("alice's first key after regenerate", "alice@example.com", key1)
+	mustFail("alice's minted key after regenerate", "alice@example.com", key2)
+	mustAuth("alice's new key", "alice@example.com", key3)
+
+	// user deactivate and activate: the server refuses an inactive account
+	// on what authenticate answers.
+	if err := st.setActive("alice@example.com", false); err != nil {
+		t.Fatal(err)
+	}
+	if u := mustAuth("alice deactivated", "alice@example.com", key3); u.Active {
+		t.Fatal("alice deactivated: authenticate answered an active account")
+	}
+	if err := st.setActive("ALICE@example.com", true); err != nil {
+		t.Fatal(err)
+	}
+	if u := mustAuth("alice reactivated", "alice@example.com", key3); !u.Active {
+		t.Fatal("alice reactivated: authenticate answered an inactive account")
+	}
+}
