@@ -804,6 +804,33 @@ func TestServerSettings_ZulipFieldsAndNoOthers(t *testing.T) {
 	if r.body["realm_url"] != "http://zulite.test" || r.body["realm_uri"] != "http://zulite.test" || r.body["push_notifications_enabled"] != false {
 		t.Errorf("realm_url/realm_uri/push: got %s", r.raw)
 	}
+	// The values a client decides on before it logs in: a compatible
+	// Zulip 9.2 (feature level 278, a real release's pair), e-mail and
+	// password login only, and the realm as configured.
+	for field, want := range map[string]any{
+		"is_incompatible": false, "zulip_version": "9.2", "zulip_merge_base": "9.2", "zulip_feature_level": float64(278),
+		"email_auth_enabled": true, "require_email_format_usernames": true, "realm_web_public_access_enabled": false,
+		"realm_name": "zulite", "realm_description": "",
+	} {
+		if r.body[field] != want {
+			t.Errorf("%s: got %#v, want %#v", field, r.body[field], want)
+		}
+	}
+	methods, _ := r.body["authentication_methods"].(map[string]any)
+	for method, enabled := range methods {
+		if enabled != (method == "password") {
+			t.Errorf("authentication_methods.%s: got %v, want %v", method, enabled, method == "password")
+		}
+	}
+	if methods["password"] != true {
+		t.Errorf("authentication_methods: got %v, want password enabled", methods)
+	}
+	if !strings.Contains(r.raw, `"external_authentication_methods":[]`) { // a list, never null
+		t.Errorf("external_authentication_methods: got %s", r.raw)
+	}
+	if icon, _ := r.body["realm_icon"].(string); !strings.HasPrefix(icon, "http://zulite.test/") {
+		t.Errorf("realm_icon: got %q, want a URL on the realm", r.body["realm_icon"])
+	}
 }
 
 func TestOwnUser_RolesAsZulipNumbersThem(t *testing.T) {
