@@ -424,6 +424,7 @@ func TestAuthentication_EveryFailure(t *testing.T) {
 		{"not base64", "Basic !!!", 401, "UNAUTHORIZED", "Invalid authorization header for basic auth"},
 		{"no colon", "Basic " + base64.StdEncoding.EncodeToString([]byte("alice@example.com")), 401, "UNAUTHORIZED", "Invalid authorization header for basic auth"},
 		{"key too short", basic(e.alice.Email, "abc"), 401, "UNAUTHORIZED", "Malformed API key"},
+		{"key too long", basic(e.alice.Email, strings.Repeat("a", 33)), 401, "UNAUTHORIZED", "Malformed API key"},
 		{"key not alphanumeric", basic(e.alice.Email, strings.Repeat("-", 32)), 401, "UNAUTHORIZED", "Malformed API key"},
 		{"wrong key", basic(e.alice.Email, newAPIKey()), 401, "UNAUTHORIZED", "Invalid API key"},
 		{"another account's key", basic(e.alice.Email, e.bob.key), 401, "UNAUTHORIZED", "Invalid API key"},
@@ -725,16 +726,37 @@ func TestSubscriptions_SubscribeListUnsubscribe(t *testing.T) {
 	if want := []string{"general", "new one", "secret"}; !slices.Equal(names, want) {
 		t.Errorf("subscriptions: got %v, want %v", names, want)
 	}
+	for _, s := range subs {
+		sub := s.(map[string]any)
+		want := channelNamed(t, e, sub["name"].(string))
+		if sub["stream_id"] != float64(want.ID) || sub["invite_only"] != want.Private || sub["description"] != want.Description ||
+			!slices.Contains(sub["subscribers"].([]any), any(float64(e.alice.ID))) {
+			t.Errorf("subscription %s: got %v, want stream_id %d, invite_only %v, description %q, alice among subscribers",
+				sub["name"], sub, want.ID, want.Private, want.Description)
+		}
+	}
+	if nc := channelNamed(t, e, "new one"); nc.Description != "fresh" {
+		t.Errorf("new one's description: got %q, want fresh", nc.Description)
+	}
 
-	r = e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"secret"}]`}}, &e.bob)
+	// A refused request changes nothing (SPEC §3), even when a channel
+	// before the bad one in the list would have been created.
+	before, err := e.st.channels()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"brand new"},{"name":"secret"}]`}}, &e.bob)
 	wantAPIError(t, r, 400, "BAD_REQUEST", "Unable to access channel (secret).")
 	for _, c := range []struct{ subs, msg string }{
-		{`[{"name":""}]`, "Channel name can't be empty."},
-		{`[{"name":"` + strings.Repeat("n", 61) + `"}]`, "Channel name too long (limit: 60 characters)."},
-		{`[{"description":"no name"}]`, "name key is missing from subscriptions[0]"},
+		{`[{"name":"brand new"},{"name":""}]`, "Channel name can't be empty."},
+		{`[{"name":"brand new"},{"name":"` + strings.Repeat("n", 61) + `"}]`, "Channel name too long (limit: 60 characters)."},
+		{`[{"name":"brand new"},{"description":"no name"}]`, "name key is missing from subscriptions[1]"},
 		{`["general"]`, "subscriptions[0] is not a dict"},
 	} {
 		wantAPIError(t, e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {c.subs}}, &e.bob), 400, "BAD_REQUEST", c.msg)
+	}
+	if after, err := e.st.channels(); err != nil || len(after) != len(before) {
+		t.Errorf("channels after refused subscribes: got %d (%v), want %d", len(after), err, len(before))
 	}
 
 	mustSend(t, e.st, e.bob.user, e.general)
@@ -771,6 +793,18 @@ func TestChannels_ListAndLookUp(t *testing.T) {
 		t.Errorf("admin with include_all_active sees %v, want both", got)
 	}
 	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/streams", url.Values{"include_all_active": {"true"}}, &e.bob), 400, "BAD_REQUEST", "User not authorized for this query")
+
+	// Each channel as Zulip describes it: its id, and whether it is private.
+	r0 := e.request(t, http.MethodGet, "/api/v1/streams", nil, &e.alice)
+	wantAPISuccess(t, r0)
+	for _, raw := range r0.body["streams"].([]any) {
+		st := raw.(map[string]any)
+		want := map[string]channel{"general": e.general, "secret": e.secret}[st["name"].(string)]
+		if st["stream_id"] != float64(want.ID) || st["invite_only"] != want.Private || st["description"] != want.Description {
+			t.Errorf("%s: got stream_id %v, invite_only %v, description %q; want %d, %v, %q",
+				st["name"], st["stream_id"], st["invite_only"], st["description"], want.ID, want.Private, want.Description)
+		}
+	}
 
 	r := e.request(t, http.MethodGet, "/api/v1/get_stream_id", url.Values{"stream": {"General"}}, &e.bob)
 	wantAPISuccess(t, r)
