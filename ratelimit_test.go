@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,7 +57,11 @@ func TestRateLimit_FailedAuthenticationsPerAddress(t *testing.T) {
 		wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/users/me", nil, &wrong), 401, "UNAUTHORIZED", "Invalid API key")
 	}
 	// From this address even a right key is refused now; 405 still comes first.
-	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/users/me", nil, &e.alice), 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
+	r := e.request(t, http.MethodGet, "/api/v1/users/me", nil, &e.alice)
+	wantAPIError(t, r, 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
+	if secs, _ := r.body["retry-after"].(float64); secs < 1 || secs > 600 || r.header.Get("Retry-After") != strconv.Itoa(int(secs)) {
+		t.Errorf("429: retry-after %v, Retry-After %q; want the same, within the 10-minute window", r.body["retry-after"], r.header.Get("Retry-After"))
+	}
 	if r := e.request(t, http.MethodPut, "/api/v1/users/me", nil, &e.alice); r.status != 405 {
 		t.Errorf("wrong method while throttled: got %d, want 405", r.status)
 	}
@@ -115,5 +123,55 @@ func TestRateLimit_AFullAddressTableNeverForgetsABlockedAddress(t *testing.T) {
 	}
 	if len(l.failures) > maxLimitedAddresses+1 {
 		t.Errorf("table size: got %d, want at most %d", len(l.failures), maxLimitedAddresses+1)
+	}
+}
+
+// Every authenticated answer carries the X-RateLimit-* headers, a refusal
+// too, and a refused request is counted.
+func TestRateLimit_HeadersOnAnErrorToo(t *testing.T) {
+	e := newTestEnv(t)
+	e.server.limits = newRateLimiter([]rateRule{{time.Minute, 5}})
+	r := e.request(t, http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {"xyz1"}}, &e.alice)
+	wantAPIError(t, r, 400, "BAD_REQUEST", "Invalid APNS token")
+	if r.header.Get("X-RateLimit-Limit") != "5" || r.header.Get("X-RateLimit-Remaining") != "4" || r.header.Get("X-RateLimit-Reset") == "" {
+		t.Errorf("headers on a 400: Limit %q Remaining %q Reset %q", r.header.Get("X-RateLimit-Limit"), r.header.Get("X-RateLimit-Remaining"), r.header.Get("X-RateLimit-Reset"))
+	}
+}
+
+// --rate-limit off switches off both kinds (SPEC §8): per account, and
+// failed authentications per address (and so failed logins) too.
+func TestRateLimit_OffSwitchesOffEveryKind(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "z.db")
+	stdout, stderr, _ := startServe(t, db, nil, "--rate-limit", "off")
+	base := "http://" + addrFrom(t, stderr, "msg=listening")
+	ownerKey := ownerKeyFrom(stdout)
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"user", "add", "carol@example.com", "--password-stdin", "--db", db},
+		func(string) string { return "" }, strings.NewReader("carol-password\n"), &out, &errOut); err != nil {
+		t.Fatalf("user add: %v %s", err, errOut.String())
+	}
+	for i := range 70 { // more than the 60 failed authentications an address may make
+		if code, _, _ := get(t, http.DefaultClient, base+"/api/v1/users/me", "owner@zulite.localhost", newAPIKey()); code != 401 {
+			t.Fatalf("wrong key %d: got %d, want 401", i+1, code)
+		}
+	}
+	if code, body, _ := get(t, http.DefaultClient, base+"/api/v1/users/me", "owner@zulite.localhost", ownerKey); code != 200 {
+		t.Fatalf("right key after 70 wrong ones: got %d %s, want 200", code, body)
+	}
+	login := func(password string) int {
+		resp, err := http.PostForm(base+"/api/v1/fetch_api_key", url.Values{"username": {"carol@example.com"}, "password": {password}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i := range 8 { // more than the 5 failed logins an account may have
+		if code := login("guess"); code != 401 {
+			t.Fatalf("wrong password %d: got %d, want 401", i+1, code)
+		}
+	}
+	if code := login("carol-password"); code != 200 {
+		t.Fatalf("right password after 8 wrong ones: got %d, want 200", code)
 	}
 }
