@@ -131,6 +131,25 @@ func TestRun_HeldDatabaseFailsWithinAboutASecond(t *testing.T) {
 	}
 }
 
+// "zulite" with flags and no command serves (SPEC §2); a second serve on
+// the database it holds fails within about a second, saying so.
+func TestRun_NoCommandServesAndASecondServeFailsFast(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "z.db")
+	_, stderr, _ := startRun(t, nil, []string{"--addr", "127.0.0.1:0", "--db", db})
+	base := "http://" + addrFrom(t, stderr, "msg=listening")
+	if code, body, _ := get(t, http.DefaultClient, base+"/api/v1/server_settings", "", ""); code != 200 {
+		t.Fatalf("server_settings from a bare zulite: got %d %s", code, body)
+	}
+	start := time.Now()
+	_, _, err := runCLI(t, nil, "serve", "--db", db, "--addr", "127.0.0.1:0")
+	if !errors.Is(err, errDatabaseLocked) || !strings.Contains(err.Error(), "in use by another process") {
+		t.Errorf("second serve: got %v, want a database-in-use error", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("second serve waited %v, want about a second", waited)
+	}
+}
+
 func TestRun_Version(t *testing.T) {
 	out, _, err := runCLI(t, nil, "version")
 	if err != nil || !strings.Contains(out, "feature level 278") {
@@ -161,10 +180,16 @@ func (s *syncBuffer) String() string {
 // ends, with extra flags and environment.
 func startServe(t *testing.T, db string, env map[string]string, extra ...string) (stdout, stderr *syncBuffer, stop func() error) {
 	t.Helper()
+	return startRun(t, env, append([]string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, extra...))
+}
+
+// startRun runs zulite in-process with args until it logs that it
+// listens, and stops it when the test ends.
+func startRun(t *testing.T, env map[string]string, args []string) (stdout, stderr *syncBuffer, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr = &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
-	args := append([]string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, extra...)
 	go func() {
 		done <- run(ctx, args, func(k string) string { return env[k] }, strings.NewReader(""), stdout, stderr)
 	}()
