@@ -175,3 +175,39 @@ func TestRateLimit_OffSwitchesOffEveryKind(t *testing.T) {
 		t.Fatalf("right password after 8 wrong ones: got %d, want 200", code)
 	}
 }
+
+// SPEC §3's order around the rate limit: authentication (401) comes
+// before it, and role checks (a bot on a push-token route) after it.
+func TestRateLimit_ComesAfterAuthenticationAndBeforeRoleChecks(t *testing.T) {
+	e := newTestEnv(t)
+	e.server.limits = newRateLimiter([]rateRule{{time.Minute, 1}})
+	wantAPISuccess(t, e.request(t, http.MethodGet, "/api/v1/users/me", nil, &e.alice))
+	wantAPISuccess(t, e.request(t, http.MethodGet, "/api/v1/users/me", nil, &e.bot))
+	// alice is over her limit, but a wrong key is refused as a wrong key.
+	wrong := account{e.alice.user, newAPIKey()}
+	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/users/me", nil, &wrong), 401, "UNAUTHORIZED", "Invalid API key")
+	// The bot is over its limit: 429, not the bot refusal.
+	wantAPIError(t, e.request(t, http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {"aabb"}}, &e.bot),
+		429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
+}
+
+// Failed authentications: 60 per address per 10 minutes (SPEC §8).
+func TestRateLimit_FailedAuthenticationWindowIsTenMinutes(t *testing.T) {
+	l := newRateLimiter([]rateRule{{time.Minute, 10}})
+	start := time.Now()
+	for range 59 {
+		l.failedAuthentication("203.0.113.9", start)
+	}
+	if err := l.addressBlocked("203.0.113.9", start); err != nil {
+		t.Fatalf("after 59 failures: got %v, want not blocked", err)
+	}
+	l.failedAuthentication("203.0.113.9", start)
+	for _, later := range []time.Duration{0, time.Minute, 9*time.Minute + 59*time.Second} {
+		if err := l.addressBlocked("203.0.113.9", start.Add(later)); err == nil {
+			t.Errorf("60 failures, %v later: not blocked, want blocked until 10 minutes have passed", later)
+		}
+	}
+	if err := l.addressBlocked("203.0.113.9", start.Add(10*time.Minute+time.Second)); err != nil {
+		t.Errorf("10 minutes later: got %v, want not blocked", err)
+	}
+}
