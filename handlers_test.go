@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.etcd.io/bbolt"
 )
@@ -533,6 +534,7 @@ func TestPushTokens_AddTwiceRemoveAndOwnership(t *testing.T) {
 	remove := func(a *account, path, token string) response {
 		return e.requestAs(t, queryString, http.MethodDelete, "/api/v1/users/me/"+path, url.Values{"token": {token}}, a)
 	}
+	since := time.Now().Unix()
 	wantAPISuccess(t, add(&e.alice, "apns_device_token", url.Values{"token": {"AABB"}}))
 	wantAPISuccess(t, add(&e.alice, "apns_device_token", url.Values{"token": {"AABB"}, "appid": {"com.example.other"}}))
 	wantAPISuccess(t, add(&e.bob, "apns_device_token", url.Values{"token": {"aabb"}, "appid": {"org.zulip.flutter"}}))
@@ -541,6 +543,11 @@ func TestPushTokens_AddTwiceRemoveAndOwnership(t *testing.T) {
 	list, _ := e.st.pushTokens(e.alice.ID)
 	if len(list) != 2 || list[0].AppID != "org.zulip.Zulip" || list[0].Token != "AABB" {
 		t.Fatalf("alice's tokens: got %+v, want AABB with the default app id, and the FCM token", list)
+	}
+	for _, tok := range list { // stored with its kind and time (SPEC §5)
+		if want := map[string]pushKind{"AABB": pushAPNs, "Fcm-Token": pushFCM}[tok.Token]; tok.Kind != want || tok.Created < since || tok.Created > time.Now().Unix() {
+			t.Errorf("token %s: kind %v, created %d; want %v, created from %d to now", tok.Token, tok.Kind, tok.Created, want, since)
+		}
 	}
 	wantAPIError(t, remove(&e.alice, "android_gcm_reg_id", "fcm-token"), 400, "BAD_REQUEST", "Token does not exist")
 	wantAPISuccess(t, remove(&e.alice, "android_gcm_reg_id", "Fcm-Token"))
