@@ -180,3 +180,12 @@ func writeJSON(b *bytes.Buffer, v any) {
 	}
 	b.Truncate(b.Len() - 1) // Encode appends a newline
 }
+
+// storeErrors maps the store's sentinels to what clients are told, in
+// one place. Errors that name a channel are built in channelError.
+var storeErrors = map[error]*apiError{
+	errTokenNotFound:     badRequest("Token does not exist"),
+	errInvalidMessageIDs: errInvalidMessages,
+	errNoSuchUser:        badRequest("No such user"),
+	errEmailTaken:        badRequest("Email is already in use."),
+}

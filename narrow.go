@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -602,4 +603,199 @@ func (m mergeSource) iter(from uint64, up bool) func() (uint64, bool) {
 		}
 		return id, true
 	}
+}
+
+// maxMessagesPerRequest bounds one page or one flag update, as Zulip's.
+const maxMessagesPerRequest = 5000
+
+// narrowOperators maps Zulip's operator names, old ones included, to the
+// ones zulite matches on; dm operators match nothing (zulite has no
+// direct messages).
+var narrowOperators = map[string]string{
+	"channel": "channel", "stream": "channel", "topic": "topic", "subject": "topic",
+	"is": "is", "sender": "sender", "id": "id", "with": "with", "search": "search", "has": "has",
+	"in": "in", "near": "near", "channels": "channels", "streams": "channels",
+	"dm": "dm", "pm-with": "dm", "pm_with": "dm", "dm-including": "dm", "group-pm-with": "dm", "group_pm_with": "dm",
+}
+
+var narrowOperands = map[string][]string{
+	"is":       {"dm", "private", "starred", "unread", "mentioned", "alerted", "resolved", "followed"},
+	"has":      {"attachment", "image", "link", "reaction"},
+	"in":       {"home", "all"},
+	"channels": {"public", "web-public"},
+}
+
+func badNarrow(desc string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "BAD_NARROW", msg: "Invalid narrow operator: " + desc, extra: []field{{"desc", desc}}}
+}
+
+// readNarrow reads the `narrow` parameter: a JSON list of terms, each an
+// object {"operator","operand","negated"} or a legacy [operator, operand].
+func readNarrow(p *params, required bool) ([]rawTerm, error) {
+	raw, ok := p.lookup("narrow")
+	if !ok {
+		if required {
+			return nil, missingArgument("narrow")
+		}
+		return nil, nil
+	}
+	badValue := &apiError{status: http.StatusBadRequest, code: "REQUEST_VARIABLE_INVALID", msg: "Bad value for 'narrow': " + raw,
+		extra: []field{{"var_name", "narrow"}, {"bad_value", raw}}}
+	parsed, err := decodeJSON("narrow", raw)
+	if err != nil {
+		return nil, badValue
+	}
+	list, ok := parsed.([]any)
+	if !ok {
+		return nil, badValue
+	}
+	terms := make([]rawTerm, 0, len(list))
+	for _, elem := range list {
+		var operator string
+		var operand any
+		negated := false
+		switch e := elem.(type) {
+		case []any:
+			if len(e) != 2 {
+				return nil, badValue
+			}
+			op, ok1 := e[0].(string)
+			val, ok2 := e[1].(string)
+			if !ok1 || !ok2 {
+				return nil, badValue
+			}
+			operator, operand = op, val
+		case map[string]any:
+			op, ok := e["operator"]
+			if !ok {
+				return nil, badRequest("operator key is missing from elem")
+			}
+			if operator, ok = op.(string); !ok {
+				return nil, badRequest(`elem["operator"] is not a string`)
+			}
+			if operand, ok = e["operand"]; !ok {
+				return nil, badRequest("operand key is missing from elem")
+			}
+			if n, present := e["negated"]; present {
+				if negated, ok = n.(bool); !ok {
+					return nil, badRequest(`elem["negated"] is not a boolean`)
+				}
+			}
+		default:
+			return nil, badValue
+		}
+		if err := checkOperand(operator, operand); err != nil {
+			return nil, err
+		}
+		terms = append(terms, rawTerm{operator, operand, negated})
+	}
+	return terms, nil
+}
+
+// rawTerm is a narrow term as sent, its operand's type checked.
+type rawTerm struct {
+	operator string
+	operand  any
+	negated  bool
+}
+
+// checkOperand is the type check of an operand, which depends on the
+// operator (Zulip does it while parsing, before any other check).
+func checkOperand(operator string, operand any) error {
+	switch narrowOperators[operator] {
+	case "channel", "sender", "id", "with":
+		if _, isString := operand.(string); !isString {
+			if _, isInt := jsonInt(operand); !isInt {
+				return badRequest(`elem["operand"] is not a string or integer`)
+			}
+		}
+	case "dm":
+		if _, isString := operand.(string); isString {
+			return nil
+		}
+		list, isList := operand.([]any)
+		if !isList {
+			return badRequest(`elem["operand"] is not a string or an integer list`)
+		}
+		for i, item := range list {
+			if _, isInt := jsonInt(item); !isInt {
+				return badRequest(`elem["operand"][` + strconv.Itoa(i) + `] is not an integer`)
+			}
+		}
+	case "search":
+		if text, isString := operand.(string); !isString {
+			return badRequest(`elem["operand"] is not a string`)
+		} else if strings.TrimSpace(text) == "" {
+			return badRequest(`elem["operand"] cannot be blank.`)
+		}
+	default:
+		if _, isString := operand.(string); !isString {
+			return badRequest(`elem["operand"] is not a string`)
+		}
+	}
+	return nil
+}
+
+// narrowTerms checks what each term means: known operators and operands,
+// and no mix of channel and direct-message terms.
+func narrowTerms(raw []rawTerm) ([]narrowTerm, error) {
+	terms := make([]narrowTerm, 0, len(raw))
+	channelish, dmish := false, false
+	for _, r := range raw {
+		t, err := narrowTermOf(r.operator, r.operand, r.negated)
+		if err != nil {
+			return nil, err
+		}
+		channelish = channelish || t.Operator == "channel" || t.Operator == "topic" || t.Operator == "channels"
+		dmish = dmish || t.Operator == "dm" || (t.Operator == "is" && (t.Name == "dm" || t.Name == "private"))
+		terms = append(terms, t)
+	}
+	if channelish && dmish {
+		return nil, badNarrow("No message can be both a channel message and direct message")
+	}
+	return terms, nil
+}
+
+// narrowTermOf checks one term's operator and operand.
+func narrowTermOf(operator string, operand any, negated bool) (narrowTerm, error) {
+	op, known := narrowOperators[operator]
+	if !known {
+		return narrowTerm{}, badNarrow("unknown operator " + operator)
+	}
+	t := narrowTerm{Operator: op, Negated: negated}
+	switch op {
+	case "channel", "sender", "id", "with":
+		if id, ok := jsonInt(operand); ok {
+			if id <= 0 && (op == "id" || op == "with") {
+				return t, badNarrow("Invalid message ID")
+			}
+			t.ID = uint64(max(id, 0))
+			return t, nil
+		}
+		name, _ := operand.(string)
+		if op == "id" || op == "with" {
+			id, err := strconv.ParseUint(name, 10, 64)
+			if err != nil || id == 0 {
+				return t, badNarrow("Invalid message ID")
+			}
+			t.ID = id
+			return t, nil
+		}
+		t.Name = strings.TrimSpace(name)
+		return t, nil
+	case "dm":
+		return t, nil // zulite has no direct messages: such a term matches nothing
+	}
+	name, ok := operand.(string)
+	if !ok {
+		return t, badRequest(`elem["operand"] is not a string`)
+	}
+	if allowed, listed := narrowOperands[op]; listed && !slices.Contains(allowed, name) {
+		if op == "channels" {
+			return t, badNarrow("unknown channels operand " + name)
+		}
+		return t, badNarrow("unknown '" + operator + "' operand " + name)
+	}
+	t.Name = name
+	return t, nil
 }

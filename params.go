@@ -299,3 +299,52 @@ func jsonInt(v any) (int64, bool) {
 	n, err := strconv.ParseInt(string(num), 10, 64)
 	return n, err == nil
 }
+
+// intList reads a required JSON list of integers.
+func intList(p *params, name string) ([]int64, error) {
+	raw, err := p.requiredJSON(name)
+	if err != nil {
+		return nil, err
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, badRequest(name + " is not a list")
+	}
+	out := make([]int64, 0, len(list))
+	for i, item := range list {
+		n, ok := jsonInt(item)
+		if !ok {
+			return nil, badRequest(name + "[" + strconv.Itoa(i) + "] is not an integer")
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// stringList reads a required JSON list of strings.
+func stringList(p *params, name string) ([]string, error) {
+	raw, err := p.requiredJSON(name)
+	if err != nil {
+		return nil, err
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, badRequest(name + " is not a list")
+	}
+	out := make([]string, 0, len(list))
+	for i, item := range list {
+		s, ok := item.(string)
+		if !ok {
+			return nil, badRequest(name + "[" + strconv.Itoa(i) + "] is not a string")
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func nonNil(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
+}

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+
+	"go.etcd.io/bbolt"
 )
 
 // page fetches GET /messages as the account and returns the ids.
@@ -280,5 +285,287 @@ func TestUpdateFlagsForNarrow(t *testing.T) {
 	}
 	if got := mustUnread(t, e.st, e.alice.user, e.general); len(got) != 10 {
 		t.Errorf("alice's unread after refused calls: got %d, want 10", len(got))
+	}
+}
+
+func TestSendMessage_TargetsAndUnread(t *testing.T) {
+	e := newTestEnv(t)
+	send := func(a *account, params url.Values) response {
+		return e.request(t, http.MethodPost, "/api/v1/messages", params, a)
+	}
+	id := strconv.FormatUint(e.general.ID, 10)
+	var sent []uint64
+	for _, to := range []string{id, "general", `["general"]`, "[" + id + "]", "GENERAL"} {
+		r := send(&e.bob, url.Values{"type": {"stream"}, "to": {to}, "topic": {"lunch"}, "content": {"hi"}})
+		wantAPISuccess(t, r)
+		msgID, _ := r.body["id"].(float64)
+		sent = append(sent, uint64(msgID))
+	}
+	r := send(&e.bob, url.Values{"type": {"channel"}, "to": {"general"}, "subject": {"legacy"}, "content": {"hi"}})
+	wantAPISuccess(t, r)
+	sent = append(sent, uint64(r.body["id"].(float64)))
+	if !slices.IsSorted(sent) {
+		t.Errorf("message ids: got %v, want increasing", sent)
+	}
+	if got := mustUnread(t, e.st, e.alice.user, e.general); !slices.Equal(got, sent) {
+		t.Errorf("alice's unread: got %v, want %v", got, sent)
+	}
+	if got := mustUnread(t, e.st, e.bob.user, e.general); len(got) != 0 {
+		t.Errorf("sender's unread: got %v, want none", got)
+	}
+	if got := mustUnread(t, e.st, e.owner.user, e.general); len(got) != 0 {
+		t.Errorf("non-subscriber's unread: got %v, want none", got)
+	}
+	// Anyone may post to a public channel, subscribed or not.
+	r = send(&e.owner, url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"from outside"}})
+	wantAPISuccess(t, r)
+	if got := mustUnread(t, e.st, e.alice.user, e.general); len(got) != len(sent)+1 {
+		t.Errorf("alice's unread after a non-subscriber's post: got %d, want %d", len(got), len(sent)+1)
+	}
+}
+
+func TestSendMessage_Errors(t *testing.T) {
+	e := newTestEnv(t)
+	base := url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"hi"}}
+	with := func(k, v string) url.Values {
+		p := url.Values{}
+		for key, vs := range base {
+			p[key] = vs
+		}
+		if v == "<absent>" {
+			delete(p, k)
+		} else {
+			p.Set(k, v)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		rule      string
+		params    url.Values
+		code, msg string
+		sender    *account
+	}{
+		{"type is required", with("type", "<absent>"), "REQUEST_VARIABLE_MISSING", "Missing 'type' argument", nil},
+		{"unknown type", with("type", "carrier-pigeon"), "BAD_REQUEST", "Invalid message type", nil},
+		{"content is required", with("content", "<absent>"), "REQUEST_VARIABLE_MISSING", "Missing 'content' argument", nil},
+		{"to is required", with("to", "<absent>"), "BAD_REQUEST", "Missing channel", nil},
+		{"unknown channel name", with("to", "nope"), "STREAM_DOES_NOT_EXIST", "Channel 'nope' does not exist", nil},
+		{"unknown channel id", with("to", "999"), "STREAM_DOES_NOT_EXIST", "Channel with ID '999' does not exist", nil},
+		{"two channels", with("to", `["general","secret"]`), "BAD_REQUEST", "Expected exactly one channel", nil},
+		{"channel id zero", with("to", "0"), "STREAM_DOES_NOT_EXIST", "Channel with ID '0' does not exist", nil},
+		{"negative channel id", with("to", "[-5]"), "STREAM_DOES_NOT_EXIST", "Channel with ID '-5' does not exist", nil},
+		{"to of the wrong type", with("to", `{"a":1}`), "BAD_REQUEST", "Invalid data type for channel", nil},
+		{"topic is required", with("topic", "<absent>"), "BAD_REQUEST", "Missing topic", nil},
+		{"empty topic", with("topic", "  "), "BAD_REQUEST", "Topic can't be empty!", nil},
+		{"control character in topic", with("topic", "a\x01b"), "BAD_REQUEST", "Invalid character in topic, at position 2!", nil},
+		{"empty content", with("content", " \n "), "BAD_REQUEST", "Message must not be empty", nil},
+		{"NUL in content", with("content", "a\x00b"), "BAD_REQUEST", "Message must not contain null bytes", nil},
+		{"private channel, not subscribed", with("to", "secret"), "BAD_REQUEST", "Not authorized to send to channel 'secret'", &e.bob},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			sender := c.sender
+			if sender == nil {
+				sender = &e.alice
+			}
+			r := e.request(t, http.MethodPost, "/api/v1/messages", c.params, sender)
+			wantAPIError(t, r, 400, c.code, c.msg)
+			if maxID, _ := e.st.maxMessageID(); maxID != 0 {
+				t.Errorf("a refused send stored a message (max id %d)", maxID)
+			}
+		})
+	}
+}
+
+func TestSendMessage_LongTopicAndContentTruncatedAsZulipDoes(t *testing.T) {
+	e := newTestEnv(t)
+	r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {strings.Repeat("é", 70)}, "content": {strings.Repeat("x", 20000)}}, &e.alice)
+	wantAPISuccess(t, r)
+	var m message
+	e.st.db.View(func(tx *bbolt.Tx) error { return getJSON(tx.Bucket(bucketMessages), itob(1), &m) })
+	if want := strings.Repeat("é", 57) + "..."; m.Topic != want {
+		t.Errorf("topic: got %d characters, want 57 and an ellipsis", len([]rune(m.Topic)))
+	}
+	if len(m.Content) != maxMessageLength || !strings.HasSuffix(m.Content, "\n[message truncated]") {
+		t.Errorf("content: got %d bytes ending %q, want %d ending in the marker", len(m.Content), m.Content[len(m.Content)-20:], maxMessageLength)
+	}
+}
+
+func TestMarkStreamAsRead(t *testing.T) {
+	e := newTestEnv(t)
+	mustSend(t, e.st, e.bob.user, e.general)
+	mustSend(t, e.st, e.bob.user, e.general)
+	secretMsg := mustSend(t, e.st, e.alice.user, e.secret)
+	mark := func(a *account, id uint64) response {
+		return e.requestAs(t, multipartForm, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.FormatUint(id, 10)}}, a)
+	}
+	for _, c := range []struct {
+		rule string
+		who  *account
+		id   uint64
+	}{
+		{"unknown channel", &e.alice, 999},
+		{"channel id zero", &e.alice, 0},
+		{"private channel the caller is not subscribed to", &e.bob, e.secret.ID},
+	} {
+		wantAPIError(t, mark(c.who, c.id), 400, "BAD_REQUEST", "Invalid channel ID")
+	}
+	if got := mustUnread(t, e.st, e.alice.user, e.general); len(got) != 2 {
+		t.Fatalf("alice's unread before: got %v, want 2", got)
+	}
+	wantAPISuccess(t, mark(&e.alice, e.general.ID))
+	if got := mustUnread(t, e.st, e.alice.user, e.general); len(got) != 0 {
+		t.Errorf("alice's unread after: got %v, want none", got)
+	}
+	wantAPISuccess(t, mark(&e.alice, e.general.ID)) // already read
+	wantAPISuccess(t, mark(&e.owner, e.general.ID)) // public, not subscribed, nothing unread
+	wantAPISuccess(t, mark(&e.alice, e.secret.ID))  // private, subscribed
+	_ = secretMsg
+}
+
+func (e *testEnv) sendAs(t *testing.T, a account, ch channel, topic string) uint64 {
+	t.Helper()
+	sent, err := e.st.sendMessage(a.user, channelRef{ID: ch.ID}, topic, "hi", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sent.ID
+}
+
+func jsonIDs(ids ...uint64) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+func (e *testEnv) starred(t *testing.T, a account) []uint64 {
+	t.Helper()
+	var ids []uint64
+	e.st.db.View(func(tx *bbolt.Tx) error {
+		prefix := itob(a.ID)
+		c := tx.Bucket(bucketFlags).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if v[0]&flagStarred != 0 {
+				ids = append(ids, btoi(k[8:]))
+			}
+		}
+		return nil
+	})
+	return ids
+}
+
+func TestUpdateFlags_ValidationChangesNothing(t *testing.T) {
+	e := newTestEnv(t)
+	m1 := e.sendAs(t, e.bob, e.general, "t")
+	secret := e.sendAs(t, e.alice, e.secret, "t")
+	for _, c := range []struct {
+		rule, messages, op, flag string
+		code, msg                string
+	}{
+		{"messages not JSON", "abc", "add", "read", "BAD_REQUEST", "messages is not valid JSON"},
+		{"messages not a list", "7", "add", "read", "BAD_REQUEST", "messages is not a list"},
+		{"an element not an integer", `[1,"a"]`, "add", "read", "BAD_REQUEST", "messages[1] is not an integer"},
+		{"unknown flag", jsonIDs(m1), "add", "bogus", "BAD_REQUEST", "Invalid flag: 'bogus'"},
+		{"flag the user cannot set", jsonIDs(m1), "add", "mentioned", "BAD_REQUEST", "Flag not editable: 'mentioned'"},
+		{"unknown operation", jsonIDs(m1), "toggle", "read", "BAD_REQUEST", "Invalid message flag operation: 'toggle'"},
+		{"a message that does not exist", jsonIDs(m1, 9999), "add", "read", "BAD_REQUEST", "Invalid message(s)"},
+		{"a message in a private channel", jsonIDs(m1, secret), "add", "starred", "BAD_REQUEST", "Invalid message(s)"},
+		{"message id zero", "[0]", "add", "read", "BAD_REQUEST", "Invalid message(s)"},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			r := e.request(t, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {c.messages}, "op": {c.op}, "flag": {c.flag}}, &e.bob)
+			wantAPIError(t, r, 400, c.code, c.msg)
+		})
+	}
+	r := e.request(t, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {"[1]"}, "op": {"add"}}, &e.bob)
+	wantAPIError(t, r, 400, "REQUEST_VARIABLE_MISSING", "Missing 'flag' argument")
+	if got := mustUnread(t, e.st, e.alice.user, e.general); !slices.Equal(got, []uint64{m1}) {
+		t.Errorf("alice's unread after refused calls: got %v, want [%d]", got, m1)
+	}
+	if got := e.starred(t, e.bob); len(got) != 0 {
+		t.Errorf("bob's starred after refused calls: got %v, want none", got)
+	}
+}
+
+func TestUpdateFlags_ReadAndStarred(t *testing.T) {
+	e := newTestEnv(t)
+	m1, m2, m3 := e.sendAs(t, e.bob, e.general, "a"), e.sendAs(t, e.bob, e.general, "b"), e.sendAs(t, e.bob, e.general, "a")
+	flags := func(a *account, op, flag string, ids ...uint64) {
+		t.Helper()
+		r := e.requestAs(t, multipartForm, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {jsonIDs(ids...)}, "op": {op}, "flag": {flag}}, a)
+		wantAPISuccess(t, r)
+		if got := r.body["messages"]; !reflect.DeepEqual(got, toAny(ids)) {
+			t.Errorf("messages: got %v, want %v", got, ids)
+		}
+	}
+	flags(&e.alice, "add", "read", m3, m1, m1)
+	if got := mustUnread(t, e.st, e.alice.user, e.general); !slices.Equal(got, []uint64{m2}) {
+		t.Errorf("after add read: got %v, want [%d]", got, m2)
+	}
+	flags(&e.alice, "remove", "read", m1)
+	if got := mustUnread(t, e.st, e.alice.user, e.general); !slices.Equal(got, []uint64{m1, m2}) {
+		t.Errorf("after remove read: got %v, want [%d %d]", got, m1, m2)
+	}
+	flags(&e.owner, "remove", "read", m1) // not subscribed: nothing becomes unread
+	if got := mustUnread(t, e.st, e.owner.user, e.general); len(got) != 0 {
+		t.Errorf("non-subscriber's unread: got %v, want none", got)
+	}
+	flags(&e.alice, "add", "starred", m2, m3)
+	flags(&e.alice, "remove", "starred", m3)
+	flags(&e.alice, "add", "collapsed", m3)
+	if got := e.starred(t, e.alice); !slices.Equal(got, []uint64{m2}) {
+		t.Errorf("starred: got %v, want [%d]", got, m2)
+	}
+	if got := e.starred(t, e.bob); len(got) != 0 {
+		t.Errorf("bob's starred: got %v, want none", got)
+	}
+}
+
+func toAny(ids []uint64) []any {
+	out := []any{}
+	for _, id := range ids {
+		out = append(out, float64(id))
+	}
+	return out
+}
+
+func TestMarkTopicAsRead(t *testing.T) {
+	e := newTestEnv(t)
+	lunch1, dinner, lunch2 := e.sendAs(t, e.bob, e.general, "lunch"), e.sendAs(t, e.bob, e.general, "dinner"), e.sendAs(t, e.bob, e.general, "Lunch")
+	id := strconv.FormatUint(e.general.ID, 10)
+	mark := func(a *account, channelID, topic string) response {
+		return e.request(t, http.MethodPost, "/api/v1/mark_topic_as_read", url.Values{"stream_id": {channelID}, "topic_name": {topic}}, a)
+	}
+	wantAPIError(t, mark(&e.alice, id, "nope"), 400, "BAD_REQUEST", "No such topic 'nope'")
+	wantAPIError(t, mark(&e.alice, id, " lunch "), 400, "BAD_REQUEST", "No such topic ' lunch '")
+	wantAPISuccess(t, mark(&e.alice, id, "")) // Zulip checks only a named topic
+	wantAPIError(t, mark(&e.alice, "999", "lunch"), 400, "BAD_REQUEST", "Invalid channel ID")
+	wantAPIError(t, mark(&e.bob, strconv.FormatUint(e.secret.ID, 10), "t"), 400, "BAD_REQUEST", "Invalid channel ID")
+	wantAPIError(t, e.request(t, http.MethodPost, "/api/v1/mark_topic_as_read", url.Values{"stream_id": {id}}, &e.alice), 400, "REQUEST_VARIABLE_MISSING", "Missing 'topic_name' argument")
+	if got := mustUnread(t, e.st, e.alice.user, e.general); len(got) != 3 {
+		t.Fatalf("unread after refused calls: got %v, want 3", got)
+	}
+	wantAPISuccess(t, mark(&e.alice, id, "LUNCH"))
+	if got := mustUnread(t, e.st, e.alice.user, e.general); !slices.Equal(got, []uint64{dinner}) {
+		t.Errorf("after marking lunch read: got %v, want [%d] (not %d, %d)", got, dinner, lunch1, lunch2)
+	}
+}
+
+func TestMarkAllAsRead(t *testing.T) {
+	e := newTestEnv(t)
+	e.sendAs(t, e.bob, e.general, "a")
+	e.sendAs(t, e.alice, e.general, "a")
+	mustSubscribe(t, e.st, e.bob.user, "general")
+	e.st.addSubscriptionForTest(e.bob.user, e.secret)
+	e.sendAs(t, e.bob, e.secret, "s")
+	r := e.request(t, http.MethodPost, "/api/v1/mark_all_as_read", nil, &e.alice)
+	if want := `{"result":"success","msg":"","complete":true}` + "\n"; r.raw != want {
+		t.Errorf("got %s, want %s", r.raw, want)
+	}
+	for _, ch := range []channel{e.general, e.secret} {
+		if got := mustUnread(t, e.st, e.alice.user, ch); len(got) != 0 {
+			t.Errorf("alice's unread in %s: got %v, want none", ch.Name, got)
+		}
+	}
+	if got := mustUnread(t, e.st, e.bob.user, e.general); len(got) != 1 {
+		t.Errorf("bob's unread: got %v, want his one", got)
 	}
 }

@@ -1,0 +1,547 @@
+package main
+
+// Messages: sending, fetching by narrow, personal flags and every
+// mark-read route, mark_stream_as_read (the seed's second operation) among
+// them.
+
+import (
+	"encoding/json"
+	"errors"
+	"html"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+const (
+	maxTopicLength   = 60
+	maxMessageLength = 10000
+)
+
+// sendMessage serves POST /api/v1/messages for channel messages, with
+// Zulip's checks in Zulip's order.
+func (s *server) sendMessage(r *apiRequest) (any, error) {
+	kind, err := r.params.requiredString("type")
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "stream", "channel":
+	case "private", "direct":
+		return nil, badRequest("Direct messages are not supported")
+	default:
+		return nil, badRequest("Invalid message type")
+	}
+	to, err := messageTarget(r.params)
+	if err != nil {
+		return nil, err
+	}
+	topic, ok := r.params.lookup("topic")
+	if !ok {
+		if topic, ok = r.params.lookup("subject"); !ok {
+			return nil, badRequest("Missing topic")
+		}
+	}
+	topic = strings.TrimSpace(topic)
+	if topic == "" {
+		return nil, badRequest("Topic can't be empty!")
+	}
+	if i := strings.IndexFunc(topic, isUnsafeChar); i >= 0 {
+		return nil, badRequest("Invalid character in topic, at position " + runePosition(topic, i) + "!")
+	}
+	content, err := r.params.requiredString("content")
+	if err != nil {
+		return nil, err
+	}
+	if strings.Contains(content, "\x00") {
+		return nil, badRequest("Message must not contain null bytes")
+	}
+	content = strings.TrimLeft(strings.TrimRightFunc(content, unicode.IsSpace), "\n")
+	if content == "" {
+		return nil, badRequest("Message must not be empty")
+	}
+	client, _ := r.params.lookup("client")
+	sent, err := s.store.sendMessage(r.user, to, truncateTopic(topic), truncateContent(content), client)
+	var named *namedError
+	errors.As(err, &named)
+	switch {
+	case errors.Is(err, errNoSuchChannel):
+		return nil, noSuchChannel(to)
+	case errors.Is(err, errChannelForbidden):
+		return nil, badRequest("Not authorized to send to channel '" + named.name + "'")
+	case err != nil:
+		return nil, err
+	}
+	return struct {
+		ID uint64 `json:"id"`
+	}{sent.ID}, nil
+}
+
+// noSuchChannel is Zulip's STREAM_DOES_NOT_EXIST error, by name or by id.
+func noSuchChannel(to channelRef) *apiError {
+	e := &apiError{status: http.StatusBadRequest, code: "STREAM_DOES_NOT_EXIST"}
+	if to.Name != "" {
+		e.msg = "Channel '" + html.EscapeString(to.Name) + "' does not exist"
+		e.extra = []field{{"stream", to.Name}}
+	} else {
+		id := to.IDText
+		if id == "" {
+			id = strconv.FormatUint(to.ID, 10)
+		}
+		e.msg = "Channel with ID '" + id + "' does not exist"
+		e.extra = []field{{"stream_id", json.Number(id)}}
+	}
+	return e
+}
+
+// truncateTopic shortens a topic over the limit as Zulip does, with "...".
+func truncateTopic(topic string) string {
+	if utf8.RuneCountInString(topic) <= maxTopicLength {
+		return topic
+	}
+	runes := []rune(topic)
+	return string(runes[:maxTopicLength-3]) + "..."
+}
+
+// truncateContent shortens content over the limit as Zulip does, marking
+// the cut. The limit is in bytes, cut at a character boundary.
+func truncateContent(content string) string {
+	const marker = "\n[message truncated]"
+	if len(content) <= maxMessageLength {
+		return content
+	}
+	cut := maxMessageLength - len(marker)
+	for cut > 0 && !utf8.RuneStart(content[cut]) {
+		cut--
+	}
+	return content[:cut] + marker
+}
+
+// messageTarget reads `to`: a channel id, a name, or a JSON list holding
+// exactly one of them. Text that is not JSON is a channel name.
+func messageTarget(p *params) (channelRef, error) {
+	raw, _ := p.lookup("to")
+	if strings.TrimSpace(raw) == "" {
+		return channelRef{}, badRequest("Missing channel")
+	}
+	parsed, err := decodeJSON("to", raw)
+	if err != nil {
+		return channelRef{Name: strings.TrimSpace(raw)}, nil
+	}
+	if list, ok := parsed.([]any); ok {
+		if len(list) != 1 {
+			return channelRef{}, badRequest("Expected exactly one channel")
+		}
+		parsed = list[0]
+	}
+	if num, ok := parsed.(json.Number); ok && !strings.ContainsAny(string(num), ".eE") {
+		id, err := strconv.ParseUint(string(num), 10, 64)
+		if err != nil || id == 0 {
+			return channelRef{}, noSuchChannel(channelRef{IDText: string(num)})
+		}
+		return channelRef{ID: id}, nil
+	}
+	if name, ok := parsed.(string); ok && strings.TrimSpace(name) != "" {
+		return channelRef{Name: strings.TrimSpace(name)}, nil
+	}
+	return channelRef{}, badRequest("Invalid data type for channel")
+}
+
+// runePosition is the 1-based character position of byte offset i.
+func runePosition(s string, i int) string {
+	return strconv.Itoa(utf8.RuneCountInString(s[:i]) + 1)
+}
+
+// markStreamAsRead serves POST /api/v1/mark_stream_as_read (deprecated in
+// Zulip in favour of POST /messages/flags/narrow).
+func (s *server) markStreamAsRead(r *apiRequest) (any, error) {
+	channelID, err := r.params.requiredInt("stream_id")
+	if err != nil {
+		return nil, err
+	}
+	if channelID <= 0 {
+		return nil, errInvalidChannelID
+	}
+	err = s.store.markChannelRead(r.user, uint64(channelID))
+	if errors.Is(err, errNoSuchChannel) {
+		return nil, errInvalidChannelID
+	}
+	return nil, err
+}
+
+var (
+	errInvalidChannelID = badRequest("Invalid channel ID")
+	errInvalidMessages  = badRequest("Invalid message(s)")
+)
+
+// markTopicAsRead serves POST /api/v1/mark_topic_as_read (deprecated in
+// Zulip in favour of POST /messages/flags/narrow).
+func (s *server) markTopicAsRead(r *apiRequest) (any, error) {
+	channelID, err := r.params.requiredInt("stream_id")
+	if err != nil {
+		return nil, err
+	}
+	topic, err := r.params.requiredString("topic_name")
+	if err != nil {
+		return nil, err
+	}
+	if channelID <= 0 {
+		return nil, errInvalidChannelID
+	}
+	_, err = s.store.markTopicRead(r.user, uint64(channelID), topic)
+	switch {
+	case errors.Is(err, errNoSuchChannel):
+		return nil, errInvalidChannelID
+	case errors.Is(err, errNoSuchTopic):
+		return nil, badRequest("No such topic '" + topic + "'")
+	}
+	return nil, err
+}
+
+// markAllAsRead serves POST /api/v1/mark_all_as_read. zulite marks
+// everything in one transaction, so the answer is always complete.
+func (s *server) markAllAsRead(r *apiRequest) (any, error) {
+	if err := s.store.markAllRead(r.user); err != nil {
+		return nil, err
+	}
+	return struct {
+		Complete bool `json:"complete"`
+	}{true}, nil
+}
+
+// Zulip's personal message flags: the ones clients may name, and among
+// them the ones they may change.
+var (
+	knownFlags    = []string{"read", "starred", "collapsed", "mentioned", "stream_wildcard_mentioned", "topic_wildcard_mentioned", "group_mentioned", "has_alert_word", "historical"}
+	editableFlags = []string{"read", "starred", "collapsed"}
+)
+
+// readFlagChange reads `op` and `flag` and checks them in Zulip's order.
+func readFlagChange(p *params) (flagChange, error) {
+	op, err := p.requiredString("op")
+	if err != nil {
+		return flagChange{}, err
+	}
+	flag, err := p.requiredString("flag")
+	if err != nil {
+		return flagChange{}, err
+	}
+	switch {
+	case !slices.Contains(knownFlags, flag):
+		return flagChange{}, badRequest("Invalid flag: '" + flag + "'")
+	case !slices.Contains(editableFlags, flag):
+		return flagChange{}, badRequest("Flag not editable: '" + flag + "'")
+	case op != "add" && op != "remove":
+		return flagChange{}, badRequest("Invalid message flag operation: '" + op + "'")
+	}
+	return flagChange{Flag: flag, Add: op == "add"}, nil
+}
+
+// updateFlags serves POST /api/v1/messages/flags.
+func (s *server) updateFlags(r *apiRequest) (any, error) {
+	ids, err := intList(r.params, "messages")
+	if err != nil {
+		return nil, err
+	}
+	change, err := readFlagChange(r.params)
+	if err != nil {
+		return nil, err
+	}
+	valid := make([]uint64, 0, len(ids))
+	for _, id := range ids {
+		if id <= 0 {
+			return nil, errInvalidMessages
+		}
+		valid = append(valid, uint64(id))
+	}
+	_, unsubscribed, err := s.store.updateFlags(r.user, valid, change)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Messages     []int64   `json:"messages"`
+		Unsubscribed *[]uint64 `json:"ignored_because_not_subscribed_channels,omitempty"`
+	}{ids, skippedChannels(change, unsubscribed)}, nil
+}
+
+// messageObject is Zulip's message object for a channel message, as a
+// message event carries it (GET /messages adds the caller's flags).
+type messageObject struct {
+	AvatarURL        *string    `json:"avatar_url"`
+	Client           string     `json:"client"`
+	Content          string     `json:"content"`
+	ContentType      string     `json:"content_type"`
+	DisplayRecipient string     `json:"display_recipient"`
+	ID               uint64     `json:"id"`
+	IsMeMessage      bool       `json:"is_me_message"`
+	Reactions        []struct{} `json:"reactions"`
+	RecipientID      uint64     `json:"recipient_id"`
+	SenderEmail      string     `json:"sender_email"`
+	SenderFullName   string     `json:"sender_full_name"`
+	SenderID         uint64     `json:"sender_id"`
+	SenderRealmStr   string     `json:"sender_realm_str"`
+	StreamID         uint64     `json:"stream_id"`
+	Subject          string     `json:"subject"`
+	Submessages      []struct{} `json:"submessages"`
+	Timestamp        int64      `json:"timestamp"`
+	TopicLinks       []struct{} `json:"topic_links"`
+	Type             string     `json:"type"`
+}
+
+// newMessageObject builds the message object; with clientGravatar the
+// avatar is left to the client (null), as Zulip does for Gravatar avatars.
+func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar bool) messageObject {
+	o := messageObject{
+		Client:           m.Client,
+		Content:          m.Content,
+		ContentType:      "text/x-markdown",
+		DisplayRecipient: m.Channel.Name,
+		ID:               m.ID,
+		IsMeMessage:      strings.HasPrefix(m.Content, "/me "),
+		Reactions:        []struct{}{},
+		RecipientID:      m.ChannelID,
+		SenderEmail:      m.Sender.Email,
+		SenderFullName:   m.Sender.FullName,
+		SenderID:         m.SenderID,
+		SenderRealmStr:   "zulite",
+		StreamID:         m.ChannelID,
+		Subject:          m.Topic,
+		Submessages:      []struct{}{},
+		Timestamp:        m.Timestamp,
+		TopicLinks:       []struct{}{},
+		Type:             "stream",
+	}
+	if o.Client == "" {
+		o.Client = "API"
+	}
+	if !clientGravatar {
+		avatar := gravatarURL(m.Sender.Email)
+		o.AvatarURL = &avatar
+	}
+	if applyMarkdown {
+		o.Content, o.ContentType = renderContent(m.Content), "text/html"
+	}
+	return o
+}
+
+// messageFlags lists the caller's flags on a message, in Zulip's words.
+// A message of a channel the caller is not subscribed to is "historical".
+func messageFlags(m pagedMessage) []string {
+	flags := []string{}
+	if !m.Unread {
+		flags = append(flags, "read")
+	}
+	if m.Flags&flagStarred != 0 {
+		flags = append(flags, "starred")
+	}
+	if m.Flags&flagCollapsed != 0 {
+		flags = append(flags, "collapsed")
+	}
+	if !m.Subscribed {
+		flags = append(flags, "historical")
+	}
+	return flags
+}
+
+// renderContent is the minimal safe rendering of a message, as the binary
+// carries no Markdown library: the text HTML-escaped, paragraphs (split
+// at blank lines) in <p>, other line breaks as <br>.
+func renderContent(text string) string {
+	var b strings.Builder
+	for _, para := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n\n") {
+		para = strings.Trim(para, "\n")
+		if para == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString("<p>")
+		b.WriteString(strings.ReplaceAll(htmlEscaper.Replace(para), "\n", "<br>\n"))
+		b.WriteString("</p>")
+	}
+	return b.String()
+}
+
+// readRange reads the anchor, the counts and the narrow, shared by GET
+// /messages (forFetch: the anchor may come as use_first_unread_anchor,
+// and more than 5000 messages are refused) and POST /messages/flags/narrow
+// (the anchor and the narrow are required, and the range is clamped).
+// The checks run in Zulip's order: every parameter's form, then the
+// anchor, the size, the excluded anchor, and what the narrow means.
+func readRange(p *params, forFetch bool) (messageRange, error) {
+	var q messageRange
+	anchor, hasAnchor := p.lookup("anchor")
+	if !hasAnchor && !forFetch {
+		return q, missingArgument("anchor")
+	}
+	includeAnchor, err := p.optionalBool("include_anchor", true)
+	if err != nil {
+		return q, err
+	}
+	q.IncludeAnchor = includeAnchor
+	for _, count := range []struct {
+		name string
+		into *int
+	}{{"num_before", &q.NumBefore}, {"num_after", &q.NumAfter}} {
+		n, err := p.requiredInt(count.name)
+		if err != nil {
+			return q, err
+		}
+		if n < 0 {
+			return q, badRequest(count.name + " is too small")
+		}
+		*count.into = int(min(n, maxMessagesPerRequest+1))
+	}
+	raw, err := readNarrow(p, !forFetch)
+	if err != nil {
+		return q, err
+	}
+	firstUnread := false
+	if forFetch {
+		if firstUnread, err = p.optionalBool("use_first_unread_anchor", false); err != nil {
+			return q, err
+		}
+	}
+	switch {
+	case firstUnread || anchor == "first_unread":
+		q.AnchorKind = anchorFirstUnread
+	case !hasAnchor:
+		return q, badRequest("Missing 'anchor' argument.")
+	case anchor == "newest":
+		q.AnchorKind = anchorNewest
+	case anchor == "oldest":
+		q.AnchorKind = anchorOldest
+	default:
+		q.Anchor, err = parseAnchor(anchor)
+		if err != nil {
+			return q, err
+		}
+	}
+	if forFetch && q.NumBefore+q.NumAfter > maxMessagesPerRequest {
+		return q, badRequest("Too many messages requested (maximum 5000).")
+	}
+	if !q.IncludeAnchor && q.NumBefore > 0 && q.NumAfter > 0 {
+		return q, badRequest("The anchor can only be excluded at an end of the range")
+	}
+	if q.Narrow, err = narrowTerms(raw); err != nil {
+		return q, err
+	}
+	return q, nil
+}
+
+// parseAnchor reads a message id anchor as Zulip's int() would, clamped
+// to 0 .. largestMessageID.
+func parseAnchor(anchor string) (uint64, error) {
+	text := strings.TrimSpace(anchor)
+	digits := strings.TrimPrefix(strings.TrimPrefix(text, "-"), "+")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, badRequest("Invalid anchor")
+	}
+	if strings.HasPrefix(text, "-") {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil || n > largestMessageID { // overflow means huge
+		return largestMessageID, nil
+	}
+	return n, nil
+}
+
+// narrowError words the store's narrow errors as Zulip does.
+func narrowError(err error) error {
+	var named *namedError
+	switch {
+	case errors.As(err, &named) && errors.Is(err, errNarrowUnknownChannel):
+		return badNarrow("unknown channel " + named.name)
+	case errors.As(err, &named) && errors.Is(err, errNarrowUnknownUser):
+		return badNarrow("unknown user " + named.name)
+	case errors.Is(err, errNarrowBadWith):
+		return badNarrow("Invalid 'with' operand")
+	}
+	return err
+}
+
+// getMessages serves GET /api/v1/messages.
+func (s *server) getMessages(r *apiRequest) (any, error) {
+	q, err := readRange(r.params, true)
+	if err != nil {
+		return nil, err
+	}
+	clientGravatar, err := r.params.optionalBool("client_gravatar", true)
+	if err != nil {
+		return nil, err
+	}
+	applyMarkdown, err := r.params.optionalBool("apply_markdown", true)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.store.messages(r.user, q)
+	if err != nil {
+		return nil, narrowError(err)
+	}
+	type withFlags struct {
+		messageObject
+		Flags []string `json:"flags"`
+	}
+	list := make([]withFlags, 0, len(page.Messages))
+	for _, m := range page.Messages {
+		list = append(list, withFlags{newMessageObject(m, applyMarkdown, clientGravatar), messageFlags(m)})
+	}
+	return struct {
+		Messages       []withFlags `json:"messages"`
+		Anchor         uint64      `json:"anchor"`
+		FoundAnchor    bool        `json:"found_anchor"`
+		FoundOldest    bool        `json:"found_oldest"`
+		FoundNewest    bool        `json:"found_newest"`
+		HistoryLimited bool        `json:"history_limited"`
+	}{list, page.Anchor, page.FoundAnchor, page.FoundOldest, page.FoundNewest, false}, nil
+}
+
+// updateFlagsForNarrow serves POST /api/v1/messages/flags/narrow, the
+// replacement for mark_stream_as_read. Like Zulip it clamps the range
+// to 5000 messages rather than refusing it.
+func (s *server) updateFlagsForNarrow(r *apiRequest) (any, error) {
+	q, err := readRange(r.params, false)
+	if err != nil {
+		return nil, err
+	}
+	change, err := readFlagChange(r.params)
+	if err != nil {
+		return nil, err
+	}
+	q.NumBefore = min(q.NumBefore, max(maxMessagesPerRequest-q.NumAfter, maxMessagesPerRequest/2))
+	q.NumAfter = min(q.NumAfter, maxMessagesPerRequest-q.NumBefore)
+	result, err := s.store.updateFlagsInRange(r.user, q, change)
+	if err != nil {
+		return nil, narrowError(err)
+	}
+	var first, last *uint64
+	if n := len(result.Messages); n > 0 {
+		first, last = &result.Messages[0].ID, &result.Messages[n-1].ID
+	}
+	return struct {
+		ProcessedCount   int       `json:"processed_count"`
+		UpdatedCount     int       `json:"updated_count"`
+		FirstProcessedID *uint64   `json:"first_processed_id"`
+		LastProcessedID  *uint64   `json:"last_processed_id"`
+		FoundOldest      bool      `json:"found_oldest"`
+		FoundNewest      bool      `json:"found_newest"`
+		Unsubscribed     *[]uint64 `json:"ignored_because_not_subscribed_channels,omitempty"`
+	}{len(result.Messages), len(result.Changed), first, last, result.FoundOldest, result.FoundNewest, skippedChannels(change, result.Unsubscribed)}, nil
+}
+
+// skippedChannels is ignored_because_not_subscribed_channels: present,
+// possibly empty, exactly when read is removed.
+func skippedChannels(change flagChange, channels []uint64) *[]uint64 {
+	if change.Flag != "read" || change.Add {
+		return nil
+	}
+	if channels == nil {
+		channels = []uint64{}
+	}
+	return &channels
+}

@@ -1,0 +1,93 @@
+package main
+
+// Mobile push-token registration and removal (SPEC §5), the seed's first
+// operation.
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+const maxPushTokenLength = 4096
+
+// appIDPattern is what Zulip accepts as an iOS app id.
+var appIDPattern = regexp.MustCompile(`^[.a-zA-Z0-9-]+$`)
+
+var errBotRequest = badRequest("This endpoint does not accept bot requests.")
+
+// addAPNsToken serves POST /api/v1/users/me/apns_device_token.
+func (s *server) addAPNsToken(r *apiRequest) (any, error) { return s.addPushToken(r, pushAPNs) }
+
+// addFCMToken serves POST /api/v1/users/me/android_gcm_reg_id.
+func (s *server) addFCMToken(r *apiRequest) (any, error) { return s.addPushToken(r, pushFCM) }
+
+// removeAPNsToken serves DELETE /api/v1/users/me/apns_device_token.
+func (s *server) removeAPNsToken(r *apiRequest) (any, error) { return s.removePushToken(r, pushAPNs) }
+
+// removeFCMToken serves DELETE /api/v1/users/me/android_gcm_reg_id.
+func (s *server) removeFCMToken(r *apiRequest) (any, error) { return s.removePushToken(r, pushFCM) }
+
+func (s *server) addPushToken(r *apiRequest, kind pushKind) (any, error) {
+	token, err := r.params.requiredString("token")
+	if err != nil {
+		return nil, err
+	}
+	t := pushToken{Kind: kind, Token: token}
+	if kind == pushAPNs {
+		if t.AppID, err = r.params.matchString("appid", appIDPattern, "org.zulip.Zulip"); err != nil {
+			return nil, err
+		}
+	}
+	if err := validatePushToken(kind, token); err != nil {
+		return nil, err
+	}
+	return nil, s.store.addPushToken(r.user.ID, t)
+}
+
+func (s *server) removePushToken(r *apiRequest, kind pushKind) (any, error) {
+	token, err := r.params.requiredString("token")
+	if err != nil {
+		return nil, err
+	}
+	if err := validatePushToken(kind, token); err != nil {
+		return nil, err
+	}
+	return nil, s.store.removePushToken(r.user.ID, kind, token)
+}
+
+// validatePushToken applies Zulip's checks: a length, and for Apple
+// tokens, hex.
+func validatePushToken(kind pushKind, token string) error {
+	if token == "" || utf8.RuneCountInString(token) > maxPushTokenLength || strings.ContainsRune(token, 0) {
+		return badRequest("Empty or invalid length token")
+	}
+	if kind == pushAPNs && !isHexToken(token) {
+		return badRequest("Invalid APNS token")
+	}
+	return nil
+}
+
+// isHexToken is Python's bytes.fromhex, which Zulip uses: pairs of hex
+// digits, with ASCII whitespace allowed between pairs and at the ends.
+func isHexToken(s string) bool {
+	for i := 0; i < len(s); {
+		if isASCIISpace(s[i]) {
+			i++
+			continue
+		}
+		if i+1 >= len(s) || !isHexDigit(s[i]) || !isHexDigit(s[i+1]) {
+			return false
+		}
+		i += 2
+	}
+	return true
+}
+
+func isASCIISpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}

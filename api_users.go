@@ -1,0 +1,262 @@
+package main
+
+// The server's settings and its accounts: the caller, the user list,
+// account creation and password login.
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+type serverSettings struct {
+	AuthenticationMethods         map[string]bool `json:"authentication_methods"`
+	ExternalAuthenticationMethods []struct{}      `json:"external_authentication_methods"`
+	ZulipFeatureLevel             int             `json:"zulip_feature_level"`
+	ZulipVersion                  string          `json:"zulip_version"`
+	ZulipMergeBase                string          `json:"zulip_merge_base"`
+	PushNotificationsEnabled      bool            `json:"push_notifications_enabled"`
+	IsIncompatible                bool            `json:"is_incompatible"`
+	EmailAuthEnabled              bool            `json:"email_auth_enabled"`
+	RequireEmailFormatUsernames   bool            `json:"require_email_format_usernames"`
+	RealmURI                      string          `json:"realm_uri"`
+	RealmURL                      string          `json:"realm_url"`
+	RealmName                     string          `json:"realm_name"`
+	RealmIcon                     string          `json:"realm_icon"`
+	RealmDescription              string          `json:"realm_description"`
+	RealmWebPublicAccessEnabled   bool            `json:"realm_web_public_access_enabled"`
+}
+
+// serverSettings serves GET /api/v1/server_settings: what a client needs
+// before it logs in, with Zulip's fields and no others (so it never
+// reports ignored parameters either). Password login is the one method.
+func (s *server) serverSettings(r *apiRequest) (any, error) {
+	r.params.useAll()
+	methods := map[string]bool{}
+	for _, m := range []string{"password", "dev", "email", "ldap", "remoteuser", "github", "azuread", "gitlab", "apple", "google", "saml", "openid connect"} {
+		methods[m] = m == "password"
+	}
+	return serverSettings{
+		AuthenticationMethods:         methods,
+		ExternalAuthenticationMethods: []struct{}{},
+		ZulipFeatureLevel:             zulipFeatureLevel,
+		ZulipVersion:                  zulipVersion,
+		ZulipMergeBase:                zulipVersion,
+		EmailAuthEnabled:              true,
+		RequireEmailFormatUsernames:   true,
+		RealmURI:                      s.baseURL,
+		RealmURL:                      s.baseURL,
+		RealmName:                     s.realmName,
+		RealmIcon:                     s.baseURL + "/static/images/logo/zulip-icon-128x128.png",
+	}, nil
+}
+
+// userObject is Zulip's user object, as GET /users lists it.
+type userObject struct {
+	UserID         uint64          `json:"user_id"`
+	Email          string          `json:"email"`
+	DeliveryEmail  string          `json:"delivery_email"`
+	FullName       string          `json:"full_name"`
+	IsAdmin        bool            `json:"is_admin"`
+	IsOwner        bool            `json:"is_owner"`
+	IsGuest        bool            `json:"is_guest"`
+	IsBillingAdmin bool            `json:"is_billing_admin"`
+	IsBot          bool            `json:"is_bot"`
+	BotType        *int            `json:"bot_type,omitempty"`
+	BotOwnerID     *uint64         `json:"bot_owner_id,omitempty"`
+	IsActive       bool            `json:"is_active"`
+	Role           int             `json:"role"`
+	DateJoined     string          `json:"date_joined"`
+	Timezone       string          `json:"timezone"`
+	AvatarURL      string          `json:"avatar_url"`
+	AvatarVersion  int             `json:"avatar_version"`
+	ProfileData    *map[string]any `json:"profile_data,omitempty"`
+}
+
+func newUserObject(u user) userObject {
+	o := userObject{
+		UserID:        u.ID,
+		Email:         u.Email,
+		DeliveryEmail: u.Email,
+		FullName:      u.FullName,
+		IsAdmin:       u.isAdmin(),
+		IsOwner:       u.Role == roleOwner,
+		IsGuest:       u.Role == roleGuest,
+		IsBot:         u.Bot,
+		IsActive:      u.Active,
+		Role:          u.Role,
+		DateJoined:    time.Unix(u.Joined, 0).UTC().Format("2006-01-02T15:04:05+00:00"),
+		AvatarURL:     gravatarURL(u.Email),
+		AvatarVersion: 1,
+	}
+	if u.Bot {
+		genericBot := 1
+		o.BotType = &genericBot
+	} else {
+		o.ProfileData = &map[string]any{}
+	}
+	return o
+}
+
+// ownUser serves GET /api/v1/users/me.
+func (s *server) ownUser(r *apiRequest) (any, error) {
+	maxID, err := s.store.maxMessageID()
+	if err != nil {
+		return nil, err
+	}
+	me := struct {
+		userObject
+		MaxMessageID int64 `json:"max_message_id"`
+	}{newUserObject(r.user), -1}
+	if maxID > 0 {
+		me.MaxMessageID = int64(maxID)
+	}
+	return me, nil
+}
+
+// listUsers serves GET /api/v1/users: every account. profile_data is
+// there only when include_custom_profile_fields asks for it, as in Zulip.
+func (s *server) listUsers(r *apiRequest) (any, error) {
+	if _, err := r.params.optionalBool("client_gravatar", true); err != nil {
+		return nil, err
+	}
+	withProfiles, err := r.params.optionalBool("include_custom_profile_fields", false)
+	if err != nil {
+		return nil, err
+	}
+	users, err := s.store.users()
+	if err != nil {
+		return nil, err
+	}
+	members := make([]userObject, 0, len(users))
+	for _, u := range users {
+		o := newUserObject(u)
+		if !withProfiles {
+			o.ProfileData = nil
+		}
+		members = append(members, o)
+	}
+	return struct {
+		Members []userObject `json:"members"`
+	}{members}, nil
+}
+
+// createUser serves POST /api/v1/users (administrators only).
+func (s *server) createUser(r *apiRequest) (any, error) {
+	email, err := r.params.requiredString("email")
+	if err != nil {
+		return nil, err
+	}
+	password, err := r.params.requiredString("password")
+	if err != nil {
+		return nil, err
+	}
+	fullName, err := r.params.requiredString("full_name")
+	if err != nil {
+		return nil, err
+	}
+	fullName = strings.TrimSpace(fullName)
+	switch {
+	case checkEmail(email) != nil:
+		return nil, badRequest("Bad name or username")
+	case fullName == "":
+		return nil, badRequest("Name too short!")
+	case strings.ContainsFunc(fullName, isUnsafeChar):
+		return nil, badRequest("Invalid characters in name!")
+	case utf8.RuneCountInString(fullName) > 100:
+		return nil, badRequest("Name too long!")
+	case utf8.RuneCountInString(password) < minPasswordLength:
+		return nil, badRequest("The password is too weak.")
+	}
+	hash, err := s.passwords.hash(r.Context(), password)
+	if errors.Is(err, errHasherBusy) {
+		return nil, rateLimited(time.Second)
+	}
+	if err != nil {
+		return nil, err
+	}
+	u, _, err := s.store.createAccount(email, fullName, roleMember, false, hash)
+	if errors.Is(err, errEmailTaken) {
+		return nil, badRequest("Email '" + email + "' already in use")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		UserID uint64 `json:"user_id"`
+	}{u.ID}, nil
+}
+
+// fetchAPIKey serves POST /api/v1/fetch_api_key: a password login. Keys
+// are stored only hashed, so each login mints a new key for its client;
+// the account's other keys keep working.
+func (s *server) fetchAPIKey(r *apiRequest) (any, error) {
+	username, err := r.params.requiredString("username")
+	if err != nil {
+		return nil, err
+	}
+	password, err := r.params.requiredString("password")
+	if err != nil {
+		return nil, err
+	}
+	addr := clientAddress(r.Request)
+	if err := s.limits.addressBlocked(addr, time.Now()); err != nil {
+		return nil, err
+	}
+	if wait := s.logins.reserve(username, time.Now()); wait > 0 {
+		return nil, rateLimited(wait)
+	}
+	u, stored, err := s.store.credentials(username)
+	if err != nil && !errors.Is(err, errNoSuchUser) {
+		s.logins.finish(username, false, time.Now())
+		return nil, err
+	}
+	if u.Bot {
+		stored = "" // bots do not log in with a password
+	}
+	ok, err := s.passwords.verify(r.Context(), stored, password) // one hash, known account or not
+	s.logins.finish(username, err == nil && !ok, time.Now())
+	switch {
+	case errors.Is(err, errHasherBusy):
+		return nil, rateLimited(time.Second)
+	case err != nil:
+		return nil, err
+	case !ok:
+		s.limits.failedAuthentication(addr, time.Now())
+		return nil, errLoginFailed
+	}
+	if !u.Active {
+		return nil, errLoginDeactivated
+	}
+	key, err := s.store.mintKey(u)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		APIKey string `json:"api_key"`
+		Email  string `json:"email"`
+		UserID uint64 `json:"user_id"`
+	}{key, u.Email, u.ID}, nil
+}
+
+var (
+	errLoginFailed      = &apiError{status: http.StatusUnauthorized, code: "AUTHENTICATION_FAILED", msg: "Your username or password is incorrect"}
+	errLoginDeactivated = &apiError{status: http.StatusUnauthorized, code: "USER_DEACTIVATED", msg: "Account is deactivated"}
+)
+
+// rateLimited is SPEC §8's 429 envelope.
+func rateLimited(wait time.Duration) *apiError {
+	secs := max(1, int((wait+time.Second-1)/time.Second))
+	return &apiError{status: http.StatusTooManyRequests, code: "RATE_LIMIT_HIT", msg: "API usage exceeded rate limit",
+		extra: []field{{"retry-after", secs}}, retryAfter: secs}
+}
+
+// gravatarURL is Zulip's default avatar for an account.
+func gravatarURL(email string) string {
+	sum := md5.Sum([]byte(strings.ToLower(email)))
+	return "https://secure.gravatar.com/avatar/" + hex.EncodeToString(sum[:]) + "?d=identicon&version=1"
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"testing"
+
+	"go.etcd.io/bbolt"
+)
+
+func TestCreateChannel_NameUniqueCaseInsensitively(t *testing.T) {
+	st := mustOpenStore(t)
+	mustCreateChannel(t, st, "general", false)
+	if _, err := st.createChannel("General", "", false, 0); !errors.Is(err, errChannelExists) {
+		t.Errorf("second channel named General: got %v, want errChannelExists", err)
+	}
+	if list, _ := st.channels(); len(list) != 1 {
+		t.Errorf("channels: got %d, want 1", len(list))
+	}
+}
+
+// addSubscriptionForTest subscribes a user to a private channel, as its
+// creator would be.
+func (s *store) addSubscriptionForTest(u user, ch channel) error {
+	return s.db.Update(func(tx *bbolt.Tx) error { return s.addSubscription(tx, u.ID, ch.ID) })
+}
+
+func TestUnsubscribe_DropsUnreadAndReportsNotSubscribed(t *testing.T) {
+	st := mustOpenStore(t)
+	alice, _ := mustCreateUser(t, st, "alice@example.com", roleMember, false)
+	bob, _ := mustCreateUser(t, st, "bob@example.com", roleMember, false)
+	general := mustCreateChannel(t, st, "general", false)
+	mustCreateChannel(t, st, "random", false)
+	mustSubscribe(t, st, alice, "general")
+	mustSubscribe(t, st, bob, "general")
+	mustSend(t, st, alice, general)
+
+	removed, notRemoved, _, _, err := st.unsubscribe(bob, []string{"GENERAL", "random"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(removed, []string{"general"}) || !slices.Equal(notRemoved, []string{"random"}) {
+		t.Errorf("got removed %v, not removed %v; want [general], [random]", removed, notRemoved)
+	}
+	if got := mustUnread(t, st, bob, general); len(got) != 0 {
+		t.Errorf("bob's unread after unsubscribing: got %v, want none", got)
+	}
+	if _, _, _, _, err := st.unsubscribe(bob, []string{"general", "nope", "neither"}); err == nil || err.Error() != "no such channel: nope, neither" {
+		t.Errorf("unknown channels: got %v, want no such channel: nope, neither", err)
+	}
+}
+
+// channelByID answers from the store's memo only while a channel's stored
+// bytes are those it decoded: a channel that changes (as an edit would
+// change it) or goes is seen as it now is, in every transaction after.
+func TestChannelByID_SeesAChangedChannelAsItIsNow(t *testing.T) {
+	st := mustOpenStore(t)
+	ch := mustCreateChannel(t, st, "general", false)
+	lookup := func() (channel, error) {
+		var got channel
+		var err error
+		st.db.View(func(tx *bbolt.Tx) error {
+			got, err = st.channelByID(tx, ch.ID)
+			return nil
+		})
+		return got, err
+	}
+	for range 2 { // decoded, then remembered
+		if got, err := lookup(); err != nil || got != ch {
+			t.Fatalf("got %+v, %v; want %+v", got, err, ch)
+		}
+	}
+
+	changed := ch
+	changed.Private, changed.Description = true, "now private"
+	if err := st.update(func(tx *bbolt.Tx) error { return putJSON(tx.Bucket(bucketChannels), itob(ch.ID), changed) }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lookup(); err != nil || got != changed {
+		t.Fatalf("after a change: got %+v, %v; want %+v", got, err, changed)
+	}
+
+	if err := st.update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketChannels).Delete(itob(ch.ID)) }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lookup(); !errors.Is(err, errNoSuchChannel) {
+		t.Fatalf("after deletion: got %+v, %v; want errNoSuchChannel", got, err)
+	}
+}
+
+// The memo holds at most channelMemoBytes of stored channels: when full it
+// starts afresh, so a channel looked up later is remembered again.
+func TestChannelMemo_IsBoundedAndStartsAfreshWhenFull(t *testing.T) {
+	var memo channelMemo
+	stored := bytes.Repeat([]byte("x"), 1000)
+	n := uint64(channelMemoBytes / len(stored))
+	for id := range n {
+		memo.put(id, stored, channel{ID: id})
+	}
+	if len(memo.m) != int(n) || memo.bytes != int(n)*len(stored) {
+		t.Fatalf("after %d channels: holds %d, %d bytes", n, len(memo.m), memo.bytes)
+	}
+	if ch, ok := memo.get(7, stored); !ok || ch.ID != 7 {
+		t.Fatalf("get(7): got %+v, %v", ch, ok)
+	}
+	if _, ok := memo.get(7, stored[1:]); ok {
+		t.Fatal("get(7) with other bytes: answered from the memo")
+	}
+	memo.put(7, stored, channel{ID: 7}) // again: replaces, does not grow
+	if memo.bytes != int(n)*len(stored) {
+		t.Fatalf("after putting a channel again: %d bytes, want %d", memo.bytes, int(n)*len(stored))
+	}
+	memo.put(n, stored, channel{ID: n}) // over the budget
+	if len(memo.m) != 1 || memo.bytes != len(stored) {
+		t.Fatalf("over the budget: holds %d, %d bytes; want it to start afresh with the new one", len(memo.m), memo.bytes)
+	}
+	if ch, ok := memo.get(n, stored); !ok || ch.ID != n {
+		t.Fatalf("get(%d) after starting afresh: got %+v, %v", n, ch, ok)
+	}
+}

@@ -1,0 +1,402 @@
+package main
+
+// The store's messages, their indexes, and each user's unread state and
+// flags.
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.etcd.io/bbolt"
+)
+
+// channelRef names a channel by id or by name, as the `to` of a send does.
+type channelRef struct {
+	ID     uint64
+	Name   string
+	IDText string // an id as the client wrote it, when it names no channel
+}
+
+// sendMessage stores a channel message and makes it unread for every
+// subscriber but the sender.
+// sentMessage is a stored message with its channel and who receives it:
+// the channel's subscribers at the time of sending.
+type sentMessage struct {
+	message
+	Channel    channel
+	Recipients []uint64
+}
+
+func (s *store) sendMessage(sender user, to channelRef, topic, content, client string) (sentMessage, error) {
+	var sent sentMessage
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		var ch channel
+		var err error
+		if to.Name != "" {
+			ch, err = s.channelByName(tx, to.Name)
+		} else {
+			ch, err = s.channelByID(tx, to.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if ch.Private && !isSubscribed(tx, sender.ID, ch.ID) {
+			return &namedError{errChannelForbidden, ch.Name}
+		}
+		messages := tx.Bucket(bucketMessages)
+		id, err := messages.NextSequence()
+		if err != nil {
+			return err
+		}
+		m := message{ID: id, SenderID: sender.ID, ChannelID: ch.ID, Topic: topic, Content: content, Timestamp: s.now().Unix(), Client: client}
+		sent = sentMessage{message: m, Channel: ch, Recipients: subscriberIDs(tx, ch.ID)}
+		if err := putJSON(messages, itob(id), m); err != nil {
+			return err
+		}
+		if err := indexMessage(tx, m); err != nil {
+			return err
+		}
+		for _, subscriberID := range sent.Recipients {
+			if subscriberID == sender.ID {
+				continue
+			}
+			if err := addUnread(tx, subscriberID, ch.ID, []uint64{id}); err != nil {
+				return err
+			}
+		}
+		report(messageSent{sent, sender})
+		return nil
+	})
+	if err == nil {
+		for old := s.maxID.Load(); old < sent.ID && !s.maxID.CompareAndSwap(old, sent.ID); old = s.maxID.Load() {
+		}
+	}
+	return sent, err
+}
+
+// markChannelRead makes every unread message of the channel read for the
+// user, after checking that the channel exists and is accessible. The ids
+// that were unread are collected for events only when the user has a
+// queue listening: collecting costs decoding them, and without it the
+// cost does not depend on how many there were.
+//
+// When nothing is unread there is nothing to write: the checks run in a
+// read transaction and no commit is made.
+func (s *store) markChannelRead(u user, channelID uint64) error {
+	nothing := false
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		ch, err := s.channelByID(tx, channelID)
+		if err != nil {
+			return err
+		}
+		if !canAccess(tx, u, ch) {
+			return errNoSuchChannel
+		}
+		nothing = tx.Bucket(bucketUnread).Bucket(unreadKey(u.ID, ch.ID)) == nil
+		return nil
+	})
+	if err != nil || nothing {
+		return err
+	}
+	trashed := false
+	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		trashed = false // a run may repeat
+		ch, err := s.channelByID(tx, channelID)
+		if err != nil {
+			return err
+		}
+		if !canAccess(tx, u, ch) {
+			return errNoSuchChannel
+		}
+		change := flagsChanged{User: u, Change: flagChange{Flag: "read", Add: true}}
+		listening, seq := s.listens(u.ID)
+		if listening {
+			if change.IDs, err = unreadIDs(tx, u.ID, ch.ID); err != nil {
+				return err
+			}
+		} else {
+			change.Uncollected, change.ListenSeq = true, seq
+		}
+		if trashed, err = removeAllUnread(tx, u.ID, ch.ID); err != nil {
+			return err
+		}
+		report(change)
+		return nil
+	})
+	if trashed { // a large set was moved aside: the janitor deletes it
+		s.wakeJanitor()
+	}
+	return err
+}
+
+func (s *store) listens(userID uint64) (bool, uint64) {
+	if h := s.hooks.Load(); h != nil {
+		return h.listening(userID)
+	}
+	return false, 0
+}
+
+// indexMessage records a message in its channel's and its topic's index.
+func indexMessage(tx *bbolt.Tx, m message) error {
+	if err := tx.Bucket(bucketChannelMessages).Put(append(itob(m.ChannelID), itob(m.ID)...), nil); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketTopicMessages).Put(topicKey(m.ChannelID, m.Topic, m.ID), nil)
+}
+
+func topicPrefix(channelID uint64, topic string) []byte {
+	return append(append(itob(channelID), strings.ToLower(topic)...), 0)
+}
+
+func topicKey(channelID uint64, topic string, messageID uint64) []byte {
+	return append(topicPrefix(channelID, topic), itob(messageID)...)
+}
+
+// indexTopics builds topic_messages for a database of schema 1.
+func indexTopics(tx *bbolt.Tx) error {
+	return tx.Bucket(bucketMessages).ForEach(func(_, v []byte) error {
+		var m message
+		if err := json.Unmarshal(v, &m); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketTopicMessages).Put(topicKey(m.ChannelID, m.Topic, m.ID), nil)
+	})
+}
+
+// Personal flags other than read, one bit each in the flags bucket.
+const (
+	flagStarred   byte = 1 << 0
+	flagCollapsed byte = 1 << 1
+)
+
+// flagChange is one POST /messages/flags: add or remove one flag.
+type flagChange struct {
+	Flag string // "read", "starred" or "collapsed"
+	Add  bool
+}
+
+// updateFlags applies the change to the messages, after checking that
+// each exists and is in a channel the user may access. Removing read
+// makes a message unread again only in channels the user is subscribed
+// to, since unread messages live only there.
+// It answers the ids whose flag changed and, when removing read, the
+// channels skipped because the user is not subscribed to them.
+func (s *store) updateFlags(u user, ids []uint64, change flagChange) (changed, unsubscribed []uint64, err error) {
+	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		changed, unsubscribed = nil, nil
+		byChannel := map[uint64][]uint64{}
+		for _, id := range ids { // every check before the first write
+			m, err := messageByID(tx, id)
+			if err != nil {
+				return errInvalidMessageIDs
+			}
+			ch, err := s.channelByID(tx, m.ChannelID)
+			if err != nil || !canAccess(tx, u, ch) {
+				return errInvalidMessageIDs
+			}
+			byChannel[ch.ID] = append(byChannel[ch.ID], id)
+		}
+		for channelID, inChannel := range byChannel {
+			slices.Sort(inChannel)
+			inChannel = slices.Compact(inChannel)
+			if change.Flag == "read" && !change.Add && !isSubscribed(tx, u.ID, channelID) {
+				unsubscribed = append(unsubscribed, channelID)
+				continue
+			}
+			done, err := s.applyFlag(tx, u.ID, channelID, inChannel, change)
+			if err != nil {
+				return err
+			}
+			changed = append(changed, done...)
+		}
+		slices.Sort(changed)
+		return reportFlags(tx, report, u, change, changed)
+	})
+	slices.Sort(unsubscribed)
+	return changed, unsubscribed, err
+}
+
+// applyFlag changes one flag on messages of one channel (ids sorted) and
+// answers the ids whose flag really changed.
+func (s *store) applyFlag(tx *bbolt.Tx, userID, channelID uint64, ids []uint64, change flagChange) ([]uint64, error) {
+	switch {
+	case change.Flag == "read" && change.Add:
+		return removeUnread(tx, userID, channelID, ids)
+	case change.Flag == "read": // callers skip channels the user is not subscribed to
+		already, err := unreadAmong(tx, userID, channelID, ids)
+		if err != nil {
+			return nil, err
+		}
+		fresh := slices.DeleteFunc(slices.Clone(ids), func(id uint64) bool {
+			_, found := slices.BinarySearch(already, id)
+			return found
+		})
+		return fresh, addUnread(tx, userID, channelID, fresh)
+	}
+	bit := flagStarred
+	if change.Flag == "collapsed" {
+		bit = flagCollapsed
+	}
+	b := tx.Bucket(bucketFlags)
+	var changed []uint64
+	for _, id := range ids {
+		k := append(itob(userID), itob(id)...)
+		var old byte
+		if v := b.Get(k); v != nil {
+			old = v[0]
+		}
+		flags := old | bit
+		if !change.Add {
+			flags = old &^ bit
+		}
+		if flags == old {
+			continue
+		}
+		var err error
+		if flags == 0 {
+			err = b.Delete(k)
+		} else {
+			err = b.Put(k, []byte{flags})
+		}
+		if err != nil {
+			return nil, err
+		}
+		changed = append(changed, id)
+	}
+	return changed, nil
+}
+
+// markTopicRead marks the user's unread messages of one topic read.
+func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64, error) {
+	var read []uint64
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		read = nil
+		ch, err := s.channelByID(tx, channelID)
+		if err != nil {
+			return err
+		}
+		if !canAccess(tx, u, ch) {
+			return errNoSuchChannel
+		}
+		var ids []uint64
+		prefix := topicPrefix(ch.ID, topic)
+		c := tx.Bucket(bucketTopicMessages).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			ids = append(ids, btoi(k[len(prefix):]))
+		}
+		if len(ids) == 0 && topic != "" { // Zulip checks only a named topic
+			return errNoSuchTopic
+		}
+		if read, err = removeUnread(tx, u.ID, ch.ID, ids); err != nil {
+			return err
+		}
+		return reportFlags(tx, report, u, flagChange{Flag: "read", Add: true}, read)
+	})
+	return read, err
+}
+
+// markAllRead marks every message read for the user.
+func (s *store) markAllRead(u user) error {
+	trashed := false
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		var err error
+		if trashed, err = removeAllUnreadOf(tx, u.ID); err != nil {
+			return err
+		}
+		report(flagsChanged{User: u, Change: flagChange{Flag: "read", Add: true}, All: true})
+		return nil
+	})
+	if trashed { // large sets were moved aside: the janitor deletes them
+		s.wakeJanitor()
+	}
+	return err
+}
+
+// reportFlags reports a flag change on ids (sorted), with where the
+// messages are when read is removed (clients then count them unread).
+func reportFlags(tx *bbolt.Tx, report func(any), u user, change flagChange, ids []uint64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	c := flagsChanged{User: u, Change: change, IDs: ids}
+	if change.Flag == "read" && !change.Add {
+		for _, id := range ids {
+			m, err := messageByID(tx, id)
+			if err != nil {
+				return err
+			}
+			c.Details = append(c.Details, m)
+		}
+	}
+	report(c)
+	return nil
+}
+
+// unreadSummary is the user's unread messages grouped by channel and
+// topic, at most max of them (the newest); Truncated says some are left out.
+type unreadSummary struct {
+	Topics    []unreadTopic
+	Truncated bool
+}
+
+type unreadTopic struct {
+	ChannelID uint64
+	Topic     string
+	IDs       []uint64
+}
+
+func (s *store) unreadSummary(userID uint64, max int) (unreadSummary, error) {
+	var sum unreadSummary
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		sum = unreadSummary{}
+		ids, err := allUnreadIDs(tx, userID)
+		if err != nil {
+			return err
+		}
+		if len(ids) > max {
+			ids, sum.Truncated = ids[len(ids)-max:], true
+		}
+		index := map[string]int{}
+		for _, id := range ids {
+			m, err := messageByID(tx, id)
+			if err != nil {
+				return err
+			}
+			key := strconv.FormatUint(m.ChannelID, 10) + "\x00" + m.Topic
+			i, ok := index[key]
+			if !ok {
+				i = len(sum.Topics)
+				index[key] = i
+				sum.Topics = append(sum.Topics, unreadTopic{ChannelID: m.ChannelID, Topic: m.Topic})
+			}
+			sum.Topics[i].IDs = append(sum.Topics[i].IDs, id)
+		}
+		return nil
+	})
+	return sum, err
+}
+
+func messageByID(tx *bbolt.Tx, id uint64) (message, error) {
+	var m message
+	v := tx.Bucket(bucketMessages).Get(itob(id))
+	if v == nil {
+		return m, errInvalidMessageIDs
+	}
+	return m, json.Unmarshal(v, &m)
+}
+
+func (s *store) unread(userID, channelID uint64) ([]uint64, error) {
+	var ids []uint64
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		ids, err = unreadIDs(tx, userID, channelID)
+		return err
+	})
+	return ids, err
+}
+
+// maxMessageID is the largest message id, kept in memory.
+func (s *store) maxMessageID() (uint64, error) { return s.maxID.Load(), nil }

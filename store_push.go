@@ -1,0 +1,62 @@
+package main
+
+// The store's push tokens, keyed by user, kind and token.
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"go.etcd.io/bbolt"
+)
+
+func pushTokenKey(userID uint64, kind pushKind, token string) []byte {
+	if kind == pushAPNs {
+		token = strings.ToLower(token) // Apple tokens are matched case-insensitively
+	}
+	return append(append(itob(userID), byte(kind)), token...)
+}
+
+// addPushToken registers a token for the user; registering it again
+// changes nothing.
+func (s *store) addPushToken(userID uint64, t pushToken) error {
+	return s.update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketPushTokens)
+		k := pushTokenKey(userID, t.Kind, t.Token)
+		if b.Get(k) != nil {
+			return nil
+		}
+		t.Created = s.now().Unix()
+		return putJSON(b, k, t)
+	})
+}
+
+// removePushToken removes the user's token; another user's token of the
+// same text is not the caller's, so it "does not exist".
+func (s *store) removePushToken(userID uint64, kind pushKind, token string) error {
+	return s.update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketPushTokens)
+		k := pushTokenKey(userID, kind, token)
+		if b.Get(k) == nil {
+			return errTokenNotFound
+		}
+		return b.Delete(k)
+	})
+}
+
+func (s *store) pushTokens(userID uint64) ([]pushToken, error) {
+	var list []pushToken
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		prefix := itob(userID)
+		c := tx.Bucket(bucketPushTokens).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var t pushToken
+			if err := json.Unmarshal(v, &t); err != nil {
+				return err
+			}
+			list = append(list, t)
+		}
+		return nil
+	})
+	return list, err
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestPushTokens_BelongToTheirOwner(t *testing.T) {
+	st := mustOpenStore(t)
+	alice, _ := mustCreateUser(t, st, "alice@example.com", roleMember, false)
+	bob, _ := mustCreateUser(t, st, "bob@example.com", roleMember, false)
+
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(st.addPushToken(alice.ID, pushToken{Kind: pushAPNs, Token: "AABB", AppID: "org.zulip.Zulip"}))
+	must(st.addPushToken(alice.ID, pushToken{Kind: pushAPNs, Token: "aabb", AppID: "other"})) // same token: no change
+	must(st.addPushToken(bob.ID, pushToken{Kind: pushAPNs, Token: "aabb"}))
+	must(st.addPushToken(alice.ID, pushToken{Kind: pushFCM, Token: "Android-Token"}))
+
+	tokens, _ := st.pushTokens(alice.ID)
+	if len(tokens) != 2 || tokens[0].Token != "AABB" || tokens[0].AppID != "org.zulip.Zulip" {
+		t.Fatalf("alice's tokens: got %+v, want AABB (org.zulip.Zulip) and Android-Token", tokens)
+	}
+	if err := st.removePushToken(alice.ID, pushFCM, "android-token"); !errors.Is(err, errTokenNotFound) {
+		t.Errorf("FCM remove with other case: got %v, want errTokenNotFound", err)
+	}
+	must(st.removePushToken(alice.ID, pushAPNs, "aAbB")) // APNs: case-insensitive
+	if err := st.removePushToken(alice.ID, pushAPNs, "aabb"); !errors.Is(err, errTokenNotFound) {
+		t.Errorf("second remove: got %v, want errTokenNotFound", err)
+	}
+	if tokens, _ := st.pushTokens(bob.ID); len(tokens) != 1 {
+		t.Errorf("bob's tokens after alice's removal: got %d, want 1", len(tokens))
+	}
+}

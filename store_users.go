@@ -1,0 +1,208 @@
+package main
+
+// The store's accounts: users, their hashed API keys and password hashes.
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"slices"
+
+	"go.etcd.io/bbolt"
+)
+
+// createUser adds an account and returns it with its first API key.
+func (s *store) createUser(email, fullName string, role int, bot bool) (user, string, error) {
+	return s.createAccount(email, fullName, role, bot, "")
+}
+
+// createAccount adds an account, with a password hash unless it is empty,
+// and returns it with its first API key.
+func (s *store) createAccount(email, fullName string, role int, bot bool, passwordHash string) (user, string, error) {
+	key := newAPIKey()
+	var u user
+	err := s.update(func(tx *bbolt.Tx) error {
+		emails := tx.Bucket(bucketUserEmails)
+		if emails.Get(emailKey(email)) != nil {
+			return errEmailTaken
+		}
+		users := tx.Bucket(bucketUsers)
+		id, err := users.NextSequence()
+		if err != nil {
+			return err
+		}
+		u = user{ID: id, Email: email, FullName: fullName, Role: role, Bot: bot, Active: true, Joined: s.now().Unix()}
+		if err := putJSON(users, itob(id), u); err != nil {
+			return err
+		}
+		if err := emails.Put(emailKey(email), itob(id)); err != nil {
+			return err
+		}
+		if passwordHash != "" {
+			if err := tx.Bucket(bucketPasswords).Put(itob(id), []byte(passwordHash)); err != nil {
+				return err
+			}
+		}
+		return s.putKey(tx, id, key)
+	})
+	s.credCache.forget(email)
+	return u, key, err
+}
+
+// setPassword replaces the account's password hash.
+func (s *store) setPassword(email, passwordHash string) error {
+	return s.update(func(tx *bbolt.Tx) error {
+		u, err := userByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketPasswords).Put(itob(u.ID), []byte(passwordHash))
+	})
+}
+
+// credentials returns the account and its password hash ("" when it has
+// none) for a password login.
+func (s *store) credentials(email string) (user, string, error) {
+	var u user
+	var hash string
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		if u, err = userByEmail(tx, email); err != nil {
+			return err
+		}
+		hash = string(tx.Bucket(bucketPasswords).Get(itob(u.ID)))
+		return nil
+	})
+	return u, hash, err
+}
+
+// maxKeysPerAccount bounds an account's keys (each password login mints
+// one); minting one more revokes the oldest, so that authentication,
+// which compares every key, stays cheap.
+const maxKeysPerAccount = 20
+
+// mintKey adds a new API key to the account; its other keys keep working,
+// but for the oldest once it has maxKeysPerAccount.
+func (s *store) mintKey(u user) (string, error) {
+	key := newAPIKey()
+	err := s.update(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketUsers).Get(itob(u.ID)) == nil {
+			return errNoSuchUser
+		}
+		type held struct {
+			key     []byte
+			created uint64
+		}
+		var keys []held
+		prefix := itob(u.ID)
+		c := tx.Bucket(bucketAPIKeys).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			keys = append(keys, held{slices.Clone(k), btoi(v)})
+		}
+		slices.SortStableFunc(keys, func(a, b held) int { return cmp.Compare(a.created, b.created) })
+		for len(keys) >= maxKeysPerAccount {
+			if err := tx.Bucket(bucketAPIKeys).Delete(keys[0].key); err != nil {
+				return err
+			}
+			keys = keys[1:]
+		}
+		return s.putKey(tx, u.ID, key)
+	})
+	s.credCache.forget(u.Email)
+	return key, err
+}
+
+func (s *store) putKey(tx *bbolt.Tx, userID uint64, key string) error {
+	return tx.Bucket(bucketAPIKeys).Put(append(itob(userID), s.keyHash(key)...), itob(uint64(s.now().Unix())))
+}
+
+// userByEmail finds an account by e-mail, case-insensitively.
+func (s *store) userByEmail(email string) (user, error) {
+	var u user
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		u, err = userByEmail(tx, email)
+		return err
+	})
+	return u, err
+}
+
+func userByEmail(tx *bbolt.Tx, email string) (user, error) {
+	var u user
+	id := tx.Bucket(bucketUserEmails).Get(emailKey(email))
+	if id == nil {
+		return u, errNoSuchUser
+	}
+	return u, getJSON(tx.Bucket(bucketUsers), id, &u)
+}
+
+func (s *store) users() ([]user, error) {
+	var list []user
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		list = nil
+		return tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
+			var u user
+			if err := json.Unmarshal(v, &u); err != nil {
+				return err
+			}
+			list = append(list, u)
+			return nil
+		})
+	})
+	return list, err
+}
+
+// regenerateKey revokes every key of the account, makes one new key and,
+// as Zulip does when a key is regenerated, removes its push tokens.
+func (s *store) regenerateKey(email string) (string, error) {
+	key := newAPIKey()
+	err := s.update(func(tx *bbolt.Tx) error {
+		u, err := userByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		prefix := itob(u.ID)
+		for _, b := range [][]byte{bucketAPIKeys, bucketPushTokens} {
+			if err := deletePrefix(tx.Bucket(b), prefix); err != nil {
+				return err
+			}
+		}
+		return s.putKey(tx, u.ID, key)
+	})
+	s.credCache.forget(email)
+	return key, err
+}
+
+func (s *store) setActive(email string, active bool) error {
+	err := s.update(func(tx *bbolt.Tx) error {
+		u, err := userByEmail(tx, email)
+		if err != nil {
+			return err
+		}
+		u.Active = active
+		return putJSON(tx.Bucket(bucketUsers), itob(u.ID), u)
+	})
+	s.credCache.forget(email)
+	return err
+}
+
+// hasUsers reports whether any account exists, without counting them
+// (start-up asks, and must stay fast however many there are).
+func (s *store) hasUsers() (bool, error) {
+	found := false
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		k, _ := tx.Bucket(bucketUsers).Cursor().First()
+		found = k != nil
+		return nil
+	})
+	return found, err
+}
+
+func (s *store) userCount() (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bucketUsers).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
