@@ -6,7 +6,6 @@ package main
 import (
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -105,7 +104,7 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 	}
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, badRequest("subscriptions is not a list")
+		return nil, errNotList("subscriptions")
 	}
 	inviteOnly, err := r.params.optionalBool("invite_only", false)
 	if err != nil {
@@ -115,11 +114,11 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 	for i, item := range list {
 		obj, ok := item.(map[string]any)
 		if !ok {
-			return nil, badRequest("subscriptions[" + strconv.Itoa(i) + "] is not a dict")
+			return nil, errNotDict(elemName("subscriptions", i))
 		}
 		name, ok := obj["name"].(string)
 		if !ok {
-			return nil, badRequest("name key is missing from subscriptions[" + strconv.Itoa(i) + "]")
+			return nil, errKeyMissing("name", elemName("subscriptions", i))
 		}
 		description, _ := obj["description"].(string)
 		spec := channelSpec{Name: strings.TrimSpace(name), Description: description}
@@ -132,7 +131,7 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 	}
 	subscribed, already, _, err := s.store.subscribe(r.user, specs, inviteOnly)
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	byEmail := func(names []string) map[string][]string {
 		m := map[string][]string{}
@@ -150,16 +149,16 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 func validateChannel(spec channelSpec) error {
 	switch {
 	case spec.Name == "":
-		return badRequest("Channel name can't be empty.")
+		return errChannelNameEmpty
 	case utf8.RuneCountInString(spec.Name) > maxChannelNameLength:
-		return badRequest("Channel name too long (limit: " + strconv.Itoa(maxChannelNameLength) + " characters).")
+		return errChannelNameTooLong
 	case strings.ContainsFunc(spec.Name, isUnsafeChar):
 		i := strings.IndexFunc(spec.Name, isUnsafeChar)
-		return badRequest("Invalid character in channel name, at position " + runePosition(spec.Name, i) + ".")
+		return errChannelNameCharacter(spec.Name, i)
 	case strings.ContainsRune(spec.Description, 0):
-		return badRequest("Invalid character in channel description")
+		return errChannelDescriptionCharacter
 	case utf8.RuneCountInString(spec.Description) > maxChannelDescriptionLength:
-		return badRequest("description is too long (limit: " + strconv.Itoa(maxChannelDescriptionLength) + " characters)")
+		return errChannelDescriptionTooLong
 	}
 	return nil
 }
@@ -183,9 +182,8 @@ func (s *server) unsubscribe(r *apiRequest) (any, error) {
 		}
 	}
 	removed, notRemoved, _, _, err := s.store.unsubscribe(r.user, names)
-	var named *namedError
-	if errors.As(err, &named) && errors.Is(err, errNoSuchChannel) {
-		return nil, badRequest("Channel(s) (" + named.name + ") do not exist")
+	if errors.Is(err, errNoSuchChannel) {
+		return nil, errChannelsDoNotExist(nameOf(err))
 	}
 	if err != nil {
 		return nil, err
@@ -211,7 +209,7 @@ func (s *server) listChannels(r *apiRequest) (any, error) {
 		return nil, err
 	}
 	if f.AllActive && !r.user.isAdmin() {
-		return nil, badRequest("User not authorized for this query")
+		return nil, errNotAuthorizedForQuery
 	}
 	channels, err := s.store.visibleChannels(r.user, f)
 	if err != nil {
@@ -234,28 +232,11 @@ func (s *server) channelID(r *apiRequest) (any, error) {
 	}
 	ch, err := s.store.accessibleChannel(r.user, name)
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	return struct {
 		StreamID uint64 `json:"stream_id"`
 	}{ch.ID}, nil
-}
-
-// channelError words the store's channel errors as Zulip does.
-func channelError(err error) error {
-	var named *namedError
-	if !errors.As(err, &named) {
-		return err
-	}
-	switch {
-	case errors.Is(err, errNoSuchChannel):
-		return badRequest("Invalid channel name '" + named.name + "'")
-	case errors.Is(err, errChannelExists):
-		return badRequest("Channel name already in use.")
-	case errors.Is(err, errChannelForbidden):
-		return badRequest("Unable to access channel (" + named.name + ").")
-	}
-	return err
 }
 
 // renderDescription is the minimal safe rendering of a description: the

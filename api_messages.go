@@ -7,8 +7,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"html"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,9 +29,9 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	switch kind {
 	case "stream", "channel":
 	case "private", "direct":
-		return nil, badRequest("Direct messages are not supported")
+		return nil, errNoDirectMessages
 	default:
-		return nil, badRequest("Invalid message type")
+		return nil, errInvalidMessageType
 	}
 	to, err := messageTarget(r.params)
 	if err != nil {
@@ -42,59 +40,40 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	topic, ok := r.params.lookup("topic")
 	if !ok {
 		if topic, ok = r.params.lookup("subject"); !ok {
-			return nil, badRequest("Missing topic")
+			return nil, errMissingTopic
 		}
 	}
 	topic = strings.TrimSpace(topic)
 	if topic == "" {
-		return nil, badRequest("Topic can't be empty!")
+		return nil, errTopicEmpty
 	}
 	if i := strings.IndexFunc(topic, isUnsafeChar); i >= 0 {
-		return nil, badRequest("Invalid character in topic, at position " + runePosition(topic, i) + "!")
+		return nil, errTopicCharacter(topic, i)
 	}
 	content, err := r.params.requiredString("content")
 	if err != nil {
 		return nil, err
 	}
 	if strings.Contains(content, "\x00") {
-		return nil, badRequest("Message must not contain null bytes")
+		return nil, errContentNullBytes
 	}
 	content = strings.TrimLeft(strings.TrimRightFunc(content, unicode.IsSpace), "\n")
 	if content == "" {
-		return nil, badRequest("Message must not be empty")
+		return nil, errContentEmpty
 	}
 	client, _ := r.params.lookup("client")
 	sent, err := s.store.sendMessage(r.user, to, truncateTopic(topic), truncateContent(content), client)
-	var named *namedError
-	errors.As(err, &named)
 	switch {
 	case errors.Is(err, errNoSuchChannel):
 		return nil, noSuchChannel(to)
 	case errors.Is(err, errChannelForbidden):
-		return nil, badRequest("Not authorized to send to channel '" + named.name + "'")
+		return nil, errNotAuthorizedToSend(nameOf(err))
 	case err != nil:
 		return nil, err
 	}
 	return struct {
 		ID uint64 `json:"id"`
 	}{sent.ID}, nil
-}
-
-// noSuchChannel is Zulip's STREAM_DOES_NOT_EXIST error, by name or by id.
-func noSuchChannel(to channelRef) *apiError {
-	e := &apiError{status: http.StatusBadRequest, code: "STREAM_DOES_NOT_EXIST"}
-	if to.Name != "" {
-		e.msg = "Channel '" + html.EscapeString(to.Name) + "' does not exist"
-		e.extra = []field{{"stream", to.Name}}
-	} else {
-		id := to.IDText
-		if id == "" {
-			id = strconv.FormatUint(to.ID, 10)
-		}
-		e.msg = "Channel with ID '" + id + "' does not exist"
-		e.extra = []field{{"stream_id", json.Number(id)}}
-	}
-	return e
 }
 
 // truncateTopic shortens a topic over the limit as Zulip does, with "...".
@@ -125,7 +104,7 @@ func truncateContent(content string) string {
 func messageTarget(p *params) (channelRef, error) {
 	raw, _ := p.lookup("to")
 	if strings.TrimSpace(raw) == "" {
-		return channelRef{}, badRequest("Missing channel")
+		return channelRef{}, errMissingChannel
 	}
 	parsed, err := decodeJSON("to", raw)
 	if err != nil {
@@ -133,7 +112,7 @@ func messageTarget(p *params) (channelRef, error) {
 	}
 	if list, ok := parsed.([]any); ok {
 		if len(list) != 1 {
-			return channelRef{}, badRequest("Expected exactly one channel")
+			return channelRef{}, errExpectedOneChannel
 		}
 		parsed = list[0]
 	}
@@ -147,7 +126,7 @@ func messageTarget(p *params) (channelRef, error) {
 	if name, ok := parsed.(string); ok && strings.TrimSpace(name) != "" {
 		return channelRef{Name: strings.TrimSpace(name)}, nil
 	}
-	return channelRef{}, badRequest("Invalid data type for channel")
+	return channelRef{}, errChannelDataType
 }
 
 // runePosition is the 1-based character position of byte offset i.
@@ -172,11 +151,6 @@ func (s *server) markStreamAsRead(r *apiRequest) (any, error) {
 	return nil, err
 }
 
-var (
-	errInvalidChannelID = badRequest("Invalid channel ID")
-	errInvalidMessages  = badRequest("Invalid message(s)")
-)
-
 // markTopicAsRead serves POST /api/v1/mark_topic_as_read (deprecated in
 // Zulip in favour of POST /messages/flags/narrow).
 func (s *server) markTopicAsRead(r *apiRequest) (any, error) {
@@ -196,7 +170,7 @@ func (s *server) markTopicAsRead(r *apiRequest) (any, error) {
 	case errors.Is(err, errNoSuchChannel):
 		return nil, errInvalidChannelID
 	case errors.Is(err, errNoSuchTopic):
-		return nil, badRequest("No such topic '" + topic + "'")
+		return nil, errNoSuchTopicNamed(topic)
 	}
 	return nil, err
 }
@@ -231,11 +205,11 @@ func readFlagChange(p *params) (flagChange, error) {
 	}
 	switch {
 	case !slices.Contains(knownFlags, flag):
-		return flagChange{}, badRequest("Invalid flag: '" + flag + "'")
+		return flagChange{}, errInvalidFlag(flag)
 	case !slices.Contains(editableFlags, flag):
-		return flagChange{}, badRequest("Flag not editable: '" + flag + "'")
+		return flagChange{}, errFlagNotEditable(flag)
 	case op != "add" && op != "remove":
-		return flagChange{}, badRequest("Invalid message flag operation: '" + op + "'")
+		return flagChange{}, errInvalidFlagOperation(op)
 	}
 	return flagChange{Flag: flag, Add: op == "add"}, nil
 }
@@ -392,7 +366,7 @@ func readRange(p *params, forFetch bool) (messageRange, error) {
 			return q, err
 		}
 		if n < 0 {
-			return q, badRequest(count.name + " is too small")
+			return q, errTooSmall(count.name)
 		}
 		*count.into = int(min(n, maxMessagesPerRequest+1))
 	}
@@ -410,7 +384,7 @@ func readRange(p *params, forFetch bool) (messageRange, error) {
 	case firstUnread || anchor == "first_unread":
 		q.AnchorKind = anchorFirstUnread
 	case !hasAnchor:
-		return q, badRequest("Missing 'anchor' argument.")
+		return q, errMissingAnchor
 	case anchor == "newest":
 		q.AnchorKind = anchorNewest
 	case anchor == "oldest":
@@ -422,10 +396,10 @@ func readRange(p *params, forFetch bool) (messageRange, error) {
 		}
 	}
 	if forFetch && q.NumBefore+q.NumAfter > maxMessagesPerRequest {
-		return q, badRequest("Too many messages requested (maximum 5000).")
+		return q, errTooManyMessages
 	}
 	if !q.IncludeAnchor && q.NumBefore > 0 && q.NumAfter > 0 {
-		return q, badRequest("The anchor can only be excluded at an end of the range")
+		return q, errAnchorExcluded
 	}
 	if q.Narrow, err = narrowTerms(raw); err != nil {
 		return q, err
@@ -439,7 +413,7 @@ func parseAnchor(anchor string) (uint64, error) {
 	text := strings.TrimSpace(anchor)
 	digits := strings.TrimPrefix(strings.TrimPrefix(text, "-"), "+")
 	if digits == "" || strings.Trim(digits, "0123456789") != "" {
-		return 0, badRequest("Invalid anchor")
+		return 0, errInvalidAnchor
 	}
 	if strings.HasPrefix(text, "-") {
 		return 0, nil
@@ -449,20 +423,6 @@ func parseAnchor(anchor string) (uint64, error) {
 		return largestMessageID, nil
 	}
 	return n, nil
-}
-
-// narrowError words the store's narrow errors as Zulip does.
-func narrowError(err error) error {
-	var named *namedError
-	switch {
-	case errors.As(err, &named) && errors.Is(err, errNarrowUnknownChannel):
-		return badNarrow("unknown channel " + named.name)
-	case errors.As(err, &named) && errors.Is(err, errNarrowUnknownUser):
-		return badNarrow("unknown user " + named.name)
-	case errors.Is(err, errNarrowBadWith):
-		return badNarrow("Invalid 'with' operand")
-	}
-	return err
 }
 
 // getMessages serves GET /api/v1/messages.
@@ -481,7 +441,7 @@ func (s *server) getMessages(r *apiRequest) (any, error) {
 	}
 	page, err := s.store.messages(r.user, q)
 	if err != nil {
-		return nil, narrowError(err)
+		return nil, err
 	}
 	type withFlags struct {
 		messageObject
@@ -517,7 +477,7 @@ func (s *server) updateFlagsForNarrow(r *apiRequest) (any, error) {
 	q.NumAfter = min(q.NumAfter, maxMessagesPerRequest-q.NumBefore)
 	result, err := s.store.updateFlagsInRange(r.user, q, change)
 	if err != nil {
-		return nil, narrowError(err)
+		return nil, err
 	}
 	var first, last *uint64
 	if n := len(result.Messages); n > 0 {

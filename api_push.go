@@ -14,8 +14,6 @@ const maxPushTokenLength = 4096
 // appIDPattern is what Zulip accepts as an iOS app id.
 var appIDPattern = regexp.MustCompile(`^[.a-zA-Z0-9-]+$`)
 
-var errBotRequest = badRequest("This endpoint does not accept bot requests.")
-
 // addAPNsToken serves POST /api/v1/users/me/apns_device_token.
 func (s *server) addAPNsToken(r *apiRequest) (any, error) { return s.addPushToken(r, pushAPNs) }
 
@@ -60,10 +58,10 @@ func (s *server) removePushToken(r *apiRequest, kind pushKind) (any, error) {
 // tokens, hex.
 func validatePushToken(kind pushKind, token string) error {
 	if token == "" || utf8.RuneCountInString(token) > maxPushTokenLength || strings.ContainsRune(token, 0) {
-		return badRequest("Empty or invalid length token")
+		return errTokenLength
 	}
 	if kind == pushAPNs && !isHexToken(token) {
-		return badRequest("Invalid APNS token")
+		return errInvalidAPNsToken
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -162,15 +161,15 @@ func (s *server) createUser(r *apiRequest) (any, error) {
 	fullName = strings.TrimSpace(fullName)
 	switch {
 	case checkEmail(email) != nil:
-		return nil, badRequest("Bad name or username")
+		return nil, errBadNameOrUsername
 	case fullName == "":
-		return nil, badRequest("Name too short!")
+		return nil, errNameTooShort
 	case strings.ContainsFunc(fullName, isUnsafeChar):
-		return nil, badRequest("Invalid characters in name!")
+		return nil, errNameCharacters
 	case utf8.RuneCountInString(fullName) > 100:
-		return nil, badRequest("Name too long!")
+		return nil, errNameTooLong
 	case utf8.RuneCountInString(password) < minPasswordLength:
-		return nil, badRequest("The password is too weak.")
+		return nil, errPasswordTooWeak
 	}
 	hash, err := s.passwords.hash(r.Context(), password)
 	if errors.Is(err, errHasherBusy) {
@@ -181,7 +180,7 @@ func (s *server) createUser(r *apiRequest) (any, error) {
 	}
 	u, _, err := s.store.createAccount(email, fullName, roleMember, false, hash)
 	if errors.Is(err, errEmailTaken) {
-		return nil, badRequest("Email '" + email + "' already in use")
+		return nil, errEmailInUse(email)
 	}
 	if err != nil {
 		return nil, err
@@ -241,18 +240,6 @@ func (s *server) fetchAPIKey(r *apiRequest) (any, error) {
 		Email  string `json:"email"`
 		UserID uint64 `json:"user_id"`
 	}{key, u.Email, u.ID}, nil
-}
-
-var (
-	errLoginFailed      = &apiError{status: http.StatusUnauthorized, code: "AUTHENTICATION_FAILED", msg: "Your username or password is incorrect"}
-	errLoginDeactivated = &apiError{status: http.StatusUnauthorized, code: "USER_DEACTIVATED", msg: "Account is deactivated"}
-)
-
-// rateLimited is SPEC §8's 429 envelope.
-func rateLimited(wait time.Duration) *apiError {
-	secs := max(1, int((wait+time.Second-1)/time.Second))
-	return &apiError{status: http.StatusTooManyRequests, code: "RATE_LIMIT_HIT", msg: "API usage exceeded rate limit",
-		extra: []field{{"retry-after", secs}}, retryAfter: secs}
 }
 
 // gravatarURL is Zulip's default avatar for an account.

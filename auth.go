@@ -44,15 +44,6 @@ func isAPIKey(s string) bool {
 	return true
 }
 
-var (
-	errNotLoggedIn     = unauthorized("Not logged in: API authentication or user session required")
-	errBadBasicHeader  = unauthorized("Invalid authorization header for basic auth")
-	errMalformedAPIKey = unauthorized("Malformed API key")
-	errInvalidAPIKey   = unauthorized("Invalid API key")
-	errDeactivated     = unauthorized("Account is deactivated")
-	errNotBasic        = badRequest("This endpoint requires HTTP basic authentication.")
-)
-
 // basicCredentials reads e-mail and API key from an Authorization header,
 // checking the key's form before anything is looked up.
 func basicCredentials(header string) (email, key string, err error) {

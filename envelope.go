@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"html"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // apiError is the one error type of the API surface: what the client is
@@ -60,23 +62,17 @@ func internalError(cause error) *apiError {
 	return &apiError{status: http.StatusInternalServerError, msg: "Internal server error", cause: cause}
 }
 
-var (
-	errNotFound = &apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "Not Found"}
-	errTooLarge = &apiError{status: http.StatusRequestEntityTooLarge, code: "BAD_REQUEST", msg: "Request body too large"}
-)
-
-// asAPIError maps any error a handler returns to what the client sees.
-// Store sentinels are translated in one place, storeErrors; anything
-// unknown is an internal error whose cause stays in the log.
+// asAPIError maps any error a handler returns to what the client sees: an
+// apiError as it is, a store rejection in its catalogue wording, anything
+// else as an internal error whose cause stays in the log.
 func asAPIError(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
 	}
-	for sentinel, public := range storeErrors {
-		if errors.Is(err, sentinel) {
-			return public
-		}
+	var rej *rejection
+	if errors.As(err, &rej) {
+		return rej.words(nameOf(err))
 	}
 	return internalError(err)
 }
@@ -181,11 +177,229 @@ func writeJSON(b *bytes.Buffer, v any) {
 	b.Truncate(b.Len() - 1) // Encode appends a newline
 }
 
-// storeErrors maps the store's sentinels to what clients are told, in
-// one place. Errors that name a channel are built in channelError.
-var storeErrors = map[error]*apiError{
-	errTokenNotFound:     badRequest("Token does not exist"),
-	errInvalidMessageIDs: errInvalidMessages,
-	errNoSuchUser:        badRequest("No such user"),
-	errEmailTaken:        badRequest("Email is already in use."),
+// ---- The catalogue: every error a client can be told, in Zulip's words ----
+//
+// To add an error, add it here: a fixed text is a variable, a text that
+// names something is a function, and a store refusal is a rejection with
+// its default wording. Texts are Zulip's, letter for letter; the comment
+// above a group says where Zulip words them.
+
+// rejection is a store sentinel: a request the store refused before its
+// first write, so nothing changed and the rest of its commit group
+// stands (store.updateReporting). words is what a client is told unless
+// the route words it otherwise; name is what the rejection is about (a
+// channel, a user), empty when it names nothing.
+type rejection struct {
+	text  string
+	words func(name string) *apiError
+}
+
+func (r *rejection) Error() string { return r.text }
+
+// about names what a rejection is about, for texts such as "Invalid
+// channel name 'x'".
+func (r *rejection) about(name string) error { return &namedError{r, name} }
+
+// namedError is a rejection with the name it is about.
+type namedError struct {
+	err  *rejection
+	name string
+}
+
+func (e *namedError) Error() string { return e.err.Error() + ": " + e.name }
+func (e *namedError) Unwrap() error { return e.err }
+
+// nameOf is the name a rejection is about, "" when it names nothing.
+func nameOf(err error) string {
+	var named *namedError
+	if errors.As(err, &named) {
+		return named.name
+	}
+	return ""
+}
+
+// isRejection tells a store refusal from a failure.
+func isRejection(err error) bool {
+	var rej *rejection
+	return errors.As(err, &rej)
+}
+
+func always(e *apiError) func(string) *apiError { return func(string) *apiError { return e } }
+
+// The store's rejections.
+var (
+	errEmailTaken        = &rejection{"e-mail already in use", always(badRequest("Email is already in use."))}
+	errNoSuchUser        = &rejection{"no such user", always(badRequest("No such user"))}
+	errTokenNotFound     = &rejection{"token does not exist", always(badRequest("Token does not exist"))}
+	errChannelExists     = &rejection{"channel already exists", always(badRequest("Channel name already in use."))}
+	errNoSuchChannel     = &rejection{"no such channel", func(name string) *apiError { return badRequest("Invalid channel name '" + name + "'") }}
+	errChannelForbidden  = &rejection{"channel not accessible", func(name string) *apiError { return badRequest("Unable to access channel (" + name + ").") }}
+	errNoSuchTopic       = &rejection{"no such topic", errNoSuchTopicNamed}
+	errInvalidMessageIDs = &rejection{"invalid message(s)", always(errInvalidMessages)}
+
+	errNarrowUnknownChannel = &rejection{"unknown channel in narrow", func(name string) *apiError { return badNarrow("unknown channel " + name) }}
+	errNarrowUnknownUser    = &rejection{"unknown user in narrow", func(name string) *apiError { return badNarrow("unknown user " + name) }}
+	errNarrowBadWith        = &rejection{"invalid 'with' operand", always(badNarrow("Invalid 'with' operand"))}
+)
+
+// Routing and the request (Django's and zerver/lib/request.py's texts).
+var (
+	errNotFound          = &apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "Not Found"}
+	errTooLarge          = &apiError{status: http.StatusRequestEntityTooLarge, code: "BAD_REQUEST", msg: "Request body too large"}
+	errTooManyParameters = badRequest("Too many parameters")
+	errMalformedQuery    = badRequest("Malformed query string")
+	errMalformedBody     = badRequest("Malformed request body")
+)
+
+func errInvalidUTF8(name string) *apiError {
+	return badRequest("Invalid UTF-8 in parameter " + strconv.Quote(name))
+}
+
+// Typed parameter values (zerver/lib/typed_endpoint.py's texts). elemName
+// names a list's element: name[i].
+func elemName(name string, i int) string     { return name + "[" + strconv.Itoa(i) + "]" }
+func errNotBoolean(name string) *apiError    { return badRequest(name + " is not a boolean") }
+func errNotInteger(name string) *apiError    { return badRequest(name + " is not an integer") }
+func errNotString(name string) *apiError     { return badRequest(name + " is not a string") }
+func errNotList(name string) *apiError       { return badRequest(name + " is not a list") }
+func errNotDict(name string) *apiError       { return badRequest(name + " is not a dict") }
+func errNotJSON(name string) *apiError       { return badRequest(name + " is not valid JSON") }
+func errInvalidFormat(name string) *apiError { return badRequest(name + " has invalid format") }
+func errTooSmall(name string) *apiError      { return badRequest(name + " is too small") }
+func errKeyMissing(key, from string) *apiError {
+	return badRequest(key + " key is missing from " + from)
+}
+func errBadValue(name, value string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "REQUEST_VARIABLE_INVALID", msg: "Bad value for '" + name + "': " + value,
+		extra: []field{{"var_name", name}, {"bad_value", value}}}
+}
+
+// Authentication (SPEC §4; zerver/decorator.py) and roles.
+var (
+	errNotLoggedIn      = unauthorized("Not logged in: API authentication or user session required")
+	errBadBasicHeader   = unauthorized("Invalid authorization header for basic auth")
+	errMalformedAPIKey  = unauthorized("Malformed API key")
+	errInvalidAPIKey    = unauthorized("Invalid API key")
+	errDeactivated      = unauthorized("Account is deactivated")
+	errNotBasic         = badRequest("This endpoint requires HTTP basic authentication.")
+	errLoginFailed      = &apiError{status: http.StatusUnauthorized, code: "AUTHENTICATION_FAILED", msg: "Your username or password is incorrect"}
+	errLoginDeactivated = &apiError{status: http.StatusUnauthorized, code: "USER_DEACTIVATED", msg: "Account is deactivated"}
+	errNotAdmin         = &apiError{status: http.StatusBadRequest, code: "UNAUTHORIZED_PRINCIPAL", msg: "Must be an organization administrator"}
+	errBotRequest       = badRequest("This endpoint does not accept bot requests.")
+)
+
+// rateLimited is SPEC §8's 429 envelope.
+func rateLimited(wait time.Duration) *apiError {
+	secs := max(1, int((wait+time.Second-1)/time.Second))
+	return &apiError{status: http.StatusTooManyRequests, code: "RATE_LIMIT_HIT", msg: "API usage exceeded rate limit",
+		extra: []field{{"retry-after", secs}}, retryAfter: secs}
+}
+
+// Accounts (zerver/views/users.py, zerver/lib/users.py).
+var (
+	errBadNameOrUsername = badRequest("Bad name or username")
+	errNameTooShort      = badRequest("Name too short!")
+	errNameCharacters    = badRequest("Invalid characters in name!")
+	errNameTooLong       = badRequest("Name too long!")
+	errPasswordTooWeak   = badRequest("The password is too weak.")
+)
+
+func errEmailInUse(email string) *apiError { return badRequest("Email '" + email + "' already in use") }
+
+// Push tokens (zerver/views/push_notifications.py).
+var (
+	errTokenLength      = badRequest("Empty or invalid length token")
+	errInvalidAPNsToken = badRequest("Invalid APNS token")
+)
+
+// Channels and subscriptions (zerver/lib/streams.py,
+// zerver/views/streams.py).
+var (
+	errChannelNameEmpty            = badRequest("Channel name can't be empty.")
+	errChannelNameTooLong          = badRequest("Channel name too long (limit: " + strconv.Itoa(maxChannelNameLength) + " characters).")
+	errChannelDescriptionCharacter = badRequest("Invalid character in channel description")
+	errChannelDescriptionTooLong   = badRequest("description is too long (limit: " + strconv.Itoa(maxChannelDescriptionLength) + " characters)")
+	errNotAuthorizedForQuery       = badRequest("User not authorized for this query")
+	errInvalidChannelID            = badRequest("Invalid channel ID")
+)
+
+func errChannelNameCharacter(name string, i int) *apiError {
+	return badRequest("Invalid character in channel name, at position " + runePosition(name, i) + ".")
+}
+
+func errChannelsDoNotExist(names string) *apiError {
+	return badRequest("Channel(s) (" + names + ") do not exist")
+}
+
+// Sending (zerver/views/message_send.py, zerver/actions/message_send.py).
+var (
+	errNoDirectMessages   = badRequest("Direct messages are not supported")
+	errInvalidMessageType = badRequest("Invalid message type")
+	errMissingTopic       = badRequest("Missing topic")
+	errTopicEmpty         = badRequest("Topic can't be empty!")
+	errContentNullBytes   = badRequest("Message must not contain null bytes")
+	errContentEmpty       = badRequest("Message must not be empty")
+	errMissingChannel     = badRequest("Missing channel")
+	errExpectedOneChannel = badRequest("Expected exactly one channel")
+	errChannelDataType    = badRequest("Invalid data type for channel")
+)
+
+// noSuchChannel is Zulip's STREAM_DOES_NOT_EXIST error, by name or by id.
+func noSuchChannel(to channelRef) *apiError {
+	e := &apiError{status: http.StatusBadRequest, code: "STREAM_DOES_NOT_EXIST"}
+	if to.Name != "" {
+		e.msg = "Channel '" + html.EscapeString(to.Name) + "' does not exist"
+		e.extra = []field{{"stream", to.Name}}
+	} else {
+		id := to.IDText
+		if id == "" {
+			id = strconv.FormatUint(to.ID, 10)
+		}
+		e.msg = "Channel with ID '" + id + "' does not exist"
+		e.extra = []field{{"stream_id", json.Number(id)}}
+	}
+	return e
+}
+
+func errTopicCharacter(topic string, i int) *apiError {
+	return badRequest("Invalid character in topic, at position " + runePosition(topic, i) + "!")
+}
+
+func errNotAuthorizedToSend(channel string) *apiError {
+	return badRequest("Not authorized to send to channel '" + channel + "'")
+}
+
+// Reading, flags and read-marking (zerver/views/message_fetch.py,
+// zerver/views/message_flags.py).
+var (
+	errInvalidMessages = badRequest("Invalid message(s)")
+	errMissingAnchor   = badRequest("Missing 'anchor' argument.")
+	errTooManyMessages = badRequest("Too many messages requested (maximum 5000).")
+	errAnchorExcluded  = badRequest("The anchor can only be excluded at an end of the range")
+	errInvalidAnchor   = badRequest("Invalid anchor")
+)
+
+func errNoSuchTopicNamed(topic string) *apiError { return badRequest("No such topic '" + topic + "'") }
+func errInvalidFlag(flag string) *apiError       { return badRequest("Invalid flag: '" + flag + "'") }
+func errFlagNotEditable(flag string) *apiError {
+	return badRequest("Flag not editable: '" + flag + "'")
+}
+func errInvalidFlagOperation(op string) *apiError {
+	return badRequest("Invalid message flag operation: '" + op + "'")
+}
+
+// Narrows (zerver/lib/narrow.py).
+var (
+	errOperandNotStringOrInteger     = badRequest(`elem["operand"] is not a string or integer`)
+	errOperandNotStringOrIntegerList = badRequest(`elem["operand"] is not a string or an integer list`)
+	errOperandBlank                  = badRequest(`elem["operand"] cannot be blank.`)
+)
+
+func badNarrow(desc string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "BAD_NARROW", msg: "Invalid narrow operator: " + desc, extra: []field{{"desc", desc}}}
+}
+
+// Event queues (zerver/tornado/exceptions.py).
+func badQueue(id string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "BAD_EVENT_QUEUE_ID", msg: "Bad event queue ID: " + id, extra: []field{{"queue_id", id}}}
 }

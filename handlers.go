@@ -197,7 +197,7 @@ type roleCheck func(u user) error
 // adminsOnly keeps a route to organisation owners and administrators.
 func adminsOnly(u user) error {
 	if !u.isAdmin() {
-		return &apiError{status: http.StatusBadRequest, code: "UNAUTHORIZED_PRINCIPAL", msg: "Must be an organization administrator"}
+		return errNotAdmin
 	}
 	return nil
 }

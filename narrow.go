@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,12 +65,6 @@ type pagedMessage struct {
 	Flags      byte // flagStarred, flagCollapsed
 	Subscribed bool
 }
-
-var (
-	errNarrowUnknownChannel = errors.New("unknown channel in narrow")
-	errNarrowUnknownUser    = errors.New("unknown user in narrow")
-	errNarrowBadWith        = errors.New("invalid 'with' operand")
-)
 
 // messages answers a range of the messages the user may see.
 func (s *store) messages(u user, q messageRange) (messagePage, error) {
@@ -221,7 +213,7 @@ func (r *rangeReader) resolve(terms []narrowTerm) error {
 				ch, err = r.store.channelByID(r.tx, t.ID)
 			}
 			if err != nil {
-				return &namedError{errNarrowUnknownChannel, t.Name + idText(t)}
+				return errNarrowUnknownChannel.about(t.Name + idText(t))
 			}
 			t.ID, t.Name = ch.ID, ""
 		case "with":
@@ -237,11 +229,11 @@ func (r *rangeReader) resolve(terms []narrowTerm) error {
 			if t.Name != "" {
 				u, err := userByEmail(r.tx, t.Name)
 				if err != nil {
-					return &namedError{errNarrowUnknownUser, t.Name}
+					return errNarrowUnknownUser.about(t.Name)
 				}
 				t.ID, t.Name = u.ID, ""
 			} else if _, err := r.sender(t.ID); err != nil {
-				return &namedError{errNarrowUnknownUser, idText(t)}
+				return errNarrowUnknownUser.about(idText(t))
 			}
 		}
 		r.terms = append(r.terms, t)
@@ -625,10 +617,6 @@ var narrowOperands = map[string][]string{
 	"channels": {"public", "web-public"},
 }
 
-func badNarrow(desc string) *apiError {
-	return &apiError{status: http.StatusBadRequest, code: "BAD_NARROW", msg: "Invalid narrow operator: " + desc, extra: []field{{"desc", desc}}}
-}
-
 // readNarrow reads the `narrow` parameter: a JSON list of terms, each an
 // object {"operator","operand","negated"} or a legacy [operator, operand].
 func readNarrow(p *params, required bool) ([]rawTerm, error) {
@@ -639,8 +627,7 @@ func readNarrow(p *params, required bool) ([]rawTerm, error) {
 		}
 		return nil, nil
 	}
-	badValue := &apiError{status: http.StatusBadRequest, code: "REQUEST_VARIABLE_INVALID", msg: "Bad value for 'narrow': " + raw,
-		extra: []field{{"var_name", "narrow"}, {"bad_value", raw}}}
+	badValue := errBadValue("narrow", raw)
 	parsed, err := decodeJSON("narrow", raw)
 	if err != nil {
 		return nil, badValue
@@ -668,17 +655,17 @@ func readNarrow(p *params, required bool) ([]rawTerm, error) {
 		case map[string]any:
 			op, ok := e["operator"]
 			if !ok {
-				return nil, badRequest("operator key is missing from elem")
+				return nil, errKeyMissing("operator", "elem")
 			}
 			if operator, ok = op.(string); !ok {
-				return nil, badRequest(`elem["operator"] is not a string`)
+				return nil, errNotString(`elem["operator"]`)
 			}
 			if operand, ok = e["operand"]; !ok {
-				return nil, badRequest("operand key is missing from elem")
+				return nil, errKeyMissing("operand", "elem")
 			}
 			if n, present := e["negated"]; present {
 				if negated, ok = n.(bool); !ok {
-					return nil, badRequest(`elem["negated"] is not a boolean`)
+					return nil, errNotBoolean(`elem["negated"]`)
 				}
 			}
 		default:
@@ -706,7 +693,7 @@ func checkOperand(operator string, operand any) error {
 	case "channel", "sender", "id", "with":
 		if _, isString := operand.(string); !isString {
 			if _, isInt := jsonInt(operand); !isInt {
-				return badRequest(`elem["operand"] is not a string or integer`)
+				return errOperandNotStringOrInteger
 			}
 		}
 	case "dm":
@@ -715,22 +702,22 @@ func checkOperand(operator string, operand any) error {
 		}
 		list, isList := operand.([]any)
 		if !isList {
-			return badRequest(`elem["operand"] is not a string or an integer list`)
+			return errOperandNotStringOrIntegerList
 		}
 		for i, item := range list {
 			if _, isInt := jsonInt(item); !isInt {
-				return badRequest(`elem["operand"][` + strconv.Itoa(i) + `] is not an integer`)
+				return errNotInteger(elemName(`elem["operand"]`, i))
 			}
 		}
 	case "search":
 		if text, isString := operand.(string); !isString {
-			return badRequest(`elem["operand"] is not a string`)
+			return errNotString(`elem["operand"]`)
 		} else if strings.TrimSpace(text) == "" {
-			return badRequest(`elem["operand"] cannot be blank.`)
+			return errOperandBlank
 		}
 	default:
 		if _, isString := operand.(string); !isString {
-			return badRequest(`elem["operand"] is not a string`)
+			return errNotString(`elem["operand"]`)
 		}
 	}
 	return nil
@@ -788,7 +775,7 @@ func narrowTermOf(operator string, operand any, negated bool) (narrowTerm, error
 	}
 	name, ok := operand.(string)
 	if !ok {
-		return t, badRequest(`elem["operand"] is not a string`)
+		return t, errNotString(`elem["operand"]`)
 	}
 	if allowed, listed := narrowOperands[op]; listed && !slices.Contains(allowed, name) {
 		if op == "channels" {

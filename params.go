@@ -38,11 +38,11 @@ func readParams(w http.ResponseWriter, r *http.Request, limit int64) (*params, e
 	p := &params{used: make(map[string]bool)}
 	if r.URL.RawQuery != "" {
 		if tooManyPairs(r.URL.RawQuery) {
-			return nil, badRequest("Too many parameters")
+			return nil, errTooManyParameters
 		}
 		query, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			return nil, badRequest("Malformed query string")
+			return nil, errMalformedQuery
 		}
 		p.query = query
 	}
@@ -52,13 +52,13 @@ func readParams(w http.ResponseWriter, r *http.Request, limit int64) (*params, e
 		return nil, err
 	}
 	if len(p.body)+len(p.query) > maxParams {
-		return nil, badRequest("Too many parameters")
+		return nil, errTooManyParameters
 	}
 	for _, values := range []url.Values{p.body, p.query} {
 		for name, list := range values {
 			for _, v := range list {
 				if !utf8.ValidString(name) || !utf8.ValidString(v) {
-					return nil, badRequest("Invalid UTF-8 in parameter " + strconv.Quote(name))
+					return nil, errInvalidUTF8(name)
 				}
 			}
 		}
@@ -86,11 +86,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (url.Values, 
 			return nil, bodyError(err)
 		}
 		if tooManyPairs(string(raw)) {
-			return nil, badRequest("Too many parameters")
+			return nil, errTooManyParameters
 		}
 		values, err := url.ParseQuery(string(raw))
 		if err != nil {
-			return nil, badRequest("Malformed request body")
+			return nil, errMalformedBody
 		}
 		return values, nil
 	case "multipart/form-data":
@@ -106,7 +106,7 @@ func readMultipart(body io.Reader, boundary string) (url.Values, error) {
 		if n, err := body.Read(make([]byte, 1)); n == 0 && err == io.EOF {
 			return values, nil
 		}
-		return nil, badRequest("Malformed request body")
+		return nil, errMalformedBody
 	}
 	mr := multipart.NewReader(body, boundary)
 	for n := 0; ; n++ {
@@ -118,7 +118,7 @@ func readMultipart(body io.Reader, boundary string) (url.Values, error) {
 			return nil, bodyError(err)
 		}
 		if n >= maxParams {
-			return nil, badRequest("Too many parameters")
+			return nil, errTooManyParameters
 		}
 		var value bytes.Buffer
 		if _, err := value.ReadFrom(part); err != nil {
@@ -141,7 +141,7 @@ func bodyError(err error) error {
 	if errors.As(err, &tooLarge) {
 		return errTooLarge
 	}
-	return badRequest("Malformed request body")
+	return errMalformedBody
 }
 
 // lookup returns the value of name and marks it as used.
@@ -209,7 +209,7 @@ func (p *params) optionalBool(name string, def bool) (bool, error) {
 	}
 	b, isBool := parsed.(bool)
 	if !isBool {
-		return false, badRequest(name + " is not a boolean")
+		return false, errNotBoolean(name)
 	}
 	return b, nil
 }
@@ -222,7 +222,7 @@ func (p *params) matchString(name string, pattern *regexp.Regexp, def string) (s
 		return def, nil
 	}
 	if !pattern.MatchString(v) {
-		return "", badRequest(name + " has invalid format")
+		return "", errInvalidFormat(name)
 	}
 	return v, nil
 }
@@ -238,13 +238,13 @@ func (p *params) requiredJSON(name string) (any, error) {
 
 func decodeJSON(name, v string) (any, error) {
 	if !json.Valid([]byte(v)) {
-		return nil, badRequest(name + " is not valid JSON")
+		return nil, errNotJSON(name)
 	}
 	dec := json.NewDecoder(strings.NewReader(v))
 	dec.UseNumber()
 	var parsed any
 	if err := dec.Decode(&parsed); err != nil {
-		return nil, badRequest(name + " is not valid JSON")
+		return nil, errNotJSON(name)
 	}
 	return parsed, nil
 }
@@ -269,7 +269,7 @@ func decodeJSONInt(name, v string) (int64, error) {
 	}
 	n, ok := jsonInt(parsed)
 	if !ok {
-		return 0, badRequest(name + " is not an integer")
+		return 0, errNotInteger(name)
 	}
 	return n, nil
 }
@@ -308,13 +308,13 @@ func intList(p *params, name string) ([]int64, error) {
 	}
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, badRequest(name + " is not a list")
+		return nil, errNotList(name)
 	}
 	out := make([]int64, 0, len(list))
 	for i, item := range list {
 		n, ok := jsonInt(item)
 		if !ok {
-			return nil, badRequest(name + "[" + strconv.Itoa(i) + "] is not an integer")
+			return nil, errNotInteger(elemName(name, i))
 		}
 		out = append(out, n)
 	}
@@ -329,13 +329,13 @@ func stringList(p *params, name string) ([]string, error) {
 	}
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, badRequest(name + " is not a list")
+		return nil, errNotList(name)
 	}
 	out := make([]string, 0, len(list))
 	for i, item := range list {
 		s, ok := item.(string)
 		if !ok {
-			return nil, badRequest(name + "[" + strconv.Itoa(i) + "] is not a string")
+			return nil, errNotString(elemName(name, i))
 		}
 		out = append(out, s)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net/http"
 	"slices"
 	"strconv"
 )
@@ -12,10 +11,6 @@ import (
 
 // eventTypes zulite produces; register's state covers these and "realm".
 var knownEventTypes = []string{"message", "update_message_flags", "subscription", "realm_user", "realm", "heartbeat"}
-
-func badQueue(id string) *apiError {
-	return &apiError{status: http.StatusBadRequest, code: "BAD_EVENT_QUEUE_ID", msg: "Bad event queue ID: " + id, extra: []field{{"queue_id", id}}}
-}
 
 // optionalStringList reads an optional JSON list of strings; nil when absent.
 func optionalStringList(p *params, name string) ([]string, error) {
@@ -67,7 +62,7 @@ func (s *server) register(r *apiRequest) (any, error) {
 			return nil, err
 		}
 		if _, isDict := parsed.(map[string]any); !isDict {
-			return nil, badRequest("client_capabilities is not a dict")
+			return nil, errNotDict("client_capabilities")
 		}
 	}
 	fetchTypes, err := optionalStringList(r.params, "fetch_event_types")

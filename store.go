@@ -102,29 +102,12 @@ type storeHooks struct {
 	commits func(writes int, elapsed time.Duration)
 }
 
-// Store sentinels: rejections, which handlers.go words for the client.
+// The store's failures that are not a request's fault. Its rejections,
+// with their words for clients, are in envelope.go's catalogue.
 var (
-	errDatabaseLocked    = errors.New("database is in use by another process")
-	errEmailTaken        = errors.New("e-mail already in use")
-	errNoSuchUser        = errors.New("no such user")
-	errBadCredentials    = errors.New("invalid API key")
-	errTokenNotFound     = errors.New("token does not exist")
-	errChannelExists     = errors.New("channel already exists")
-	errNoSuchChannel     = errors.New("no such channel")
-	errChannelForbidden  = errors.New("channel not accessible")
-	errNoSuchTopic       = errors.New("no such topic")
-	errInvalidMessageIDs = errors.New("invalid message(s)")
+	errDatabaseLocked = errors.New("database is in use by another process")
+	errBadCredentials = errors.New("invalid API key")
 )
-
-// namedError carries the name of the channel (or id) an error is about,
-// for messages such as "Channel 'x' does not exist".
-type namedError struct {
-	err  error
-	name string
-}
-
-func (e *namedError) Error() string { return e.err.Error() + ": " + e.name }
-func (e *namedError) Unwrap() error { return e.err }
 
 // Zulip's role numbers.
 const (
@@ -320,15 +303,6 @@ func (s *store) updateReporting(fn func(tx *bbolt.Tx, report func(change any)) e
 		return err
 	}
 	return rejection
-}
-
-func isRejection(err error) bool {
-	for _, sentinel := range []error{errEmailTaken, errNoSuchUser, errTokenNotFound, errChannelExists, errNoSuchChannel, errChannelForbidden, errNoSuchTopic, errInvalidMessageIDs} {
-		if errors.Is(err, sentinel) {
-			return true
-		}
-	}
-	return false
 }
 
 // keyHash is the at-rest form of an API key: BLAKE2b-256 keyed with the

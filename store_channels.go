@@ -33,7 +33,7 @@ func (s *store) createChannel(name, description string, private bool, creatorID 
 func (s *store) createChannelTx(tx *bbolt.Tx, name, description string, private bool, creatorID uint64) (channel, error) {
 	names := tx.Bucket(bucketChannelNames)
 	if names.Get(nameKey(name)) != nil {
-		return channel{}, &namedError{errChannelExists, name}
+		return channel{}, errChannelExists.about(name)
 	}
 	channels := tx.Bucket(bucketChannels)
 	id, err := channels.NextSequence()
@@ -129,7 +129,7 @@ func (c *channelMemo) put(id uint64, stored []byte, ch channel) {
 func (s *store) channelByName(tx *bbolt.Tx, name string) (channel, error) {
 	id := tx.Bucket(bucketChannelNames).Get(nameKey(name))
 	if id == nil {
-		return channel{}, &namedError{errNoSuchChannel, name}
+		return channel{}, errNoSuchChannel.about(name)
 	}
 	return s.channelByID(tx, btoi(id))
 }
@@ -156,7 +156,7 @@ func (s *store) accessibleChannel(u user, name string) (channel, error) {
 		var err error
 		ch, err = s.channelByName(tx, name)
 		if err == nil && !canAccess(tx, u, ch) {
-			err = &namedError{errNoSuchChannel, name}
+			err = errNoSuchChannel.about(name)
 		}
 		return err
 	})
@@ -181,7 +181,7 @@ func (s *store) subscribe(u user, specs []channelSpec, inviteOnly bool) (subscri
 			case isSubscribed(tx, u.ID, ch.ID):
 				already = append(already, ch.Name)
 			case !canAccess(tx, u, ch):
-				return &namedError{errChannelForbidden, spec.Name}
+				return errChannelForbidden.about(spec.Name)
 			default:
 				join = append(join, ch)
 			}
@@ -238,7 +238,7 @@ func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []strin
 			channels = append(channels, ch)
 		}
 		if len(missing) > 0 {
-			return &namedError{errNoSuchChannel, strings.Join(missing, ", ")}
+			return errNoSuchChannel.about(strings.Join(missing, ", "))
 		}
 		for _, ch := range channels {
 			if !isSubscribed(tx, u.ID, ch.ID) {

@@ -44,7 +44,7 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 			return err
 		}
 		if ch.Private && !isSubscribed(tx, sender.ID, ch.ID) {
-			return &namedError{errChannelForbidden, ch.Name}
+			return errChannelForbidden.about(ch.Name)
 		}
 		messages := tx.Bucket(bucketMessages)
 		id, err := messages.NextSequence()
