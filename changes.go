@@ -1,5 +1,7 @@
 package main
 
+import "sync"
+
 // The changes the store reports once they are committed, in commit order
 // (store.updateReporting); the server turns them into events.
 
@@ -28,4 +30,71 @@ type subscriptionsChanged struct {
 	User     user
 	Op       string // "add" or "remove"
 	Channels []channel
+}
+
+// accountChanged: an account, its keys or its password changed. The
+// store forgets the account's cached credentials in the commit itself
+// (store.updateReporting), so no caller has to remember to.
+type accountChanged struct {
+	Email string
+}
+
+// changeFeed hands committed changes on, in commit order, from a
+// goroutine of its own (store.publisher): the committer only appends to
+// it, so however slow their receiver (the event hub), no writer waits.
+type changeFeed struct {
+	mu      sync.Mutex
+	pending []publication
+	wake    chan struct{} // capacity 1
+}
+
+// publication is one write's changes; done is closed once they are
+// handed on, which the writer waits for before it answers, so a client's
+// own change is in its queues when its request returns.
+type publication struct {
+	changes []any
+	done    chan struct{}
+}
+
+func (f *changeFeed) push(p publication) {
+	f.mu.Lock()
+	f.pending = append(f.pending, p)
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *changeFeed) take() []publication {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.pending
+	f.pending = nil
+	return p
+}
+
+// publisher hands the feed's changes to the store's hook until the
+// committer has stopped and the feed is drained, then closes published.
+func (s *store) publisher() {
+	defer close(s.published)
+	for {
+		stopping := false
+		select {
+		case <-s.feed.wake:
+		case <-s.finished:
+			stopping = true
+		}
+		for _, p := range s.feed.take() {
+			if h := s.hooks.Load(); h != nil {
+				for _, c := range p.changes {
+					h.changes(c)
+				}
+			}
+			close(p.done)
+		}
+		if stopping {
+			return
+		}
+	}
 }

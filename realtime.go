@@ -235,8 +235,9 @@ func (s *server) deleteQueue(r *apiRequest) (any, error) {
 // ---- publishing ----
 
 // publishChange turns a committed change into events. The store calls it
-// in commit order from its committer goroutine, so queues hear changes in
-// the order they happened; it only touches memory.
+// in commit order from its publisher goroutine, never the committer's,
+// so queues hear changes in the order they happened and a slow fan-out
+// holds no writer; it only touches memory.
 func (s *server) publishChange(change any) {
 	switch c := change.(type) {
 	case messageSent:

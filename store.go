@@ -92,7 +92,7 @@ var (
 // storeHooks are how the store tells of committed changes.
 type storeHooks struct {
 	// changes hears every committed change clients are told about (see
-	// changes.go), in commit order, in the committer goroutine.
+	// changes.go), in commit order, in the publisher goroutine.
 	changes func(change any)
 	// listening tells whether a user has event queues, and the number of
 	// the latest one registered, so that work only listeners need is
@@ -182,6 +182,8 @@ type store struct {
 	swept       chan struct{}      // closed when the janitor has stopped
 	stop        chan struct{}      // closed by close
 	finished    chan struct{}      // closed when the committer has stopped
+	feed        changeFeed         // committed changes, to the publisher (changes.go)
+	published   chan struct{}      // closed when the publisher has stopped
 	closeOnce   sync.Once
 	commitStats commitStats
 
@@ -189,7 +191,8 @@ type store struct {
 	decoded   channelMemo     // channels as decoded, by their stored bytes
 
 	// hooks connect the store to whoever tells clients about changes
-	// (the server's event hub); set once, read by the committer.
+	// (the server's event hub); set once, read by the committer and the
+	// publisher.
 	hooks   atomic.Pointer[storeHooks]
 	hashers sync.Pool     // keyed BLAKE2b states, reset for each key
 	maxID   atomic.Uint64 // the largest message id
@@ -206,7 +209,7 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s := &store{db: db, now: time.Now, commits: make(chan commitRequest, maxCommitGroup), stop: make(chan struct{}), finished: make(chan struct{}),
-		trashed: make(chan struct{}, 1), swept: make(chan struct{})}
+		trashed: make(chan struct{}, 1), swept: make(chan struct{}), published: make(chan struct{}), feed: changeFeed{wake: make(chan struct{}, 1)}}
 	if err := os.Chmod(path, 0o600); err != nil { // bbolt sets the mode only on files it creates
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -216,6 +219,7 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	go s.committer()
+	go s.publisher()
 	go s.janitor()
 	return s, nil
 }
@@ -260,13 +264,15 @@ func (s *store) close() error {
 	return s.db.Close()
 }
 
-// quiesce stops the store's own writers, the committer and the janitor;
+// quiesce stops the store's own writers, the committer and the janitor,
+// and the publisher once it has handed on every committed change;
 // writes after it fail with errStoreClosed. (Tests check the file then:
 // bbolt's check is only exact while nothing writes.)
 func (s *store) quiesce() {
 	s.closeOnce.Do(func() { close(s.stop) })
 	<-s.swept
 	<-s.finished
+	<-s.published
 }
 
 // update runs fn in a write transaction shared with concurrent callers.
@@ -279,11 +285,14 @@ func (s *store) update(fn func(tx *bbolt.Tx) error) error {
 
 // updateReporting is update for changes that clients hear about: fn
 // reports them with report, and once the transaction is committed they
-// go to s.changes in commit order (so events reach queues in the order
-// the changes happened). A run that is repeated reports afresh.
+// go, in commit order, through the change feed to the hooks' changes (so
+// events reach queues in the order the changes happened) while the
+// committer goes on; the caller returns once they are handed on. A run
+// that is repeated reports afresh.
 func (s *store) updateReporting(fn func(tx *bbolt.Tx, report func(change any)) error) error {
 	var rejection error
 	var changes []any
+	var published chan struct{} // closed once changes are handed on
 	report := func(change any) { changes = append(changes, change) }
 	err := s.commit(func(tx *bbolt.Tx) error {
 		rejection, changes = nil, changes[:0]
@@ -293,14 +302,21 @@ func (s *store) updateReporting(fn func(tx *bbolt.Tx, report func(change any)) e
 		}
 		return err
 	}, func() {
-		if h := s.hooks.Load(); h != nil {
-			for _, c := range changes {
-				h.changes(c)
+		for _, c := range changes {
+			if a, ok := c.(accountChanged); ok {
+				s.credCache.forget(a.Email)
 			}
+		}
+		if len(changes) > 0 {
+			published = make(chan struct{})
+			s.feed.push(publication{changes, published})
 		}
 	})
 	if err != nil {
 		return err
+	}
+	if published != nil {
+		<-published
 	}
 	return rejection
 }

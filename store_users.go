@@ -21,7 +21,7 @@ func (s *store) createUser(email, fullName string, role int, bot bool) (user, st
 func (s *store) createAccount(email, fullName string, role int, bot bool, passwordHash string) (user, string, error) {
 	key := newAPIKey()
 	var u user
-	err := s.update(func(tx *bbolt.Tx) error {
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		emails := tx.Bucket(bucketUserEmails)
 		if emails.Get(emailKey(email)) != nil {
 			return errEmailTaken
@@ -43,19 +43,20 @@ func (s *store) createAccount(email, fullName string, role int, bot bool, passwo
 				return err
 			}
 		}
+		report(accountChanged{email})
 		return s.putKey(tx, id, key)
 	})
-	s.credCache.forget(email)
 	return u, key, err
 }
 
 // setPassword replaces the account's password hash.
 func (s *store) setPassword(email, passwordHash string) error {
-	return s.update(func(tx *bbolt.Tx) error {
+	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		u, err := userByEmail(tx, email)
 		if err != nil {
 			return err
 		}
+		report(accountChanged{email})
 		return tx.Bucket(bucketPasswords).Put(itob(u.ID), []byte(passwordHash))
 	})
 }
@@ -85,7 +86,7 @@ const maxKeysPerAccount = 20
 // but for the oldest once it has maxKeysPerAccount.
 func (s *store) mintKey(u user) (string, error) {
 	key := newAPIKey()
-	err := s.update(func(tx *bbolt.Tx) error {
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		if tx.Bucket(bucketUsers).Get(itob(u.ID)) == nil {
 			return errNoSuchUser
 		}
@@ -106,9 +107,9 @@ func (s *store) mintKey(u user) (string, error) {
 			}
 			keys = keys[1:]
 		}
+		report(accountChanged{u.Email})
 		return s.putKey(tx, u.ID, key)
 	})
-	s.credCache.forget(u.Email)
 	return key, err
 }
 
@@ -156,11 +157,12 @@ func (s *store) users() ([]user, error) {
 // as Zulip does when a key is regenerated, removes its push tokens.
 func (s *store) regenerateKey(email string) (string, error) {
 	key := newAPIKey()
-	err := s.update(func(tx *bbolt.Tx) error {
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		u, err := userByEmail(tx, email)
 		if err != nil {
 			return err
 		}
+		report(accountChanged{u.Email})
 		prefix := itob(u.ID)
 		for _, b := range [][]byte{bucketAPIKeys, bucketPushTokens} {
 			if err := deletePrefix(tx.Bucket(b), prefix); err != nil {
@@ -169,21 +171,19 @@ func (s *store) regenerateKey(email string) (string, error) {
 		}
 		return s.putKey(tx, u.ID, key)
 	})
-	s.credCache.forget(email)
 	return key, err
 }
 
 func (s *store) setActive(email string, active bool) error {
-	err := s.update(func(tx *bbolt.Tx) error {
+	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		u, err := userByEmail(tx, email)
 		if err != nil {
 			return err
 		}
 		u.Active = active
+		report(accountChanged{u.Email})
 		return putJSON(tx.Bucket(bucketUsers), itob(u.ID), u)
 	})
-	s.credCache.forget(email)
-	return err
 }
 
 // hasUsers reports whether any account exists, without counting them
