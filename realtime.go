@@ -9,9 +9,6 @@ import (
 // The real-time surface: POST /register, GET and DELETE /events, and the
 // events the other handlers publish after their change is committed.
 
-// eventTypes zulite produces; register's state covers these and "realm".
-var knownEventTypes = []string{"message", "update_message_flags", "subscription", "realm_user", "realm", "heartbeat"}
-
 // optionalStringList reads an optional JSON list of strings; nil when absent.
 func optionalStringList(p *params, name string) ([]string, error) {
 	if _, ok := p.lookup(name); !ok {

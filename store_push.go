@@ -3,8 +3,6 @@ package main
 // The store's push tokens, keyed by user, kind and token.
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 
 	"go.etcd.io/bbolt"
@@ -42,21 +40,4 @@ func (s *store) removePushToken(userID uint64, kind pushKind, token string) erro
 		}
 		return b.Delete(k)
 	})
-}
-
-func (s *store) pushTokens(userID uint64) ([]pushToken, error) {
-	var list []pushToken
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		prefix := itob(userID)
-		c := tx.Bucket(bucketPushTokens).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			var t pushToken
-			if err := json.Unmarshal(v, &t); err != nil {
-				return err
-			}
-			list = append(list, t)
-		}
-		return nil
-	})
-	return list, err
 }

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"testing"
+
+	"go.etcd.io/bbolt"
 )
 
 func TestPushTokens_BelongToTheirOwner(t *testing.T) {
@@ -35,4 +39,21 @@ func TestPushTokens_BelongToTheirOwner(t *testing.T) {
 	if tokens, _ := st.pushTokens(bob.ID); len(tokens) != 1 {
 		t.Errorf("bob's tokens after alice's removal: got %d, want 1", len(tokens))
 	}
+}
+
+func (s *store) pushTokens(userID uint64) ([]pushToken, error) {
+	var list []pushToken
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		prefix := itob(userID)
+		c := tx.Bucket(bucketPushTokens).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var t pushToken
+			if err := json.Unmarshal(v, &t); err != nil {
+				return err
+			}
+			list = append(list, t)
+		}
+		return nil
+	})
+	return list, err
 }

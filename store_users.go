@@ -197,12 +197,3 @@ func (s *store) hasUsers() (bool, error) {
 	})
 	return found, err
 }
-
-func (s *store) userCount() (int, error) {
-	n := 0
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		n = tx.Bucket(bucketUsers).Stats().KeyN
-		return nil
-	})
-	return n, err
-}

@@ -161,3 +161,12 @@ func TestCredentialCache_EveryAccountChangeIsSeenAtOnce(t *testing.T) {
 		t.Fatal("alice reactivated: authenticate answered an inactive account")
 	}
 }
+
+func (s *store) userCount() (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bucketUsers).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
