@@ -125,7 +125,7 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 		if err := validateChannel(spec); err != nil {
 			return nil, err
 		}
-		if !slices.ContainsFunc(specs, func(s channelSpec) bool { return strings.EqualFold(s.Name, spec.Name) }) {
+		if !slices.ContainsFunc(specs, func(s channelSpec) bool { return sameChannelName(s.Name, spec.Name) }) {
 			specs = append(specs, spec)
 		}
 	}

@@ -392,6 +392,10 @@ func btoi(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 func emailKey(email string) []byte { return []byte(strings.ToLower(email)) }
 func nameKey(name string) []byte   { return []byte(strings.ToLower(name)) }
 
+// sameChannelName tells whether two names are one channel's: the name
+// index's normalisation, the only one used to compare names.
+func sameChannelName(a, b string) bool { return strings.ToLower(a) == strings.ToLower(b) }
+
 func putJSON(b *bbolt.Bucket, key []byte, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {

@@ -174,6 +174,8 @@ func (s *store) subscribe(u user, specs []channelSpec, inviteOnly bool) (subscri
 		for _, spec := range specs { // every check before the first write
 			ch, err := s.channelByName(tx, spec.Name)
 			switch {
+			case errors.Is(err, errNoSuchChannel) && slices.ContainsFunc(create, func(c channelSpec) bool { return sameChannelName(c.Name, spec.Name) }):
+				// named twice: created once
 			case errors.Is(err, errNoSuchChannel):
 				create = append(create, spec)
 			case err != nil:

@@ -119,3 +119,26 @@ func TestChannelMemo_IsBoundedAndStartsAfreshWhenFull(t *testing.T) {
 		t.Fatalf("get(%d) after starting afresh: got %+v, %v", n, ch, ok)
 	}
 }
+
+// Two names the name index treats as one (strings.ToLower("İx") is "ix",
+// though strings.EqualFold says they differ) are one channel, created
+// once; before, the second was refused after the first was written, and
+// the refused request still left a channel behind.
+func TestSubscribe_NamesTheIndexTreatsAsOneMakeOneChannel(t *testing.T) {
+	st := mustOpenStore(t)
+	alice, _ := mustCreateUser(t, st, "alice@example.com", roleMember, false)
+	subscribed, _, _, err := st.subscribe(alice, []channelSpec{{Name: "İx"}, {Name: "ix"}}, false)
+	if err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	if !slices.Equal(subscribed, []string{"İx"}) {
+		t.Errorf("subscribed: got %q, want [İx]", subscribed)
+	}
+	channels, err := st.channels()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(channels) != 1 || channels[0].Name != "İx" {
+		t.Errorf("channels: got %v, want İx alone", channels)
+	}
+}

@@ -93,6 +93,7 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 	for _, name := range []string{"one", "two", "three"} {
 		channels = append(channels, mustCreateChannel(t, e.st, name, false))
 	}
+	mustCreateChannel(t, e.st, "vault", true) // private, and nobody is subscribed
 	topics := []string{"a", "A", "b", "c"}
 	model := &unreadModel{subscribed: map[uint64]map[uint64]bool{}, unread: map[uint64]map[uint64]bool{}}
 	for _, u := range users {
@@ -126,15 +127,35 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 				}
 			}
 		case 3: // subscribe or unsubscribe
-			if model.subscribed[u.ID][ch.ID] {
-				what = u.Email + " leaves " + ch.Name
-				wantAPISuccess(t, post(u, http.MethodDelete, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["` + ch.Name + `"]`}}))
-				delete(model.subscribed[u.ID], ch.ID)
-				model.markRead(u.ID, func(m modelMessage) bool { return m.channel == ch.ID })
-			} else {
-				what = u.Email + " joins " + ch.Name
-				wantAPISuccess(t, post(u, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"` + ch.Name + `"}]`}}))
-				model.subscribed[u.ID][ch.ID] = true
+			switch rng.IntN(8) {
+			case 0: // one new channel, named twice with two spellings the name index treats as one
+				what = fmt.Sprintf("%s creates İnew%d as inew%d too", u.Email, step, step)
+				before := len(e.channelList(t, u))
+				subs := fmt.Sprintf(`[{"name":"İnew%d"},{"name":"inew%d"}]`, step, step)
+				wantAPISuccess(t, post(u, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {subs}}))
+				if after := len(e.channelList(t, u)); after != before+1 {
+					t.Fatalf("step %d (%s): the channels went from %d to %d, want one more", step, what, before, after)
+				}
+			case 1: // a refused subscribe changes nothing, though it names new channels first
+				what = u.Email + " asks to join " + ch.Name + ", new channels and the vault"
+				before := len(e.channelList(t, u))
+				subs := fmt.Sprintf(`[{"name":"%s"},{"name":"İnew%d"},{"name":"inew%d"},{"name":"vault"}]`, ch.Name, step, step)
+				r := post(u, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {subs}})
+				wantAPIError(t, r, 400, "BAD_REQUEST", "Unable to access channel (vault).")
+				if after := len(e.channelList(t, u)); after != before {
+					t.Fatalf("step %d (%s): refused, yet the channels went from %d to %d", step, what, before, after)
+				}
+			case 2, 3, 4, 5, 6, 7:
+				if model.subscribed[u.ID][ch.ID] {
+					what = u.Email + " leaves " + ch.Name
+					wantAPISuccess(t, post(u, http.MethodDelete, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["` + ch.Name + `"]`}}))
+					delete(model.subscribed[u.ID], ch.ID)
+					model.markRead(u.ID, func(m modelMessage) bool { return m.channel == ch.ID })
+				} else {
+					what = u.Email + " joins " + ch.Name
+					wantAPISuccess(t, post(u, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"` + ch.Name + `"}]`}}))
+					model.subscribed[u.ID][ch.ID] = true
+				}
 			}
 		case 4: // mark_stream_as_read
 			what = u.Email + " marks " + ch.Name + " read"
@@ -237,4 +258,13 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 			}
 		}
 	}
+}
+
+// channelList is GET /streams as the account sees it, with every public
+// channel.
+func (e *testEnv) channelList(t *testing.T, a *account) []any {
+	t.Helper()
+	r := e.request(t, http.MethodGet, "/api/v1/streams", url.Values{"include_all_active": {"false"}}, a)
+	wantAPISuccess(t, r)
+	return r.body["streams"].([]any)
 }
