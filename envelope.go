@@ -399,6 +399,15 @@ func badNarrow(desc string) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: "BAD_NARROW", msg: "Invalid narrow operator: " + desc, extra: []field{{"desc", desc}}}
 }
 
+// An event queue's narrow (zerver/lib/narrow_predicate.py).
+func errOperatorNotSupported(operator string) *apiError {
+	return badRequest("Operator " + operator + " not supported.")
+}
+
+func errOperandNotSupported(operand string) *apiError {
+	return badRequest("Operand " + operand + " not supported.")
+}
+
 // Event queues (zerver/tornado/exceptions.py).
 func badQueue(id string) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: "BAD_EVENT_QUEUE_ID", msg: "Bad event queue ID: " + id, extra: []field{{"queue_id", id}}}

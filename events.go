@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -287,25 +286,4 @@ func (h *eventHub) close() {
 		h.closed = true
 		close(h.done)
 	}
-}
-
-// matchesNarrow applies a queue's narrow to a message event.
-func (q *eventQueue) matchesNarrow(m sentMessage, senderEmail string) bool {
-	for _, t := range q.narrow {
-		var ok bool
-		switch t.Operator {
-		case "channel":
-			ok = (t.ID != 0 && t.ID == m.ChannelID) || (t.Name != "" && strings.EqualFold(t.Name, m.Channel.Name))
-		case "topic":
-			ok = strings.EqualFold(t.Name, m.Topic)
-		case "sender":
-			ok = (t.ID != 0 && t.ID == m.SenderID) || strings.EqualFold(t.Name, senderEmail)
-		default:
-			ok = true // other operators do not filter events
-		}
-		if ok == t.Negated {
-			return false
-		}
-	}
-	return true
 }

@@ -361,3 +361,50 @@ func TestEvents_AllPublicStreamsAndByteBudget(t *testing.T) {
 	r := e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {all}, "dont_block": {"true"}}, &e.owner)
 	wantAPIError(t, r, 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+all)
 }
+
+// An event queue's narrow is the fetch narrow: the same terms pick the
+// same messages live as GET /messages picks afterwards; operators Zulip
+// cannot filter live are refused at register, in Zulip's words.
+func TestEvents_QueueNarrowPicksWhatTheFetchNarrowPicks(t *testing.T) {
+	e := newTestEnv(t)
+	messageOnly := func(narrow string) url.Values {
+		return url.Values{"event_types": {`["message"]`}, "narrow": {narrow}}
+	}
+	narrows := []string{
+		`[["channel","GENERAL"],["topic","lunch"]]`,
+		`[["is","unread"]]`,
+		`[["sender","Bob@example.com"]]`,
+		`[{"operator":"stream","operand":"general"},{"operator":"subject","operand":"dinner"}]`,
+	}
+	queues := make([]string, len(narrows))
+	for i, n := range narrows {
+		queues[i] = e.registerQueue(t, &e.alice, messageOnly(n)).str("queue_id")
+	}
+	e.sendAs(t, e.bob, e.general, "lunch")
+	e.sendAs(t, e.bob, e.general, "dinner")
+	e.sendAs(t, e.alice, e.general, "Lunch")
+	if err := e.st.addSubscriptionForTest(e.bob.user, e.secret); err != nil {
+		t.Fatal(err)
+	}
+	e.sendAs(t, e.bob, e.secret, "lunch")
+	for i, n := range narrows {
+		var live []uint64
+		for _, ev := range e.pollNow(t, &e.alice, queues[i], -1) {
+			if ev["type"] == "message" {
+				live = append(live, uint64(ev["message"].(map[string]any)["id"].(float64)))
+			}
+		}
+		_, fetched := e.page(t, &e.alice, rangeParams("oldest", 0, 100, n))
+		if !slices.Equal(live, fetched) || len(live) == 0 {
+			t.Errorf("narrow %s: live events got %v, GET /messages %v, want the same, not empty", n, live, fetched)
+		}
+	}
+	for _, c := range []struct{ narrow, msg string }{
+		{`[["search","lunch"]]`, "Operator search not supported."},
+		{`[["id","1"]]`, "Operator id not supported."},
+		{`[["is","followed"]]`, "Operand followed not supported."},
+	} {
+		r := e.requestAs(t, multipartForm, http.MethodPost, "/api/v1/register", messageOnly(c.narrow), &e.alice)
+		wantAPIError(t, r, 400, "BAD_REQUEST", c.msg)
+	}
+}

@@ -1,24 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
-
-	"go.etcd.io/bbolt"
 )
 
-// Reading messages: a narrow (Zulip's filter), an anchor and a range
-// around it. The store walks one index (a topic's, a channel's, the
-// user's unread ids, or every message) from the anchor outwards and keeps
-// the messages that the user may see and that match every term, so a page
-// costs about what it returns, not what the channel holds.
-
-// largestMessageID is what Zulip answers as the anchor "newest" (and
-// "first_unread" with nothing unread): larger than any message id.
-const largestMessageID = 10_000_000_000_000_000
+// The narrow, Zulip's filter of messages, in one place: its terms as
+// clients send them (parsed and checked here, in Zulip's order and
+// words), and the one match that a page of messages, a flag update by
+// narrow and a live event queue all use. Walking the store for a page is
+// store_range.go's.
 
 // narrowTerm is one term of a narrow, its operand already typed.
 type narrowTerm struct {
@@ -28,339 +20,21 @@ type narrowTerm struct {
 	Negated  bool
 }
 
-// anchor kinds besides a plain message id.
-const (
-	anchorID = iota
-	anchorNewest
-	anchorOldest
-	anchorFirstUnread
-)
-
-// messageRange selects messages around an anchor within a narrow.
-type messageRange struct {
-	Narrow        []narrowTerm
-	AnchorKind    int
-	Anchor        uint64 // for anchorID
-	NumBefore     int
-	NumAfter      int
-	IncludeAnchor bool
-}
-
-// messagePage is a selected range, oldest first, with what Zulip
-// reports about it.
-type messagePage struct {
-	Messages    []pagedMessage
-	Anchor      uint64
-	FoundAnchor bool
-	FoundOldest bool
-	FoundNewest bool
-}
-
-// pagedMessage is a message as one user sees it.
-type pagedMessage struct {
-	message
-	Channel    channel
-	Sender     user
-	Unread     bool
-	Flags      byte // flagStarred, flagCollapsed
-	Subscribed bool
-}
-
-// messages answers a range of the messages the user may see.
-func (s *store) messages(u user, q messageRange) (messagePage, error) {
-	var page messagePage
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		var err error
-		page, err = s.selectRange(tx, u, q)
-		return err
-	})
-	return page, err
-}
-
-// flagUpdate is the outcome of POST /messages/flags/narrow.
-type flagUpdate struct {
-	messagePage
-	Changed      []uint64 // sorted
-	Unsubscribed []uint64 // channels skipped when removing read
-}
-
-// updateFlagsInRange applies a flag change to a selected range, in one
-// transaction.
-func (s *store) updateFlagsInRange(u user, q messageRange, change flagChange) (flagUpdate, error) {
-	var result flagUpdate
-	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		page, err := s.selectRange(tx, u, q)
-		if err != nil {
-			return err
-		}
-		result = flagUpdate{messagePage: page}
-		byChannel := map[uint64][]uint64{}
-		for _, m := range page.Messages {
-			if flagChanges(m, change) {
-				byChannel[m.ChannelID] = append(byChannel[m.ChannelID], m.ID)
-			}
-		}
-		for channelID, ids := range byChannel {
-			if change.Flag == "read" && !change.Add && !isSubscribed(tx, u.ID, channelID) {
-				result.Unsubscribed = append(result.Unsubscribed, channelID)
-				continue
-			}
-			done, err := s.applyFlag(tx, u.ID, channelID, ids, change)
-			if err != nil {
-				return err
-			}
-			result.Changed = append(result.Changed, done...)
-		}
-		slices.Sort(result.Changed)
-		slices.Sort(result.Unsubscribed)
-		return reportFlags(tx, report, u, change, result.Changed)
-	})
-	return result, err
-}
-
-// flagChanges tells whether the change would alter the message's flag.
-func flagChanges(m pagedMessage, change flagChange) bool {
-	switch change.Flag {
-	case "read":
-		return m.Unread == change.Add
-	case "starred":
-		return (m.Flags&flagStarred != 0) != change.Add
-	}
-	return (m.Flags&flagCollapsed != 0) != change.Add
-}
-
-// rangeReader holds what one selection looks up again and again.
-type rangeReader struct {
-	store *store
-	tx    *bbolt.Tx
-	user  user
-	terms []narrowTerm
-	// history: a narrow to one channel (without is: terms) shows all of
-	// its messages the user may access; otherwise only those of channels
-	// they are subscribed to, as Zulip shows only messages received.
-	history  bool
-	channels map[uint64]channel
-	access   map[uint64]bool
-	senders  map[uint64]user
-	chunks   map[uint64][]uint64 // channel → the unread chunk decoded last
-}
-
-func (s *store) selectRange(tx *bbolt.Tx, u user, q messageRange) (messagePage, error) {
-	r := &rangeReader{store: s, tx: tx, user: u, channels: map[uint64]channel{}, access: map[uint64]bool{}, senders: map[uint64]user{}, chunks: map[uint64][]uint64{}}
-	if err := r.resolve(q.Narrow); err != nil {
-		return messagePage{}, err
-	}
-	page := messagePage{}
-	switch q.AnchorKind {
-	case anchorNewest:
-		page.Anchor = largestMessageID
-	case anchorOldest:
-		page.Anchor = 0
-	case anchorFirstUnread:
-		page.Anchor = largestMessageID
-		if m, ok := r.firstUnread(); ok {
-			page.Anchor = m
-		}
-	default:
-		page.Anchor = q.Anchor
-	}
-	src := r.source(false)
-
-	// With both counts 0, Zulip answers the anchor alone, included or not.
-	includeAnchor := q.IncludeAnchor || (q.NumBefore == 0 && q.NumAfter == 0)
-	var before []pagedMessage
-	if q.NumBefore > 0 && page.Anchor > 0 {
-		next := src.iter(page.Anchor-1, false)
-		for id, ok := next(); ok && len(before) < q.NumBefore; id, ok = next() {
-			if m, ok := r.match(id); ok {
-				before = append(before, m)
-			}
-		}
-	}
-	slices.Reverse(before)
-	page.Messages = before
-	if includeAnchor && page.Anchor != 0 && page.Anchor < largestMessageID {
-		if m, ok := r.match(page.Anchor); ok {
-			page.Messages = append(page.Messages, m)
-			page.FoundAnchor = true
-		}
-	}
-	after := 0
-	if q.NumAfter > 0 && page.Anchor < largestMessageID {
-		next := src.iter(page.Anchor+1, true)
-		for id, ok := next(); ok && after < q.NumAfter; id, ok = next() {
-			if m, ok := r.match(id); ok {
-				page.Messages = append(page.Messages, m)
-				after++
-			}
-		}
-	}
-	page.FoundOldest = page.Anchor == 0 || len(before) < q.NumBefore
-	page.FoundNewest = page.Anchor >= largestMessageID || after < q.NumAfter
-	return page, nil
-}
-
-// resolve turns channel and sender names into ids.
-func (r *rangeReader) resolve(terms []narrowTerm) error {
+// matchesNarrow is the one narrow match, for a page (store_range.go),
+// a flag update by narrow and a live event queue alike: m as one user
+// sees it, against every term. A term names its channel or sender by id
+// (as the store resolves them for a page) or by name (as an event queue
+// keeps them), compared the way the name indexes compare.
+func matchesNarrow(terms []narrowTerm, m pagedMessage) bool {
 	for _, t := range terms {
-		switch t.Operator {
-		case "channel":
-			var ch channel
-			var err error
-			if t.Name != "" {
-				ch, err = r.store.channelByName(r.tx, t.Name)
-			} else {
-				ch, err = r.store.channelByID(r.tx, t.ID)
-			}
-			if err != nil {
-				return errNarrowUnknownChannel.about(t.Name + idText(t))
-			}
-			t.ID, t.Name = ch.ID, ""
-		case "with":
-			// The conversation of a message: its channel and topic, wherever
-			// the message has gone (zulite does not move messages).
-			m, err := messageByID(r.tx, t.ID)
-			if err != nil || !r.canSee(m.ChannelID) {
-				return errNarrowBadWith
-			}
-			r.terms = append(r.terms, narrowTerm{Operator: "channel", ID: m.ChannelID}, narrowTerm{Operator: "topic", Name: m.Topic})
-			continue
-		case "sender":
-			if t.Name != "" {
-				u, err := userByEmail(r.tx, t.Name)
-				if err != nil {
-					return errNarrowUnknownUser.about(t.Name)
-				}
-				t.ID, t.Name = u.ID, ""
-			} else if _, err := r.sender(t.ID); err != nil {
-				return errNarrowUnknownUser.about(idText(t))
-			}
-		}
-		r.terms = append(r.terms, t)
-	}
-	hasChannel, hasIs := false, false
-	for _, t := range r.terms {
-		hasChannel = hasChannel || (t.Operator == "channel" && !t.Negated)
-		hasIs = hasIs || t.Operator == "is"
-	}
-	r.history = hasChannel && !hasIs
-	return nil
-}
-
-func idText(t narrowTerm) string {
-	if t.Name != "" {
-		return ""
-	}
-	return strconv.FormatUint(t.ID, 10)
-}
-
-// source picks the narrowest index that every match must be in, so that
-// a page reads about as many ids as it answers. withUnread adds is:unread
-// (for the first_unread anchor).
-func (r *rangeReader) source(withUnread bool) idSource {
-	var channelID, messageID uint64
-	topic, unread, starred := "", withUnread, false
-	for _, t := range r.terms {
-		if t.Negated {
-			continue
-		}
-		switch {
-		case t.Operator == "channel":
-			channelID = t.ID
-		case t.Operator == "topic":
-			topic = t.Name
-		case t.Operator == "is" && t.Name == "unread":
-			unread = true
-		case t.Operator == "is" && t.Name == "starred":
-			starred = true
-		case t.Operator == "id":
-			messageID = t.ID
-		}
-	}
-	switch {
-	case messageID != 0:
-		return idList{messageID}
-	case channelID != 0 && !r.canSee(channelID):
-		return idList{} // nothing of it is visible: no need to look
-	case channelID != 0 && topic != "": // is:unread is checked per id, on a cached chunk
-		return indexSource{r.tx.Bucket(bucketTopicMessages), topicPrefix(channelID, topic)}
-	case unread && channelID != 0:
-		return r.unreadSource(unreadKey(r.user.ID, channelID))
-	case unread:
-		return r.unreadSource(itob(r.user.ID))
-	case starred:
-		return indexSource{r.tx.Bucket(bucketFlags), itob(r.user.ID)}
-	case channelID != 0:
-		return indexSource{r.tx.Bucket(bucketChannelMessages), itob(channelID)}
-	}
-	// Everything the user received: their channels, and the messages they
-	// hold a flag on (starred in a channel they are not subscribed to).
-	parts := mergeSource{indexSource{r.tx.Bucket(bucketFlags), itob(r.user.ID)}}
-	c := r.tx.Bucket(bucketSubscriptions).Cursor()
-	prefix := itob(r.user.ID)
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		parts = append(parts, indexSource{r.tx.Bucket(bucketChannelMessages), slices.Clone(k[8:])})
-	}
-	return parts
-}
-
-// unreadSource walks the unread chunks of the user's channels under
-// prefix (one channel, or all of them).
-func (r *rangeReader) unreadSource(prefix []byte) idSource {
-	var parts mergeSource
-	unread := r.tx.Bucket(bucketUnread)
-	c := unread.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if b := unread.Bucket(k); b != nil {
-			parts = append(parts, chunkSource{b})
-		}
-	}
-	if len(parts) == 1 {
-		return parts[0]
-	}
-	return parts
-}
-
-// firstUnread is the oldest unread message that matches the narrow.
-func (r *rangeReader) firstUnread() (uint64, bool) {
-	next := r.source(true).iter(0, true)
-	for id, ok := next(); ok; id, ok = next() {
-		if m, ok := r.match(id); ok && m.Unread {
-			return id, true
-		}
-	}
-	return 0, false
-}
-
-// match loads a message and checks access and every term.
-func (r *rangeReader) match(id uint64) (pagedMessage, bool) {
-	v := r.tx.Bucket(bucketMessages).Get(itob(id))
-	if v == nil {
-		return pagedMessage{}, false
-	}
-	var m pagedMessage
-	if err := json.Unmarshal(v, &m.message); err != nil || !r.canSee(m.ChannelID) {
-		return pagedMessage{}, false
-	}
-	m.Subscribed = isSubscribed(r.tx, r.user.ID, m.ChannelID)
-	flags := r.tx.Bucket(bucketFlags).Get(append(itob(r.user.ID), itob(id)...))
-	if !m.Subscribed && !r.history && flags == nil { // a flag makes it the user's, as in Zulip
-		return pagedMessage{}, false
-	}
-	if flags != nil {
-		m.Flags = flags[0]
-	}
-	m.Channel = r.channels[m.ChannelID]
-	m.Unread = r.isUnread(m.ChannelID, id)
-	for _, t := range r.terms {
 		var ok bool
 		switch t.Operator {
 		case "channel":
-			ok = m.ChannelID == t.ID
+			ok = (t.ID != 0 && m.ChannelID == t.ID) || (t.Name != "" && sameChannelName(m.Channel.Name, t.Name))
 		case "topic":
 			ok = strings.EqualFold(m.Topic, t.Name)
 		case "sender":
-			ok = m.SenderID == t.ID
+			ok = (t.ID != 0 && m.SenderID == t.ID) || (t.Name != "" && strings.EqualFold(m.Sender.Email, t.Name))
 		case "id":
 			ok = m.ID == t.ID
 		case "is":
@@ -379,222 +53,34 @@ func (r *rangeReader) match(id uint64) (pagedMessage, bool) {
 		case "in", "near":
 			ok = true // nothing is muted in zulite, and near only positions a client's view
 		case "channels":
-			ok = !r.channels[m.ChannelID].Private
+			ok = !m.Channel.Private
 		}
+		// dm terms and is:dm match nothing: zulite has no direct messages.
 		if ok == t.Negated {
-			return pagedMessage{}, false
+			return false
 		}
 	}
-	sender, err := r.sender(m.SenderID)
-	if err != nil {
-		return pagedMessage{}, false
+	return true
+}
+
+// checkNarrowForEvents refuses, as Zulip's register does, the operators
+// an event queue's narrow cannot filter live messages by.
+func checkNarrowForEvents(terms []rawTerm) error {
+	for _, t := range terms {
+		switch narrowOperators[t.operator] { // old names included, as the fetch narrow takes them
+		case "channel", "topic", "sender", "is":
+		default:
+			return errOperatorNotSupported(t.operator)
+		}
+		if t.operator == "is" && t.operand == "followed" {
+			return errOperandNotSupported("followed")
+		}
 	}
-	m.Sender = sender
-	return m, true
+	return nil
 }
 
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
-}
-
-// canSee is the access rule for a channel's messages, cached.
-func (r *rangeReader) canSee(channelID uint64) bool {
-	if ok, seen := r.access[channelID]; seen {
-		return ok
-	}
-	ch, err := r.store.channelByID(r.tx, channelID)
-	ok := err == nil && canAccess(r.tx, r.user, ch)
-	r.channels[channelID], r.access[channelID] = ch, ok
-	return ok
-}
-
-func (r *rangeReader) sender(id uint64) (user, error) {
-	if u, ok := r.senders[id]; ok {
-		return u, nil
-	}
-	var u user
-	if err := getJSON(r.tx.Bucket(bucketUsers), itob(id), &u); err != nil {
-		return u, err
-	}
-	r.senders[id] = u
-	return u, nil
-}
-
-// isUnread looks the id up in the one chunk that could hold it, keeping
-// the chunk decoded for the neighbours that a page asks about next.
-func (r *rangeReader) isUnread(channelID, id uint64) bool {
-	if ids := r.chunks[channelID]; len(ids) > 0 && ids[0] <= id && id <= ids[len(ids)-1] {
-		_, found := slices.BinarySearch(ids, id)
-		return found
-	}
-	b := r.tx.Bucket(bucketUnread).Bucket(unreadKey(r.user.ID, channelID))
-	if b == nil {
-		return false
-	}
-	c := b.Cursor()
-	k, v := c.Seek(itob(id))
-	if k == nil || btoi(k) > id {
-		k, v = c.Prev()
-	}
-	if k == nil || chunkLast(v) < id {
-		return false
-	}
-	ids, err := decodeChunk(nil, btoi(k), v)
-	if err != nil {
-		return false
-	}
-	r.chunks[channelID] = ids
-	_, found := slices.BinarySearch(ids, id)
-	return found
-}
-
-// idSource yields message ids in order from a start, up or down: iter
-// returns a function answering the next id, or false at the end.
-type idSource interface {
-	iter(from uint64, up bool) func() (uint64, bool)
-}
-
-// indexSource walks the keys of an index under a prefix; each key ends in
-// a message id.
-type indexSource struct {
-	b      *bbolt.Bucket
-	prefix []byte
-}
-
-func (s indexSource) iter(from uint64, up bool) func() (uint64, bool) {
-	c := s.b.Cursor()
-	k, _ := c.Seek(append(slices.Clone(s.prefix), itob(from)...))
-	if !up { // step back to the largest key at or below prefix ‖ from
-		if k == nil {
-			k, _ = c.Last()
-		} else if !bytes.HasPrefix(k, s.prefix) || btoi(k[len(s.prefix):]) > from {
-			k, _ = c.Prev()
-		}
-	}
-	return func() (uint64, bool) {
-		if k == nil || !bytes.HasPrefix(k, s.prefix) {
-			return 0, false
-		}
-		id := btoi(k[len(s.prefix):])
-		if up {
-			k, _ = c.Next()
-		} else {
-			k, _ = c.Prev()
-		}
-		return id, true
-	}
-}
-
-// chunkSource walks one (user, channel) unread set, decoding a chunk at a
-// time.
-type chunkSource struct{ b *bbolt.Bucket }
-
-func (s chunkSource) iter(from uint64, up bool) func() (uint64, bool) {
-	// Start at the chunk that would hold from: the last one whose first id
-	// is at most from (or the first chunk), then re-seek it so that the
-	// cursor steps cleanly from there.
-	c := s.b.Cursor()
-	start, _ := c.Seek(itob(from))
-	switch {
-	case start == nil:
-		start, _ = c.Last()
-	case btoi(start) > from:
-		if prev, _ := c.Prev(); prev != nil {
-			start = prev
-		}
-	}
-	var k, v []byte
-	if start != nil {
-		k, v = c.Seek(slices.Clone(start))
-	}
-	var ids []uint64
-	i := 0
-	load := func() bool {
-		for k != nil {
-			ids, _ = decodeChunk(ids[:0], btoi(k), v)
-			if up {
-				i, _ = slices.BinarySearch(ids, from)
-				k, v = c.Next()
-			} else {
-				i, _ = slices.BinarySearch(ids, from+1)
-				i--
-				k, v = c.Prev()
-			}
-			if i >= 0 && i < len(ids) {
-				return true
-			}
-		}
-		return false
-	}
-	loaded := load()
-	return func() (uint64, bool) {
-		for loaded && (i < 0 || i >= len(ids)) {
-			loaded = load()
-		}
-		if !loaded {
-			return 0, false
-		}
-		id := ids[i]
-		if up {
-			i++
-		} else {
-			i--
-		}
-		return id, true
-	}
-}
-
-// idList is a sorted list of ids walked like an index.
-type idList []uint64
-
-func (l idList) iter(from uint64, up bool) func() (uint64, bool) {
-	i, _ := slices.BinarySearch(l, from)
-	if !up && (i == len(l) || l[i] > from) {
-		i--
-	}
-	return func() (uint64, bool) {
-		if i < 0 || i >= len(l) {
-			return 0, false
-		}
-		id := l[i]
-		if up {
-			i++
-		} else {
-			i--
-		}
-		return id, true
-	}
-}
-
-// mergeSource walks several sources as one, in order, without repeats.
-type mergeSource []idSource
-
-func (m mergeSource) iter(from uint64, up bool) func() (uint64, bool) {
-	nexts := make([]func() (uint64, bool), len(m))
-	heads := make([]uint64, len(m))
-	live := make([]bool, len(m))
-	for i, s := range m {
-		nexts[i] = s.iter(from, up)
-		heads[i], live[i] = nexts[i]()
-	}
-	return func() (uint64, bool) {
-		best := -1
-		for i := range m {
-			if live[i] && (best < 0 || (up && heads[i] < heads[best]) || (!up && heads[i] > heads[best])) {
-				best = i
-			}
-		}
-		if best < 0 {
-			return 0, false
-		}
-		id := heads[best]
-		for i := range m { // the same id from several sources counts once
-			for live[i] && heads[i] == id {
-				heads[i], live[i] = nexts[i]()
-			}
-		}
-		return id, true
-	}
 }
 
 // maxMessagesPerRequest bounds one page or one flag update, as Zulip's.

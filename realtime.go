@@ -34,6 +34,9 @@ func (s *server) register(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkNarrowForEvents(rawNarrow); err != nil {
+		return nil, err
+	}
 	narrow, err := narrowTerms(rawNarrow)
 	if err != nil {
 		return nil, err
@@ -270,11 +273,11 @@ func (s *server) publishMessage(c messageSent) {
 		return q.userID == c.Sender.ID || slices.Contains(c.Recipients, q.userID) || (q.allPublic && !c.Channel.Private)
 	}
 	s.events.publish("message", receives, func(q *eventQueue) event {
-		if !q.matchesNarrow(c.sentMessage, c.Sender.Email) {
+		m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender, Subscribed: slices.Contains(c.Recipients, q.userID)}
+		m.Unread = q.userID != c.Sender.ID && m.Subscribed
+		if !matchesNarrow(q.narrow, m) {
 			return nil
 		}
-		m := pagedMessage{Unread: q.userID != c.Sender.ID, Subscribed: slices.Contains(c.Recipients, q.userID)}
-		m.Unread = m.Unread && m.Subscribed
 		return event{"type": "message", "message": render(q), "flags": messageFlags(m)}
 	})
 }
