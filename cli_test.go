@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -340,5 +341,23 @@ func TestBackup_WhileServingThenRestore(t *testing.T) {
 	}
 	if strings.Join(emails, ",") != "owner@zulite.localhost,alice@example.com" || len(channels) != 1 || !channels[0].Private {
 		t.Errorf("restored: users %v, channels %+v; want the owner, alice and the private channel", emails, channels)
+	}
+}
+
+// Every row of flagTable defines (its default has its field's type), and
+// a flag's environment variable is its name in ZULITE_ form.
+func TestFlagTable_EveryFlagDefinesWithItsVariable(t *testing.T) {
+	fs := flag.NewFlagSet("all", flag.ContinueOnError)
+	var o options
+	for _, f := range flagTable {
+		f.define(fs, &o)
+		if want := "ZULITE_" + strings.ToUpper(strings.ReplaceAll(f.name, "-", "_")); f.env != "" && f.env != want {
+			t.Errorf("flag %s: got variable %s, want %s", f.name, f.env, want)
+		}
+		if f.command != "" {
+			if _, ok := findCommand(strings.Fields(f.command)); !ok {
+				t.Errorf("flag %s: got command %q, want one of the commands", f.name, f.command)
+			}
+		}
 	}
 }
