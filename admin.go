@@ -220,7 +220,7 @@ func runBackup(path string, o options, stdout io.Writer) error {
 			return err
 		}
 		defer st.close()
-		if err := writeFileAtomically(path, func(w io.Writer) error { return st.snapshot(w, nil) }); err != nil {
+		if err := writeFileAtomically(path, func(w io.Writer) error { _, err := st.snapshot(w); return err }); err != nil {
 			return fmt.Errorf("backup %s: %w", path, err)
 		}
 		fmt.Fprintln(stdout, path)

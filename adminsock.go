@@ -80,20 +80,7 @@ func serveAdminConn(env adminEnv, conn net.Conn) {
 		return
 	}
 	if req.Command == "backup" { // the copy goes to the client, which writes it with its own rights
-		conn.SetDeadline(time.Now().Add(time.Hour))
-		sendHeader := func(h backupHeader) error {
-			line, _ := json.Marshal(h)
-			_, err := conn.Write(append(line, '\n'))
-			return err
-		}
-		headerSent := false
-		err := env.store.snapshot(conn, func(size int64) error {
-			headerSent = true
-			return sendHeader(backupHeader{Size: size})
-		})
-		if err != nil && !headerSent {
-			sendHeader(backupHeader{Error: err.Error()})
-		}
+		serveBackup(env.store, conn)
 		return
 	}
 	cmd, ok := findCommand(strings.Fields(req.Command))
@@ -107,6 +94,49 @@ func serveAdminConn(env adminEnv, conn net.Conn) {
 		resp.Output = out.String()
 	}
 	json.NewEncoder(conn).Encode(resp)
+}
+
+// backupStallTimeout is how long the server waits for a backup client
+// to take the next part of the copy before it gives up on the client.
+const backupStallTimeout = 5 * time.Second
+
+// serveBackup sends the client on conn a header and a copy of the
+// database. The copy is made beside the database first (snapshotFile),
+// not streamed from the read transaction: bbolt cannot grow its mapping
+// while a read transaction is open, so a client that stopped reading
+// used to stop every write, for as long as it was allowed (issue 20).
+// A client that takes nothing for backupStallTimeout is given up on, so
+// that it holds neither the copy's space nor a goroutine for long.
+func serveBackup(st *store, conn net.Conn) {
+	out := stallGuard{conn, backupStallTimeout}
+	sendHeader := func(h backupHeader) error {
+		line, _ := json.Marshal(h)
+		_, err := out.Write(append(line, '\n'))
+		return err
+	}
+	conn.SetDeadline(time.Time{}) // from here on, out sets one for each write
+	copied, size, err := st.snapshotFile()
+	if err != nil {
+		sendHeader(backupHeader{Error: err.Error()})
+		return
+	}
+	defer copied.Close()
+	if sendHeader(backupHeader{Size: size}) == nil {
+		io.Copy(out, io.LimitReader(copied, size)) // written a buffer at a time
+	}
+}
+
+// stallGuard writes to conn, giving each write at most wait to go
+// through: a reader that stops taking what is sent makes a write fail
+// after wait, however long the whole transfer takes.
+type stallGuard struct {
+	conn net.Conn
+	wait time.Duration
+}
+
+func (g stallGuard) Write(p []byte) (int, error) {
+	g.conn.SetWriteDeadline(time.Now().Add(g.wait))
+	return g.conn.Write(p)
 }
 
 // adminOverSocket runs an admin command in the server on conn and
