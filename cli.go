@@ -1,27 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/mail"
-	"os"
-	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/term"
 )
 
 // options are every flag of every command; each command accepts its own
-// subset (command.flags).
+// subset, as flagTable says.
 type options struct {
 	DB          string        `json:"-"`
 	Addr        string        `json:"-"`
@@ -52,10 +43,9 @@ type options struct {
 
 // command is one line of SPEC §2's table.
 type command struct {
-	name  string   // "serve", "user add", ...
-	args  string   // positional arguments, for usage
-	nargs int      // how many positional arguments it takes
-	flags []string // flags it accepts besides --db
+	name  string // "serve", "user add", ...
+	args  string // positional arguments, for usage
+	nargs int    // how many positional arguments it takes
 	about string
 	// admin commands run against the store: directly, or through the
 	// socket of a server that holds the database.
@@ -63,22 +53,122 @@ type command struct {
 }
 
 var commands = []command{
-	{name: "serve", flags: []string{"addr", "url", "realm-name", "owner-email", "event-queue-timeout", "rate-limit", "read-header-timeout", "read-timeout", "log-format", "metrics-addr", "tls-cert", "tls-key", "acme-domain", "acme-cache"}, about: "serve the API (the default command)"},
-	{name: "user add", args: "EMAIL", nargs: 1, flags: []string{"name", "admin", "bot", "password-stdin"}, about: "create an account and print its API key", admin: userAdd},
+	{name: "serve", about: "serve the API (the default command)"},
+	{name: "user add", args: "EMAIL", nargs: 1, about: "create an account and print its API key", admin: userAdd},
 	{name: "user password", args: "EMAIL", nargs: 1, about: "set the account's password, read from standard input", admin: userPassword},
 	{name: "user list", about: "list accounts: id, e-mail, role, active", admin: userList},
 	{name: "user key", args: "EMAIL", nargs: 1, about: "replace the account's API keys with a new one and remove its push tokens", admin: userKey},
 	{name: "user deactivate", args: "EMAIL", nargs: 1, about: "deactivate an account", admin: userDeactivate},
 	{name: "user reactivate", args: "EMAIL", nargs: 1, about: "reactivate an account", admin: userReactivate},
-	{name: "channel add", args: "NAME", nargs: 1, flags: []string{"private", "description"}, about: "create a channel and print its id", admin: channelAdd},
+	{name: "channel add", args: "NAME", nargs: 1, about: "create a channel and print its id", admin: channelAdd},
 	{name: "channel list", about: "list channels: id, name, public/private, description", admin: channelList},
 	{name: "backup", args: "FILE", nargs: 1, about: "write a consistent copy of the database to FILE, also while serving"},
 	{name: "version", about: "print the version"},
 }
 
-// configFlags may also come from ZULITE_* environment variables.
-var configFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "event-queue-timeout": true, "rate-limit": true, "read-header-timeout": true, "read-timeout": true,
-	"log-format": true, "metrics-addr": true, "tls-cert": true, "tls-key": true, "acme-domain": true, "acme-cache": true}
+// flagSpec is one flag: everything about it is said once, in flagTable,
+// and the flag set, the environment, the help and the command-line split
+// all read it there.
+type flagSpec struct {
+	name    string
+	command string // the command that takes it; "" for every command
+	env     string // the environment variable that may set it instead; "" for none
+	help    string
+	// def is the default, of the field's type (string, bool or
+	// time.Duration); nil is that type's zero. defaultNote says what an
+	// empty default stands for, in the help.
+	def         any
+	defaultNote string
+	field       func(o *options) any // where the value goes: &o.Something
+}
+
+var flagTable = []flagSpec{
+	{name: "db", env: "ZULITE_DB", def: "zulite.db", help: "database file", field: func(o *options) any { return &o.DB }},
+
+	{name: "addr", command: "serve", env: "ZULITE_ADDR", def: "127.0.0.1:9991", help: "address to listen on", field: func(o *options) any { return &o.Addr }},
+	{name: "url", command: "serve", env: "ZULITE_URL", defaultNote: "http:// + the address", help: "public base URL reported to clients", field: func(o *options) any { return &o.URL }},
+	{name: "realm-name", command: "serve", env: "ZULITE_REALM_NAME", def: "zulite", help: "organisation name shown to clients", field: func(o *options) any { return &o.RealmName }},
+	{name: "owner-email", command: "serve", env: "ZULITE_OWNER_EMAIL", def: "owner@zulite.localhost", help: "e-mail of the owner account made on first start", field: func(o *options) any { return &o.OwnerEmail }},
+	{name: "event-queue-timeout", command: "serve", env: "ZULITE_EVENT_QUEUE_TIMEOUT", def: queueIdleTimeout, help: "drop an event queue not polled for this long", field: func(o *options) any { return &o.QueueIdle }},
+	{name: "rate-limit", command: "serve", env: "ZULITE_RATE_LIMIT", def: defaultRateRules, help: "per-account limits as SECONDS:MAX,... or off (also switches off the failed-authentication limit)", field: func(o *options) any { return &o.RateLimit }},
+	{name: "read-header-timeout", command: "serve", env: "ZULITE_READ_HEADER_TIMEOUT", def: 10 * time.Second, help: "time allowed to send a request's headers", field: func(o *options) any { return &o.HeaderWait }},
+	{name: "read-timeout", command: "serve", env: "ZULITE_READ_TIMEOUT", def: 60 * time.Second, help: "time allowed to send a whole request, body included", field: func(o *options) any { return &o.BodyWait }},
+	{name: "log-format", command: "serve", env: "ZULITE_LOG_FORMAT", def: "text", help: "log format, text or json", field: func(o *options) any { return &o.LogFormat }},
+	{name: "metrics-addr", command: "serve", env: "ZULITE_METRICS_ADDR", help: "serve GET /metrics without authentication on this address of its own; on the API address it is for administrators", field: func(o *options) any { return &o.MetricsAddr }},
+	{name: "tls-cert", command: "serve", env: "ZULITE_TLS_CERT", help: "TLS certificate file, PEM", field: func(o *options) any { return &o.TLSCert }},
+	{name: "tls-key", command: "serve", env: "ZULITE_TLS_KEY", help: "TLS private key file, PEM", field: func(o *options) any { return &o.TLSKey }},
+	{name: "acme-domain", command: "serve", env: "ZULITE_ACME_DOMAIN", help: "obtain certificates automatically (ACME, TLS-ALPN-01 on --addr, usually :443) for these comma-separated domains", field: func(o *options) any { return &o.ACMEDomain }},
+	{name: "acme-cache", command: "serve", env: "ZULITE_ACME_CACHE", defaultNote: "acme-cache beside the database", help: "directory keeping ACME certificates", field: func(o *options) any { return &o.ACMECache }},
+
+	{name: "name", command: "user add", defaultNote: "the e-mail's local part", help: "full name", field: func(o *options) any { return &o.Name }},
+	{name: "admin", command: "user add", help: "make the account an administrator", field: func(o *options) any { return &o.Admin }},
+	{name: "bot", command: "user add", help: "make the account a bot", field: func(o *options) any { return &o.Bot }},
+	{name: "password-stdin", command: "user add", help: "read a password for the account from standard input", field: func(o *options) any { return &o.PasswordStdin }},
+
+	{name: "private", command: "channel add", help: "make the channel private", field: func(o *options) any { return &o.Private }},
+	{name: "description", command: "channel add", help: "channel description", field: func(o *options) any { return &o.Description }},
+}
+
+// flagNamed finds a flag of any command by its name.
+func flagNamed(name string) (flagSpec, bool) {
+	for _, f := range flagTable {
+		if f.name == name {
+			return f, true
+		}
+	}
+	return flagSpec{}, false
+}
+
+// takesValue tells a flag that takes a value from a switch: needed to
+// tell a flag's value from a command word before the command is known.
+func (f flagSpec) takesValue() bool {
+	_, isSwitch := f.field(&options{}).(*bool)
+	return !isSwitch
+}
+
+// usage is the flag's help with its environment variable and what an
+// empty default stands for.
+func (f flagSpec) usage() string {
+	var notes []string
+	if f.env != "" {
+		notes = append(notes, "env "+f.env)
+	}
+	if f.defaultNote != "" {
+		notes = append(notes, "default "+f.defaultNote)
+	}
+	if len(notes) == 0 {
+		return f.help
+	}
+	return f.help + " (" + strings.Join(notes, "; ") + ")"
+}
+
+// define declares the flag on fs, bound to its field of o.
+func (f flagSpec) define(fs *flag.FlagSet, o *options) {
+	switch p := f.field(o).(type) {
+	case *string:
+		fs.StringVar(p, f.name, defaultOf[string](f), f.usage())
+	case *bool:
+		fs.BoolVar(p, f.name, defaultOf[bool](f), f.usage())
+	case *time.Duration:
+		fs.DurationVar(p, f.name, defaultOf[time.Duration](f), f.usage())
+	default:
+		panic(fmt.Sprintf("flag %s: a field of type %T", f.name, p))
+	}
+}
+
+// defaultOf is f's default as its field's type T; a default of another
+// type is a mistake in flagTable, which the first run of the command finds.
+func defaultOf[T any](f flagSpec) T {
+	var zero T
+	if f.def == nil {
+		return zero
+	}
+	def, ok := f.def.(T)
+	if !ok {
+		panic(fmt.Sprintf("flag %s: default %#v is not a %T", f.name, f.def, zero))
+	}
+	return def
+}
 
 // errUsage marks mistakes in the command line (exit status 2).
 var errUsage = errors.New("usage")
@@ -122,13 +212,20 @@ func parseCommandLine(args []string, getenv func(string) string, stderr io.Write
 	}
 	fs := flag.NewFlagSet("zulite "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	defineFlags(fs, &o, append([]string{"db"}, cmd.flags...))
+	for _, f := range flagTable {
+		if f.command == "" || f.command == cmd.name {
+			f.define(fs, &o)
+		}
+	}
 	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		env := "ZULITE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(env); v != "" && configFlags[f.Name] && err == nil {
-			if setErr := fs.Set(f.Name, v); setErr != nil {
-				err = fmt.Errorf("%w: %s: %v", errUsage, env, setErr)
+	fs.VisitAll(func(defined *flag.Flag) { // in the order of names, as the help lists them
+		f, _ := flagNamed(defined.Name)
+		if f.env == "" || err != nil {
+			return
+		}
+		if v := getenv(f.env); v != "" {
+			if setErr := fs.Set(f.name, v); setErr != nil {
+				err = fmt.Errorf("%w: %s: %v", errUsage, f.env, setErr)
 			}
 		}
 	})
@@ -148,61 +245,6 @@ func parseCommandLine(args []string, getenv func(string) string, stderr io.Write
 	return cmd, positional, o, nil
 }
 
-// defineFlags declares the named flags on fs, bound to o.
-func defineFlags(fs *flag.FlagSet, o *options, names []string) {
-	for _, name := range names {
-		switch name {
-		case "db":
-			fs.StringVar(&o.DB, name, "zulite.db", "database file (env ZULITE_DB)")
-		case "addr":
-			fs.StringVar(&o.Addr, name, "127.0.0.1:9991", "address to listen on (env ZULITE_ADDR)")
-		case "url":
-			fs.StringVar(&o.URL, name, "", "public base URL reported to clients (env ZULITE_URL; default http:// + the address)")
-		case "realm-name":
-			fs.StringVar(&o.RealmName, name, "zulite", "organisation name shown to clients (env ZULITE_REALM_NAME)")
-		case "owner-email":
-			fs.StringVar(&o.OwnerEmail, name, "owner@zulite.localhost", "e-mail of the owner account made on first start (env ZULITE_OWNER_EMAIL)")
-		case "log-format":
-			fs.StringVar(&o.LogFormat, name, "text", "log format, text or json (env ZULITE_LOG_FORMAT)")
-		case "metrics-addr":
-			fs.StringVar(&o.MetricsAddr, name, "", "serve GET /metrics without authentication on this address of its own (env ZULITE_METRICS_ADDR); on the API address it is for administrators")
-		case "tls-cert":
-			fs.StringVar(&o.TLSCert, name, "", "TLS certificate file, PEM (env ZULITE_TLS_CERT)")
-		case "tls-key":
-			fs.StringVar(&o.TLSKey, name, "", "TLS private key file, PEM (env ZULITE_TLS_KEY)")
-		case "acme-domain":
-			fs.StringVar(&o.ACMEDomain, name, "", "obtain certificates automatically (ACME, TLS-ALPN-01 on --addr, usually :443) for these comma-separated domains (env ZULITE_ACME_DOMAIN)")
-		case "acme-cache":
-			fs.StringVar(&o.ACMECache, name, "", "directory keeping ACME certificates (env ZULITE_ACME_CACHE; default acme-cache beside the database)")
-		case "read-header-timeout":
-			fs.DurationVar(&o.HeaderWait, name, 10*time.Second, "time allowed to send a request's headers (env ZULITE_READ_HEADER_TIMEOUT)")
-		case "read-timeout":
-			fs.DurationVar(&o.BodyWait, name, 60*time.Second, "time allowed to send a whole request, body included (env ZULITE_READ_TIMEOUT)")
-		case "rate-limit":
-			fs.StringVar(&o.RateLimit, name, defaultRateRules, "per-account limits as SECONDS:MAX,... or off (also switches off the failed-authentication limit) (env ZULITE_RATE_LIMIT)")
-		case "event-queue-timeout":
-			fs.DurationVar(&o.QueueIdle, name, queueIdleTimeout, "drop an event queue not polled for this long (env ZULITE_EVENT_QUEUE_TIMEOUT)")
-		case "name":
-			fs.StringVar(&o.Name, name, "", "full name (default: the e-mail's local part)")
-		case "description":
-			fs.StringVar(&o.Description, name, "", "channel description")
-		case "admin":
-			fs.BoolVar(&o.Admin, name, false, "make the account an administrator")
-		case "bot":
-			fs.BoolVar(&o.Bot, name, false, "make the account a bot")
-		case "private":
-			fs.BoolVar(&o.Private, name, false, "make the channel private")
-		case "password-stdin":
-			fs.BoolVar(&o.PasswordStdin, name, false, "read a password for the account from standard input")
-		}
-	}
-}
-
-// valueFlags are the flags, of any command, that take a value: needed to
-// tell a flag's value from a command word before the command is known.
-var valueFlags = map[string]bool{"db": true, "addr": true, "url": true, "realm-name": true, "owner-email": true, "event-queue-timeout": true, "rate-limit": true, "read-header-timeout": true, "read-timeout": true,
-	"log-format": true, "metrics-addr": true, "tls-cert": true, "tls-key": true, "acme-domain": true, "acme-cache": true, "name": true, "description": true}
-
 // positionalArgs returns the arguments that are not flags or their values.
 func positionalArgs(args []string) []string {
 	var words []string
@@ -213,7 +255,7 @@ func positionalArgs(args []string) []string {
 		}
 		if len(a) > 1 && a[0] == '-' {
 			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && valueFlags[name] {
+			if f, ok := flagNamed(name); ok && !strings.Contains(name, "=") && f.takesValue() {
 				i++
 			}
 			continue
@@ -308,350 +350,4 @@ func versionText() string {
 		}
 	}
 	return fmt.Sprintf("zulite %s (Zulip API %s, feature level %d)\n%s", version, zulipVersion, zulipFeatureLevel, strings.Join(details, ", "))
-}
-
-// runAdmin runs an admin command through a running server's socket, or
-// on the database file directly when no server holds it.
-func runAdmin(cmd command, args []string, o options, stdout io.Writer) error {
-	if cmd.name == "backup" {
-		return runBackup(args[0], o, stdout)
-	}
-	if conn, err := net.DialTimeout("unix", socketPath(o.DB), lockTimeout); err == nil {
-		defer conn.Close()
-		return adminOverSocket(conn, cmd, args, o, stdout)
-	}
-	st, err := openStore(o.DB, lockTimeout)
-	if err != nil {
-		return err
-	}
-	defer st.close()
-	return cmd.admin(adminEnv{st, newPasswordHasher()}, args, o, stdout)
-}
-
-func socketPath(db string) string { return db + ".sock" }
-
-// adminRequest is one admin command sent over the socket.
-type adminRequest struct {
-	Command string   `json:"command"`
-	Args    []string `json:"args"`
-	Options options  `json:"options"`
-}
-
-type adminResponse struct {
-	Output string `json:"output"`
-	Error  string `json:"error,omitempty"`
-}
-
-func adminOverSocket(conn net.Conn, cmd command, args []string, o options, stdout io.Writer) error {
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	if err := json.NewEncoder(conn).Encode(adminRequest{cmd.name, args, o}); err != nil {
-		return fmt.Errorf("talk to the server on %s: %w", socketPath(o.DB), err)
-	}
-	var resp adminResponse
-	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&resp); err != nil {
-		return fmt.Errorf("talk to the server on %s: %w", socketPath(o.DB), err)
-	}
-	io.WriteString(stdout, resp.Output)
-	if resp.Error != "" {
-		return errors.New(resp.Error)
-	}
-	return nil
-}
-
-// adminEnv is what an admin command works with: the store, and the
-// password hasher (the server's own when it runs the command, so that its
-// cap on concurrent hashes holds).
-type adminEnv struct {
-	store     *store
-	passwords *passwordHasher
-}
-
-// serveAdminConn answers one admin request on the server's socket.
-func serveAdminConn(env adminEnv, conn net.Conn) {
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	var req adminRequest
-	var resp adminResponse
-	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&req); err != nil {
-		return
-	}
-	if req.Command == "backup" { // the copy goes to the client, which writes it with its own rights
-		conn.SetDeadline(time.Now().Add(time.Hour))
-		sendHeader := func(h backupHeader) error {
-			line, _ := json.Marshal(h)
-			_, err := conn.Write(append(line, '\n'))
-			return err
-		}
-		headerSent := false
-		err := env.store.snapshot(conn, func(size int64) error {
-			headerSent = true
-			return sendHeader(backupHeader{Size: size})
-		})
-		if err != nil && !headerSent {
-			sendHeader(backupHeader{Error: err.Error()})
-		}
-		return
-	}
-	cmd, ok := findCommand(strings.Fields(req.Command))
-	if !ok || cmd.admin == nil || cmd.name != req.Command || len(req.Args) != cmd.nargs {
-		resp.Error = "unknown admin command " + strconv.Quote(req.Command)
-	} else {
-		var out strings.Builder
-		if err := cmd.admin(env, req.Args, req.Options, &out); err != nil {
-			resp.Error = err.Error()
-		}
-		resp.Output = out.String()
-	}
-	json.NewEncoder(conn).Encode(resp)
-}
-
-// ---- admin commands ----
-
-func userAdd(env adminEnv, args []string, o options, out io.Writer) error {
-	email := args[0]
-	if err := checkEmail(email); err != nil {
-		return err
-	}
-	name := o.Name
-	if name == "" {
-		name, _, _ = strings.Cut(email, "@")
-	}
-	role := roleMember
-	if o.Admin {
-		role = roleAdmin
-	}
-	hash := ""
-	if o.Password != "" {
-		var err error
-		if hash, err = env.passwords.hash(context.Background(), o.Password); err != nil {
-			return err
-		}
-	}
-	_, key, err := env.store.createAccount(email, name, role, o.Bot, hash)
-	if err != nil {
-		return fmt.Errorf("user add %s: %w", email, err)
-	}
-	fmt.Fprintln(out, key)
-	return nil
-}
-
-// readPassword reads one line from stdin, without its line ending; on a
-// terminal it asks, and does not echo what is typed.
-func readPassword(stdin io.Reader, stderr io.Writer) (string, error) {
-	var line string
-	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		fmt.Fprint(stderr, "Password: ")
-		typed, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(stderr)
-		if err != nil {
-			return "", fmt.Errorf("read password: %w", err)
-		}
-		line = string(typed)
-	} else {
-		var err error
-		line, err = bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
-		if err != nil && err != io.EOF {
-			return "", fmt.Errorf("read password: %w", err)
-		}
-	}
-	password := strings.TrimRight(line, "\r\n")
-	if len([]rune(password)) < minPasswordLength {
-		return "", fmt.Errorf("the password on standard input is too weak: at least %d characters", minPasswordLength)
-	}
-	return password, nil
-}
-
-func checkEmail(email string) error {
-	addr, err := mail.ParseAddress(email)
-	if err != nil || addr.Address != email {
-		return fmt.Errorf("%q is not a valid e-mail address", email)
-	}
-	return nil
-}
-
-func userList(env adminEnv, _ []string, _ options, out io.Writer) error {
-	users, err := env.store.users()
-	if err != nil {
-		return err
-	}
-	for _, u := range users {
-		state := "active"
-		if !u.Active {
-			state = "deactivated"
-		}
-		fmt.Fprintf(out, "%d\t%s\t%s\t%s\n", u.ID, u.Email, roleName(u), state)
-	}
-	return nil
-}
-
-func roleName(u user) string {
-	switch {
-	case u.Bot:
-		return "bot"
-	case u.Role == roleOwner:
-		return "owner"
-	case u.Role == roleAdmin:
-		return "admin"
-	case u.Role == roleGuest:
-		return "guest"
-	}
-	return "member"
-}
-
-func userPassword(env adminEnv, args []string, o options, _ io.Writer) error {
-	if o.Password == "" {
-		return fmt.Errorf("user password %s: no password given", args[0])
-	}
-	hash, err := env.passwords.hash(context.Background(), o.Password)
-	if err != nil {
-		return err
-	}
-	if err := env.store.setPassword(args[0], hash); err != nil {
-		return fmt.Errorf("user password %s: %w", args[0], err)
-	}
-	return nil
-}
-
-func userKey(env adminEnv, args []string, _ options, out io.Writer) error {
-	key, err := env.store.regenerateKey(args[0])
-	if err != nil {
-		return fmt.Errorf("user key %s: %w", args[0], err)
-	}
-	fmt.Fprintln(out, key)
-	return nil
-}
-
-func userDeactivate(env adminEnv, args []string, _ options, _ io.Writer) error {
-	if err := env.store.setActive(args[0], false); err != nil {
-		return fmt.Errorf("user deactivate %s: %w", args[0], err)
-	}
-	return nil
-}
-
-func userReactivate(env adminEnv, args []string, _ options, _ io.Writer) error {
-	if err := env.store.setActive(args[0], true); err != nil {
-		return fmt.Errorf("user reactivate %s: %w", args[0], err)
-	}
-	return nil
-}
-
-func channelAdd(env adminEnv, args []string, o options, out io.Writer) error {
-	spec := channelSpec{Name: strings.TrimSpace(args[0]), Description: o.Description}
-	if err := validateChannel(spec); err != nil {
-		return fmt.Errorf("channel add: %s", asAPIError(err).msg)
-	}
-	ch, err := env.store.createChannel(spec.Name, spec.Description, o.Private, 0)
-	if err != nil {
-		return fmt.Errorf("channel add %s: %w", spec.Name, err)
-	}
-	fmt.Fprintln(out, ch.ID)
-	return nil
-}
-
-// runBackup writes a consistent copy of the database to path. With a
-// server holding the file, the server streams the copy over its socket
-// and this process writes it, with its own rights (so a sandboxed service
-// can still be backed up anywhere its administrator may write); with none,
-// it copies the file directly. Restoring is copying it back while no
-// server runs.
-func runBackup(path string, o options, stdout io.Writer) error {
-	if dst, err := os.Stat(path); err == nil {
-		if src, err := os.Stat(o.DB); err == nil && os.SameFile(src, dst) {
-			return errors.New("backup: that is the database itself: a backup over it would lose every later write")
-		}
-	}
-	conn, err := net.DialTimeout("unix", socketPath(o.DB), lockTimeout)
-	if err != nil {
-		st, err := openStore(o.DB, lockTimeout)
-		if err != nil {
-			return err
-		}
-		defer st.close()
-		if err := writeFileAtomically(path, func(w io.Writer) error { return st.snapshot(w, nil) }); err != nil {
-			return fmt.Errorf("backup %s: %w", path, err)
-		}
-		fmt.Fprintln(stdout, path)
-		return nil
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(time.Hour))
-	if err := json.NewEncoder(conn).Encode(adminRequest{Command: "backup"}); err != nil {
-		return fmt.Errorf("backup through %s: %w", socketPath(o.DB), err)
-	}
-	in := bufio.NewReader(conn)
-	line, err := in.ReadBytes('\n') // the header line; the copy follows it
-	var header backupHeader
-	if err == nil {
-		err = json.Unmarshal(line, &header)
-	}
-	if err != nil {
-		return fmt.Errorf("backup through %s: %w", socketPath(o.DB), err)
-	}
-	if header.Error != "" {
-		return fmt.Errorf("backup: %s", header.Error)
-	}
-	err = writeFileAtomically(path, func(w io.Writer) error {
-		n, err := io.Copy(w, io.LimitReader(in, header.Size))
-		if err == nil && n != header.Size {
-			err = fmt.Errorf("the copy ended after %d of %d bytes", n, header.Size)
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("backup %s: %w", path, err)
-	}
-	fmt.Fprintln(stdout, path)
-	return nil
-}
-
-// backupHeader precedes a streamed copy: its size, or why there is none.
-type backupHeader struct {
-	Size  int64  `json:"size"`
-	Error string `json:"error,omitempty"`
-}
-
-func channelList(env adminEnv, _ []string, _ options, out io.Writer) error {
-	channels, err := env.store.channels()
-	if err != nil {
-		return err
-	}
-	for _, ch := range channels {
-		access := "public"
-		if ch.Private {
-			access = "private"
-		}
-		fmt.Fprintf(out, "%d\t%s\t%s\t%s\n", ch.ID, ch.Name, access, ch.Description)
-	}
-	return nil
-}
-
-// writeZuliprc writes the bootstrap credentials as Zulip's clients read
-// them, readable by the owner only.
-func writeZuliprc(path, email, key, site string) error {
-	return writeFileAtomically(path, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "[api]\nemail=%s\nkey=%s\nsite=%s\n", email, key, site)
-		return err
-	})
-}
-
-// writeFileAtomically writes a file with mode 0600 so that it is either
-// whole or absent: a new file beside path, written, synced, then renamed
-// into place.
-func writeFileAtomically(path string, write func(w io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*") // mode 0600
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	err = write(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

@@ -3,18 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
+	"flag"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"go.etcd.io/bbolt"
 )
 
 // runCLI runs the whole program in-process, as main would.
@@ -66,27 +63,6 @@ func TestRun_DatabaseFromEnvironmentFlagWins(t *testing.T) {
 	}
 }
 
-func TestRun_UserLifecycle(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "z.db")
-	first, _, _ := runCLI(t, nil, "--db", db, "user", "add", "Alice@Example.com")
-	second, _, err := runCLI(t, nil, "--db", db, "user", "key", "alice@example.com")
-	if err != nil || !apiKeyLine.MatchString(second) || second == first {
-		t.Errorf("user key: got %v, want a new key alone on a line", err)
-	}
-	for _, c := range []struct{ cmd, want string }{
-		{"deactivate", "deactivated"},
-		{"reactivate", "active"},
-	} {
-		if _, _, err := runCLI(t, nil, "--db", db, "user", c.cmd, "ALICE@example.com"); err != nil {
-			t.Fatalf("user %s: %v", c.cmd, err)
-		}
-		out, _, _ := runCLI(t, nil, "--db", db, "user", "list")
-		if want := "1\tAlice@Example.com\tmember\t" + c.want + "\n"; out != want {
-			t.Errorf("after %s: got %q, want %q", c.cmd, out, want)
-		}
-	}
-}
-
 func TestRun_MistakesAreErrorsNotPanics(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "z.db")
 	runCLI(t, nil, "--db", db, "user", "add", "a@example.com")
@@ -111,23 +87,6 @@ func TestRun_MistakesAreErrorsNotPanics(t *testing.T) {
 	}
 	if out, _, _ := runCLI(t, nil, "--db", db, "user", "list"); strings.Count(out, "\n") != 1 {
 		t.Errorf("accounts after refused commands: got %q, want one", out)
-	}
-}
-
-func TestRun_HeldDatabaseFailsWithinAboutASecond(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "z.db")
-	holder, err := bbolt.Open(db, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	start := time.Now()
-	_, _, err = runCLI(t, nil, "--db", db, "user", "list")
-	if !errors.Is(err, errDatabaseLocked) || !strings.Contains(err.Error(), "in use by another process") {
-		t.Errorf("got %v, want a database-in-use error", err)
-	}
-	if waited := time.Since(start); waited > 5*time.Second {
-		t.Errorf("waited %v, want about a second", waited)
 	}
 }
 
@@ -217,128 +176,20 @@ func startRun(t *testing.T, env map[string]string, args []string) (stdout, stder
 	return stdout, stderr, stop
 }
 
-func TestServe_BootstrapsOnceAndAdministersThroughTheSocket(t *testing.T) {
-	dir := t.TempDir()
-	db := filepath.Join(dir, "z.db")
-	stdout, _, stop := startServe(t, db, nil)
-	key := regexp.MustCompile(`key: ([A-Za-z0-9]{32})\n`).FindStringSubmatch(stdout.String())
-	if key == nil || !strings.Contains(stdout.String(), "email: owner@zulite.localhost\n") {
-		t.Fatalf("bootstrap output: got %d bytes without an e-mail and key", len(stdout.String()))
-	}
-	rc, err := os.ReadFile(filepath.Join(dir, "zuliprc"))
-	if err != nil || !strings.HasPrefix(string(rc), "[api]\nemail=owner@zulite.localhost\nkey="+key[1]+"\nsite=http://127.0.0.1:") {
-		t.Errorf("zuliprc: got %v, want [api] with the printed e-mail, key and site", err)
-	}
-	for _, path := range []string{filepath.Join(dir, "zuliprc"), db, socketPath(db)} {
-		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
-			t.Errorf("%s: got %v, %v; want mode 600", filepath.Base(path), fi.Mode().Perm(), err)
+// Every row of flagTable defines (its default has its field's type), and
+// a flag's environment variable is its name in ZULITE_ form.
+func TestFlagTable_EveryFlagDefinesWithItsVariable(t *testing.T) {
+	fs := flag.NewFlagSet("all", flag.ContinueOnError)
+	var o options
+	for _, f := range flagTable {
+		f.define(fs, &o)
+		if want := "ZULITE_" + strings.ToUpper(strings.ReplaceAll(f.name, "-", "_")); f.env != "" && f.env != want {
+			t.Errorf("flag %s: got variable %s, want %s", f.name, f.env, want)
 		}
-	}
-
-	// The server holds the file: this goes through the socket.
-	out, _, err := runCLI(t, nil, "user", "add", "alice@example.com", "--db", db)
-	if err != nil || !apiKeyLine.MatchString(out) {
-		t.Fatalf("user add while serving: got %v", err)
-	}
-	if _, _, err := runCLI(t, nil, "user", "add", "ALICE@example.com", "--db", db); err == nil || !strings.Contains(err.Error(), "already in use") {
-		t.Errorf("duplicate user add through the socket: got %v, want an already-in-use error", err)
-	}
-	if err := stop(); err != nil {
-		t.Fatalf("serve after cancel: %v", err)
-	}
-	if _, err := os.Stat(socketPath(db)); !os.IsNotExist(err) {
-		t.Errorf("socket after shutdown: got %v, want it removed", err)
-	}
-
-	// Second start: accounts exist, so no new owner and no key printed.
-	// The public URL loses its trailing slash; the realm name comes from
-	// the environment.
-	stdout, stderr, _ := startServe(t, db, map[string]string{"ZULITE_REALM_NAME": "Acme"}, "--url", "https://chat.example.com/")
-	if stdout.String() != "" {
-		t.Errorf("second start printed %d bytes, want nothing", len(stdout.String()))
-	}
-	addr := regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`).FindStringSubmatch(stderr.String())
-	resp, err := http.Get("http://" + addr[1] + "/api/v1/server_settings")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var settings map[string]any
-	json.NewDecoder(resp.Body).Decode(&settings)
-	if settings["realm_url"] != "https://chat.example.com" || settings["realm_uri"] != "https://chat.example.com" || settings["realm_name"] != "Acme" {
-		t.Errorf("server_settings: got realm_url %v, realm_uri %v, realm_name %v; want https://chat.example.com twice and Acme",
-			settings["realm_url"], settings["realm_uri"], settings["realm_name"])
-	}
-	out, _, _ = runCLI(t, nil, "user", "list", "--db", db)
-	if strings.Count(out, "\n") != 2 {
-		t.Errorf("accounts: got %q, want the owner and alice", out)
-	}
-}
-
-func TestBackup_WhileServingThenRestore(t *testing.T) {
-	dir := t.TempDir()
-	db := filepath.Join(dir, "z.db")
-	_, _, stop := startServe(t, db, nil)
-	for _, args := range [][]string{
-		{"user", "add", "alice@example.com"},
-		{"channel", "add", "general", "--private"},
-	} {
-		if _, _, err := runCLI(t, nil, append(args, "--db", db)...); err != nil {
-			t.Fatal(err)
+		if f.command != "" {
+			if _, ok := findCommand(strings.Fields(f.command)); !ok {
+				t.Errorf("flag %s: got command %q, want one of the commands", f.name, f.command)
+			}
 		}
-	}
-	backup := filepath.Join(dir, "copy.db")
-	out, _, err := runCLI(t, nil, "backup", backup, "--db", db) // through the socket: serve holds the file
-	if err != nil || strings.TrimSpace(out) != backup {
-		t.Fatalf("backup while serving: got %q, %v", out, err)
-	}
-	if fi, err := os.Stat(backup); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("backup file: %v, mode %v; want 0600", err, fi.Mode().Perm())
-	}
-	runCLI(t, nil, "user", "add", "bob@example.com", "--db", db) // after the backup: not in it
-	if _, _, err := runCLI(t, nil, "backup", db, "--db", db); err == nil || !strings.Contains(err.Error(), "database itself") {
-		t.Errorf("a backup over the live database: got %v, want a refusal", err)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-
-	// With no server, the command copies the file itself.
-	direct := filepath.Join(dir, "direct.db")
-	if _, _, err := runCLI(t, nil, "backup", direct, "--db", db); err != nil {
-		t.Fatalf("backup with no server: %v", err)
-	}
-	if d, err := openStore(direct, time.Second); err != nil {
-		t.Errorf("the direct backup does not open: %v", err)
-	} else {
-		users, _ := d.users()
-		if len(users) != 3 {
-			t.Errorf("direct backup: got %d users, want 3", len(users))
-		}
-		d.close()
-	}
-
-	// Restore: copy the backup over the database while no server runs.
-	data, err := os.ReadFile(backup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(db, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	st, err := openStore(db, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.close()
-	checkConsistency(t, st.db)
-	users, _ := st.users()
-	channels, _ := st.channels()
-	var emails []string
-	for _, u := range users {
-		emails = append(emails, u.Email)
-	}
-	if strings.Join(emails, ",") != "owner@zulite.localhost,alice@example.com" || len(channels) != 1 || !channels[0].Private {
-		t.Errorf("restored: users %v, channels %+v; want the owner, alice and the private channel", emails, channels)
 	}
 }

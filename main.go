@@ -132,15 +132,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer admin.Close()
-	go func() {
-		for {
-			conn, err := admin.Accept()
-			if err != nil {
-				return
-			}
-			go serveAdminConn(adminEnv{st, s.passwords}, conn)
-		}
-	}()
+	go serveAdmin(admin, adminEnv{st, s.passwords})
 
 	srv := &http.Server{
 		Handler:           s.routes(),
@@ -226,24 +218,6 @@ func bootstrap(st *store, o options, baseURL string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "These credentials are also in %s (mode 0600).\n", rc)
 	return nil
-}
-
-// listenAdmin listens on the admin socket beside the database, usable by
-// the file's owner only (connecting needs write permission, which the
-// usual umask already denies to others until the chmod). Holding the
-// database lock means no other server uses the socket, so a leftover one
-// is removed.
-func listenAdmin(path string) (net.Listener, error) {
-	os.Remove(path)
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("admin socket: %w", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("admin socket: %w", err)
-	}
-	return ln, nil
 }
 
 // isLoopback reports whether a listener's address is on the loopback.

@@ -45,6 +45,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -367,18 +368,46 @@ func (s *store) figures() storeFigures {
 }
 
 // snapshot writes a consistent copy of the database to w from one read
-// transaction, so writes go on meanwhile; before, if set, first hears the
-// copy's size.
-func (s *store) snapshot(w io.Writer, before func(size int64) error) error {
-	return s.db.View(func(tx *bbolt.Tx) error {
-		if before != nil {
-			if err := before(tx.Size()); err != nil {
-				return err
-			}
-		}
-		_, err := tx.WriteTo(w)
+// transaction, so writes go on meanwhile, and returns its size. While
+// the transaction is open bbolt cannot grow its mapping of the file, so
+// a write that needs more room waits for it to end: w should take the
+// copy at the speed of a local disk (snapshotFile).
+func (s *store) snapshot(w io.Writer) (int64, error) {
+	var size int64
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		size, err = tx.WriteTo(w)
 		return err
 	})
+	return size, err
+}
+
+// snapshotFile writes a consistent copy of the database to a new file
+// beside it (mode 0600) and returns the file, to be read from its start,
+// and its size. The read transaction has ended by then, so the copy may
+// be read as slowly as a client likes without holding up a write. The
+// file is unlinked at once: closing it gives its space back, and a server
+// killed meanwhile leaves nothing behind.
+func (s *store) snapshotFile() (*os.File, int64, error) {
+	path := s.db.Path()
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-backup-*")
+	if err != nil {
+		return nil, 0, fmt.Errorf("copy beside the database: %w", err)
+	}
+	err = os.Remove(f.Name())
+	var size int64
+	if err == nil {
+		size, err = s.snapshot(f)
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, 0, fmt.Errorf("copy beside the database: %w", err)
+	}
+	return f, size, nil
 }
 
 func itob(v uint64) []byte {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -192,4 +193,41 @@ func TestBatchedWrites_RejectionsLeaveTheOthersCommitted(t *testing.T) {
 	if tokens, _ := st.pushTokens(alice.ID); len(tokens) != n {
 		t.Errorf("tokens stored: got %d, want %d", len(tokens), n)
 	}
+}
+
+// snapshotFile's copy is whole, private, read from its start, and has no
+// name beside the database: nothing is left there, even by a killed
+// server.
+func TestSnapshotFile_AWholePrivateCopyWithNoNameBesideTheDatabase(t *testing.T) {
+	st := mustOpenStore(t)
+	mustCreateUser(t, st, "alice@example.com", roleMember, false)
+	copied, size, err := st.snapshotFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer copied.Close()
+	if entries, _ := os.ReadDir(filepath.Dir(st.db.Path())); len(entries) != 1 {
+		t.Errorf("beside the database: got %d files, want the database alone", len(entries))
+	}
+	if fi, err := copied.Stat(); err != nil || fi.Mode().Perm() != 0o600 || fi.Size() != size {
+		t.Errorf("the copy: got %v, %v; want mode 600 and %d bytes", fi.Mode().Perm(), err, size)
+	}
+	path := filepath.Join(t.TempDir(), "copy.db")
+	out, _ := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+	if _, err := io.Copy(out, copied); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("the copy does not open: %v", err)
+	}
+	defer db.Close()
+	checkConsistency(t, db)
+	db.View(func(tx *bbolt.Tx) error {
+		if n := tx.Bucket(bucketUsers).Stats().KeyN; n != 1 {
+			t.Errorf("users in the copy: got %d, want 1", n)
+		}
+		return nil
+	})
 }
