@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -42,21 +43,46 @@ type backupHeader struct {
 }
 
 // listenAdmin listens on the admin socket beside the database, usable by
-// the file's owner only (connecting needs write permission, which the
-// usual umask already denies to others until the chmod). Holding the
-// database lock means no other server uses the socket, so a leftover one
-// is removed.
+// the file's owner only. The socket is bound inside a new directory only
+// the owner may enter, made private there, and then renamed into place,
+// so that it is never reachable with a looser mode, whatever the umask
+// (binding then chmod-ing left a window another local user could win).
+// Holding the database lock means no other server uses the socket, so a
+// leftover one is removed.
 func listenAdmin(path string) (net.Listener, error) {
 	os.Remove(path)
-	ln, err := net.Listen("unix", path)
+	dir, err := os.MkdirTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*") // mode 0700
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
+	defer os.RemoveAll(dir)
+	bound := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", bound)
+	if err == nil {
+		ln.(*net.UnixListener).SetUnlinkOnClose(false) // it is unlinked by name below, once renamed
+		if err = os.Chmod(bound, 0o600); err == nil {
+			err = os.Rename(bound, path)
+		}
+		if err != nil {
+			ln.Close()
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
-	return ln, nil
+	return &adminListener{ln, path}, nil
+}
+
+// adminListener removes the socket by its final name when closed.
+type adminListener struct {
+	net.Listener
+	path string
+}
+
+func (l *adminListener) Close() error {
+	err := l.Listener.Close()
+	os.Remove(l.path)
+	return err
 }
 
 // serveAdmin answers admin requests on ln until it is closed.
@@ -77,6 +103,12 @@ func serveAdminConn(env adminEnv, conn net.Conn) {
 	var req adminRequest
 	var resp adminResponse
 	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&req); err != nil {
+		return
+	}
+	// Only the socket's owner (or root) is served: a socket made reachable
+	// by a careless chmod still answers nobody else.
+	if uid, err := peerUID(conn); err != nil || (uid != uint32(os.Geteuid()) && uid != 0) {
+		json.NewEncoder(conn).Encode(adminResponse{Error: "refused: the admin socket answers only its owner"})
 		return
 	}
 	if req.Command == "backup" { // the copy goes to the client, which writes it with its own rights
