@@ -26,6 +26,17 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (stdout, stderr
 	return out.String(), errOut.String(), err
 }
 
+// mustRunCLI is runCLI for a command the test needs to succeed: it
+// answers stdout, and a failure stops the test.
+func mustRunCLI(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
+	out, stderr, err := runCLI(t, env, args...)
+	if err != nil {
+		t.Fatalf("%q: %v\n%s", args, err, stderr)
+	}
+	return out
+}
+
 var apiKeyLine = regexp.MustCompile(`^[A-Za-z0-9]{32}\n$`)
 
 func TestRun_FlagsMayStandAnywhere(t *testing.T) {
@@ -56,11 +67,11 @@ func TestRun_DatabaseFromEnvironmentFlagWins(t *testing.T) {
 	if _, _, err := runCLI(t, env, "channel", "add", "secret", "--private", "--db", filepath.Join(dir, "flag.db")); err != nil {
 		t.Fatal(err)
 	}
-	out, _, _ := runCLI(t, env, "channel", "list")
+	out := mustRunCLI(t, env, "channel", "list")
 	if out != "1\tgeneral\tpublic\ttalk\n" {
 		t.Errorf("channels in ZULITE_DB: got %q, want general only", out)
 	}
-	out, _, _ = runCLI(t, env, "channel", "list", "--db", filepath.Join(dir, "flag.db"))
+	out = mustRunCLI(t, env, "channel", "list", "--db", filepath.Join(dir, "flag.db"))
 	if out != "1\tsecret\tprivate\t\n" {
 		t.Errorf("channels in --db: got %q, want secret only", out)
 	}
@@ -68,7 +79,7 @@ func TestRun_DatabaseFromEnvironmentFlagWins(t *testing.T) {
 
 func TestRun_UserLifecycle(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "z.db")
-	first, _, _ := runCLI(t, nil, "--db", db, "user", "add", "Alice@Example.com")
+	first := mustRunCLI(t, nil, "--db", db, "user", "add", "Alice@Example.com")
 	second, _, err := runCLI(t, nil, "--db", db, "user", "key", "alice@example.com")
 	if err != nil || !apiKeyLine.MatchString(second) || second == first {
 		t.Errorf("user key: got %v, want a new key alone on a line", err)
@@ -80,7 +91,7 @@ func TestRun_UserLifecycle(t *testing.T) {
 		if _, _, err := runCLI(t, nil, "--db", db, "user", c.cmd, "ALICE@example.com"); err != nil {
 			t.Fatalf("user %s: %v", c.cmd, err)
 		}
-		out, _, _ := runCLI(t, nil, "--db", db, "user", "list")
+		out := mustRunCLI(t, nil, "--db", db, "user", "list")
 		if want := "1\tAlice@Example.com\tmember\t" + c.want + "\n"; out != want {
 			t.Errorf("after %s: got %q, want %q", c.cmd, out, want)
 		}
@@ -89,7 +100,7 @@ func TestRun_UserLifecycle(t *testing.T) {
 
 func TestRun_MistakesAreErrorsNotPanics(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "z.db")
-	runCLI(t, nil, "--db", db, "user", "add", "a@example.com")
+	mustRunCLI(t, nil, "--db", db, "user", "add", "a@example.com")
 	for _, c := range []struct {
 		args  []string
 		usage bool
@@ -109,7 +120,7 @@ func TestRun_MistakesAreErrorsNotPanics(t *testing.T) {
 			t.Errorf("%q: got %v, want an error (usage: %v)", c.args, err, c.usage)
 		}
 	}
-	if out, _, _ := runCLI(t, nil, "--db", db, "user", "list"); strings.Count(out, "\n") != 1 {
+	if out := mustRunCLI(t, nil, "--db", db, "user", "list"); strings.Count(out, "\n") != 1 {
 		t.Errorf("accounts after refused commands: got %q, want one", out)
 	}
 }
@@ -264,12 +275,14 @@ func TestServe_BootstrapsOnceAndAdministersThroughTheSocket(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	var settings map[string]any
-	json.NewDecoder(resp.Body).Decode(&settings)
+	if err := json.NewDecoder(resp.Body).Decode(&settings); err != nil {
+		t.Fatalf("server_settings: %v", err)
+	}
 	if settings["realm_url"] != "https://chat.example.com" || settings["realm_uri"] != "https://chat.example.com" || settings["realm_name"] != "Acme" {
 		t.Errorf("server_settings: got realm_url %v, realm_uri %v, realm_name %v; want https://chat.example.com twice and Acme",
 			settings["realm_url"], settings["realm_uri"], settings["realm_name"])
 	}
-	out, _, _ = runCLI(t, nil, "user", "list", "--db", db)
+	out = mustRunCLI(t, nil, "user", "list", "--db", db)
 	if strings.Count(out, "\n") != 2 {
 		t.Errorf("accounts: got %q, want the owner and alice", out)
 	}
@@ -295,7 +308,7 @@ func TestBackup_WhileServingThenRestore(t *testing.T) {
 	if fi, err := os.Stat(backup); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("backup file: %v, mode %v; want 0600", err, fi.Mode().Perm())
 	}
-	runCLI(t, nil, "user", "add", "bob@example.com", "--db", db) // after the backup: not in it
+	mustRunCLI(t, nil, "user", "add", "bob@example.com", "--db", db) // after the backup: not in it
 	if _, _, err := runCLI(t, nil, "backup", db, "--db", db); err == nil || !strings.Contains(err.Error(), "database itself") {
 		t.Errorf("a backup over the live database: got %v, want a refusal", err)
 	}
@@ -311,9 +324,8 @@ func TestBackup_WhileServingThenRestore(t *testing.T) {
 	if d, err := openStore(direct, time.Second); err != nil {
 		t.Errorf("the direct backup does not open: %v", err)
 	} else {
-		users, _ := d.users()
-		if len(users) != 3 {
-			t.Errorf("direct backup: got %d users, want 3", len(users))
+		if users, err := d.users(); err != nil || len(users) != 3 {
+			t.Errorf("direct backup: got %d users (%v), want 3", len(users), err)
 		}
 		d.close()
 	}
@@ -332,8 +344,14 @@ func TestBackup_WhileServingThenRestore(t *testing.T) {
 	}
 	defer st.close()
 	checkConsistency(t, st.db)
-	users, _ := st.users()
-	channels, _ := st.channels()
+	users, err := st.users()
+	if err != nil {
+		t.Fatal(err)
+	}
+	channels, err := st.channels()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var emails []string
 	for _, u := range users {
 		emails = append(emails, u.Email)

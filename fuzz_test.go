@@ -142,7 +142,7 @@ func FuzzTypedValue(f *testing.F) {
 // dbDigest hashes every key and value of the database.
 func dbDigest(t testing.TB, st *store) [32]byte {
 	h := sha256.New()
-	st.db.View(func(tx *bbolt.Tx) error {
+	mustView(t, st, func(tx *bbolt.Tx) error {
 		var walk func(b *bbolt.Bucket)
 		walk = func(b *bbolt.Bucket) {
 			b.ForEach(func(k, v []byte) error {

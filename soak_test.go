@@ -33,8 +33,9 @@ func TestSoak(t *testing.T) {
 	for i := range 20 {
 		email := fmt.Sprintf("soak%d@example.com", i)
 		r := e2eRunCLI(t, bin, "user", "add", email, "--db", db)
+		r.wantOK(t, "user add "+email)
 		c := rtClient{srv.baseURL, email, strings.TrimSpace(r.stdout), httpClient}
-		c.call(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"one"},{"name":"two"}]`}})
+		c.mustCall(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"one"},{"name":"two"}]`}}, http.StatusOK)
 		clients = append(clients, c)
 	}
 	var requests, unexpected atomic.Int64
@@ -126,26 +127,18 @@ func checkSecrets(t *testing.T, bin, format string) {
 	}
 	// Each step must get its answer, or the scan below proves nothing:
 	// the failures must be reached, and the login must mint a key.
-	step := func(c rtClient, method, path string, params url.Values, want int) map[string]any {
-		t.Helper()
-		code, body := c.call(t, method, path, params)
-		if code != want {
-			t.Fatalf("%s %s: got %d %v, want %d", method, path, code, body["msg"], want)
-		}
-		return body
-	}
 	anon := rtClient{srv.baseURL, "", "", &http.Client{Timeout: 10 * time.Second}}
-	login := step(anon, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {"planted@example.com"}, "password": {password}}, http.StatusOK)
+	login := anon.mustCall(t, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {"planted@example.com"}, "password": {password}}, http.StatusOK)
 	minted, _ := login["api_key"].(string)
 	if !isAPIKey(minted) {
 		t.Fatalf("the planted password's login: got a %d-character api_key, want a new API key", len(minted))
 	}
-	step(anon, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {"planted@example.com"}, "password": {password + "x"}}, http.StatusUnauthorized)
+	anon.mustCall(t, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {"planted@example.com"}, "password": {password + "x"}}, http.StatusUnauthorized)
 	c := rtClient{srv.baseURL, "planted@example.com", key, anon.http}
-	step(c, http.MethodGet, "/api/v1/users/me", nil, http.StatusOK)
-	step(c, http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {"zz"}}, http.StatusBadRequest)
-	step(rtClient{srv.baseURL, "planted@example.com", otherKey(key), anon.http}, http.MethodGet, "/api/v1/users/me", nil, http.StatusUnauthorized)
-	step(rtClient{srv.baseURL, "planted@example.com", "short", anon.http}, http.MethodGet, "/api/v1/users/me", nil, http.StatusUnauthorized)
+	c.mustCall(t, http.MethodGet, "/api/v1/users/me", nil, http.StatusOK)
+	c.mustCall(t, http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {"zz"}}, http.StatusBadRequest)
+	rtClient{srv.baseURL, "planted@example.com", otherKey(key), anon.http}.mustCall(t, http.MethodGet, "/api/v1/users/me", nil, http.StatusUnauthorized)
+	rtClient{srv.baseURL, "planted@example.com", "short", anon.http}.mustCall(t, http.MethodGet, "/api/v1/users/me", nil, http.StatusUnauthorized)
 	if err := srv.stop(); err != nil { // waits for the last of stderr, too
 		t.Errorf("exit: %v", err)
 	}
