@@ -13,7 +13,7 @@ import (
 
 func TestRun_UserLifecycle(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "z.db")
-	first, _, _ := runCLI(t, nil, "--db", db, "user", "add", "Alice@Example.com")
+	first := mustRunCLI(t, nil, "--db", db, "user", "add", "Alice@Example.com")
 	second, _, err := runCLI(t, nil, "--db", db, "user", "key", "alice@example.com")
 	if err != nil || !apiKeyLine.MatchString(second) || second == first {
 		t.Errorf("user key: got %v, want a new key alone on a line", err)
@@ -25,7 +25,7 @@ func TestRun_UserLifecycle(t *testing.T) {
 		if _, _, err := runCLI(t, nil, "--db", db, "user", c.cmd, "ALICE@example.com"); err != nil {
 			t.Fatalf("user %s: %v", c.cmd, err)
 		}
-		out, _, _ := runCLI(t, nil, "--db", db, "user", "list")
+		out := mustRunCLI(t, nil, "--db", db, "user", "list")
 		if want := "1\tAlice@Example.com\tmember\t" + c.want + "\n"; out != want {
 			t.Errorf("after %s: got %q, want %q", c.cmd, out, want)
 		}
@@ -69,7 +69,7 @@ func TestBackup_WhileServingThenRestore(t *testing.T) {
 	if fi, err := os.Stat(backup); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("backup file: %v, mode %v; want 0600", err, fi.Mode().Perm())
 	}
-	runCLI(t, nil, "user", "add", "bob@example.com", "--db", db) // after the backup: not in it
+	mustRunCLI(t, nil, "user", "add", "bob@example.com", "--db", db) // after the backup: not in it
 	if _, _, err := runCLI(t, nil, "backup", db, "--db", db); err == nil || !strings.Contains(err.Error(), "database itself") {
 		t.Errorf("a backup over the live database: got %v, want a refusal", err)
 	}
@@ -85,9 +85,8 @@ func TestBackup_WhileServingThenRestore(t *testing.T) {
 	if d, err := openStore(direct, time.Second); err != nil {
 		t.Errorf("the direct backup does not open: %v", err)
 	} else {
-		users, _ := d.users()
-		if len(users) != 3 {
-			t.Errorf("direct backup: got %d users, want 3", len(users))
+		if users, err := d.users(); err != nil || len(users) != 3 {
+			t.Errorf("direct backup: got %d users (%v), want 3", len(users), err)
 		}
 		d.close()
 	}
@@ -106,8 +105,14 @@ func TestBackup_WhileServingThenRestore(t *testing.T) {
 	}
 	defer st.close()
 	checkConsistency(t, st.db)
-	users, _ := st.users()
-	channels, _ := st.channels()
+	users, err := st.users()
+	if err != nil {
+		t.Fatal(err)
+	}
+	channels, err := st.channels()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var emails []string
 	for _, u := range users {
 		emails = append(emails, u.Email)

@@ -67,12 +67,14 @@ func TestServe_BootstrapsOnceAndAdministersThroughTheSocket(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	var settings map[string]any
-	json.NewDecoder(resp.Body).Decode(&settings)
+	if err := json.NewDecoder(resp.Body).Decode(&settings); err != nil {
+		t.Fatalf("server_settings: %v", err)
+	}
 	if settings["realm_url"] != "https://chat.example.com" || settings["realm_uri"] != "https://chat.example.com" || settings["realm_name"] != "Acme" {
 		t.Errorf("server_settings: got realm_url %v, realm_uri %v, realm_name %v; want https://chat.example.com twice and Acme",
 			settings["realm_url"], settings["realm_uri"], settings["realm_name"])
 	}
-	out, _, _ = runCLI(t, nil, "user", "list", "--db", db)
+	out = mustRunCLI(t, nil, "user", "list", "--db", db)
 	if strings.Count(out, "\n") != 2 {
 		t.Errorf("accounts: got %q, want the owner and alice", out)
 	}

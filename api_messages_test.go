@@ -45,7 +45,7 @@ func TestGetMessages_AnchorsAndRanges(t *testing.T) {
 	for i := range 10 {
 		ids = append(ids, e.sendAs(t, e.bob, e.general, "t"+strconv.Itoa(i%2)))
 	}
-	e.st.updateFlags(e.alice.user, ids[:4], flagChange{Flag: "read", Add: true})
+	mustUpdateFlags(t, e.st, e.alice.user, ids[:4], flagChange{Flag: "read", Add: true})
 	for _, c := range []struct {
 		rule                   string
 		params                 url.Values
@@ -104,8 +104,10 @@ func TestGetMessages_AnchorsAndRanges(t *testing.T) {
 func TestGetMessages_MessageFieldsFlagsAndVisibility(t *testing.T) {
 	e := newTestEnv(t)
 	id := e.sendAs(t, e.bob, e.general, "lunch")
-	e.st.sendMessage(e.alice.user, channelRef{ID: e.secret.ID}, "s", "<b>secret</b>\n\nline1\nline2", "")
-	e.st.updateFlags(e.alice.user, []uint64{id}, flagChange{Flag: "starred", Add: true})
+	if _, err := e.st.sendMessage(e.alice.user, channelRef{ID: e.secret.ID}, "s", "<b>secret</b>\n\nline1\nline2", ""); err != nil {
+		t.Fatal(err)
+	}
+	mustUpdateFlags(t, e.st, e.alice.user, []uint64{id}, flagChange{Flag: "starred", Add: true})
 
 	r, got := e.page(t, &e.alice, rangeParams("oldest", 0, 10, ""))
 	if len(got) != 2 {
@@ -145,7 +147,7 @@ func TestGetMessages_MessageFieldsFlagsAndVisibility(t *testing.T) {
 		t.Errorf("owner without a channel narrow sees %v, want nothing received", got)
 	}
 	// Starring makes a message the owner's, as Zulip's historical rows do.
-	e.st.updateFlags(e.owner.user, []uint64{id}, flagChange{Flag: "starred", Add: true})
+	mustUpdateFlags(t, e.st, e.owner.user, []uint64{id}, flagChange{Flag: "starred", Add: true})
 	for _, narrow := range []string{"", `[["is","starred"]]`} {
 		if _, got := e.page(t, &e.owner, rangeParams("oldest", 0, 10, narrow)); !slices.Equal(got, []uint64{id}) {
 			t.Errorf("owner's starred message, narrow %q: got %v, want [%d]", narrow, got, id)
@@ -369,7 +371,11 @@ func TestSendMessage_Errors(t *testing.T) {
 			}
 			r := e.request(t, http.MethodPost, "/api/v1/messages", c.params, sender)
 			wantAPIError(t, r, 400, c.code, c.msg)
-			if maxID, _ := e.st.maxMessageID(); maxID != 0 {
+			maxID, err := e.st.maxMessageID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if maxID != 0 {
 				t.Errorf("a refused send stored a message (max id %d)", maxID)
 			}
 		})
@@ -381,7 +387,7 @@ func TestSendMessage_LongTopicAndContentTruncatedAsZulipDoes(t *testing.T) {
 	r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {strings.Repeat("é", 70)}, "content": {strings.Repeat("x", 20000)}}, &e.alice)
 	wantAPISuccess(t, r)
 	var m message
-	e.st.db.View(func(tx *bbolt.Tx) error { return getJSON(tx.Bucket(bucketMessages), itob(1), &m) })
+	mustView(t, e.st, func(tx *bbolt.Tx) error { return getJSON(tx.Bucket(bucketMessages), itob(1), &m) })
 	if want := strings.Repeat("é", 57) + "..."; m.Topic != want {
 		t.Errorf("topic: got %d characters, want 57 and an ellipsis", len([]rune(m.Topic)))
 	}
@@ -439,7 +445,7 @@ func jsonIDs(ids ...uint64) string {
 func (e *testEnv) starred(t *testing.T, a account) []uint64 {
 	t.Helper()
 	var ids []uint64
-	e.st.db.View(func(tx *bbolt.Tx) error {
+	mustView(t, e.st, func(tx *bbolt.Tx) error {
 		prefix := itob(a.ID)
 		c := tx.Bucket(bucketFlags).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -554,7 +560,9 @@ func TestMarkAllAsRead(t *testing.T) {
 	e.sendAs(t, e.bob, e.general, "a")
 	e.sendAs(t, e.alice, e.general, "a")
 	mustSubscribe(t, e.st, e.bob.user, "general")
-	e.st.addSubscriptionForTest(e.bob.user, e.secret)
+	if err := e.st.addSubscriptionForTest(e.bob.user, e.secret); err != nil {
+		t.Fatal(err)
+	}
 	e.sendAs(t, e.bob, e.secret, "s")
 	r := e.request(t, http.MethodPost, "/api/v1/mark_all_as_read", nil, &e.alice)
 	if want := `{"result":"success","msg":"","complete":true}` + "\n"; r.raw != want {

@@ -85,7 +85,7 @@ func TestPushTokens_AddTwiceRemoveAndOwnership(t *testing.T) {
 	wantAPISuccess(t, add(&e.bob, "apns_device_token", url.Values{"token": {"aabb"}, "appid": {"org.zulip.flutter"}}))
 	wantAPISuccess(t, add(&e.alice, "android_gcm_reg_id", url.Values{"token": {"Fcm-Token"}}))
 
-	list, _ := e.st.pushTokens(e.alice.ID)
+	list := mustPushTokens(t, e.st, e.alice.ID)
 	if len(list) != 2 || list[0].AppID != "org.zulip.Zulip" || list[0].Token != "AABB" {
 		t.Fatalf("alice's tokens: got %+v, want AABB with the default app id, and the FCM token", list)
 	}

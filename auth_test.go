@@ -12,7 +12,9 @@ func TestAuthentication_EveryFailure(t *testing.T) {
 	e := newTestEnv(t)
 	deactivated := account{}
 	deactivated.user, deactivated.key = mustCreateUser(t, e.st, "gone@example.com", roleMember, false)
-	e.st.setActive("gone@example.com", false)
+	if err := e.st.setActive("gone@example.com", false); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, c := range []struct {
 		rule, header string

@@ -108,7 +108,10 @@ func seedChannel(b *testing.B, st *store, sender, reader user, ch channel, n, to
 			messages.FillPercent = 1.0 // ids only grow
 			var ids []uint64
 			for i := start; i < min(n, start+perTx); i++ {
-				id, _ := messages.NextSequence()
+				id, err := messages.NextSequence()
+				if err != nil {
+					return err
+				}
 				m := message{ID: id, SenderID: sender.ID, ChannelID: ch.ID, Topic: "topic " + strconv.Itoa(i%topics), Content: "hello", Timestamp: 1}
 				if err := putJSON(messages, itob(id), m); err != nil {
 					return err
@@ -149,7 +152,7 @@ func BenchmarkGetMessages_PageFromMillionMessageChannel(b *testing.B) {
 func BenchmarkUpdateFlagsForNarrow_5000(b *testing.B) {
 	e := newBenchEnv(b)
 	seedChannel(b, e.st, e.alice.user, e.alice.user, e.general, 20_000, 10)
-	all, _ := e.st.unread(e.alice.ID, e.general.ID)
+	all := mustUnread(b, e.st, e.alice.user, e.general)
 	body := "anchor=oldest&num_before=0&num_after=5000&op=add&flag=read&narrow=" + url.QueryEscape(`[["channel","general"],["is","unread"]]`)
 	before := e.st.db.Stats()
 	for b.Loop() {
@@ -255,22 +258,33 @@ func BenchmarkCommitPages(b *testing.B) {
 			for i := range 100 {
 				channels = append(channels, mustCreateChannel(b, st, "c"+strconv.Itoa(i), false))
 			}
-			st.db.Update(func(tx *bbolt.Tx) error {
+			mustUpdate(b, st, func(tx *bbolt.Tx) error {
 				for i := range 1000 {
-					id, _ := tx.Bucket(bucketUsers).NextSequence()
+					id, err := tx.Bucket(bucketUsers).NextSequence()
+					if err != nil {
+						return err
+					}
 					u := user{ID: id, Email: "u" + strconv.Itoa(i) + "@example.com", Role: roleMember, Active: true}
-					putJSON(tx.Bucket(bucketUsers), itob(id), u)
+					if err := putJSON(tx.Bucket(bucketUsers), itob(id), u); err != nil {
+						return err
+					}
 					users = append(users, u)
 					for c := range 15 {
 						ch := channels[(i*7+c*13)%len(channels)]
-						st.addSubscription(tx, id, ch.ID)
-						addUnread(tx, id, ch.ID, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
+						if err := st.addSubscription(tx, id, ch.ID); err != nil {
+							return err
+						}
+						if err := addUnread(tx, id, ch.ID, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}); err != nil {
+							return err
+						}
 					}
 				}
 				return nil
 			})
 			for i := range b.N {
-				st.addPushToken(users[i%len(users)].ID, pushToken{Kind: pushAPNs, Token: fmt.Sprintf("%064x", i)})
+				if err := st.addPushToken(users[i%len(users)].ID, pushToken{Kind: pushAPNs, Token: fmt.Sprintf("%064x", i)}); err != nil {
+					b.Fatal(err)
+				}
 			}
 			st.janitorOff.Store(true)
 			before, groups := st.db.Stats(), st.commitStats.groups.Load()
@@ -281,11 +295,16 @@ func BenchmarkCommitPages(b *testing.B) {
 				wg.Go(func() {
 					for i := int(next.Add(1)) - 1; i < b.N; i = int(next.Add(1)) - 1 {
 						u := users[i%len(users)]
+						var err error
 						if kind == "remove_token" {
-							st.removePushToken(u.ID, pushAPNs, fmt.Sprintf("%064x", i))
+							err = st.removePushToken(u.ID, pushAPNs, fmt.Sprintf("%064x", i))
 						} else {
 							ch := channels[((i%len(users))*7+(i/len(users)%15)*13)%len(channels)]
-							st.markChannelRead(u, ch.ID)
+							err = st.markChannelRead(u, ch.ID)
+						}
+						if err != nil {
+							b.Error(err) // not Fatal: this is not the benchmark's goroutine
+							return
 						}
 					}
 				})

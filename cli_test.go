@@ -23,6 +23,17 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (stdout, stderr
 	return out.String(), errOut.String(), err
 }
 
+// mustRunCLI is runCLI for a command the test needs to succeed: it
+// answers stdout, and a failure stops the test.
+func mustRunCLI(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
+	out, stderr, err := runCLI(t, env, args...)
+	if err != nil {
+		t.Fatalf("%q: %v\n%s", args, err, stderr)
+	}
+	return out
+}
+
 var apiKeyLine = regexp.MustCompile(`^[A-Za-z0-9]{32}\n$`)
 
 func TestRun_FlagsMayStandAnywhere(t *testing.T) {
@@ -53,11 +64,11 @@ func TestRun_DatabaseFromEnvironmentFlagWins(t *testing.T) {
 	if _, _, err := runCLI(t, env, "channel", "add", "secret", "--private", "--db", filepath.Join(dir, "flag.db")); err != nil {
 		t.Fatal(err)
 	}
-	out, _, _ := runCLI(t, env, "channel", "list")
+	out := mustRunCLI(t, env, "channel", "list")
 	if out != "1\tgeneral\tpublic\ttalk\n" {
 		t.Errorf("channels in ZULITE_DB: got %q, want general only", out)
 	}
-	out, _, _ = runCLI(t, env, "channel", "list", "--db", filepath.Join(dir, "flag.db"))
+	out = mustRunCLI(t, env, "channel", "list", "--db", filepath.Join(dir, "flag.db"))
 	if out != "1\tsecret\tprivate\t\n" {
 		t.Errorf("channels in --db: got %q, want secret only", out)
 	}
@@ -65,7 +76,7 @@ func TestRun_DatabaseFromEnvironmentFlagWins(t *testing.T) {
 
 func TestRun_MistakesAreErrorsNotPanics(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "z.db")
-	runCLI(t, nil, "--db", db, "user", "add", "a@example.com")
+	mustRunCLI(t, nil, "--db", db, "user", "add", "a@example.com")
 	for _, c := range []struct {
 		args  []string
 		usage bool
@@ -85,7 +96,7 @@ func TestRun_MistakesAreErrorsNotPanics(t *testing.T) {
 			t.Errorf("%q: got %v, want an error (usage: %v)", c.args, err, c.usage)
 		}
 	}
-	if out, _, _ := runCLI(t, nil, "--db", db, "user", "list"); strings.Count(out, "\n") != 1 {
+	if out := mustRunCLI(t, nil, "--db", db, "user", "list"); strings.Count(out, "\n") != 1 {
 		t.Errorf("accounts after refused commands: got %q, want one", out)
 	}
 }

@@ -29,7 +29,11 @@ func TestCommit_ConcurrentWritesShareCommits(t *testing.T) {
 							return
 						}
 						// Answered means committed: a fresh read sees it.
-						tokens, _ := st.pushTokens(alice.ID)
+						tokens, err := st.pushTokens(alice.ID)
+						if err != nil {
+							t.Error(err)
+							return
+						}
 						found := false
 						for _, tok := range tokens {
 							found = found || tok.Token == token
@@ -58,7 +62,9 @@ func TestCommit_AfterCloseFailsInsteadOfHanging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.close()
+	if err := st.close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.addPushToken(1, pushToken{Kind: pushFCM, Token: "x"}); err != errStoreClosed {
 		t.Errorf("write after close: got %v, want errStoreClosed", err)
 	}

@@ -33,10 +33,15 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	key := first.ownerKey
 	owner := "owner@zulite.localhost"
 	// A second account sends, so that the owner has unread messages to mark.
-	senderKey := strings.TrimSpace(e2eRunCLI(t, bin, "user", "add", "sender@example.com", "--db", db).stdout)
+	addSender := e2eRunCLI(t, bin, "user", "add", "sender@example.com", "--db", db)
+	addSender.wantOK(t, "user add sender@example.com")
+	senderKey := strings.TrimSpace(addSender.stdout)
 	client := &http.Client{Timeout: 5 * time.Second}
 	callAs := func(email, key, base, method, path string, params url.Values) (int, error) {
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(params.Encode()))
+		req, err := http.NewRequest(method, base+path, strings.NewReader(params.Encode()))
+		if err != nil {
+			return 0, err
+		}
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.SetBasicAuth(email, key)
 		resp, err := client.Do(req)
@@ -117,15 +122,21 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 			})
 		}
 		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
-		server.cmd.Process.Signal(syscall.SIGKILL) // requests are in flight
-		server.cmd.Wait()
+		killErr := server.cmd.Process.Signal(syscall.SIGKILL) // requests are in flight
+		server.cmd.Wait()                                     // "signal: killed", as meant
 		close(stop)
 		wg.Wait()
+		if killErr != nil { // the server had already exited: nothing was killed mid-flight
+			t.Fatalf("SIGKILL: %v", killErr)
+		}
 	}
 
 	st := reopenChecked(t, db)
-	u, _ := st.userByEmail(owner)
-	tokens, _ := st.pushTokens(u.ID)
+	u, err := st.userByEmail(owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := mustPushTokens(t, st, u.ID)
 	have := map[string]bool{}
 	for _, tok := range tokens {
 		have[tok.Token] = true
@@ -143,7 +154,7 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	// Every message is whole: its record, its channel and topic index
 	// entries; every acknowledged one is there.
 	contents := map[string]bool{}
-	st.db.View(func(tx *bbolt.Tx) error {
+	mustView(t, st, func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketMessages).ForEach(func(k, v []byte) error {
 			m, err := messageByID(tx, btoi(k))
 			if err != nil {
@@ -164,8 +175,11 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	}
 	// Messages acknowledged before an acknowledged mark began are read.
 	unread := map[string]bool{}
-	st.db.View(func(tx *bbolt.Tx) error {
-		ids, _ := unreadIDs(tx, u.ID, 1)
+	mustView(t, st, func(tx *bbolt.Tx) error {
+		ids, err := unreadIDs(tx, u.ID, 1)
+		if err != nil {
+			return err
+		}
 		for _, id := range ids {
 			if m, err := messageByID(tx, id); err == nil {
 				unread[m.Content] = true
@@ -218,10 +232,14 @@ func TestShutdown_InFlightRequestsFinishNewConnectionsRefused(t *testing.T) {
 	body := "token=c0ffee"
 	req := fmt.Sprintf("POST /api/v1/users/me/apns_device_token HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n",
 		basic("owner@zulite.localhost", key), len(body))
-	conn.Write([]byte(req + body[:5])) // headers and part of the body: in flight
+	if _, err := conn.Write([]byte(req + body[:5])); err != nil { // headers and part of the body: in flight
+		t.Fatal(err)
+	}
 	time.Sleep(100 * time.Millisecond)
 	stopped := time.Now()
-	srv.cmd.Process.Signal(syscall.SIGTERM)
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
 	refused := false
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err != nil {
@@ -234,7 +252,9 @@ func TestShutdown_InFlightRequestsFinishNewConnectionsRefused(t *testing.T) {
 	if !refused {
 		t.Errorf("new connections were still accepted 3 s after SIGTERM")
 	}
-	conn.Write([]byte(body[5:]))
+	if _, err := conn.Write([]byte(body[5:])); err != nil {
+		t.Fatalf("the rest of the in-flight body: %v", err)
+	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("the in-flight request got no answer: %v", err)
@@ -249,8 +269,11 @@ func TestShutdown_InFlightRequestsFinishNewConnectionsRefused(t *testing.T) {
 		t.Errorf("shutdown took %v", took)
 	}
 	st := reopenChecked(t, db)
-	u, _ := st.userByEmail("owner@zulite.localhost")
-	if tokens, _ := st.pushTokens(u.ID); len(tokens) != 1 {
+	u, err := st.userByEmail("owner@zulite.localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tokens := mustPushTokens(t, st, u.ID); len(tokens) != 1 {
 		t.Errorf("the in-flight request's token: got %d tokens, want 1", len(tokens))
 	}
 }

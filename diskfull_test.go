@@ -51,7 +51,7 @@ func TestDiskFull_500ThenRecovers(t *testing.T) {
 	srv := e2eStartServer(t, wrapper, db, "--rate-limit", "off")
 	key := srv.ownerKey
 	c := rtClient{srv.baseURL, "owner@zulite.localhost", key, &http.Client{Timeout: 10 * time.Second}}
-	c.call(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}})
+	c.mustCall(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}, http.StatusOK)
 
 	setFileSizeLimit(t, srv.cmd.Process.Pid, 512<<10) // 512 KiB of "disk"
 	big := strings.Repeat("x", 9000)
@@ -96,12 +96,14 @@ func TestDiskFull_500ThenRecovers(t *testing.T) {
 		}
 		acked = append(acked, uint64(body["id"].(float64)))
 	}
-	srv.cmd.Process.Signal(syscall.SIGTERM)
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
 	if err := srv.cmd.Wait(); err != nil {
 		t.Errorf("exit: %v", err)
 	}
 	st := reopenChecked(t, db)
-	st.db.View(func(tx *bbolt.Tx) error {
+	mustView(t, st, func(tx *bbolt.Tx) error {
 		for _, id := range acked {
 			if m, err := messageByID(tx, id); err != nil || len(m.Content) != len(big) {
 				t.Errorf("acknowledged message %d: %v", id, err)

@@ -37,7 +37,9 @@ func TestRegister_StateMatchesWhatGetMessagesShows(t *testing.T) {
 	e := newTestEnv(t)
 	lunch := []uint64{e.sendAs(t, e.bob, e.general, "lunch"), e.sendAs(t, e.bob, e.general, "lunch")}
 	dinner := e.sendAs(t, e.bob, e.general, "dinner")
-	e.st.addSubscriptionForTest(e.bob.user, e.secret)
+	if err := e.st.addSubscriptionForTest(e.bob.user, e.secret); err != nil {
+		t.Fatal(err)
+	}
 	secret := e.sendAs(t, e.bob, e.secret, "s")
 	r := e.registerQueue(t, &e.alice, url.Values{"event_types": {`["message","update_message_flags","subscription"]`}, "client_capabilities": {`{"notification_settings_null":true,"some_future_capability":true}`}})
 
@@ -83,10 +85,12 @@ func TestRegister_StateMatchesWhatGetMessagesShows(t *testing.T) {
 	}
 }
 
+// jsonEqual compares a and b as JSON; two values that do not encode are
+// not equal (their empty encodings would be).
 func jsonEqual(a, b any) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
+	x, errX := json.Marshal(a)
+	y, errY := json.Marshal(b)
+	return errX == nil && errY == nil && string(x) == string(y)
 }
 
 func TestEvents_MessagesFlagsAndSubscriptionsReachTheRightQueues(t *testing.T) {
@@ -135,15 +139,15 @@ func TestEvents_MessagesFlagsAndSubscriptionsReachTheRightQueues(t *testing.T) {
 	}
 
 	// Removing read carries message_details; mark_all_as_read says all.
-	e.request(t, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {jsonIDs(id)}, "op": {"remove"}, "flag": {"read"}}, &e.bob)
-	e.request(t, http.MethodPost, "/api/v1/mark_all_as_read", nil, &e.bob)
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {jsonIDs(id)}, "op": {"remove"}, "flag": {"read"}}, &e.bob))
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/mark_all_as_read", nil, &e.bob))
 	events = e.pollNow(t, &e.bob, bob, 2)
 	if len(events) != 2 || events[0]["op"] != "remove" || events[0]["message_details"] == nil || events[1]["all"] != true {
 		t.Errorf("remove read then mark all: got %v", events)
 	}
 
-	e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}, &e.owner)
-	e.request(t, http.MethodDelete, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["general"]`}}, &e.owner)
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}, &e.owner))
+	wantAPISuccess(t, e.request(t, http.MethodDelete, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["general"]`}}, &e.owner))
 	events = e.pollNow(t, &e.owner, owner, -1)
 	if len(events) != 2 || events[0]["type"] != "subscription" || events[0]["op"] != "add" || events[1]["op"] != "remove" {
 		t.Errorf("owner's subscription events: got %v", events)
@@ -210,7 +214,7 @@ func TestEvents_LongPollWakesOnSendAndEndsOnShutdown(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond) // let the poll start waiting
 	start := time.Now()
-	e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice)
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice))
 	select {
 	case r := <-done:
 		t.Logf("a send woke the waiting poll %v after the send returned", time.Since(start))
@@ -265,7 +269,7 @@ func TestEvents_EveryWaitingPollWakesAndRemovalEndsThem(t *testing.T) {
 	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
 	first, second := waitPoll(hub, e.bob.ID, queue, -1), waitPoll(hub, e.bob.ID, queue, -1)
 	time.Sleep(50 * time.Millisecond)
-	e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice)
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice))
 	within(t, "first of two polls", first, true)
 	within(t, "second of two polls", second, true) // a reconnected client's poll must not wait 50 s
 
@@ -345,8 +349,8 @@ func TestEvents_AllPublicStreamsAndByteBudget(t *testing.T) {
 	e := newTestEnv(t)
 	all := e.registerQueue(t, &e.owner, url.Values{"all_public_streams": {"true"}}).str("queue_id")
 	mine := e.registerQueue(t, &e.owner, nil).str("queue_id")
-	e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice)
-	e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"secret"}, "topic": {"t"}, "content": {"x"}}, &e.alice)
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"secret"}, "topic": {"t"}, "content": {"x"}}, &e.alice))
 	events := e.pollNow(t, &e.owner, all, -1)
 	if len(events) != 1 || !jsonEqual(events[0]["flags"], []string{"read", "historical"}) {
 		t.Errorf("all_public_streams queue: got %v, want the public message only, read and historical", events)
@@ -356,7 +360,7 @@ func TestEvents_AllPublicStreamsAndByteBudget(t *testing.T) {
 	}
 	big := strings.Repeat("x", 9000)
 	for range maxQueueBytes/9000 + 1 { // each event is over 9000 bytes
-		e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {big}}, &e.alice)
+		wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {big}}, &e.alice))
 	}
 	r := e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {all}, "dont_block": {"true"}}, &e.owner)
 	wantAPIError(t, r, 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+all)

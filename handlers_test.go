@@ -203,7 +203,9 @@ func TestParameters_EveryShapeReachesTheHandler(t *testing.T) {
 		for _, method := range []string{http.MethodPost, http.MethodDelete} {
 			e := newTestEnv(t)
 			if method == http.MethodDelete {
-				e.st.addPushToken(e.alice.ID, pushToken{Kind: pushAPNs, Token: "c0ffee"})
+				if err := e.st.addPushToken(e.alice.ID, pushToken{Kind: pushAPNs, Token: "c0ffee"}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			r := e.requestAs(t, enc, method, "/api/v1/users/me/apns_device_token", url.Values{"token": {"c0ffee"}}, &e.alice)
 			wantAPISuccess(t, r)
@@ -332,8 +334,10 @@ func TestEnvelope_InternalErrorSaysNothingMore(t *testing.T) {
 	s := newServer(e.st, slog.New(slog.NewTextHandler(&logs, nil)), "", "")
 	h := s.routes()
 	path := e.st.db.Path()
-	e.st.db.Close() // every transaction now fails
-	defer func() {  // reopen for the consistency check at cleanup
+	if err := e.st.db.Close(); err != nil { // every transaction now fails
+		t.Fatal(err)
+	}
+	defer func() { // reopen for the consistency check at cleanup
 		var err error
 		if e.st.db, err = bbolt.Open(path, 0o600, nil); err != nil {
 			t.Fatal(err)
@@ -385,7 +389,9 @@ func TestEnvelope_BodyOverLimitRefused(t *testing.T) {
 
 func TestEnvelope_IgnoredParametersSortedLastAndClientSilent(t *testing.T) {
 	e := newTestEnv(t)
-	e.st.addPushToken(e.alice.ID, pushToken{Kind: pushAPNs, Token: "ab"})
+	if err := e.st.addPushToken(e.alice.ID, pushToken{Kind: pushAPNs, Token: "ab"}); err != nil {
+		t.Fatal(err)
+	}
 	req := buildRequest(t, urlencoded, http.MethodDelete, "/api/v1/users/me/apns_device_token?zeta=1&appid=x", url.Values{"token": {"ab"}, "client": {"test"}, "beta": {"1", "2"}, "Alpha": {"1"}, "zeta": {"2"}})
 	req.SetBasicAuth(e.alice.Email, e.alice.key)
 	r := e.do(t, req)

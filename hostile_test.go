@@ -25,43 +25,63 @@ func TestHostileClients_CutOffAndRefused(t *testing.T) {
 	auth := basic("owner@zulite.localhost", key)
 	addr := strings.TrimPrefix(srv.baseURL, "http://")
 
+	// dial connects, and sends the start of a request unless format is
+	// empty; a failure to do either would leave nothing for the server to
+	// cut off or refuse.
+	dial := func(t *testing.T, format string, args ...any) net.Conn {
+		t.Helper()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if format == "" {
+			return conn
+		}
+		if _, err := fmt.Fprintf(conn, format, args...); err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
 	// closedWithin reports whether the server ends the connection within d.
-	closedWithin := func(conn net.Conn, d time.Duration) bool {
-		conn.SetReadDeadline(time.Now().Add(d))
+	closedWithin := func(t *testing.T, conn net.Conn, d time.Duration) bool {
+		t.Helper()
+		if err := conn.SetReadDeadline(time.Now().Add(d)); err != nil {
+			t.Fatal(err)
+		}
 		_, err := io.ReadAll(conn) // until the server closes (or answers, then closes)
 		return err == nil
 	}
 	t.Run("slow headers are cut off", func(t *testing.T) {
-		conn, _ := net.Dial("tcp", addr)
-		defer conn.Close()
-		conn.Write([]byte("GET /api/v1/users/me HTTP/1.1\r\nHost: x\r\n")) // never finished
-		if !closedWithin(conn, 5*time.Second) {
+		conn := dial(t, "GET /api/v1/users/me HTTP/1.1\r\nHost: x\r\n") // never finished
+		if !closedWithin(t, conn, 5*time.Second) {
 			t.Errorf("a connection with unfinished headers was still open after 5 s")
 		}
 	})
 	t.Run("slow bodies are cut off", func(t *testing.T) {
-		conn, _ := net.Dial("tcp", addr)
-		defer conn.Close()
-		fmt.Fprintf(conn, "POST /api/v1/users/me/apns_device_token HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ntoken=", auth)
-		if !closedWithin(conn, 5*time.Second) {
+		conn := dial(t, "POST /api/v1/users/me/apns_device_token HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ntoken=", auth)
+		if !closedWithin(t, conn, 5*time.Second) {
 			t.Errorf("a connection with an unfinished body was still open after 5 s")
 		}
 	})
 	t.Run("a declared oversized body is refused unread", func(t *testing.T) {
-		conn, _ := net.Dial("tcp", addr)
-		defer conn.Close()
-		fmt.Fprintf(conn, "POST /api/v1/users/me/apns_device_token HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n", auth, 100<<20)
-		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		conn := dial(t, "POST /api/v1/users/me/apns_device_token HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n", auth, 100<<20)
+		if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil) // answered before any of the 100 MiB
 		if err != nil || resp.StatusCode != 413 {
 			t.Fatalf("got %v %v, want 413 without sending the body", resp, err)
 		}
 	})
 	t.Run("oversized headers are refused", func(t *testing.T) {
-		conn, _ := net.Dial("tcp", addr)
-		defer conn.Close()
+		conn := dial(t, "")
+		// The server may refuse before it has read all 200 KiB, so the
+		// write may fail; the 431 is what counts.
 		fmt.Fprintf(conn, "GET /api/v1/server_settings HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n", strings.Repeat("a", 200<<10))
-		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 			t.Fatalf("got %v %v, want 431", resp, err)

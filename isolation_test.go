@@ -15,8 +15,11 @@ import (
 func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	e := newTestEnv(t)
 	const secretText = "the secret plan"
-	e.st.addPushToken(e.alice.ID, pushToken{Kind: pushAPNs, Token: "aa11bb22"})
-	e.st.addPushToken(e.alice.ID, pushToken{Kind: pushFCM, Token: "alice-fcm-token"})
+	for _, tok := range []pushToken{{Kind: pushAPNs, Token: "aa11bb22"}, {Kind: pushFCM, Token: "alice-fcm-token"}} {
+		if err := e.st.addPushToken(e.alice.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
 	secretMsg, err := e.st.sendMessage(e.alice.user, channelRef{ID: e.secret.ID}, "plans", secretText, "")
 	if err != nil {
 		t.Fatal(err)
@@ -27,14 +30,20 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	msgID := strconv.FormatUint(secretMsg.ID, 10)
 
 	aliceState := func() string {
-		tokens, _ := e.st.pushTokens(e.alice.ID)
-		subs, _ := e.st.subscriptions(e.alice.ID)
+		tokens := mustPushTokens(t, e.st, e.alice.ID)
+		subs, err := e.st.subscriptions(e.alice.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
 		unreadGeneral := mustUnread(t, e.st, e.alice.user, e.general)
 		unreadSecret := mustUnread(t, e.st, e.alice.user, e.secret)
 		e.server.events.mu.Lock()
 		_, queued := e.server.events.queues[aliceQueue]
 		e.server.events.mu.Unlock()
-		users, _ := e.st.users()
+		users, err := e.st.users()
+		if err != nil {
+			t.Fatal(err)
+		}
 		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users))
 	}
 

@@ -34,7 +34,7 @@ func TestJanitor_DeletesWhatMarkingReadSetAside(t *testing.T) {
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				empty := false
-				st.db.View(func(tx *bbolt.Tx) error {
+				mustView(t, st, func(tx *bbolt.Tx) error {
 					k, _ := tx.Bucket(bucketUnreadTrash).Cursor().First()
 					empty = k == nil
 					return nil
@@ -68,14 +68,24 @@ func TestJanitor_MoveInsideACommitGroupStaysConsistent(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 20 {
-		st.db.Update(func(tx *bbolt.Tx) error { return addUnread(tx, bob.ID, ch.ID, many) })
+		mustUpdate(t, st, func(tx *bbolt.Tx) error { return addUnread(tx, bob.ID, ch.ID, many) })
 		for range 10 {
-			wg.Go(func() { st.sendMessage(alice, channelRef{ID: ch.ID}, "t", "x", "") })
-			wg.Go(func() { st.markChannelRead(bob, ch.ID) })
+			wg.Go(func() {
+				if _, err := st.sendMessage(alice, channelRef{ID: ch.ID}, "t", "x", ""); err != nil {
+					t.Error(err)
+				}
+			})
+			wg.Go(func() {
+				if err := st.markChannelRead(bob, ch.ID); err != nil {
+					t.Error(err)
+				}
+			})
 		}
 		wg.Wait()
 	}
-	st.markChannelRead(bob, ch.ID)
+	if err := st.markChannelRead(bob, ch.ID); err != nil {
+		t.Fatal(err)
+	}
 	if got := mustUnread(t, st, bob, ch); len(got) != 0 {
 		t.Errorf("bob's unread after a final mark: got %d", len(got))
 	}

@@ -47,7 +47,10 @@ func ownerKeyFrom(stdout *syncBuffer) string {
 
 func get(t *testing.T, client *http.Client, url, email, key string) (int, string, http.Header) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if email != "" {
 		req.SetBasicAuth(email, key)
 	}
@@ -56,7 +59,10 @@ func get(t *testing.T, client *http.Client, url, email, key string) (int, string
 		t.Fatalf("GET %s: %v", url, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: read body: %v", url, err)
+	}
 	return resp.StatusCode, string(body), resp.Header
 }
 
@@ -70,7 +76,9 @@ func TestLogs_OneJSONLinePerRequestWithoutSecrets(t *testing.T) {
 	if code != 200 || hdr.Get("X-Request-Id") == "" {
 		t.Fatalf("users/me: %d, X-Request-Id %q", code, hdr.Get("X-Request-Id"))
 	}
-	stop()
+	if err := stop(); err != nil { // the log is read whole once serve has returned
+		t.Fatalf("serve: %v", err)
+	}
 	var lines []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
 		var entry map[string]any
@@ -116,9 +124,9 @@ func TestHealthAndMetrics(t *testing.T) {
 	if code, _, _ := get(t, http.DefaultClient, base+"/metrics", "", ""); code != 401 {
 		t.Errorf("metrics on the API address without credentials: got %d, want 401", code)
 	}
-	runCLI(t, nil, "user", "add", "member@example.com", "--db", db)
+	mustRunCLI(t, nil, "user", "add", "member@example.com", "--db", db)
 	get(t, http.DefaultClient, base+"/api/v1/users/me", "owner@zulite.localhost", key)
-	runCLI(t, nil, "channel", "add", "general", "--db", db) // a commit through the socket
+	mustRunCLI(t, nil, "channel", "add", "general", "--db", db) // a commit through the socket
 	// A request is counted once its answer is written: the client may
 	// read the answer a moment before that.
 	var code int
@@ -150,7 +158,10 @@ func TestHealthAndMetrics(t *testing.T) {
 		if m == nil {
 			t.Fatalf("not a Prometheus sample: %q", line)
 		}
-		v, _ := strconv.ParseFloat(m[5], 64)
+		v, err := strconv.ParseFloat(m[5], 64)
+		if err != nil {
+			t.Fatalf("sample %q: %v", line, err)
+		}
 		samples[line[:strings.LastIndex(line, " ")]] = v
 	}
 	if v := samples[`zulite_http_requests_total{route="GET /api/v1/users/me",status="200"}`]; v != 1 {
@@ -178,7 +189,10 @@ func TestHealthAndMetrics(t *testing.T) {
 // selfSigned makes a certificate for 127.0.0.1 and writes it and its key.
 func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
-	priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "zulite test"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
@@ -186,11 +200,21 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyDER, _ := x509.MarshalECPrivateKey(priv)
+	keyDER, err := x509.MarshalECPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
-	cert, _ := x509.ParseCertificate(der)
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pool = x509.NewCertPool()
 	pool.AddCert(cert)
 	return certFile, keyFile, pool
@@ -207,8 +231,11 @@ func TestTLS_ServesWithACertificateFromFiles(t *testing.T) {
 		t.Errorf("over TLS: got %d %s, want realm_url https://%s", code, body, addr)
 	}
 	if resp, err := http.Get("http://" + addr + "/api/v1/server_settings"); err == nil {
-		body, _ := io.ReadAll(resp.Body)
+		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("plain HTTP on the TLS port: read body: %v", err)
+		}
 		if strings.Contains(string(body), "realm_url") {
 			t.Errorf("plain HTTP on the TLS port was served the API")
 		}

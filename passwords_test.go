@@ -17,11 +17,18 @@ import (
 
 func TestPasswordHasher_Argon2idWithChosenParameters(t *testing.T) {
 	h := newPasswordHasher()
-	stored, _ := h.hash(t.Context(), "correct horse")
+	stored, err := h.hash(t.Context(), "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !strings.HasPrefix(stored, "$argon2id$v=19$m=12288,t=3,p=1$") {
 		t.Errorf("stored form: got %q, want argon2id with m=12288,t=3,p=1", stored[:strings.LastIndex(stored, "$")])
 	}
-	if again, _ := h.hash(t.Context(), "correct horse"); stored == again {
+	again, err := h.hash(t.Context(), "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored == again {
 		t.Errorf("two hashes of one password are equal: the salt is not random")
 	}
 	if !verifies(h, stored, "correct horse") || verifies(h, stored, "correct horsE") || verifies(h, "", "") {
@@ -79,7 +86,7 @@ func TestFetchAPIKey_MintsANewKeyAndKeepsTheOthers(t *testing.T) {
 			t.Errorf("a key after login: got %v, want it to work", err)
 		}
 	}
-	e.st.db.View(func(tx *bbolt.Tx) error {
+	mustView(t, e.st, func(tx *bbolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
 			return b.ForEach(func(k, v []byte) error {
 				if bytes.Contains(v, []byte("alice-password")) || bytes.Contains(v, []byte(key)) {
@@ -93,8 +100,12 @@ func TestFetchAPIKey_MintsANewKeyAndKeepsTheOthers(t *testing.T) {
 
 func TestFetchAPIKey_Failures(t *testing.T) {
 	e := loginEnv(t)
-	e.st.setPassword("bob@example.com", hashOf("bob-password"))
-	e.st.setActive("bob@example.com", false)
+	if err := e.st.setPassword("bob@example.com", hashOf("bob-password")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.setActive("bob@example.com", false); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		rule, username, password string
 		status                   int
@@ -117,7 +128,9 @@ func TestFetchAPIKey_Failures(t *testing.T) {
 
 func TestFetchAPIKey_FiveFailuresPerAccountThenRefused(t *testing.T) {
 	e := loginEnv(t)
-	e.st.setPassword("bob@example.com", hashOf("bob-password"))
+	if err := e.st.setPassword("bob@example.com", hashOf("bob-password")); err != nil {
+		t.Fatal(err)
+	}
 	for range 5 {
 		wantAPIError(t, e.login(t, "alice@example.com", "guess"), 401, "AUTHENTICATION_FAILED", "Your username or password is incorrect")
 	}
@@ -162,7 +175,11 @@ func TestUsers_AdminsCreateEveryoneLists(t *testing.T) {
 	wantAPIError(t, create(&e.admin, "new@example.com", "short", "New"), 400, "BAD_REQUEST", "The password is too weak.")
 	wantAPIError(t, create(&e.admin, "new@example.com", "new-password", " "), 400, "BAD_REQUEST", "Name too short!")
 	wantAPIError(t, create(&e.admin, "ALICE@example.com", "new-password", "A"), 400, "BAD_REQUEST", "Email 'ALICE@example.com' already in use")
-	if n, _ := e.st.userCount(); n != 5 {
+	n, err := e.st.userCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 5 {
 		t.Fatalf("accounts after refused creations: got %d, want 5", n)
 	}
 	r := create(&e.owner, "new@example.com", "new-password", "New Person")
@@ -211,7 +228,10 @@ func TestRun_PasswordsFromStandardInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.close()
-		_, stored, _ := st.credentials("a@example.com")
+		_, stored, err := st.credentials("a@example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
 		return verifies(newPasswordHasher(), stored, password)
 	}
 	if !check("s3cret-pass") {
@@ -261,7 +281,9 @@ func TestFetchAPIKey_ParallelGuessesStopAtTheLimit(t *testing.T) {
 
 func TestFetchAPIKey_BotsDoNotLogInWithPasswords(t *testing.T) {
 	e := newTestEnv(t)
-	e.st.setPassword("bot@example.com", hashOf("bot-password"))
+	if err := e.st.setPassword("bot@example.com", hashOf("bot-password")); err != nil {
+		t.Fatal(err)
+	}
 	wantAPIError(t, e.login(t, "bot@example.com", "bot-password"), 401, "AUTHENTICATION_FAILED", "Your username or password is incorrect")
 	if _, _, err := runCLI(t, nil, "user", "add", "b2@example.com", "--bot", "--password-stdin", "--db", t.TempDir()+"/z.db"); !errors.Is(err, errUsage) {
 		t.Errorf("user add --bot --password-stdin: got %v, want a usage error", err)

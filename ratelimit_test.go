@@ -76,7 +76,9 @@ func TestRateLimit_OnlyWrongCredentialsCountAndEveryDoorIsThrottled(t *testing.T
 	e.server.limits = newRateLimiter([]rateRule{{time.Minute, 10_000}})
 	gone := account{}
 	gone.user, gone.key = mustCreateUser(t, e.st, "gone@example.com", roleMember, false)
-	e.st.setActive("gone@example.com", false)
+	if err := e.st.setActive("gone@example.com", false); err != nil {
+		t.Fatal(err)
+	}
 	for range 100 { // no credentials, and a right key of a deactivated account: not guesses
 		e.request(t, http.MethodGet, "/api/v1/users/me", nil, nil)
 		e.request(t, http.MethodGet, "/api/v1/users/me", nil, &gone)
@@ -88,7 +90,9 @@ func TestRateLimit_OnlyWrongCredentialsCountAndEveryDoorIsThrottled(t *testing.T
 	for range 30 {
 		e.request(t, http.MethodGet, "/metrics", nil, &wrong)
 	}
-	e.st.setPassword("bob@example.com", hashOf("bob-password"))
+	if err := e.st.setPassword("bob@example.com", hashOf("bob-password")); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 30 {
 		e.login(t, "nobody"+strconv.Itoa(i)+"@example.com", "guess")
 	}

@@ -31,7 +31,11 @@ func (c rtClient) call(t *testing.T, method, path string, params url.Values) (in
 	} else {
 		body = strings.NewReader(params.Encode())
 	}
-	req, _ := http.NewRequest(method, target, body)
+	req, err := http.NewRequest(method, target, body)
+	if err != nil { // not Fatal: call runs in the soak test's workers too
+		t.Errorf("%s %s: %v", method, path, err)
+		return 0, nil
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
@@ -45,6 +49,18 @@ func (c rtClient) call(t *testing.T, method, path string, params url.Values) (in
 	var out map[string]any
 	json.NewDecoder(resp.Body).Decode(&out)
 	return resp.StatusCode, out
+}
+
+// mustCall is call for a request the test needs answered with want; any
+// other answer stops the test. Only the test's own goroutine may use it.
+// It shows the answer's msg, never the body, which may hold a key.
+func (c rtClient) mustCall(t *testing.T, method, path string, params url.Values, want int) map[string]any {
+	t.Helper()
+	code, body := c.call(t, method, path, params)
+	if code != want {
+		t.Fatalf("%s %s: got %d %v, want %d", method, path, code, body["msg"], want)
+	}
+	return body
 }
 
 func ids(v any) []uint64 {
@@ -65,7 +81,10 @@ func rssAnonKiB(t *testing.T, pid int) int {
 	}
 	for _, line := range strings.Split(string(status), "\n") {
 		if rest, ok := strings.CutPrefix(line, "RssAnon:"); ok {
-			kib, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			kib, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			if err != nil {
+				t.Fatalf("RssAnon: %v", err)
+			}
 			return kib
 		}
 	}
@@ -90,22 +109,23 @@ func TestRealtime_ThroughTheBinary(t *testing.T) {
 		}
 	}
 	login := func(email string) rtClient {
-		_, body := rtClient{srv.baseURL, "", "", httpClient}.call(t, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {email}, "password": {"password-1"}})
+		body := rtClient{srv.baseURL, "", "", httpClient}.mustCall(t, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {email}, "password": {"password-1"}}, http.StatusOK)
 		return rtClient{srv.baseURL, email, body["api_key"].(string), httpClient}
 	}
 	alice, bob := login("alice@example.com"), login("bob@example.com")
 	for _, c := range []rtClient{alice, bob} {
-		c.call(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}})
+		c.mustCall(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}, http.StatusOK)
 	}
-	send := func(topic string) uint64 {
-		_, body := bob.call(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {topic}, "content": {"hi"}})
+	send := func(t *testing.T, topic string) uint64 {
+		t.Helper()
+		body := bob.mustCall(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {topic}, "content": {"hi"}}, http.StatusOK)
 		return uint64(body["id"].(float64))
 	}
-	sent := []uint64{send("a"), send("b"), send("a")}
+	sent := []uint64{send(t, "a"), send(t, "b"), send(t, "a")}
 
 	var queue string
 	t.Run("register answers the unread state GET /messages shows", func(t *testing.T) {
-		_, reg := alice.call(t, http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message","update_message_flags"]`}})
+		reg := alice.mustCall(t, http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message","update_message_flags"]`}}, http.StatusOK)
 		queue = reg["queue_id"].(string)
 		var fromRegister []uint64
 		for _, s := range reg["unread_msgs"].(map[string]any)["streams"].([]any) {
@@ -130,7 +150,7 @@ func TestRealtime_ThroughTheBinary(t *testing.T) {
 		}()
 		time.Sleep(200 * time.Millisecond)
 		sentAt := time.Now()
-		id := send("c")
+		id := send(t, "c")
 		body := <-polled
 		t.Logf("the poll answered %v after the send's answer began to be sent", time.Since(sentAt))
 		events := body["events"].([]any)
@@ -155,7 +175,7 @@ func TestRealtime_ThroughTheBinary(t *testing.T) {
 	})
 
 	t.Run("an expired queue is BAD_EVENT_QUEUE_ID", func(t *testing.T) {
-		_, reg := bob.call(t, http.MethodPost, "/api/v1/register", nil)
+		reg := bob.mustCall(t, http.MethodPost, "/api/v1/register", nil, http.StatusOK)
 		idle := reg["queue_id"].(string)
 		time.Sleep(3500 * time.Millisecond) // --event-queue-timeout 2s, swept every second
 		code, body := bob.call(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {idle}, "dont_block": {"true"}})
@@ -174,6 +194,7 @@ func TestRealtime_ThroughTheBinary(t *testing.T) {
 		for i := range users {
 			email := fmt.Sprintf("poller%d@example.com", i)
 			r := e2eRunCLI(t, bin, "user", "add", email, "--db", db)
+			r.wantOK(t, "user add "+email)
 			clients = append(clients, rtClient{srv.baseURL, email, strings.TrimSpace(r.stdout), httpClient})
 		}
 		type poll struct {
@@ -183,7 +204,7 @@ func TestRealtime_ThroughTheBinary(t *testing.T) {
 		var polls []poll
 		for _, c := range clients {
 			for range perUser {
-				_, reg := c.call(t, http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}})
+				reg := c.mustCall(t, http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}}, http.StatusOK)
 				polls = append(polls, poll{c, reg["queue_id"].(string)})
 			}
 		}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -34,8 +33,9 @@ func TestSoak(t *testing.T) {
 	for i := range 20 {
 		email := fmt.Sprintf("soak%d@example.com", i)
 		r := e2eRunCLI(t, bin, "user", "add", email, "--db", db)
+		r.wantOK(t, "user add "+email)
 		c := rtClient{srv.baseURL, email, strings.TrimSpace(r.stdout), httpClient}
-		c.call(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"one"},{"name":"two"}]`}})
+		c.mustCall(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"one"},{"name":"two"}]`}}, http.StatusOK)
 		clients = append(clients, c)
 	}
 	var requests, unexpected atomic.Int64
@@ -122,17 +122,24 @@ func checkSecrets(t *testing.T, bin, format string) {
 		t.Fatal(err)
 	}
 	key := strings.TrimSpace(string(out))
+	if !isAPIKey(key) {
+		t.Fatalf("user add printed %d characters, want an API key", len(key)) // not the output: it may be a key
+	}
+	// Each step must get its answer, or the scan below proves nothing:
+	// the failures must be reached, and the login must mint a key.
 	anon := rtClient{srv.baseURL, "", "", &http.Client{Timeout: 10 * time.Second}}
-	_, login := anon.call(t, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {"planted@example.com"}, "password": {password}})
+	login := anon.mustCall(t, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {"planted@example.com"}, "password": {password}}, http.StatusOK)
 	minted, _ := login["api_key"].(string)
-	anon.call(t, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {"planted@example.com"}, "password": {password + "x"}})
+	if !isAPIKey(minted) {
+		t.Fatalf("the planted password's login: got a %d-character api_key, want a new API key", len(minted))
+	}
+	anon.mustCall(t, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {"planted@example.com"}, "password": {password + "x"}}, http.StatusUnauthorized)
 	c := rtClient{srv.baseURL, "planted@example.com", key, anon.http}
-	c.call(t, http.MethodGet, "/api/v1/users/me", nil)
-	c.call(t, http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {"zz"}})
-	rtClient{srv.baseURL, "planted@example.com", key[:31] + "Z", anon.http}.call(t, http.MethodGet, "/api/v1/users/me", nil)
-	rtClient{srv.baseURL, "planted@example.com", "short", anon.http}.call(t, http.MethodGet, "/api/v1/users/me", nil)
-	srv.cmd.Process.Signal(syscall.SIGTERM)
-	if err := srv.cmd.Wait(); err != nil {
+	c.mustCall(t, http.MethodGet, "/api/v1/users/me", nil, http.StatusOK)
+	c.mustCall(t, http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {"zz"}}, http.StatusBadRequest)
+	rtClient{srv.baseURL, "planted@example.com", otherKey(key), anon.http}.mustCall(t, http.MethodGet, "/api/v1/users/me", nil, http.StatusUnauthorized)
+	rtClient{srv.baseURL, "planted@example.com", "short", anon.http}.mustCall(t, http.MethodGet, "/api/v1/users/me", nil, http.StatusUnauthorized)
+	if err := srv.stop(); err != nil { // waits for the last of stderr, too
 		t.Errorf("exit: %v", err)
 	}
 	written := srv.logs() + srv.output() // stdout holds the owner's bootstrap key, by design, and nothing planted
@@ -142,7 +149,11 @@ func checkSecrets(t *testing.T, bin, format string) {
 			t.Errorf("the server's output holds a planted secret (%d characters)", len(secret))
 		}
 	}
-	if minted == "" {
-		t.Errorf("the planted password did not log in")
-	}
+}
+
+// otherKey is a well-formed API key that differs from key in its last
+// character, so it is always the wrong key.
+func otherKey(key string) string {
+	i := strings.IndexByte(apiKeyAlphabet, key[len(key)-1])
+	return key[:len(key)-1] + string(apiKeyAlphabet[(i+1)%len(apiKeyAlphabet)])
 }

@@ -32,7 +32,10 @@ func BenchmarkStartup(b *testing.B) {
 			ub := tx.Bucket(bucketUsers)
 			ub.FillPercent = 1.0
 			for i := start; i < start+10_000; i++ {
-				id, _ := ub.NextSequence()
+				id, err := ub.NextSequence()
+				if err != nil {
+					return err
+				}
 				email := "user" + strconv.Itoa(i) + "@example.com"
 				if err := putJSON(ub, itob(id), user{ID: id, Email: email, FullName: email, Role: roleMember, Active: true}); err != nil {
 					return err
@@ -54,8 +57,13 @@ func BenchmarkStartup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	st.close()
-	fi, _ := os.Stat(db)
+	if err := st.close(); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(db)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Logf("database: %d users, %d unread entries, %d MiB", users, users*unreadEach, fi.Size()>>20)
 
 	bin := filepath.Join(dir, "zulite")
@@ -89,8 +97,10 @@ func BenchmarkStartup(b *testing.B) {
 			time.Sleep(200 * time.Microsecond)
 		}
 		b.StopTimer()
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			b.Fatal(err)
+		}
+		cmd.Wait() // its exit status is not what is measured
 		b.StartTimer()
 	}
 }

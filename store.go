@@ -1,7 +1,7 @@
 package main
 
 // The store keeps everything in one bbolt file. Bucket layout, schema
-// version 1 (ids are big-endian uint64, so keys sort by id; "‖" joins):
+// version 2 (ids are big-endian uint64, so keys sort by id; "‖" joins):
 //
 //	meta             "schema_version" → uint64
 //	                 "key_secret"     → 32 random bytes, the BLAKE2b key for API keys
@@ -57,8 +57,15 @@ import (
 	"golang.org/x/crypto/blake2b"
 )
 
-// schemaVersion 2 added topic_messages and flags (passwords needs no
-// migration: a new bucket is made on open).
+// schemaVersion 2 added topic_messages and flags to schema 1's buckets:
+// opening a schema-1 file builds topic_messages from messages
+// (indexTopics) and starts flags empty, as schema 1 kept no personal
+// flags. passwords and unread_trash came later with no change of schema:
+// they are new buckets, made empty on open.
+//
+// Every schema change comes with a test that builds a file of the schema
+// before it with bbolt alone, opens it with openStore, and checks what
+// migrate made of it, as migrate_test.go does for schema 1.
 const schemaVersion = 2
 
 var (

@@ -15,7 +15,11 @@ func TestCreateChannel_NameUniqueCaseInsensitively(t *testing.T) {
 	if _, err := st.createChannel("General", "", false, 0); !errors.Is(err, errChannelExists) {
 		t.Errorf("second channel named General: got %v, want errChannelExists", err)
 	}
-	if list, _ := st.channels(); len(list) != 1 {
+	list, err := st.channels()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
 		t.Errorf("channels: got %d, want 1", len(list))
 	}
 }
@@ -60,7 +64,7 @@ func TestChannelByID_SeesAChangedChannelAsItIsNow(t *testing.T) {
 	lookup := func() (channel, error) {
 		var got channel
 		var err error
-		st.db.View(func(tx *bbolt.Tx) error {
+		mustView(t, st, func(tx *bbolt.Tx) error {
 			got, err = st.channelByID(tx, ch.ID)
 			return nil
 		})

@@ -44,7 +44,11 @@ func TestSendMessage_PrivateChannelOnlyForSubscribers(t *testing.T) {
 	if _, err := st.sendMessage(bob, channelRef{ID: secret.ID}, "t", "x", ""); !errors.Is(err, errChannelForbidden) {
 		t.Errorf("non-subscriber send: got %v, want errChannelForbidden", err)
 	}
-	if maxID, _ := st.maxMessageID(); maxID != 0 {
+	maxID, err := st.maxMessageID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if maxID != 0 {
 		t.Errorf("messages after a refused send: got max id %d, want 0", maxID)
 	}
 	mustSend(t, st, alice, secret)
@@ -84,11 +88,15 @@ func TestMarkChannelRead_UnknownOrPrivateChannelIsNotFound(t *testing.T) {
 	alice, _ := mustCreateUser(t, st, "alice@example.com", roleMember, false)
 	bob, _ := mustCreateUser(t, st, "bob@example.com", roleMember, false)
 	secret := mustCreateChannel(t, st, "secret", true)
-	st.addSubscriptionForTest(alice, secret)
+	if err := st.addSubscriptionForTest(alice, secret); err != nil {
+		t.Fatal(err)
+	}
 	id := mustSend(t, st, alice, secret)
-	st.addSubscriptionForTest(bob, secret)
+	if err := st.addSubscriptionForTest(bob, secret); err != nil {
+		t.Fatal(err)
+	}
 	mustSend(t, st, bob, secret)
-	st.db.Update(func(tx *bbolt.Tx) error { // bob leaves, keeping no unread
+	mustUpdate(t, st, func(tx *bbolt.Tx) error { // bob leaves, keeping no unread
 		return tx.Bucket(bucketSubscriptions).Delete(append(itob(bob.ID), itob(secret.ID)...))
 	})
 	if err := st.markChannelRead(bob, secret.ID); !errors.Is(err, errNoSuchChannel) {

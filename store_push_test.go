@@ -25,7 +25,7 @@ func TestPushTokens_BelongToTheirOwner(t *testing.T) {
 	must(st.addPushToken(bob.ID, pushToken{Kind: pushAPNs, Token: "aabb"}))
 	must(st.addPushToken(alice.ID, pushToken{Kind: pushFCM, Token: "Android-Token"}))
 
-	tokens, _ := st.pushTokens(alice.ID)
+	tokens := mustPushTokens(t, st, alice.ID)
 	if len(tokens) != 2 || tokens[0].Token != "AABB" || tokens[0].AppID != "org.zulip.Zulip" {
 		t.Fatalf("alice's tokens: got %+v, want AABB (org.zulip.Zulip) and Android-Token", tokens)
 	}
@@ -36,7 +36,7 @@ func TestPushTokens_BelongToTheirOwner(t *testing.T) {
 	if err := st.removePushToken(alice.ID, pushAPNs, "aabb"); !errors.Is(err, errTokenNotFound) {
 		t.Errorf("second remove: got %v, want errTokenNotFound", err)
 	}
-	if tokens, _ := st.pushTokens(bob.ID); len(tokens) != 1 {
+	if tokens := mustPushTokens(t, st, bob.ID); len(tokens) != 1 {
 		t.Errorf("bob's tokens after alice's removal: got %d, want 1", len(tokens))
 	}
 }

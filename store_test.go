@@ -81,6 +81,38 @@ func mustSend(t testing.TB, st *store, sender user, ch channel) uint64 {
 	return sent.ID
 }
 
+func mustUpdateFlags(t testing.TB, st *store, u user, ids []uint64, change flagChange) {
+	t.Helper()
+	if _, _, err := st.updateFlags(u, ids, change); err != nil {
+		t.Fatalf("updateFlags(%s, %v, %+v): %v", u.Email, ids, change, err)
+	}
+}
+
+func mustPushTokens(t testing.TB, st *store, userID uint64) []pushToken {
+	t.Helper()
+	tokens, err := st.pushTokens(userID)
+	if err != nil {
+		t.Fatalf("pushTokens(%d): %v", userID, err)
+	}
+	return tokens
+}
+
+// mustView and mustUpdate run fn in a transaction of their own: a test
+// that reads or seeds the file directly stops if that fails.
+func mustView(t testing.TB, st *store, fn func(tx *bbolt.Tx) error) {
+	t.Helper()
+	if err := st.db.View(fn); err != nil {
+		t.Fatalf("view: %v", err)
+	}
+}
+
+func mustUpdate(t testing.TB, st *store, fn func(tx *bbolt.Tx) error) {
+	t.Helper()
+	if err := st.db.Update(fn); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+}
+
 func mustUnread(t testing.TB, st *store, u user, ch channel) []uint64 {
 	t.Helper()
 	ids, err := st.unread(u.ID, ch.ID)
@@ -107,7 +139,7 @@ func TestOpenStore_CreatesBucketsSchemaVersionAndPrivateFile(t *testing.T) {
 	if st.db.NoSync {
 		t.Errorf("NoSync: got true, want every commit synced")
 	}
-	st.db.View(func(tx *bbolt.Tx) error {
+	mustView(t, st, func(tx *bbolt.Tx) error {
 		for _, name := range allBuckets {
 			if tx.Bucket(name) == nil {
 				t.Errorf("bucket %s: missing", name)
@@ -126,14 +158,22 @@ func TestOpenStore_ExistingFileMadePrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.close()
-	os.Chmod(path, 0o644)
+	if err := st.close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	st, err = openStore(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.close()
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("file mode after reopening: got %o, want 600", fi.Mode().Perm())
 	}
 }
@@ -144,10 +184,12 @@ func TestOpenStore_RefusesNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.db.Update(func(tx *bbolt.Tx) error {
+	mustUpdate(t, st, func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keySchemaVersion, itob(schemaVersion+1))
 	})
-	st.close()
+	if err := st.close(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := openStore(path, time.Second); err == nil {
 		t.Fatal("openStore on a newer schema: got nil error, want a refusal")
 	}
@@ -190,7 +232,7 @@ func TestBatchedWrites_RejectionsLeaveTheOthersCommitted(t *testing.T) {
 	if added != n || refused != n {
 		t.Errorf("got %d added and %d refused, want %d and %d", added, refused, n, n)
 	}
-	if tokens, _ := st.pushTokens(alice.ID); len(tokens) != n {
+	if tokens := mustPushTokens(t, st, alice.ID); len(tokens) != n {
 		t.Errorf("tokens stored: got %d, want %d", len(tokens), n)
 	}
 }

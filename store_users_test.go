@@ -27,7 +27,7 @@ func TestAuthenticate_KeysHashedAtRestAndMatchedByEmailCaseInsensitively(t *test
 			t.Errorf("%s: got %v, want errBadCredentials", c.name, err)
 		}
 	}
-	st.db.View(func(tx *bbolt.Tx) error {
+	mustView(t, st, func(tx *bbolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
 			return b.ForEach(func(k, v []byte) error {
 				if bytes.Contains(k, []byte(key)) || bytes.Contains(v, []byte(key)) {
@@ -43,8 +43,11 @@ func TestRegenerateKey_RevokesEveryKeyAndPushToken(t *testing.T) {
 	st := mustOpenStore(t)
 	alice, oldKey := mustCreateUser(t, st, "alice@example.com", roleMember, false)
 	bob, bobKey := mustCreateUser(t, st, "bob@example.com", roleMember, false)
-	st.addPushToken(alice.ID, pushToken{Kind: pushAPNs, Token: "aabb"})
-	st.addPushToken(bob.ID, pushToken{Kind: pushAPNs, Token: "aabb"})
+	for _, u := range []user{alice, bob} {
+		if err := st.addPushToken(u.ID, pushToken{Kind: pushAPNs, Token: "aabb"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	newKey, err := st.regenerateKey("ALICE@example.com")
 	if err != nil {
@@ -56,10 +59,10 @@ func TestRegenerateKey_RevokesEveryKeyAndPushToken(t *testing.T) {
 	if _, err := st.authenticate("alice@example.com", newKey); err != nil {
 		t.Errorf("new key: got %v, want nil", err)
 	}
-	if tokens, _ := st.pushTokens(alice.ID); len(tokens) != 0 {
+	if tokens := mustPushTokens(t, st, alice.ID); len(tokens) != 0 {
 		t.Errorf("alice's tokens after regenerate: got %d, want 0", len(tokens))
 	}
-	if tokens, _ := st.pushTokens(bob.ID); len(tokens) != 1 {
+	if tokens := mustPushTokens(t, st, bob.ID); len(tokens) != 1 {
 		t.Errorf("bob's tokens: got %d, want 1", len(tokens))
 	}
 	if _, err := st.authenticate("bob@example.com", bobKey); err != nil {
@@ -73,7 +76,11 @@ func TestCreateUser_EmailUniqueCaseInsensitively(t *testing.T) {
 	if _, _, err := st.createUser("ALICE@example.com", "A", roleMember, false); !errors.Is(err, errEmailTaken) {
 		t.Errorf("second account with the same e-mail: got %v, want errEmailTaken", err)
 	}
-	if n, _ := st.userCount(); n != 1 {
+	n, err := st.userCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
 		t.Errorf("accounts: got %d, want 1", n)
 	}
 }

@@ -26,7 +26,7 @@ func TestUnreadChunks_RoundTripAppendAndMerge(t *testing.T) {
 	update(11, 12, want[5]) // older ids, and one already unread
 	want = mergeSorted(want, []uint64{11, 12})
 
-	st.db.View(func(tx *bbolt.Tx) error {
+	mustView(t, st, func(tx *bbolt.Tx) error {
 		got, err := unreadIDs(tx, 1, 2)
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("unread ids: got %d ids (err %v), want %d", len(got), err, len(want))
@@ -118,7 +118,7 @@ func TestRemoveUnread_RewritesOnlyWhatItMust(t *testing.T) {
 	for id := uint64(1); id <= 2500; id++ {
 		all = append(all, id)
 	}
-	st.db.Update(func(tx *bbolt.Tx) error { return addUnread(tx, 1, 2, all) })
+	mustUpdate(t, st, func(tx *bbolt.Tx) error { return addUnread(tx, 1, 2, all) })
 	gone := []uint64{0, 1, 999, 1000, 1001, 2001, 2500, 9999} // 0 and 9999 were never unread
 	var removed []uint64
 	err := st.db.Update(func(tx *bbolt.Tx) error {
@@ -133,8 +133,12 @@ func TestRemoveUnread_RewritesOnlyWhatItMust(t *testing.T) {
 		t.Errorf("removed: got %v, want %v", removed, want)
 	}
 	want := slices.DeleteFunc(slices.Clone(all), func(id uint64) bool { return slices.Contains(gone, id) })
-	st.db.View(func(tx *bbolt.Tx) error {
-		if got, _ := unreadIDs(tx, 1, 2); !slices.Equal(got, want) {
+	mustView(t, st, func(tx *bbolt.Tx) error {
+		got, err := unreadIDs(tx, 1, 2)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, want) {
 			t.Errorf("unread after: got %d ids, want %d", len(got), len(want))
 		}
 		return nil
@@ -146,7 +150,7 @@ func TestRemoveUnread_RewritesOnlyWhatItMust(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.db.View(func(tx *bbolt.Tx) error {
+	mustView(t, st, func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketUnread).Bucket(unreadKey(1, 2)) != nil {
 			t.Errorf("an emptied unread set keeps its bucket")
 		}
