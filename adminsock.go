@@ -51,7 +51,7 @@ type backupHeader struct {
 // leftover one is removed.
 func listenAdmin(path string) (net.Listener, error) {
 	os.Remove(path)
-	dir, err := os.MkdirTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*") // mode 0700
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".z") // mode 0700; short, as a socket's path is at most 107 bytes
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}

@@ -87,7 +87,7 @@ func (s *store) authenticate(email, key string) (user, error) {
 // e-mail has no account.
 func (s *store) loadCredentials(email string) (*credentials, error) {
 	var entry *credentials
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		entry = nil
 		u, err := userByEmail(tx, email)
 		if err == errNoSuchUser {

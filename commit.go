@@ -68,7 +68,7 @@ func (s *store) commitGroup(group []commitRequest) {
 	}
 	for len(group) > 0 {
 		failed := -1
-		err := s.db.Update(func(tx *bbolt.Tx) error {
+		err := s.updateGuarded(func(tx *bbolt.Tx) error {
 			for i, req := range group {
 				if err := req.fn(tx); err != nil {
 					failed = i
@@ -87,7 +87,7 @@ func (s *store) commitGroup(group []commitRequest) {
 			return
 		}
 		alone := group[failed]
-		err = s.db.Update(alone.fn)
+		err = s.updateGuarded(alone.fn)
 		if err == nil && alone.after != nil {
 			alone.after()
 		}

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"go.etcd.io/bbolt"
 )
 
 // Issue 11: what an ordinary account, a local user or a careless setup
@@ -116,4 +121,81 @@ func copyFile(from, to string, mode os.FileMode) error {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// A damaged database file ends `serve` and an admin command with one
+// line naming the file and what to do, a non-zero exit, and the file as it
+// was: no bus error, no stack. The file is cut short at several places,
+// and has a page overwritten with garbage.
+func TestDamagedDatabase_OneClearLineAndTheFileUntouched(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.db")
+	srv := e2eStartServer(t, bin, good)
+	if err := srv.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	for i := range 20 {
+		e2eRunCLI(t, bin, "user", "add", "u"+strconv.Itoa(i)+"@example.com", "--db", good).wantOK(t, "user add")
+	}
+	whole, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usersPage, rootPage, used := pagesOf(t, good)
+	damage := map[string]func([]byte) []byte{
+		"cut to 100 bytes":           func(b []byte) []byte { return b[:100] },
+		"cut inside page 1":          func(b []byte) []byte { return b[:5000] },
+		"cut to half":                func(b []byte) []byte { return b[:len(b)/2] },
+		"cut one page short":         func(b []byte) []byte { return b[:used-4096] },
+		"both headers overwritten":   func(b []byte) []byte { return overwrite(overwrite(b, 0), 1) },
+		"root page overwritten":      func(b []byte) []byte { return overwrite(b, rootPage) },
+		"accounts' page overwritten": func(b []byte) []byte { return overwrite(b, usersPage) },
+	}
+	for name, harm := range damage {
+		db := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".db")
+		damaged := harm(slices.Clone(whole))
+		if err := os.WriteFile(db, damaged, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"serve", "--db", db, "--addr", "127.0.0.1:0"}, {"user", "list", "--db", db}} {
+			r := e2eRunCLI(t, bin, args...)
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if r.code == 0 || len(lines) != 1 || !strings.Contains(lines[0], db+" is damaged") || !strings.Contains(lines[0], "zulite backup") {
+				t.Errorf("%s, zulite %s: got exit %d and %d lines on stderr, first %q; want a non-zero exit and one line naming the file and `zulite backup`",
+					name, args[0], r.code, len(lines), firstLine(r.stderr))
+			}
+			if after, err := os.ReadFile(db); err != nil || !bytes.Equal(after, damaged) {
+				t.Errorf("%s, zulite %s: the file changed (%v)", name, args[0], err)
+			}
+		}
+	}
+}
+
+// overwrite fills page n (bbolt's 4096-byte pages) with a fixed pattern
+// that is no valid page.
+func overwrite(b []byte, n int) []byte {
+	for i := n * 4096; i < (n+1)*4096 && i < len(b); i++ {
+		b[i] = byte(i*7 + 3)
+	}
+	return b
+}
+
+// pagesOf finds, in a database file, the page of the accounts bucket
+// and of the root bucket, to damage them, and the bytes its pages use.
+func pagesOf(t *testing.T, path string) (users, root, used int) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bbolt.Tx) error {
+		users, root, used = int(tx.Bucket(bucketUsers).Root()), int(tx.Cursor().Bucket().Root()), int(tx.Size())
+		return nil
+	})
+	if err != nil || users == 0 || root == 0 {
+		t.Fatalf("pages: got users %d, root %d (%v)", users, root, err)
+	}
+	return users, root, used
 }

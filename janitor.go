@@ -45,7 +45,7 @@ func (s *store) sweepOne() bool {
 		return false
 	}
 	found := false
-	s.db.View(func(tx *bbolt.Tx) error { // most wakes find nothing: no write then
+	s.view(func(tx *bbolt.Tx) error { // most wakes find nothing: no write then
 		k, _ := tx.Bucket(bucketUnreadTrash).Cursor().First()
 		found = k != nil
 		return nil

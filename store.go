@@ -209,9 +209,19 @@ type store struct {
 // openStore opens (creating if needed) the database at path, waiting at
 // most lockTimeout for another process to release it.
 func openStore(path string, lockTimeout time.Duration) (*store, error) {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout})
+	if err := checkDatabaseFile(path); err != nil {
+		return nil, err
+	}
+	var db *bbolt.DB
+	err := guarded(path, func() (err error) {
+		db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout})
+		return err
+	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: %w", path, errDatabaseLocked)
+	}
+	if errors.Is(err, errDamaged) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -222,14 +232,46 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if err := db.Update(s.migrate); err != nil {
+	if err := guarded(path, func() error { return s.migrateIfNeeded(db) }); err != nil {
 		db.Close()
+		if errors.Is(err, errDamaged) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	go s.committer()
 	go s.publisher()
 	go s.janitor()
 	return s, nil
+}
+
+// migrateIfNeeded migrates in a write transaction only when the file is
+// not already laid out as this zulite lays it out, so that opening a file
+// that needs nothing writes nothing (and a file found damaged later by
+// a read is left as it was).
+func (s *store) migrateIfNeeded(db *bbolt.DB) error {
+	current := false
+	err := db.View(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return nil
+		}
+		if v := meta.Get(keySchemaVersion); v == nil || btoi(v) != schemaVersion || meta.Get(keyKeySecret) == nil {
+			return nil
+		}
+		for _, name := range allBuckets {
+			if tx.Bucket(name) == nil {
+				return nil
+			}
+		}
+		current = true
+		s.load(tx)
+		return nil
+	})
+	if err != nil || current {
+		return err
+	}
+	return db.Update(s.migrate)
 }
 
 // migrate creates every bucket and the key secret, and refuses a file
@@ -259,10 +301,15 @@ func (s *store) migrate(tx *bbolt.Tx) error {
 			return err
 		}
 	}
-	s.keySecret = slices.Clone(secret)
+	s.load(tx)
+	return nil
+}
+
+// load reads what the store keeps in memory from a laid-out file.
+func (s *store) load(tx *bbolt.Tx) {
+	s.keySecret = slices.Clone(tx.Bucket(bucketMeta).Get(keyKeySecret))
 	s.maxID.Store(tx.Bucket(bucketMessages).Sequence())
 	s.dummyKeyHash = s.keyHash(strings.Repeat("0", apiKeyLength))
-	return nil
 }
 
 // close stops the committer (writes still waiting get errStoreClosed)
@@ -345,7 +392,7 @@ func (s *store) keyHash(key string) []byte {
 
 // ping answers whether the database can be read.
 func (s *store) ping() error {
-	return s.db.View(func(tx *bbolt.Tx) error {
+	return s.view(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketMeta) == nil {
 			return errors.New("no meta bucket")
 		}
@@ -362,7 +409,7 @@ type storeFigures struct {
 
 func (s *store) figures() storeFigures {
 	var f storeFigures
-	s.db.View(func(tx *bbolt.Tx) error {
+	s.view(func(tx *bbolt.Tx) error {
 		f.bytes = tx.Size()
 		return nil
 	})
@@ -381,7 +428,7 @@ func (s *store) figures() storeFigures {
 // copy at the speed of a local disk (snapshotFile).
 func (s *store) snapshot(w io.Writer) (int64, error) {
 	var size int64
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
 		size, err = tx.WriteTo(w)
 		return err

@@ -49,7 +49,7 @@ func (s *store) createChannelTx(tx *bbolt.Tx, name, description string, private 
 
 func (s *store) channels() ([]channel, error) {
 	var list []channel
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		list = nil
 		return tx.Bucket(bucketChannels).ForEach(func(_, v []byte) error {
 			var ch channel
@@ -152,7 +152,7 @@ func canAccess(tx *bbolt.Tx, u user, ch channel) bool {
 // existence does not leak.
 func (s *store) accessibleChannel(u user, name string) (channel, error) {
 	var ch channel
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
 		ch, err = s.channelByName(tx, name)
 		if err == nil && !canAccess(tx, u, ch) {
@@ -288,7 +288,7 @@ type subscribedChannel struct {
 // subscriptions lists the user's channels with the subscriber ids.
 func (s *store) subscriptions(userID uint64) ([]subscribedChannel, error) {
 	var list []subscribedChannel
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		list = nil
 		prefix := itob(userID)
 		c := tx.Bucket(bucketSubscriptions).Cursor()
@@ -331,7 +331,7 @@ type channelFilter struct {
 // ones they are subscribed to; AllActive (admins) lists every channel.
 func (s *store) visibleChannels(u user, f channelFilter) ([]channel, error) {
 	var list []channel
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		list = nil
 		return tx.Bucket(bucketChannels).ForEach(func(_, v []byte) error {
 			var ch channel

@@ -87,7 +87,7 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 // read transaction and no commit is made.
 func (s *store) markChannelRead(u user, channelID uint64) error {
 	nothing := false
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		ch, err := s.channelByID(tx, channelID)
 		if err != nil {
 			return err
@@ -350,7 +350,7 @@ type unreadTopic struct {
 
 func (s *store) unreadSummary(userID uint64, max int) (unreadSummary, error) {
 	var sum unreadSummary
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		sum = unreadSummary{}
 		ids, err := allUnreadIDs(tx, userID)
 		if err != nil {
@@ -390,7 +390,7 @@ func messageByID(tx *bbolt.Tx, id uint64) (message, error) {
 
 func (s *store) unread(userID, channelID uint64) ([]uint64, error) {
 	var ids []uint64
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
 		ids, err = unreadIDs(tx, userID, channelID)
 		return err

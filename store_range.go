@@ -60,7 +60,7 @@ type pagedMessage struct {
 // messages answers a range of the messages the user may see.
 func (s *store) messages(u user, q messageRange) (messagePage, error) {
 	var page messagePage
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
 		page, err = s.selectRange(tx, u, q)
 		return err

@@ -66,7 +66,7 @@ func (s *store) setPassword(email, passwordHash string) error {
 func (s *store) credentials(email string) (user, string, error) {
 	var u user
 	var hash string
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
 		if u, err = userByEmail(tx, email); err != nil {
 			return err
@@ -120,7 +120,7 @@ func (s *store) putKey(tx *bbolt.Tx, userID uint64, key string) error {
 // userByEmail finds an account by e-mail, case-insensitively.
 func (s *store) userByEmail(email string) (user, error) {
 	var u user
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
 		u, err = userByEmail(tx, email)
 		return err
@@ -139,7 +139,7 @@ func userByEmail(tx *bbolt.Tx, email string) (user, error) {
 
 func (s *store) users() ([]user, error) {
 	var list []user
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		list = nil
 		return tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
 			var u user
@@ -190,7 +190,7 @@ func (s *store) setActive(email string, active bool) error {
 // (start-up asks, and must stay fast however many there are).
 func (s *store) hasUsers() (bool, error) {
 	found := false
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		k, _ := tx.Bucket(bucketUsers).Cursor().First()
 		found = k != nil
 		return nil
