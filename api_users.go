@@ -202,7 +202,7 @@ func (s *server) fetchAPIKey(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr := clientAddress(r.Request)
+	addr := s.clientAddress(r.Request)
 	if err := s.limits.addressBlocked(addr, time.Now()); err != nil {
 		return nil, err
 	}

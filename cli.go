@@ -29,11 +29,13 @@ type options struct {
 	TLSKey      string        `json:"-"`
 	ACMEDomain  string        `json:"-"`
 	ACMECache   string        `json:"-"`
-	Name        string        `json:"name,omitempty"`
-	Description string        `json:"description,omitempty"`
-	Admin       bool          `json:"admin,omitempty"`
-	Bot         bool          `json:"bot,omitempty"`
-	Private     bool          `json:"private,omitempty"`
+	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	TrustedProxies string `json:"-"`
+	Name           string `json:"name,omitempty"`
+	Description    string `json:"description,omitempty"`
+	Admin          bool   `json:"admin,omitempty"`
+	Bot            bool   `json:"bot,omitempty"`
+	Private        bool   `json:"private,omitempty"`
 	// PasswordStdin asks for the password on standard input; Password
 	// carries it to the command (through the 0600 socket when a server
 	// holds the database). It is never printed or logged.
@@ -94,6 +96,7 @@ var flagTable = []flagSpec{
 	{name: "read-header-timeout", command: "serve", env: "ZULITE_READ_HEADER_TIMEOUT", def: 10 * time.Second, help: "time allowed to send a request's headers", field: func(o *options) any { return &o.HeaderWait }},
 	{name: "read-timeout", command: "serve", env: "ZULITE_READ_TIMEOUT", def: 60 * time.Second, help: "time allowed to send a whole request, body included", field: func(o *options) any { return &o.BodyWait }},
 	{name: "log-format", command: "serve", env: "ZULITE_LOG_FORMAT", def: "text", help: "log format, text or json", field: func(o *options) any { return &o.LogFormat }},
+	{name: "trusted-proxies", command: "serve", env: "ZULITE_TRUSTED_PROXIES", help: "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (the rightmost address not among them), for the failed-authentication limit", field: func(o *options) any { return &o.TrustedProxies }},
 	{name: "metrics-addr", command: "serve", env: "ZULITE_METRICS_ADDR", help: "serve GET /metrics without authentication on this address of its own; on the API address it is for administrators", field: func(o *options) any { return &o.MetricsAddr }},
 	{name: "tls-cert", command: "serve", env: "ZULITE_TLS_CERT", help: "TLS certificate file, PEM", field: func(o *options) any { return &o.TLSCert }},
 	{name: "tls-key", command: "serve", env: "ZULITE_TLS_KEY", help: "TLS private key file, PEM", field: func(o *options) any { return &o.TLSKey }},

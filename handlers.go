@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"path"
 	"slices"
 	"strings"
@@ -29,8 +30,11 @@ type server struct {
 	logins    *loginLimiter
 	events    *eventHub
 	limits    *rateLimiter // nil: no rate limits
-	patterns  []string     // every route, as routes registers them
-	metrics   *metrics
+	// trustedProxies are the peers whose X-Forwarded-For is believed
+	// (--trusted-proxies).
+	trustedProxies []netip.Prefix
+	patterns       []string // every route, as routes registers them
+	metrics        *metrics
 	// requestIDs and requestLog are the request lines' ids and writer
 	// (nil writer: none, as in tests).
 	requestIDs *requestIDs
@@ -230,7 +234,7 @@ func (s *server) api(h apiHandler, checks ...roleCheck) http.Handler {
 func (s *server) admit(w http.ResponseWriter, r *http.Request, checks ...roleCheck) (user, error) {
 	info := named(w, r)
 	now := time.Now()
-	addr := clientAddress(r)
+	addr := s.clientAddress(r)
 	if err := s.limits.addressBlocked(addr, now); err != nil {
 		return user{}, err
 	}

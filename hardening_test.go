@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,4 +199,46 @@ func pagesOf(t *testing.T, path string) (users, root, used int) {
 		t.Fatalf("pages: got users %d, root %d (%v)", users, root, err)
 	}
 	return users, root, used
+}
+
+// Behind a reverse proxy (--trusted-proxies), one client's wrong keys
+// lock out that client only: everyone else, whose requests come through
+// the same proxy, still gets in with a right key (issue 11, item 3).
+func TestTrustedProxies_OneClientsGuessesLockOutOnlyThatClient(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"), "--trusted-proxies", "127.0.0.1")
+	defer srv.stop()
+	me := func(from, key string) int {
+		req, err := http.NewRequest(http.MethodGet, srv.baseURL+"/api/v1/users/me", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(srv.ownerEmail, key)
+		req.Header.Set("X-Forwarded-For", from)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	wrong := strings.Repeat("0", 32)
+	for i := range 60 {
+		if got := me("203.0.113.7", wrong); got != http.StatusUnauthorized {
+			t.Fatalf("guess %d: got %d, want 401", i, got)
+		}
+	}
+	for _, c := range []struct {
+		from string
+		want int
+	}{
+		{"203.0.113.7", http.StatusTooManyRequests},               // the guesser, even with the right key
+		{"198.51.100.9", http.StatusOK},                           // anyone else behind the proxy
+		{"198.51.100.9, 203.0.113.7", http.StatusTooManyRequests}, // the proxy saw the guesser: a hop the guesser wrote is not believed
+	} {
+		if got := me(c.from, srv.ownerKey); got != c.want {
+			t.Errorf("right key from %s: got %d, want %d", c.from, got, c.want)
+		}
+	}
 }

@@ -78,6 +78,10 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	proxies, err := parseTrustedProxies(o.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
 	st, err := openStore(o.DB, lockTimeout)
 	if err != nil {
 		return err
@@ -121,6 +125,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	s.requestLog = &requestLog{out: logOut, json: o.LogFormat == "json"}
 	s.events.idleTimeout = o.QueueIdle
 	s.limits = newRateLimiter(rules)
+	s.trustedProxies = proxies
 	if rules == nil {
 		s.logins = nil // off switches off every kind of limit, the per-account login one too
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,17 +178,70 @@ func (l *rateLimiter) makeRoom(now time.Time) {
 	}
 }
 
-// clientAddress is the request's peer: its IPv4 address, or the /64 of
-// its IPv6 address (one host usually holds a whole /64, so counting per
-// address would let it try without end).
-func clientAddress(r *http.Request) string {
+// parseTrustedProxies reads --trusted-proxies: addresses or CIDRs,
+// comma-separated; empty trusts no proxy.
+func parseTrustedProxies(text string) ([]netip.Prefix, error) {
+	var list []netip.Prefix
+	for _, part := range strings.Split(text, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(part)
+			if aerr != nil {
+				return nil, fmt.Errorf("trusted proxies: %q is neither an address nor a CIDR", part)
+			}
+			p = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		list = append(list, p.Masked())
+	}
+	return list, nil
+}
+
+// clientAddress is who a request's failed authentications count
+// against: its peer or, when the peer is a trusted proxy, the rightmost
+// address of X-Forwarded-For that is not a trusted proxy (every proxy
+// appends the address it got the request from, so only the hops right
+// of the first untrusted one can be believed). The key is an IPv4
+// address or the /64 of an IPv6 one (one host usually holds a whole /64,
+// so counting per address would let it try without end).
+func (s *server) clientAddress(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.To4() != nil {
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
 		return host
 	}
-	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	peer = peer.Unmap()
+	if s.trusts(peer) {
+		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+		for i := len(hops) - 1; i >= 0; i-- {
+			hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+			if err != nil {
+				break // what is left of a malformed hop cannot be believed
+			}
+			peer = hop.Unmap()
+			if !s.trusts(peer) {
+				break
+			}
+		}
+	}
+	if peer.Is4() {
+		return peer.String()
+	}
+	p, _ := peer.Prefix(64)
+	return p.String()
+}
+
+func (s *server) trusts(addr netip.Addr) bool {
+	for _, p := range s.trustedProxies {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }

@@ -76,9 +76,7 @@ func TestRateLimit_OnlyWrongCredentialsCountAndEveryDoorIsThrottled(t *testing.T
 	e.server.limits = newRateLimiter([]rateRule{{time.Minute, 10_000}})
 	gone := account{}
 	gone.user, gone.key = mustCreateUser(t, e.st, "gone@example.com", roleMember, false)
-	if err := e.st.setActive("gone@example.com", false); err != nil {
-		t.Fatal(err)
-	}
+	e.st.setActive("gone@example.com", false)
 	for range 100 { // no credentials, and a right key of a deactivated account: not guesses
 		e.request(t, http.MethodGet, "/api/v1/users/me", nil, nil)
 		e.request(t, http.MethodGet, "/api/v1/users/me", nil, &gone)
@@ -90,9 +88,7 @@ func TestRateLimit_OnlyWrongCredentialsCountAndEveryDoorIsThrottled(t *testing.T
 	for range 30 {
 		e.request(t, http.MethodGet, "/metrics", nil, &wrong)
 	}
-	if err := e.st.setPassword("bob@example.com", hashOf("bob-password")); err != nil {
-		t.Fatal(err)
-	}
+	e.st.setPassword("bob@example.com", hashOf("bob-password"))
 	for i := range 30 {
 		e.login(t, "nobody"+strconv.Itoa(i)+"@example.com", "guess")
 	}
@@ -101,14 +97,50 @@ func TestRateLimit_OnlyWrongCredentialsCountAndEveryDoorIsThrottled(t *testing.T
 }
 
 func TestClientAddress_IPv6CountsPerSlash64(t *testing.T) {
+	s := &server{}
 	for remote, want := range map[string]string{
 		"192.0.2.7:4000":            "192.0.2.7",
 		"[2001:db8:1:2:3::9]:4000":  "2001:db8:1:2::/64",
 		"[2001:db8:1:2:ffff::]:443": "2001:db8:1:2::/64",
 	} {
 		r := &http.Request{RemoteAddr: remote}
-		if got := clientAddress(r); got != want {
+		if got := s.clientAddress(r); got != want {
 			t.Errorf("%s: got %s, want %s", remote, got, want)
+		}
+	}
+}
+
+// Behind trusted proxies the client is the rightmost X-Forwarded-For hop
+// that is not a trusted proxy; from any other peer the header is
+// ignored, and a malformed hop stops the walk at what can be believed.
+func TestClientAddress_TrustedProxiesAndForwardedFor(t *testing.T) {
+	proxies, err := parseTrustedProxies("10.0.0.0/8, 192.0.2.1,2001:db8:ffff::/48")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{trustedProxies: proxies}
+	for _, c := range []struct {
+		remote string
+		xff    []string
+		want   string
+	}{
+		{"192.0.2.1:1", []string{"203.0.113.7"}, "203.0.113.7"},
+		{"192.0.2.1:1", []string{"198.51.100.1, 203.0.113.7, 10.1.2.3"}, "203.0.113.7"}, // a client's own header is left of its address
+		{"192.0.2.1:1", []string{"198.51.100.1", "203.0.113.7"}, "203.0.113.7"},         // several header lines
+		{"192.0.2.1:1", []string{"10.9.9.9, 10.1.1.1"}, "10.9.9.9"},                     // every hop trusted: the leftmost
+		{"192.0.2.1:1", []string{"203.0.113.7, nonsense"}, "192.0.2.1"},                 // malformed: only the proxy is known
+		{"192.0.2.1:1", nil, "192.0.2.1"},
+		{"192.0.2.2:1", []string{"203.0.113.7"}, "192.0.2.2"}, // not a proxy: the header is the client's own
+		{"[2001:db8:ffff::5]:1", []string{"2001:db8:1:2::9"}, "2001:db8:1:2::/64"},
+	} {
+		r := &http.Request{RemoteAddr: c.remote, Header: http.Header{"X-Forwarded-For": c.xff}}
+		if got := s.clientAddress(r); got != c.want {
+			t.Errorf("%s with X-Forwarded-For %q: got %s, want %s", c.remote, c.xff, got, c.want)
+		}
+	}
+	for _, bad := range []string{"10.0.0.0/33", "proxy.example.com", "10.0.0"} {
+		if _, err := parseTrustedProxies(bad); err == nil {
+			t.Errorf("--trusted-proxies %q: got no error, want one", bad)
 		}
 	}
 }
