@@ -31,6 +31,7 @@ type options struct {
 	ACMECache   string        `json:"-"`
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.
 	TrustedProxies string `json:"-"`
+	MaxConns       int    `json:"-"`
 	Name           string `json:"name,omitempty"`
 	Description    string `json:"description,omitempty"`
 	Admin          bool   `json:"admin,omitempty"`
@@ -96,6 +97,7 @@ var flagTable = []flagSpec{
 	{name: "read-header-timeout", command: "serve", env: "ZULITE_READ_HEADER_TIMEOUT", def: 10 * time.Second, help: "time allowed to send a request's headers", field: func(o *options) any { return &o.HeaderWait }},
 	{name: "read-timeout", command: "serve", env: "ZULITE_READ_TIMEOUT", def: 60 * time.Second, help: "time allowed to send a whole request, body included", field: func(o *options) any { return &o.BodyWait }},
 	{name: "log-format", command: "serve", env: "ZULITE_LOG_FORMAT", def: "text", help: "log format, text or json", field: func(o *options) any { return &o.LogFormat }},
+	{name: "max-connections", command: "serve", env: "ZULITE_MAX_CONNECTIONS", def: defaultMaxConnections, help: "open connections at most; one address may hold a sixteenth of them (at least 16; trusted proxies are not limited per address); past either, the oldest quiet connection is closed", field: func(o *options) any { return &o.MaxConns }},
 	{name: "trusted-proxies", command: "serve", env: "ZULITE_TRUSTED_PROXIES", help: "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (the rightmost address not among them), for the failed-authentication limit", field: func(o *options) any { return &o.TrustedProxies }},
 	{name: "metrics-addr", command: "serve", env: "ZULITE_METRICS_ADDR", help: "serve GET /metrics without authentication on this address of its own; on the API address it is for administrators", field: func(o *options) any { return &o.MetricsAddr }},
 	{name: "tls-cert", command: "serve", env: "ZULITE_TLS_CERT", help: "TLS certificate file, PEM", field: func(o *options) any { return &o.TLSCert }},
@@ -154,6 +156,8 @@ func (f flagSpec) define(fs *flag.FlagSet, o *options) {
 		fs.BoolVar(p, f.name, defaultOf[bool](f), f.usage())
 	case *time.Duration:
 		fs.DurationVar(p, f.name, defaultOf[time.Duration](f), f.usage())
+	case *int:
+		fs.IntVar(p, f.name, defaultOf[int](f), f.usage())
 	default:
 		panic(fmt.Sprintf("flag %s: a field of type %T", f.name, p))
 	}

@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -241,4 +245,149 @@ func TestTrustedProxies_OneClientsGuessesLockOutOnlyThatClient(t *testing.T) {
 			t.Errorf("right key from %s: got %d, want %d", c.from, got, c.want)
 		}
 	}
+}
+
+// One client holding many connections with partial headers gets its
+// share of --max-connections and no more: the rest are closed at once
+// (the oldest quiet ones first), while another client's long poll keeps
+// waiting and its requests are answered (issue 11, item 5).
+func TestMaxConnections_PartialHeadersGetAShareAndLongPollsLive(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"), "--max-connections", "64")
+	defer srv.stop()
+	addr := strings.TrimPrefix(srv.baseURL, "http://")
+	from := func(ip string) *net.Dialer {
+		return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 2 * time.Second}
+	}
+	client := func(ip string) *http.Client {
+		return &http.Client{Transport: &http.Transport{DialContext: from(ip).DialContext}, Timeout: 70 * time.Second}
+	}
+	legit := client("127.0.0.3")
+	call := func(method, path string, params url.Values) (int, map[string]any) {
+		req, err := http.NewRequest(method, srv.baseURL+path+"?"+params.Encode(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
+		resp, err := legit.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		return resp.StatusCode, body
+	}
+	code, reg := call(http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}})
+	if code != 200 {
+		t.Fatalf("register: got %d", code)
+	}
+	queue, _ := reg["queue_id"].(string)
+	polled := make(chan int, 1)
+	go func() { // the long poll waits, on a connection of its own
+		c := client("127.0.0.3")
+		req, _ := http.NewRequest(http.MethodGet, srv.baseURL+"/api/v1/events?"+url.Values{"queue_id": {queue}, "last_event_id": {"-1"}}.Encode(), nil)
+		req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
+		resp, err := c.Do(req)
+		if err != nil {
+			polled <- 0
+			return
+		}
+		resp.Body.Close()
+		polled <- resp.StatusCode
+	}()
+	time.Sleep(200 * time.Millisecond) // the poll is being served
+
+	// The attacker: 300 connections from one address, each with half a
+	// request's headers, then as many from ten more addresses.
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	open := func(ip string, n int) {
+		for range n {
+			c, err := from(ip).Dial("tcp", addr)
+			if err != nil {
+				continue // refused outright is fine too
+			}
+			c.Write([]byte("GET /api/v1/users/me HTTP/1.1\r\nHost: x\r\n"))
+			held = append(held, c)
+		}
+	}
+	stillOpen := func(ip string) int {
+		n := 0
+		for _, c := range held {
+			if !strings.HasPrefix(c.LocalAddr().String(), ip+":") {
+				continue
+			}
+			c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+			if _, err := c.Read(make([]byte, 1)); err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+				n++
+			}
+		}
+		return n
+	}
+	open("127.0.0.2", 300)
+	if n := stillOpen("127.0.0.2"); n > connShare(64) {
+		t.Errorf("one address: %d connections left open, want at most its share, %d", n, connShare(64))
+	}
+	for i := range 10 {
+		open("127.0.0."+strconv.Itoa(10+i), 30)
+	}
+	total := 0
+	for i := range 10 {
+		total += stillOpen("127.0.0." + strconv.Itoa(10+i))
+	}
+	if total+stillOpen("127.0.0.2") > 64 {
+		t.Errorf("eleven addresses: %d connections left open, want at most 64", total+stillOpen("127.0.0.2"))
+	}
+	// The other client is still served: a new request, and the waiting poll.
+	if code, _ := call(http.MethodGet, "/api/v1/users/me", nil); code != 200 {
+		t.Errorf("another client's request while flooded: got %d, want 200", code)
+	}
+	if code, _ := call(http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"nowhere"}, "topic": {"t"}, "content": {"x"}}); code != 400 {
+		t.Errorf("another client's send while flooded: got %d, want the 400 for a missing channel", code)
+	}
+	code, _ = call(http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}})
+	if code != 200 {
+		t.Fatalf("subscribe while flooded: got %d", code)
+	}
+	if code, _ := call(http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"wake the poll"}}); code != 200 {
+		t.Errorf("send while flooded: got %d, want 200", code)
+	}
+	select {
+	case code := <-polled:
+		if code != 200 {
+			t.Errorf("the long poll: got %d, want 200 with the message", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the long poll did not answer the send")
+	}
+	if _, metrics := e2eMetrics(t, srv); !strings.Contains(metrics, "zulite_connections_refused_total ") {
+		t.Errorf("metrics: no zulite_connections_refused_total")
+	}
+}
+
+// e2eMetrics reads the server's /metrics as its owner.
+func e2eMetrics(t *testing.T, srv *e2eServer) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.baseURL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }

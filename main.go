@@ -82,6 +82,9 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	if o.MaxConns < 1 {
+		return fmt.Errorf("%w: --max-connections must be at least 1", errUsage)
+	}
 	st, err := openStore(o.DB, lockTimeout)
 	if err != nil {
 		return err
@@ -139,24 +142,30 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	defer admin.Close()
 	go serveAdmin(admin, adminEnv{st, s.passwords})
 
+	limited := newConnLimiter(ln, o.MaxConns, s.trusts)
+	s.metrics.connsRefused = &limited.refused
 	srv := &http.Server{
-		Handler:           s.routes(),
+		Handler:           serving(s.routes()),
+		ConnContext:       connContext,
 		ReadHeaderTimeout: o.HeaderWait,
 		ReadTimeout:       o.BodyWait,
 		WriteTimeout:      90 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		ConnState:         func(c net.Conn, state http.ConnState) { s.metrics.trackConnections(c, state) },
-		TLSConfig:         tlsConfig,
+		ConnState: func(c net.Conn, state http.ConnState) {
+			limited.connState(c, state)
+			s.metrics.trackConnections(c, state)
+		},
+		TLSConfig: tlsConfig,
 	}
 	srv.RegisterOnShutdown(s.events.close) // waiting long polls answer at once
 	served := make(chan error, 2)
 	go func() {
 		if tlsConfig != nil {
-			served <- srv.ServeTLS(ln, "", "")
+			served <- srv.ServeTLS(limited, "", "")
 		} else {
-			served <- srv.Serve(ln)
+			served <- srv.Serve(limited)
 		}
 	}()
 	var msrv *http.Server

@@ -186,6 +186,9 @@ type metrics struct {
 	commitGroup *histogram
 	commitTime  *histogram
 	openConns   atomic.Int64
+	// connsRefused counts connections closed by --max-connections (nil
+	// when serving without the bound, as in tests).
+	connsRefused *atomic.Int64
 }
 
 func newMetrics() *metrics {
@@ -271,6 +274,16 @@ func (m *metrics) render(b io.Writer, db storeFigures) {
 	fmt.Fprintln(b, "# HELP zulite_open_connections HTTP connections open now.")
 	fmt.Fprintln(b, "# TYPE zulite_open_connections gauge")
 	fmt.Fprintf(b, "zulite_open_connections %d\n", m.openConns.Load())
+	if m.connsRefused != nil {
+		fmt.Fprintln(b, "# HELP zulite_connections_refused_total Connections closed by --max-connections: newcomers without room, and quiet ones closed to make room.")
+		fmt.Fprintln(b, "# TYPE zulite_connections_refused_total counter")
+		fmt.Fprintf(b, "zulite_connections_refused_total %d\n", m.connsRefused.Load())
+	}
+	if m.connsRefused != nil {
+		fmt.Fprintf(b, "# HELP zulite_connections_refused_total Connections closed by --max-connections: newcomers without room, and quiet ones closed to make room.\n")
+		fmt.Fprintf(b, "# TYPE zulite_connections_refused_total counter\n")
+		fmt.Fprintf(b, "zulite_connections_refused_total %d\n", m.connsRefused.Load())
+	}
 }
 
 func writeHistogram(b io.Writer, name, labels string, h *histogram) {
