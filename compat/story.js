@@ -13,6 +13,123 @@ const assert = require('node:assert/strict');
 const site = process.env.ZULITE_SITE;
 const CALL_TIMEOUT_MS = 10000;
 
+// KNOWN_GAPS are the fields the official app (zulip-flutter) requires that
+// zulite does not send yet, as "Model.key: problem" lines from the app's
+// start-up step below. Each entry is a known gap for issue 12 (zulite moves
+// from feature level 278 to 421) and must be removed when fixed: the step
+// fails on a gap not listed here, and on an entry no longer seen.
+const KNOWN_GAPS = [
+  'InitialSnapshot.alert_words: missing',
+  'InitialSnapshot.custom_profile_fields: missing',
+  'InitialSnapshot.max_stream_name_length: missing',
+  'InitialSnapshot.max_topic_length: missing',
+  'InitialSnapshot.server_presence_ping_interval_seconds: missing',
+  'InitialSnapshot.server_presence_offline_threshold_seconds: missing',
+  'InitialSnapshot.muted_users: missing',
+  'InitialSnapshot.presences: missing',
+  'InitialSnapshot.realm_emoji: missing',
+  'InitialSnapshot.realm_user_groups: missing',
+  'InitialSnapshot.recent_private_conversations: missing',
+  'InitialSnapshot.starred_messages: missing',
+  'InitialSnapshot.streams: missing',
+  'InitialSnapshot.user_status: missing',
+  'InitialSnapshot.user_settings: missing',
+  'InitialSnapshot.user_topics: missing',
+  'InitialSnapshot.realm_wildcard_mention_policy: missing',
+  'InitialSnapshot.realm_waiting_period_threshold: missing',
+  'InitialSnapshot.realm_allow_message_editing: missing',
+  'InitialSnapshot.realm_enable_read_receipts: missing',
+  'InitialSnapshot.realm_presence_disabled: missing',
+  'InitialSnapshot.realm_default_external_accounts: missing',
+  'InitialSnapshot.max_file_upload_size_mib: missing',
+  'InitialSnapshot.server_emoji_data_url: missing',
+  'InitialSnapshot.event_queue_longpoll_timeout_seconds: missing',
+  'InitialSnapshot.cross_realm_bots: missing',
+  'InitialSnapshot.realm_empty_topic_display_name: missing',
+  'InitialSnapshot.realm_can_delete_own_message_group: missing, and so is realm_delete_own_message_policy',
+];
+
+// checkShape records, for each key the app requires, a missing key or a
+// wrong JSON type. Types: string, int, bool, object, array, and any of
+// them with "|null". A nested spec checks an object (or each array item).
+function checkShape(model, value, spec, problems) {
+  for (const [key, want] of Object.entries(spec)) {
+    const where = `${model}.${key}`;
+    if (!(key in value)) {
+      problems.push(`${where}: missing`);
+      continue;
+    }
+    const got = value[key];
+    if (typeof want === 'object') {
+      const items = Array.isArray(want) ? got : [got];
+      const itemSpec = Array.isArray(want) ? want[0] : want;
+      if (Array.isArray(want) && !Array.isArray(got)) {
+        problems.push(`${where}: ${jsonType(got)}, want array`);
+        continue;
+      }
+      for (const item of items) {
+        if (jsonType(item) !== 'object') {
+          problems.push(`${where}: ${jsonType(item)}, want object`);
+          break;
+        }
+        checkShape(where, item, itemSpec, problems);
+      }
+      continue;
+    }
+    if (!want.split('|').includes(jsonType(got))) {
+      problems.push(`${where}: ${jsonType(got)}, want ${want}`);
+    }
+  }
+}
+
+function jsonType(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'int' : 'number';
+  if (typeof v === 'boolean') return 'bool';
+  return typeof v;
+}
+
+// The required keys of the app's models (report-12 C.3, C.4, C.5, C.8, C.9, C.10).
+const SERVER_SETTINGS = {
+  authentication_methods: { ldap: 'bool' }, external_authentication_methods: 'array',
+  zulip_feature_level: 'int', zulip_version: 'string', zulip_merge_base: 'string',
+  push_notifications_enabled: 'bool', is_incompatible: 'bool', email_auth_enabled: 'bool',
+  require_email_format_usernames: 'bool', realm_uri: 'string', realm_name: 'string',
+  realm_icon: 'string', realm_description: 'string', realm_web_public_access_enabled: 'bool',
+};
+const FETCH_API_KEY = { api_key: 'string', email: 'string', user_id: 'int' };
+const INITIAL_SNAPSHOT = {
+  queue_id: 'string', last_event_id: 'int', zulip_feature_level: 'int', zulip_version: 'string',
+  zulip_merge_base: 'string', alert_words: 'array', custom_profile_fields: 'array',
+  max_stream_name_length: 'int', max_topic_length: 'int', server_presence_ping_interval_seconds: 'int',
+  server_presence_offline_threshold_seconds: 'int', muted_users: 'array', presences: 'object',
+  realm_emoji: 'object', realm_user_groups: 'array', recent_private_conversations: 'array',
+  subscriptions: 'array', starred_messages: 'array', streams: 'array', user_status: 'object',
+  user_settings: { starred_message_counts: 'bool', display_emoji_reaction_users: 'bool', emojiset: 'string', presence_enabled: 'bool' },
+  unread_msgs: {
+    count: 'int', pms: 'array', streams: 'array', huddles: 'array', mentions: 'array', old_unreads_missing: 'bool',
+  },
+  user_topics: 'array', realm_wildcard_mention_policy: 'int', realm_name: 'string',
+  realm_waiting_period_threshold: 'int', realm_allow_message_editing: 'bool', realm_enable_read_receipts: 'bool',
+  realm_icon_url: 'string', realm_presence_disabled: 'bool', realm_default_external_accounts: 'object',
+  max_file_upload_size_mib: 'int', server_emoji_data_url: 'string', event_queue_longpoll_timeout_seconds: 'int',
+  realm_users: 'array', realm_non_active_users: 'array', cross_realm_bots: 'array',
+  realm_empty_topic_display_name: 'string',
+};
+const MESSAGE = {
+  id: 'int', sender_id: 'int', timestamp: 'int', client: 'string', content: 'string', content_type: 'string',
+  is_me_message: 'bool', sender_email: 'string', sender_full_name: 'string', sender_realm_str: 'string',
+  reactions: 'array', flags: 'array', type: 'string', stream_id: 'int', subject: 'string', display_recipient: 'string',
+};
+const GET_MESSAGES = {
+  anchor: 'int', found_newest: 'bool', found_oldest: 'bool', found_anchor: 'bool', history_limited: 'bool',
+  messages: [MESSAGE],
+};
+const GET_EVENTS = { events: [{ id: 'int', type: 'string' }] };
+const { flags: _eventFlags, ...MESSAGE_IN_EVENT } = MESSAGE; // flags are the event's
+const MESSAGE_EVENT = { id: 'int', message: MESSAGE_IN_EVENT, flags: 'array' };
+
 // call runs one client call, failing if it has not answered in time.
 async function call(what, promise) {
   let timer;
@@ -160,6 +277,84 @@ async function main() {
     succeeded('remove token', await call('DELETE apns_device_token', alice.callEndpoint('/users/me/apns_device_token', 'DELETE', { token })));
     const again = await call('DELETE apns_device_token again', alice.callEndpoint('/users/me/apns_device_token', 'DELETE', { token }));
     assert.deepEqual(again, { result: 'error', msg: 'Token does not exist', code: 'BAD_REQUEST' });
+  });
+
+  await step("the official app's start-up: server_settings, fetch_api_key, register, messages, events", async () => {
+    // Exactly the requests zulip-flutter makes (report-12 C.2, C.9), sent
+    // as it sends them: form-encoded, non-raw values JSON-encoded.
+    const problems = [];
+    const api = async (method, path, params, auth) => {
+      const body = new URLSearchParams(params);
+      const headers = { 'User-Agent': 'ZulipFlutter/30.0.0 (Android 14)' };
+      if (auth) headers.Authorization = 'Basic ' + Buffer.from(`${auth.email}:${auth.apiKey}`).toString('base64');
+      let url = `${site}/api/v1/${path}`;
+      const init = { method, headers };
+      if (method === 'GET') {
+        if (body.toString()) url += '?' + body;
+      } else {
+        headers['Content-Type'] = 'application/x-www-form-urlencoded';
+        init.body = body.toString();
+      }
+      const res = await call(`${method} ${path}`, fetch(url, init));
+      const json = await res.json();
+      assert.equal(res.status, 200, `${method} ${path}: got ${res.status} ${JSON.stringify({ result: json.result, code: json.code, msg: json.msg })}`);
+      return json;
+    };
+
+    const settings = await api('GET', 'server_settings', {});
+    checkShape('GetServerSettingsResult', settings, SERVER_SETTINGS, problems);
+    assert.ok(settings.zulip_feature_level >= 277, `feature level ${settings.zulip_feature_level}: the app refuses below 277`);
+
+    const login = await api('POST', 'fetch_api_key', { username: process.env.ALICE_EMAIL, password: process.env.ALICE_PASSWORD });
+    checkShape('FetchApiKeyResult', login, FETCH_API_KEY, problems);
+    const auth = { email: login.email, apiKey: login.api_key };
+
+    const snapshot = await api('POST', 'register', {
+      idle_queue_timeout: JSON.stringify('mobile'),
+      apply_markdown: 'true',
+      client_gravatar: 'false',
+      slim_presence: 'true',
+      client_capabilities: JSON.stringify({
+        notification_settings_null: true, bulk_message_deletion: true, user_avatar_url_field_optional: true,
+        stream_typing_notifications: true, user_settings_object: true, include_deactivated_groups: true,
+        empty_topic_name: true, individual_emoji_changes: true,
+      }),
+    }, auth);
+    checkShape('InitialSnapshot', snapshot, INITIAL_SNAPSHOT, problems);
+    assert.equal(typeof snapshot.queue_id, 'string', 'the app throws on a null queue_id');
+    if (Array.isArray(snapshot.realm_users)) {
+      assert.ok(snapshot.realm_users.some((u) => u.user_id === login.user_id), 'the self-user is not in realm_users');
+    }
+    if (!('realm_can_delete_own_message_group' in snapshot) && !('realm_delete_own_message_policy' in snapshot)) {
+      problems.push('InitialSnapshot.realm_can_delete_own_message_group: missing, and so is realm_delete_own_message_policy');
+    }
+
+    const page = await api('GET', 'messages', {
+      narrow: JSON.stringify([{ operator: 'channel', operand: channelId }]),
+      anchor: 'newest', num_before: '100', num_after: '0',
+      allow_empty_topic_name: 'true', client_gravatar: 'false', apply_markdown: 'true',
+    }, auth);
+    checkShape('GetMessagesResult', page, GET_MESSAGES, problems);
+    assert.ok(page.messages.length > 0, 'the channel has messages');
+    for (const m of page.messages) {
+      assert.ok(m.type === 'stream' || m.type === 'private', `message ${m.id}: type ${m.type} makes the app throw`);
+    }
+
+    succeeded('send', await call('messages.send', bob.messages.send({
+      type: 'stream', to: 'general', topic: 'start-up', content: 'Welcome back',
+    })));
+    const events = await api('GET', 'events', { queue_id: snapshot.queue_id, last_event_id: String(snapshot.last_event_id), dont_block: 'true' }, auth);
+    checkShape('GetEventsResult', events, GET_EVENTS, problems);
+    const messageEvents = events.events.filter((e) => e.type === 'message');
+    assert.ok(messageEvents.length > 0, 'no message event for the new message');
+    for (const e of messageEvents) checkShape('MessageEvent', e, MESSAGE_EVENT, problems);
+
+    const unique = [...new Set(problems)];
+    const unknown = unique.filter((p) => !KNOWN_GAPS.includes(p));
+    const gone = KNOWN_GAPS.filter((p) => !unique.includes(p));
+    for (const p of unique.filter((p) => KNOWN_GAPS.includes(p))) console.log(`# known gap (issue 12): ${p}`);
+    assert.deepEqual(unknown, [], 'fields the official app requires that zulite does not send');
+    assert.deepEqual(gone, [], 'KNOWN_GAPS entries no longer seen: remove them');
   });
 
   console.log(`${passed} passed, 0 failed`);
