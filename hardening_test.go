@@ -391,3 +391,45 @@ func e2eMetrics(t *testing.T, srv *e2eServer) (int, string) {
 	}
 	return resp.StatusCode, string(b)
 }
+
+// A second database's first start in the same directory leaves the first
+// one's zuliprc alone and says where its own credentials went.
+func TestBootstrap_ASecondDatabaseLeavesTheFirstZuliprcAlone(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	dir := t.TempDir()
+	first := e2eStartServer(t, bin, filepath.Join(dir, "a.db"))
+	first.stop()
+	before, err := os.ReadFile(filepath.Join(dir, "zuliprc"))
+	if err != nil || !strings.Contains(string(before), "key="+first.ownerKey) {
+		t.Fatalf("first zuliprc: %v, or it lacks the first owner's key", err)
+	}
+	second := e2eStartServer(t, bin, filepath.Join(dir, "b.db"))
+	second.stop()
+	if after, err := os.ReadFile(filepath.Join(dir, "zuliprc")); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("the first zuliprc changed (%v)", err)
+	}
+	own, err := os.ReadFile(filepath.Join(dir, "b.db.zuliprc"))
+	if err != nil || !strings.Contains(string(own), "key="+second.ownerKey) {
+		t.Errorf("b.db.zuliprc: %v, or it lacks the second owner's key", err)
+	}
+	if out := second.output(); !strings.Contains(out, "These credentials are also in "+filepath.Join(dir, "b.db.zuliprc")) {
+		t.Errorf("the second start does not say where its credentials went")
+	}
+}
+
+// Listening on every address, the URL given to clients is one they can
+// use, not http://[::]:PORT.
+func TestReachableAddr_NeverTheUnspecifiedAddress(t *testing.T) {
+	for _, listen := range []string{"0.0.0.0:0", "[::]:0"} {
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			t.Skipf("listen %s: %v", listen, err)
+		}
+		got := reachableAddr(ln.Addr())
+		ln.Close()
+		host, _, err := net.SplitHostPort(got)
+		if ip := net.ParseIP(host); err != nil || host == "" || (ip != nil && ip.IsUnspecified()) {
+			t.Errorf("listening on %s: got %q, want a name or an address clients can reach", listen, got)
+		}
+	}
+}
