@@ -20,6 +20,8 @@ package main
 //	                 (topics hold no control characters, so 0x00 ends the topic)
 //	flags            user id ‖ message id → one byte of personal flags (starred, collapsed)
 //	passwords        user id → argon2id hash, PHC string (passwords.go)
+//	user_settings    user id → the user's settings that differ from Zulip's defaults, as a
+//	                 JSON object: setting name → value (api_settings.go has the defaults)
 //	unread_trash     sequence → holder bucket of unread sets marked read, which the
 //	                 janitor deletes off the request path (janitor.go)
 //	unread           user id ‖ channel id → bucket of unread chunks:
@@ -57,8 +59,8 @@ import (
 	"golang.org/x/crypto/blake2b"
 )
 
-// schemaVersion 2 added topic_messages and flags (passwords needs no
-// migration: a new bucket is made on open).
+// schemaVersion 2 added topic_messages and flags (passwords and
+// user_settings need no migration: a new bucket is made on open).
 const schemaVersion = 2
 
 var (
@@ -78,12 +80,13 @@ var (
 	bucketFlags           = []byte("flags")
 	bucketPasswords       = []byte("passwords")
 	bucketUnreadTrash     = []byte("unread_trash")
+	bucketUserSettings    = []byte("user_settings")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
 		bucketMessages, bucketChannelMessages, bucketUnread, bucketTopicMessages, bucketFlags,
-		bucketPasswords, bucketUnreadTrash,
+		bucketPasswords, bucketUnreadTrash, bucketUserSettings,
 	}
 
 	keySchemaVersion = []byte("schema_version")
