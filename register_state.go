@@ -454,10 +454,10 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"zulip_update_announcements_stream_id":     -1,
 		"date_created":                             realmCreated(users),
 		"empty_topic_display_name":                 realmEmptyTopicDisplayName,
-		"create_public_stream_policy":              1, // members (can_create_public_channel_group)
-		"create_private_stream_policy":             1,
-		"create_web_public_stream_policy":          6, // nobody
-		"wildcard_mention_policy":                  6, // nobody (can_mention_many_users_group)
+		"create_public_stream_policy":              legacyPolicy("can_create_public_channel_group"),
+		"create_private_stream_policy":             legacyPolicy("can_create_private_channel_group"),
+		"create_web_public_stream_policy":          legacyPolicy("can_create_web_public_channel_group"),
+		"wildcard_mention_policy":                  legacyPolicy("can_mention_many_users_group"),
 	}
 	for name, v := range realm {
 		state["realm_"+name] = v
