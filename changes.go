@@ -32,6 +32,13 @@ type subscriptionsChanged struct {
 	Channels []channel
 }
 
+// userSettingsChanged: a user changed personal settings (only those whose
+// value changed, in the order they were set).
+type userSettingsChanged struct {
+	User    user
+	Changes []settingChange
+}
+
 // accountChanged: an account, its keys or its password changed. The
 // store forgets the account's cached credentials in the commit itself
 // (store.updateReporting), so no caller has to remember to.

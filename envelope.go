@@ -266,6 +266,14 @@ func errNotDict(name string) *apiError       { return badRequest(name + " is not
 func errNotJSON(name string) *apiError       { return badRequest(name + " is not valid JSON") }
 func errInvalidFormat(name string) *apiError { return badRequest(name + " has invalid format") }
 func errTooSmall(name string) *apiError      { return badRequest(name + " is too small") }
+
+// errNotInPossibleValues is typed_endpoint's "Invalid {name}: {msg}" for
+// a value its check_int_in/check_string_in validator refuses; msg is
+// Pydantic's wording of that ValueError.
+func errNotInPossibleValues(name string) *apiError {
+	return badRequest("Invalid " + name + ": Value error, Not in the list of possible values")
+}
+
 func errKeyMissing(key, from string) *apiError {
 	return badRequest(key + " key is missing from " + from)
 }

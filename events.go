@@ -44,6 +44,10 @@ type eventQueue struct {
 	created        time.Time
 	regSeq         uint64 // the user's registration number of this queue
 
+	// userSettingsObject: the client declared the user_settings_object
+	// capability, so it hears of settings only in user_settings events.
+	userSettingsObject bool
+
 	// guarded by hub.mu
 	events   []queuedEvent
 	bytes    int

@@ -197,3 +197,85 @@ func (s *store) hasUsers() (bool, error) {
 	})
 	return found, err
 }
+
+// settingChange is one personal setting a user sets: its name, the new
+// value and Zulip's default, both JSON-encoded.
+type settingChange struct {
+	Name           string
+	Value, Default json.RawMessage
+}
+
+// userSettings answers the user's settings that differ from the
+// defaults, by name (JSON values); empty when they changed none.
+func (s *store) userSettings(userID uint64) (map[string]json.RawMessage, error) {
+	overrides := map[string]json.RawMessage{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		clear(overrides)
+		if v := tx.Bucket(bucketUserSettings).Get(itob(userID)); v != nil {
+			return json.Unmarshal(v, &overrides)
+		}
+		return nil
+	})
+	return overrides, err
+}
+
+// updateUserSettings applies the changes in order and reports those that
+// change a value (userSettingsChanged), as Zulip only tells of a setting
+// that differs from before. A value equal to its default is not stored.
+func (s *store) updateUserSettings(u user, changes []settingChange) error {
+	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		if tx.Bucket(bucketUsers).Get(itob(u.ID)) == nil {
+			return errNoSuchUser
+		}
+		b := tx.Bucket(bucketUserSettings)
+		overrides := map[string]json.RawMessage{}
+		if v := b.Get(itob(u.ID)); v != nil {
+			if err := json.Unmarshal(v, &overrides); err != nil {
+				return err
+			}
+		}
+		var changed []settingChange
+		for _, c := range changes {
+			current, ok := overrides[c.Name]
+			if !ok {
+				current = c.Default
+			}
+			if bytes.Equal(current, c.Value) {
+				continue
+			}
+			if bytes.Equal(c.Value, c.Default) {
+				delete(overrides, c.Name)
+			} else {
+				overrides[c.Name] = c.Value
+			}
+			changed = append(changed, c)
+		}
+		if len(changed) == 0 {
+			return nil
+		}
+		report(userSettingsChanged{User: u, Changes: changed})
+		if len(overrides) == 0 {
+			return b.Delete(itob(u.ID))
+		}
+		return putJSON(b, itob(u.ID), overrides)
+	})
+}
+
+// starredMessageIDs lists, ascending, the messages the user starred
+// (the flags bucket, store_messages.go), as register's starred_messages.
+// As in Zulip, a star outlives the subscription it was made under.
+func (s *store) starredMessageIDs(userID uint64) ([]uint64, error) {
+	var ids []uint64
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		ids = nil
+		prefix := itob(userID)
+		c := tx.Bucket(bucketFlags).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(v) > 0 && v[0]&flagStarred != 0 {
+				ids = append(ids, btoi(k[8:]))
+			}
+		}
+		return nil
+	})
+	return ids, err
+}
