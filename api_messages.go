@@ -121,14 +121,13 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	if content == "" {
 		return nil, errContentEmpty
 	}
-	client := clientName(r)
-	readBySender, err := r.params.optionalBool("read_by_sender", defaultReadBySender(client))
+	readBySender, err := r.params.optionalBool("read_by_sender", defaultReadBySender)
 	if err != nil {
 		return nil, err
 	}
 	queueID, _ := r.params.lookup("queue_id")
 	localID, hasLocalID := r.params.lookup("local_id")
-	out := outgoingMessage{To: to, Topic: truncateTopic(topic), Content: truncateContent(content), Client: client,
+	out := outgoingMessage{To: to, Topic: truncateTopic(topic), Content: truncateContent(content), Client: clientName(r),
 		ReadBySender: readBySender, QueueID: queueID}
 	if hasLocalID {
 		out.LocalID = &localID
@@ -175,19 +174,15 @@ func clientName(r *apiRequest) string {
 
 // userAgentName is zerver/lib/user_agent.py's pattern, whose first
 // group is the client's name.
-var userAgentName = regexp.MustCompile(`^([^/ ]*[^0-9/(]*)(?:/([^/ ]*))?(?:[ /].*)?$`)
+var userAgentName = regexp.MustCompile(`^([^/ ]*[^0-9/(]*)(?:/[^/ ]*)?(?:[ /].*)?$`)
 
-// defaultReadBySender is Zulip's Client.default_read_by_sender: a
-// message sent from one of Zulip's own apps is read for its sender;
-// one sent by anything else (an integration using the user's key, a
-// script) is not, unless the request says read_by_sender.
-func defaultReadBySender(client string) bool {
-	switch strings.ToLower(client) {
-	case "zulipandroid", "zulipios", "zulipdesktop", "zulipmobile", "zulipelectron", "zulipterminal", "snipe", "website", "ios", "android":
-		return true
-	}
-	return false
-}
+// defaultReadBySender is read_by_sender when a send does not say:
+// SPEC §6 makes a message read for its sender whatever client sent it.
+// (Zulip's own default, Client.default_read_by_sender, is true only for
+// its apps: ZulipAndroid, ZulipiOS, ZulipDesktop, ZulipMobile,
+// ZulipElectron, ZulipTerminal, snipe, website, ios, android; the
+// flutter app and zulip-terminal send read_by_sender=true anyway.)
+const defaultReadBySender = true
 
 // truncateTopic shortens a topic over the limit as Zulip does, with "...".
 func truncateTopic(topic string) string {

@@ -297,12 +297,12 @@ func TestSendMessage_TargetsAndUnread(t *testing.T) {
 	id := strconv.FormatUint(e.general.ID, 10)
 	var sent []uint64
 	for _, to := range []string{id, "general", `["general"]`, "[" + id + "]", "GENERAL"} {
-		r := send(&e.bob, url.Values{"type": {"stream"}, "to": {to}, "topic": {"lunch"}, "content": {"hi"}, "read_by_sender": {"true"}})
+		r := send(&e.bob, url.Values{"type": {"stream"}, "to": {to}, "topic": {"lunch"}, "content": {"hi"}})
 		wantAPISuccess(t, r)
 		msgID, _ := r.body["id"].(float64)
 		sent = append(sent, uint64(msgID))
 	}
-	r := send(&e.bob, url.Values{"type": {"channel"}, "to": {"general"}, "subject": {"legacy"}, "content": {"hi"}, "read_by_sender": {"true"}})
+	r := send(&e.bob, url.Values{"type": {"channel"}, "to": {"general"}, "subject": {"legacy"}, "content": {"hi"}})
 	wantAPISuccess(t, r)
 	sent = append(sent, uint64(r.body["id"].(float64)))
 	if !slices.IsSorted(sent) {
@@ -581,7 +581,7 @@ func (e *testEnv) sendWith(t *testing.T, a *account, params url.Values, header m
 	return e.do(t, req)
 }
 
-func TestSendMessage_ReadBySenderFollowsZulipsDefault(t *testing.T) {
+func TestSendMessage_ReadBySenderAndTheClientsName(t *testing.T) {
 	e := newTestEnv(t)
 	for _, c := range []struct {
 		rule       string
@@ -590,15 +590,13 @@ func TestSendMessage_ReadBySenderFollowsZulipsDefault(t *testing.T) {
 		client     string
 		senderRead bool
 	}{
-		{"no User-Agent: Unspecified, not one of Zulip's apps", "", nil, "Unspecified", false},
-		{"the terminal client is one of Zulip's apps", "ZulipTerminal/0.7.0 ZulipPython/0.9.0 (Linux)", nil, "ZulipTerminal", true},
-		{"the mobile app is too", "ZulipMobile/27.0 (Android 14)", nil, "ZulipMobile", true},
-		{"a script is not", "curl/8.5.0", nil, "curl", false},
-		{"the Python bindings alone are not", "ZulipPython/0.9.0 (Linux; Python 3.12)", nil, "ZulipPython", false},
-		{"the flutter app is not on Zulip's list, and says read_by_sender", "ZulipFlutter/30.0.274+1 (Android 14)", url.Values{"read_by_sender": {"true"}}, "ZulipFlutter", true},
-		{"read_by_sender=false wins over the client", "ZulipMobile/27.0", url.Values{"read_by_sender": {"false"}}, "ZulipMobile", false},
+		{"no User-Agent: Unspecified; read for the sender whatever the client (SPEC §6)", "", nil, "Unspecified", true},
+		{"the name before the version", "ZulipTerminal/0.7.0 ZulipPython/0.9.0 (Linux)", nil, "ZulipTerminal", true},
+		{"a script", "curl/8.5.0", nil, "curl", true},
+		{"read_by_sender=true, as the flutter app sends", "ZulipFlutter/30.0.274+1 (Android 14)", url.Values{"read_by_sender": {"true"}}, "ZulipFlutter", true},
+		{"read_by_sender=false: unread for the subscribed sender", "ZulipMobile/27.0", url.Values{"read_by_sender": {"false"}}, "ZulipMobile", false},
 		{"the client parameter names the client", "curl/8.5.0", url.Values{"client": {"website"}}, "website", true},
-		{"a name of more than 30 characters is cut", "", url.Values{"client": {strings.Repeat("c", 40)}}, strings.Repeat("c", 30), false},
+		{"a name of more than 30 characters is cut", "", url.Values{"client": {strings.Repeat("c", 40)}}, strings.Repeat("c", 30), true},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
 			p := url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"hi"}}

@@ -95,7 +95,7 @@ func TestEvents_MessagesFlagsAndSubscriptionsReachTheRightQueues(t *testing.T) {
 	bob := e.registerQueue(t, &e.bob, url.Values{"apply_markdown": {"true"}}).str("queue_id")
 	owner := e.registerQueue(t, &e.owner, nil).str("queue_id")
 
-	r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"*hi*"}, "read_by_sender": {"true"}}, &e.alice)
+	r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"*hi*"}}, &e.alice)
 	id := uint64(r.body["id"].(float64))
 	for _, c := range []struct {
 		who     *account
@@ -443,7 +443,7 @@ func TestEvents_MessageEventEchoesLocalIDToTheSendersQueueOnly(t *testing.T) {
 	}
 	// Naming another user's queue echoes nothing there.
 	e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"},
-		"content": {"hi"}, "queue_id": {alice}, "local_id": {"7"}}, &e.bob)
+		"content": {"hi"}, "queue_id": {alice}, "local_id": {"7"}, "read_by_sender": {"false"}}, &e.bob)
 	events := e.pollNow(t, &e.alice, alice, 0)
 	if len(events) != 1 {
 		t.Fatalf("alice: got %v, want the second message", events)
@@ -451,8 +451,8 @@ func TestEvents_MessageEventEchoesLocalIDToTheSendersQueueOnly(t *testing.T) {
 	if _, present := events[0]["local_message_id"]; present {
 		t.Errorf("another user's queue got local_message_id: %v", events[0])
 	}
-	// Without read_by_sender, a message from an unknown client is unread
-	// for its subscribed sender too.
+	// With read_by_sender=false the message is unread for its subscribed
+	// sender too.
 	if events := e.pollNow(t, &e.bob, sending, 0); len(events) != 1 || !jsonEqual(events[0]["flags"], []string{}) {
 		t.Errorf("bob's second message: got %v, want it unread for him (no flags)", events)
 	}
