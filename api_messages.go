@@ -5,6 +5,7 @@ package main
 // them.
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"regexp"
@@ -43,6 +44,46 @@ func displayTopic(topic string, allowEmpty bool) string {
 		return emptyTopicDisplayName
 	}
 	return topic
+}
+
+// unreadTopicsShown is register's unread_msgs.streams as Zulip's
+// aggregate_streams builds it from the user's unread summary: the empty
+// topic shown by name unless the queue has empty_topic_name, topics
+// that differ only in case counted as one (under the name of its oldest
+// unread message, the one Zulip meets first), ids ascending, ordered by
+// channel id and lower-cased topic.
+func unreadTopicsShown(topics []unreadTopic, allowEmptyTopic bool) []unreadTopic {
+	type key struct {
+		channelID uint64
+		topic     string
+	}
+	index := map[key]int{}
+	var out []unreadTopic
+	for _, t := range topics {
+		if len(t.IDs) == 0 {
+			continue
+		}
+		name := displayTopic(t.Topic, allowEmptyTopic)
+		k := key{t.ChannelID, strings.ToLower(name)}
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, unreadTopic{ChannelID: t.ChannelID, Topic: name})
+		}
+		if ok && slices.Min(t.IDs) < out[i].IDs[0] {
+			out[i].Topic = name
+		}
+		out[i].IDs = append(out[i].IDs, t.IDs...)
+		slices.Sort(out[i].IDs)
+	}
+	slices.SortFunc(out, func(a, b unreadTopic) int {
+		if a.ChannelID != b.ChannelID {
+			return cmp.Compare(a.ChannelID, b.ChannelID)
+		}
+		return strings.Compare(strings.ToLower(a.Topic), strings.ToLower(b.Topic))
+	})
+	return out
 }
 
 // storedTopic is a topic as a client sent it, as Zulip stores it: the

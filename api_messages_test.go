@@ -815,3 +815,33 @@ func TestUpdateFlags_AlwaysAnswerTheIgnoredChannels(t *testing.T) {
 		}
 	}
 }
+
+func TestUnreadTopicsShown_ZulipsAggregation(t *testing.T) {
+	summary := []unreadTopic{
+		{ChannelID: 2, Topic: "lunch", IDs: []uint64{5}},
+		{ChannelID: 1, Topic: "Lunch", IDs: []uint64{3, 9}},
+		{ChannelID: 1, Topic: "", IDs: []uint64{4}},
+		{ChannelID: 1, Topic: "LUNCH", IDs: []uint64{1}},
+		{ChannelID: 1, Topic: "General Chat", IDs: []uint64{2}},
+		{ChannelID: 1, Topic: "apple", IDs: []uint64{7}},
+	}
+	legacy := []unreadTopic{
+		{ChannelID: 1, Topic: "apple", IDs: []uint64{7}},
+		{ChannelID: 1, Topic: "General Chat", IDs: []uint64{2, 4}}, // "" and "General Chat" are one topic to it, named by id 2
+		{ChannelID: 1, Topic: "LUNCH", IDs: []uint64{1, 3, 9}},     // the name of the oldest
+		{ChannelID: 2, Topic: "lunch", IDs: []uint64{5}},
+	}
+	if got := unreadTopicsShown(summary, false); !reflect.DeepEqual(got, legacy) {
+		t.Errorf("without empty_topic_name: got %v, want %v", got, legacy)
+	}
+	capable := []unreadTopic{
+		{ChannelID: 1, Topic: "", IDs: []uint64{4}},
+		{ChannelID: 1, Topic: "apple", IDs: []uint64{7}},
+		{ChannelID: 1, Topic: "General Chat", IDs: []uint64{2}},
+		{ChannelID: 1, Topic: "LUNCH", IDs: []uint64{1, 3, 9}},
+		{ChannelID: 2, Topic: "lunch", IDs: []uint64{5}},
+	}
+	if got := unreadTopicsShown(summary, true); !reflect.DeepEqual(got, capable) {
+		t.Errorf("with empty_topic_name: got %v, want %v", got, capable)
+	}
+}
