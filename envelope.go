@@ -237,6 +237,11 @@ var (
 	errNoSuchTopic       = &rejection{"no such topic", errNoSuchTopicNamed}
 	errInvalidMessageIDs = &rejection{"invalid message(s)", always(errInvalidMessages)}
 
+	// A channel's topics policy (zerver/lib/exceptions.py's
+	// MessagesNotAllowedInEmptyTopicError and TopicsNotAllowedError).
+	errEmptyTopicNotAllowed = &rejection{"empty topic not allowed", always(topicsPolicyError("Sending messages to the " + emptyTopicDisplayName + " is not allowed in this channel."))}
+	errTopicsNotAllowed     = &rejection{"only the empty topic allowed", always(topicsPolicyError("Only the " + emptyTopicDisplayName + " topic is allowed in this channel."))}
+
 	errNarrowUnknownChannel = &rejection{"unknown channel in narrow", func(name string) *apiError { return badNarrow("unknown channel " + name) }}
 	errNarrowUnknownUser    = &rejection{"unknown user in narrow", func(name string) *apiError { return badNarrow("unknown user " + name) }}
 	errNarrowBadWith        = &rejection{"invalid 'with' operand", always(badNarrow("Invalid 'with' operand"))}
@@ -344,13 +349,20 @@ var (
 	errNoDirectMessages   = badRequest("Direct messages are not supported")
 	errInvalidMessageType = badRequest("Invalid message type")
 	errMissingTopic       = badRequest("Missing topic")
-	errTopicEmpty         = badRequest("Topic can't be empty!")
 	errContentNullBytes   = badRequest("Message must not contain null bytes")
 	errContentEmpty       = badRequest("Message must not be empty")
 	errMissingChannel     = badRequest("Missing channel")
 	errExpectedOneChannel = badRequest("Expected exactly one channel")
 	errChannelDataType    = badRequest("Invalid data type for channel")
 )
+
+// topicsPolicyError carries, as Zulip's does, the display name it
+// speaks of.
+func topicsPolicyError(msg string) *apiError {
+	e := badRequest(msg)
+	e.extra = []field{{"empty_topic_display_name", emptyTopicDisplayName}}
+	return e
+}
 
 // noSuchChannel is Zulip's STREAM_DOES_NOT_EXIST error, by name or by id.
 func noSuchChannel(to channelRef) *apiError {

@@ -41,6 +41,10 @@ type eventQueue struct {
 	applyMarkdown  bool
 	clientGravatar bool
 	allPublic      bool // all_public_streams: messages of every public channel
+	// emptyTopicName: the client declared the empty_topic_name
+	// capability, so it is shown the empty topic as "" rather than as
+	// emptyTopicDisplayName.
+	emptyTopicName bool
 	created        time.Time
 	regSeq         uint64 // the user's registration number of this queue
 
@@ -62,6 +66,13 @@ type eventQueue struct {
 type queuedEvent struct {
 	id  int64
 	raw json.RawMessage
+}
+
+// capabilityOn tells whether register's client_capabilities (decoded,
+// nil when absent) declares a capability: true, and nothing else, is on.
+func capabilityOn(capabilities map[string]any, name string) bool {
+	on, _ := capabilities[name].(bool)
+	return on
 }
 
 func (q *eventQueue) wants(eventType string) bool {

@@ -103,6 +103,11 @@ func (s *server) routes() http.Handler {
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
 	}
+	// GET /api/v1/users/{user_id} and /api/v1/users/{email}: one pattern
+	// for every method, which answers 405 itself (a GET pattern would
+	// conflict with the 405 pattern of /api/v1/users/me).
+	s.patterns = append(s.patterns, "GET /api/v1/users/{user}")
+	mux.Handle("/api/v1/users/{user}", onlyGET(s.api(s.getUser)))
 	mux.Handle("/", s.notFound())
 	return s.withRequestLog(withCleanPath(mux))
 }
@@ -144,6 +149,18 @@ func methodNotAllowed(methods []string) http.Handler {
 		named(w, r)
 		w.Header().Set("Allow", allow)
 		writeError(w, nil, r, e)
+	})
+}
+
+// onlyGET serves GET (and so HEAD) with h and answers 405 otherwise.
+func onlyGET(h http.Handler) http.Handler {
+	other := methodNotAllowed([]string{http.MethodGet})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			h.ServeHTTP(w, r)
+			return
+		}
+		other.ServeHTTP(w, r)
 	})
 }
 

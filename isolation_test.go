@@ -75,6 +75,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/users":                          {{"GET", "/api/v1/users", nil}},
 		"POST /api/v1/users":                         {{"POST", "/api/v1/users", url.Values{"email": {"new@example.com"}, "password": {"password-1"}, "full_name": {"N"}}}},
 		"GET /api/v1/users/me":                       {{"GET", "/api/v1/users/me", nil}},
+		"GET /api/v1/users/{user}":                   {{"GET", "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10), url.Values{"include_custom_profile_fields": {"true"}}}, {"GET", "/api/v1/users/" + e.alice.Email, nil}},
 		"POST /api/v1/users/me/apns_device_token":    {{"POST", "/api/v1/users/me/apns_device_token", url.Values{"token": {"cc33dd44"}}}},
 		"DELETE /api/v1/users/me/apns_device_token":  {{"DELETE", "/api/v1/users/me/apns_device_token", url.Values{"token": {"aa11bb22"}}}},
 		"POST /api/v1/users/me/android_gcm_reg_id":   {{"POST", "/api/v1/users/me/android_gcm_reg_id", url.Values{"token": {"bob-fcm-token"}}}},

@@ -31,7 +31,8 @@ func (s *server) register(r *apiRequest) (any, error) {
 		return nil, err
 	}
 	q := &eventQueue{userID: r.user.ID, types: o.eventTypes, narrow: o.narrow, applyMarkdown: o.applyMarkdown,
-		clientGravatar: o.clientGravatar, allPublic: o.allPublic, userSettingsObject: o.capabilities.userSettingsObject}
+		clientGravatar: o.clientGravatar, allPublic: o.allPublic, userSettingsObject: o.capabilities.userSettingsObject,
+		emptyTopicName: o.capabilities.emptyTopicName}
 	s.events.register(q)
 	state, err := s.initialState(r.user, q.id, o)
 	if err != nil { // a queue whose state could not be read is of no use
@@ -236,17 +237,19 @@ func (s *server) publishChange(change any) {
 
 // publishMessage gives a new message to the queues of its recipients
 // (the channel's subscribers and the sender) and of all_public_streams
-// queues for a public channel, each with that user's flags. The message
-// object is encoded once per rendering the queues ask for.
+// queues for a public channel, each with that user's flags (none for a
+// queue whose user does not receive it). The message object is encoded
+// once per rendering the queues ask for. The sender's queue named in
+// the send (queue_id) hears the send's local_id as local_message_id.
 func (s *server) publishMessage(c messageSent) {
-	rendered := map[[2]bool]json.RawMessage{}
+	rendered := map[[3]bool]json.RawMessage{}
 	render := func(q *eventQueue) json.RawMessage {
-		key := [2]bool{q.applyMarkdown, q.clientGravatar}
+		key := [3]bool{q.applyMarkdown, q.clientGravatar, q.emptyTopicName}
 		if raw, ok := rendered[key]; ok {
 			return raw
 		}
 		m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender}
-		raw, _ := json.Marshal(newMessageObject(m, q.applyMarkdown, q.clientGravatar))
+		raw, _ := json.Marshal(newMessageObject(m, q.applyMarkdown, q.clientGravatar, q.emptyTopicName))
 		rendered[key] = raw
 		return raw
 	}
@@ -255,15 +258,26 @@ func (s *server) publishMessage(c messageSent) {
 	}
 	s.events.publish("message", receives, func(q *eventQueue) event {
 		m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender, Subscribed: slices.Contains(c.Recipients, q.userID)}
-		m.Unread = q.userID != c.Sender.ID && m.Subscribed
+		m.Unread = m.Subscribed && (q.userID != c.Sender.ID || !c.ReadBySender)
+		m.Topic = displayTopic(m.Topic, q.emptyTopicName) // a narrow matches the topic the client is shown
 		if !matchesNarrow(q.narrow, m) {
 			return nil
 		}
-		return event{"type": "message", "message": render(q), "flags": messageFlags(m)}
+		flags := []string{}
+		if m.Subscribed || q.userID == c.Sender.ID {
+			flags = messageFlags(m)
+		}
+		e := event{"type": "message", "message": render(q), "flags": flags}
+		if c.LocalID != nil && q.id == c.QueueID && q.userID == c.Sender.ID {
+			e["local_message_id"] = *c.LocalID
+		}
+		return e
 	})
 }
 
 // publishFlags tells the user's queues that a flag changed on messages.
+// When read is removed, message_details says where each message is, its
+// empty topic shown by name to queues without empty_topic_name.
 func (s *server) publishFlags(c flagsChanged) {
 	if len(c.IDs) == 0 && !c.All {
 		return
@@ -273,14 +287,20 @@ func (s *server) publishFlags(c flagsChanged) {
 		op = "add"
 	}
 	e := event{"type": "update_message_flags", "op": op, "operation": op, "flag": c.Change.Flag, "messages": nonNilIDs(c.IDs), "all": c.All}
-	if c.Details != nil {
+	details := func(allowEmptyTopic bool) map[string]any {
 		byID := map[string]any{}
 		for _, m := range c.Details {
-			byID[strconv.FormatUint(m.ID, 10)] = map[string]any{"type": "stream", "stream_id": m.ChannelID, "topic": m.Topic, "unmuted_stream_msg": true}
+			byID[strconv.FormatUint(m.ID, 10)] = map[string]any{"type": "stream", "stream_id": m.ChannelID, "topic": displayTopic(m.Topic, allowEmptyTopic), "unmuted_stream_msg": true}
 		}
-		e["message_details"] = byID
+		return byID
 	}
-	s.events.publish("update_message_flags", ownedBy(c.User.ID), func(*eventQueue) event { return cloneEvent(e) })
+	s.events.publish("update_message_flags", ownedBy(c.User.ID), func(q *eventQueue) event {
+		qe := cloneEvent(e)
+		if c.Details != nil {
+			qe["message_details"] = details(q.emptyTopicName)
+		}
+		return qe
+	})
 }
 
 // publishSubscriptions tells the user's queues about channels joined or left.

@@ -12,11 +12,6 @@ import (
 	"time"
 )
 
-// realmEmptyTopicDisplayName is how a client that does not declare the
-// empty_topic_name capability is shown the empty topic: Zulip's
-// Message.EMPTY_TOPIC_FALLBACK_NAME.
-const realmEmptyTopicDisplayName = "general chat"
-
 // Limits and intervals register announces. The lengths are what zulite
 // enforces (api_channels.go, api_messages.go); the rest are Zulip's
 // settings (zproject/default_settings.py), which zulite keeps.
@@ -223,15 +218,13 @@ var customProfileFieldTypes = map[string]map[string]any{
 // a gravatar avatar_url is null, for the client to compute.
 type registerUser struct {
 	userObject
-	IsActive  *bool   `json:"is_active,omitempty"`
-	AvatarURL *string `json:"avatar_url"`
+	IsActive *bool `json:"is_active,omitempty"`
 }
 
 func newRegisterUser(u user, clientGravatar bool) registerUser {
 	o := registerUser{userObject: newUserObject(u)}
-	if !clientGravatar {
-		avatar := o.userObject.AvatarURL
-		o.AvatarURL = &avatar
+	if clientGravatar {
+		o.AvatarURL = nil
 	}
 	return o
 }
@@ -364,12 +357,8 @@ type unreadGroupState struct {
 // capability is shown the empty topic under realm_empty_topic_display_name.
 func newUnreadMsgs(summary unreadSummary, emptyTopicName bool) unreadMsgs {
 	out := unreadMsgs{PMs: []unreadDMState{}, Streams: []unreadTopicState{}, Huddles: []unreadGroupState{}, Mentions: []uint64{}, OldUnreadsMissing: summary.Truncated}
-	for _, t := range summary.Topics {
-		topic := t.Topic
-		if topic == "" && !emptyTopicName {
-			topic = realmEmptyTopicDisplayName
-		}
-		out.Streams = append(out.Streams, unreadTopicState{t.ChannelID, topic, t.IDs})
+	for _, t := range unreadTopicsShown(summary.Topics, emptyTopicName) {
+		out.Streams = append(out.Streams, unreadTopicState{t.ChannelID, t.Topic, t.IDs})
 		out.Count += len(t.IDs)
 	}
 	return out
@@ -453,7 +442,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"signup_announcements_stream_id":           -1,
 		"zulip_update_announcements_stream_id":     -1,
 		"date_created":                             realmCreated(users),
-		"empty_topic_display_name":                 realmEmptyTopicDisplayName,
+		"empty_topic_display_name":                 emptyTopicDisplayName,
 		"create_public_stream_policy":              legacyPolicy("can_create_public_channel_group"),
 		"create_private_stream_policy":             legacyPolicy("can_create_private_channel_group"),
 		"create_web_public_stream_policy":          legacyPolicy("can_create_web_public_channel_group"),

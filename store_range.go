@@ -250,7 +250,7 @@ func idText(t narrowTerm) string {
 // (for the first_unread anchor).
 func (r *rangeReader) source(withUnread bool) idSource {
 	var channelID, messageID uint64
-	topic, unread, starred := "", withUnread, false
+	topic, unread, starred := (*string)(nil), withUnread, false // topic "" is the empty topic
 	for _, t := range r.terms {
 		if t.Negated {
 			continue
@@ -259,7 +259,7 @@ func (r *rangeReader) source(withUnread bool) idSource {
 		case t.Operator == "channel":
 			channelID = t.ID
 		case t.Operator == "topic":
-			topic = t.Name
+			topic = &t.Name
 		case t.Operator == "is" && t.Name == "unread":
 			unread = true
 		case t.Operator == "is" && t.Name == "starred":
@@ -273,8 +273,8 @@ func (r *rangeReader) source(withUnread bool) idSource {
 		return idList{messageID}
 	case channelID != 0 && !r.canSee(channelID):
 		return idList{} // nothing of it is visible: no need to look
-	case channelID != 0 && topic != "": // is:unread is checked per id, on a cached chunk
-		return indexSource{r.tx.Bucket(bucketTopicMessages), topicPrefix(channelID, topic)}
+	case channelID != 0 && topic != nil: // is:unread is checked per id, on a cached chunk
+		return indexSource{r.tx.Bucket(bucketTopicMessages), topicPrefix(channelID, *topic)}
 	case unread && channelID != 0:
 		return r.unreadSource(unreadKey(r.user.ID, channelID))
 	case unread:

@@ -128,6 +128,19 @@ func (s *store) userByEmail(email string) (user, error) {
 	return u, err
 }
 
+// userByID finds an account by id.
+func (s *store) userByID(id uint64) (user, error) {
+	var u user
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		v := tx.Bucket(bucketUsers).Get(itob(id))
+		if v == nil {
+			return errNoSuchUser
+		}
+		return json.Unmarshal(v, &u)
+	})
+	return u, err
+}
+
 func userByEmail(tx *bbolt.Tx, email string) (user, error) {
 	var u user
 	id := tx.Bucket(bucketUserEmails).Get(emailKey(email))
