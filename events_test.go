@@ -57,9 +57,9 @@ func TestRegister_StateMatchesWhatGetMessagesShows(t *testing.T) {
 		t.Errorf("register: got last_event_id %v, max_message_id %v, level %v", r.body["last_event_id"], r.body["max_message_id"], r.body["zulip_feature_level"])
 	}
 	unread := r.body["unread_msgs"].(map[string]any)
-	want := []any{
-		map[string]any{"stream_id": float64(e.general.ID), "topic": "lunch", "unread_message_ids": toAny(lunch)},
+	want := []any{ // ordered as Zulip's aggregate_streams orders them: by channel, then lower-cased topic
 		map[string]any{"stream_id": float64(e.general.ID), "topic": "dinner", "unread_message_ids": toAny([]uint64{dinner})},
+		map[string]any{"stream_id": float64(e.general.ID), "topic": "lunch", "unread_message_ids": toAny(lunch)},
 		map[string]any{"stream_id": float64(e.secret.ID), "topic": "s", "unread_message_ids": toAny([]uint64{secret})},
 	}
 	if unread["count"] != 4.0 || !jsonEqual(unread["streams"], want) || unread["old_unreads_missing"] != false {
