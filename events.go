@@ -140,6 +140,17 @@ func (h *eventHub) removeLocked(q *eventQueue) {
 	close(q.gone)
 }
 
+// removeAll deletes every queue of the user, ending their waiting polls.
+func (h *eventHub) removeAll(userID uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, q := range h.queues {
+		if q.userID == userID {
+			h.removeLocked(q)
+		}
+	}
+}
+
 // remove deletes the user's queue.
 func (h *eventHub) remove(userID uint64, id string) bool {
 	h.mu.Lock()

@@ -433,3 +433,56 @@ func TestReachableAddr_NeverTheUnspecifiedAddress(t *testing.T) {
 		}
 	}
 }
+
+// Revoking an account's keys or deactivating it ends its event queues
+// and their waiting polls at once: a long poll does not outlive its key
+// and deliver what is sent afterwards (issue 11, item 6).
+func TestRevocation_EndsTheAccountsWaitingPolls(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db)
+	defer srv.stop()
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	plain := e2ePython
+	if status, body, _ := owner.do(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}, plain); status != 200 {
+		t.Fatalf("subscribe: %d %v", status, body["msg"])
+	}
+	for _, revoke := range []string{"key", "deactivate"} {
+		t.Run(revoke, func(t *testing.T) {
+			email := revoke + "@example.com"
+			r := e2eRunCLI(t, bin, "user", "add", email, "--db", db)
+			r.wantOK(t, "user add")
+			alice := e2eNewClient(srv.baseURL, email, strings.TrimSpace(r.stdout))
+			if status, body, _ := alice.do(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}, plain); status != 200 {
+				t.Fatalf("subscribe: %d %v", status, body["msg"])
+			}
+			status, reg, _ := alice.do(t, http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}}, plain)
+			if status != 200 {
+				t.Fatalf("register: %d", status)
+			}
+			queue, _ := reg["queue_id"].(string)
+			type answer struct {
+				status int
+				body   map[string]any
+			}
+			polled := make(chan answer, 1)
+			go func() {
+				status, body, _ := alice.do(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queue}, "last_event_id": {"-1"}}, plain)
+				polled <- answer{status, body}
+			}()
+			time.Sleep(300 * time.Millisecond) // the poll waits
+			e2eRunCLI(t, bin, "user", revoke, email, "--db", db).wantOK(t, "user "+revoke)
+			owner.do(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"after the " + revoke}}, plain)
+			select {
+			case a := <-polled:
+				if a.status == 200 {
+					t.Errorf("the poll answered 200 with %v after user %s; want it ended", a.body["events"], revoke)
+				} else if a.body["code"] != "BAD_EVENT_QUEUE_ID" {
+					t.Errorf("the poll: got %d %v, want BAD_EVENT_QUEUE_ID", a.status, a.body["code"])
+				}
+			case <-time.After(5 * time.Second):
+				t.Errorf("the poll still waits 5 s after user %s", revoke)
+			}
+		})
+	}
+}

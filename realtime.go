@@ -230,6 +230,10 @@ func (s *server) publishChange(change any) {
 		s.publishFlags(c)
 	case subscriptionsChanged:
 		s.publishSubscriptions(c)
+	case accountChanged:
+		if c.EndsSessions {
+			s.events.removeAll(c.UserID)
+		}
 	case userSettingsChanged:
 		s.publishUserSettings(c)
 	}

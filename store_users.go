@@ -43,7 +43,7 @@ func (s *store) createAccount(email, fullName string, role int, bot bool, passwo
 				return err
 			}
 		}
-		report(accountChanged{email})
+		report(accountChanged{Email: email, UserID: id})
 		return s.putKey(tx, id, key)
 	})
 	return u, key, err
@@ -56,7 +56,7 @@ func (s *store) setPassword(email, passwordHash string) error {
 		if err != nil {
 			return err
 		}
-		report(accountChanged{email})
+		report(accountChanged{Email: email, UserID: u.ID})
 		return tx.Bucket(bucketPasswords).Put(itob(u.ID), []byte(passwordHash))
 	})
 }
@@ -107,7 +107,7 @@ func (s *store) mintKey(u user) (string, error) {
 			}
 			keys = keys[1:]
 		}
-		report(accountChanged{u.Email})
+		report(accountChanged{Email: u.Email, UserID: u.ID})
 		return s.putKey(tx, u.ID, key)
 	})
 	return key, err
@@ -175,7 +175,7 @@ func (s *store) regenerateKey(email string) (string, error) {
 		if err != nil {
 			return err
 		}
-		report(accountChanged{u.Email})
+		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: true})
 		prefix := itob(u.ID)
 		for _, b := range [][]byte{bucketAPIKeys, bucketPushTokens} {
 			if err := deletePrefix(tx.Bucket(b), prefix); err != nil {
@@ -194,7 +194,7 @@ func (s *store) setActive(email string, active bool) error {
 			return err
 		}
 		u.Active = active
-		report(accountChanged{u.Email})
+		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: !active})
 		return putJSON(tx.Bucket(bucketUsers), itob(u.ID), u)
 	})
 }
