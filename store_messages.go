@@ -302,11 +302,14 @@ func (s *store) applyFlag(tx *bbolt.Tx, userID, channelID uint64, ids []uint64, 
 	return changed, nil
 }
 
-// markTopicRead marks the user's unread messages of one topic read.
+// markTopicRead marks the user's unread messages of one topic read. The
+// topic's unread ids are found in a read transaction (a topic's history
+// may be long, and only this caller should wait for it); the commit then
+// removes just those ids, which removeUnread does only where they are
+// still unread.
 func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64, error) {
-	var read []uint64
-	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		read = nil
+	var unread []uint64
+	err := s.view(func(tx *bbolt.Tx) error {
 		ch, err := s.channelByID(tx, channelID)
 		if err != nil {
 			return err
@@ -323,7 +326,16 @@ func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64,
 		if len(ids) == 0 && topic != "" { // Zulip checks only a named topic
 			return errNoSuchTopic
 		}
-		if read, err = removeUnread(tx, u.ID, ch.ID, ids); err != nil {
+		unread, err = unreadAmong(tx, u.ID, ch.ID, ids)
+		return err
+	})
+	if err != nil || len(unread) == 0 {
+		return nil, err
+	}
+	var read []uint64
+	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		var err error
+		if read, err = removeUnread(tx, u.ID, channelID, unread); err != nil {
 			return err
 		}
 		return reportFlags(tx, report, u, flagChange{Flag: "read", Add: true}, read)
