@@ -30,6 +30,7 @@ type server struct {
 	logins    *loginLimiter
 	events    *eventHub
 	limits    *rateLimiter // nil: no rate limits
+	walks     *walkSlots   // one message walk at a time per account
 	// trustedProxies are the peers whose X-Forwarded-For is believed
 	// (--trusted-proxies).
 	trustedProxies []netip.Prefix
@@ -54,7 +55,7 @@ func (s *server) routeList() []string {
 // newServer wires a server over an open store.
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
-		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now()}
+		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), walks: newWalkSlots(), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now()}
 	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening, commits: s.metrics.observeCommit})
 	return s
 }
