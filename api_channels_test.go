@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -14,14 +15,15 @@ func TestSubscriptions_SubscribeListUnsubscribe(t *testing.T) {
 	r := e.requestAs(t, multipartForm, http.MethodPost, "/api/v1/users/me/subscriptions",
 		url.Values{"subscriptions": {`[{"name":"general"},{"name":"new one","description":"fresh"}]`}}, &e.alice)
 	wantAPISuccess(t, r)
-	if got, want := r.body["subscribed"], map[string]any{"alice@example.com": []any{"new one"}}; !reflect.DeepEqual(got, want) {
+	aliceKey, bobKey := strconv.FormatUint(e.alice.ID, 10), strconv.FormatUint(e.bob.ID, 10) // keyed by user id since feature level 289
+	if got, want := r.body["subscribed"], map[string]any{aliceKey: []any{"new one"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("subscribed: got %v, want %v", got, want)
 	}
-	if got, want := r.body["already_subscribed"], map[string]any{"alice@example.com": []any{"general"}}; !reflect.DeepEqual(got, want) {
+	if got, want := r.body["already_subscribed"], map[string]any{aliceKey: []any{"general"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("already_subscribed: got %v, want %v", got, want)
 	}
 	r = e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"dup"},{"name":" DUP "}]`}, "invite_only": {"true"}}, &e.bob)
-	if got, want := r.body["subscribed"], map[string]any{"bob@example.com": []any{"dup"}}; !reflect.DeepEqual(got, want) {
+	if got, want := r.body["subscribed"], map[string]any{bobKey: []any{"dup"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("a name given twice: subscribed got %v, want %v", got, want)
 	}
 	if got := channelNamed(t, e, "dup"); !got.Private || got.CreatorID != e.bob.ID {
@@ -107,10 +109,35 @@ func TestChannels_ListAndLookUp(t *testing.T) {
 	if got := names(&e.bob, nil); !slices.Equal(got, []string{"general"}) {
 		t.Errorf("bob sees %v, want [general]", got)
 	}
-	if got := names(&e.admin, url.Values{"include_all_active": {"true"}}); !slices.Equal(got, []string{"general", "secret"}) {
-		t.Errorf("admin with include_all_active sees %v, want both", got)
+	// include_all (include_all_active before feature level 356) is every
+	// channel the caller may know of, and is open to everyone since.
+	for _, param := range []string{"include_all", "include_all_active"} {
+		if got := names(&e.admin, url.Values{param: {"true"}}); !slices.Equal(got, []string{"general", "secret"}) {
+			t.Errorf("admin with %s sees %v, want both", param, got)
+		}
+		if got := names(&e.bob, url.Values{param: {"true"}}); !slices.Equal(got, []string{"general"}) {
+			t.Errorf("bob with %s sees %v, want [general]", param, got)
+		}
 	}
-	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/streams", url.Values{"include_all_active": {"true"}}, &e.bob), 400, "BAD_REQUEST", "User not authorized for this query")
+	// include_can_access_content: what the caller may read, which for a
+	// private channel an administrator may not.
+	if got := names(&e.admin, url.Values{"include_can_access_content": {"true"}}); !slices.Equal(got, []string{"general"}) {
+		t.Errorf("admin with include_can_access_content sees %v, want [general]", got)
+	}
+	if got := names(&e.alice, url.Values{"include_can_access_content": {"true"}, "include_public": {"false"}}); !slices.Equal(got, []string{"general", "secret"}) {
+		t.Errorf("alice with include_can_access_content sees %v, want both", got)
+	}
+	if got := names(&e.alice, url.Values{"include_public": {"false"}, "include_subscribed": {"false"}}); len(got) != 0 {
+		t.Errorf("alice with neither public nor subscribed sees %v, want none", got)
+	}
+	for _, param := range []string{"exclude_archived", "include_web_public", "include_default", "include_owner_subscribed"} {
+		r := e.request(t, http.MethodGet, "/api/v1/streams", url.Values{param: {"true"}}, &e.alice)
+		wantAPISuccess(t, r)
+		if _, ignored := r.body["ignored_parameters_unsupported"]; ignored {
+			t.Errorf("%s reported as ignored: %s", param, r.raw)
+		}
+		wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/streams", url.Values{param: {"yes"}}, &e.alice), 400, "BAD_REQUEST", param+" is not valid JSON")
+	}
 
 	// Each channel as Zulip describes it: its id, and whether it is private.
 	r0 := e.request(t, http.MethodGet, "/api/v1/streams", nil, &e.alice)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -67,7 +68,7 @@ func TestChannelByID_SeesAChangedChannelAsItIsNow(t *testing.T) {
 		return got, err
 	}
 	for range 2 { // decoded, then remembered
-		if got, err := lookup(); err != nil || got != ch {
+		if got, err := lookup(); err != nil || !reflect.DeepEqual(got, ch) {
 			t.Fatalf("got %+v, %v; want %+v", got, err, ch)
 		}
 	}
@@ -77,7 +78,7 @@ func TestChannelByID_SeesAChangedChannelAsItIsNow(t *testing.T) {
 	if err := st.update(func(tx *bbolt.Tx) error { return putJSON(tx.Bucket(bucketChannels), itob(ch.ID), changed) }); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := lookup(); err != nil || got != changed {
+	if got, err := lookup(); err != nil || !reflect.DeepEqual(got, changed) {
 		t.Fatalf("after a change: got %+v, %v; want %+v", got, err, changed)
 	}
 

@@ -43,7 +43,10 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 		if err != nil {
 			return err
 		}
-		if ch.Private && !isSubscribed(tx, sender.ID, ch.ID) {
+		if !canPost(sender, ch) { // the channel's can_send_message_group
+			return errCannotPost
+		}
+		if ch.Private && !canAccess(tx, sender, ch) {
 			return errChannelForbidden.about(ch.Name)
 		}
 		messages := tx.Bucket(bucketMessages)
