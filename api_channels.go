@@ -786,17 +786,19 @@ func (s *server) publishSubscriptions(c subscriptionsChanged) {
 	for _, m := range c.Members {
 		var list []any
 		if c.Op == "add" {
-			subs, err := s.store.subscriptions(m.User.ID)
+			ids := make([]uint64, 0, len(m.Channels))
+			for _, ch := range m.Channels {
+				ids = append(ids, ch.ID)
+			}
+			subs, err := s.store.subscriptionsAmong(m.User.ID, ids)
 			if err != nil {
 				s.log.Error("subscriptions for an event", "err", err)
 				continue
 			}
 			for _, sub := range subs {
-				if slices.ContainsFunc(m.Channels, func(ch channel) bool { return ch.ID == sub.ID }) {
-					o := newSubscriptionObject(sub)
-					o.Subscribers = append([]uint64{}, sub.Subscribers...)
-					list = append(list, o)
-				}
+				o := newSubscriptionObject(sub)
+				o.Subscribers = append([]uint64{}, sub.Subscribers...)
+				list = append(list, o)
 			}
 		} else {
 			for _, ch := range m.Channels {

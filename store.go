@@ -10,9 +10,11 @@ package main
 //	api_keys         user id ‖ BLAKE2b-256(secret, key) → created, unix seconds (uint64)
 //	push_tokens      user id ‖ kind ('a' APNs, 'g' FCM) ‖ token key → pushToken (JSON);
 //	                 the token key is the token lower-cased for APNs, verbatim for FCM
-//	channels         channel id → channel (JSON)
+//	channels         channel id → channel (JSON, with the permission settings
+//	                 given other values than Zulip's defaults)
 //	channel_names    lower-cased channel name → channel id
-//	subscriptions    user id ‖ channel id → subscription (JSON)
+//	subscriptions    user id ‖ channel id → subscription (JSON: colour, muting,
+//	                 pinning, notification settings)
 //	subscribers      channel id ‖ user id → empty
 //	messages         message id → message (JSON)
 //	channel_messages channel id ‖ message id → empty

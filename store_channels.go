@@ -602,6 +602,13 @@ type subscribedChannel struct {
 // subscriptions lists the user's channels, sorted by name, with their
 // active subscribers.
 func (s *store) subscriptions(userID uint64) ([]subscribedChannel, error) {
+	return s.subscriptionsAmong(userID, nil)
+}
+
+// subscriptionsAmong is subscriptions limited to some channels (all
+// when channelIDs is nil): the figures cost reads, so an event about
+// two channels does not count every channel of the user.
+func (s *store) subscriptionsAmong(userID uint64, channelIDs []uint64) ([]subscribedChannel, error) {
 	var list []subscribedChannel
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		list = nil
@@ -609,6 +616,9 @@ func (s *store) subscriptions(userID uint64) ([]subscribedChannel, error) {
 		prefix := itob(userID)
 		c := tx.Bucket(bucketSubscriptions).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if channelIDs != nil && !slices.Contains(channelIDs, btoi(k[8:])) {
+				continue
+			}
 			var sc subscribedChannel
 			if err := json.Unmarshal(v, &sc.subscription); err != nil {
 				return err
