@@ -1144,11 +1144,15 @@ func (s *store) audiences(tx *bbolt.Tx, change *subscriptionsChanged, created []
 			altered[ch.ID] = append(altered[ch.ID], m.User.ID)
 		}
 	}
+	// A channel's creation is told as it was before anyone joined it, so
+	// that clients counting subscribers from the peer events that follow
+	// count each once.
 	for _, ch := range created {
 		v, err := view(ch)
 		if err != nil {
 			return err
 		}
+		v.SubscriberCount = 0
 		var audience []uint64
 		for _, u := range users {
 			if u.Active && canSeeMetadata(tx, u, ch) {
@@ -1183,7 +1187,9 @@ func (s *store) audiences(tx *bbolt.Tx, change *subscriptionsChanged, created []
 			}
 		}
 		if len(revealed) > 0 {
-			change.Created = append(change.Created, channelNews{Channel: v, Audience: revealed})
+			before := v
+			before.SubscriberCount -= len(altered[ch.ID])
+			change.Created = append(change.Created, channelNews{Channel: before, Audience: revealed})
 		}
 		if len(hidden) > 0 {
 			change.Deleted = append(change.Deleted, channelNews{Channel: v, Audience: hidden})
