@@ -54,6 +54,10 @@ func userAdd(env adminEnv, args []string, o options, out io.Writer) error {
 	if name == "" {
 		name, _, _ = strings.Cut(email, "@")
 	}
+	name, err := checkFullName(name)
+	if err != nil {
+		return fmt.Errorf("--name: %s", asAPIError(err).msg)
+	}
 	role := roleMember
 	if o.Admin {
 		role = roleAdmin

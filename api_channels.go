@@ -501,7 +501,7 @@ func creationRefusal(u user, inviteOnly, webPublic, defaultChannel, historyPubli
 
 func validateChannel(spec channelSpec) error {
 	switch {
-	case spec.Name == "":
+	case onlyInvisible(spec.Name): // Zulip checks only for "" after trimming; zulite also for names that show nothing
 		return errChannelNameEmpty
 	case utf8.RuneCountInString(spec.Name) > maxChannelNameLength:
 		return errChannelNameTooLong

@@ -8,10 +8,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -222,17 +224,13 @@ func (s *server) createUser(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	fullName = strings.TrimSpace(fullName)
-	switch {
-	case checkEmail(email) != nil:
+	if checkEmail(email) != nil {
 		return nil, errBadNameOrUsername
-	case fullName == "":
-		return nil, errNameTooShort
-	case strings.ContainsFunc(fullName, isUnsafeChar):
-		return nil, errNameCharacters
-	case utf8.RuneCountInString(fullName) > 100:
-		return nil, errNameTooLong
-	case utf8.RuneCountInString(password) < minPasswordLength:
+	}
+	if fullName, err = checkFullName(fullName); err != nil {
+		return nil, err
+	}
+	if utf8.RuneCountInString(password) < minPasswordLength {
 		return nil, errPasswordTooWeak
 	}
 	hash, err := s.passwords.hash(r.Context(), password)
@@ -310,4 +308,41 @@ func (s *server) fetchAPIKey(r *apiRequest) (any, error) {
 func gravatarURL(email string) string {
 	sum := md5.Sum([]byte(strings.ToLower(email)))
 	return "https://secure.gravatar.com/avatar/" + hex.EncodeToString(sum[:]) + "?d=identicon&version=1"
+}
+
+// nameInvalidChars are the characters Zulip refuses in a full name
+// (UserProfile.NAME_INVALID_CHARS): they would break mention syntax.
+const nameInvalidChars = "*`\\>\"@"
+
+// trailingUserID is a name ending like "|15", which sloppy mention
+// parsers could take for a user id; Zulip refuses it.
+var trailingUserID = regexp.MustCompile(`\|\d+$`)
+
+// checkFullName is Zulip's check_full_name, in its order: the name
+// trimmed, at most 100 characters, at least 1, printable and without
+// nameInvalidChars, and not ending like a user id. zulite also counts a
+// name made only of invisible characters (spaces and format characters
+// such as U+200B) as empty, where Zulip would let it stand.
+func checkFullName(raw string) (string, error) {
+	name := strings.TrimSpace(raw)
+	switch {
+	case utf8.RuneCountInString(name) > maxFullNameLength:
+		return "", errNameTooLong
+	case onlyInvisible(name):
+		return "", errNameTooShort
+	case strings.ContainsFunc(name, isUnsafeChar) || strings.ContainsAny(name, nameInvalidChars):
+		return "", errNameCharacters
+	case trailingUserID.MatchString(raw):
+		return "", errNameFormat
+	}
+	return name, nil
+}
+
+// maxFullNameLength is Zulip's UserProfile.MAX_NAME_LENGTH.
+const maxFullNameLength = 100
+
+// onlyInvisible tells a text that shows nothing: empty, or only spaces
+// and format characters (zero-width spaces and joiners, direction marks).
+func onlyInvisible(text string) bool {
+	return !strings.ContainsFunc(text, func(r rune) bool { return !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) })
 }

@@ -251,7 +251,6 @@ var (
 	errNotSubscribedToChannel = &rejection{"not subscribed", func(id string) *apiError { return badRequest("Not subscribed to channel ID " + echoed(id)) }}
 	errCannotPost             = &rejection{"may not post", always(badRequest("You do not have permission to post in this channel."))}
 
-
 	errNarrowUnknownChannel = &rejection{"unknown channel in narrow", func(name string) *apiError { return badNarrow("unknown channel " + echoed(name)) }}
 	errNarrowUnknownUser    = &rejection{"unknown user in narrow", func(name string) *apiError { return badNarrow("unknown user " + echoed(name)) }}
 	errNarrowBadWith        = &rejection{"invalid 'with' operand", always(badNarrow("Invalid 'with' operand"))}
@@ -338,6 +337,7 @@ var (
 	errNameTooShort      = badRequest("Name too short!")
 	errNameCharacters    = badRequest("Invalid characters in name!")
 	errNameTooLong       = badRequest("Name too long!")
+	errNameFormat        = badRequest("Invalid format!")
 	errPasswordTooWeak   = badRequest("The password is too weak.")
 )
 

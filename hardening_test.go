@@ -584,3 +584,40 @@ func TestHostileNarrows_OtherUsersSendsStayQuick(t *testing.T) {
 		t.Errorf("a send took %v while the narrows ran, want well under 2 s", busy[9])
 	}
 }
+
+// Names that show nothing, or that Zulip refuses, are refused as Zulip
+// words it; an error repeats at most a short prefix of what was sent
+// (issue 11, item 8).
+func TestNames_InvisibleAndRefusedCharacters(t *testing.T) {
+	e := newTestEnv(t)
+	for _, c := range []struct{ name, msg string }{
+		{"\u200b", "Channel name can't be empty."},
+		{" \u200d\u2060 ", "Channel name can't be empty."},
+		{`a\u0007b`, "Invalid character in channel name, at position 2."}, // JSON-escaped: a raw control character is not valid JSON
+	} {
+		r := e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"` + c.name + `"}]`}}, &e.alice)
+		wantAPIError(t, r, 400, "BAD_REQUEST", c.msg)
+	}
+	for _, c := range []struct{ name, msg string }{
+		{"\u200b\u200b", "Name too short!"},
+		{"Mallory*", "Invalid characters in name!"},
+		{"@all", "Invalid characters in name!"},
+		{"Alice|15", "Invalid format!"},
+		{strings.Repeat("n", 101), "Name too long!"},
+	} {
+		r := e.request(t, http.MethodPost, "/api/v1/users", url.Values{"email": {"new@example.com"}, "password": {"a long password"}, "full_name": {c.name}}, &e.owner)
+		wantAPIError(t, r, 400, "BAD_REQUEST", c.msg)
+	}
+	if users, err := e.st.users(); err != nil || len(users) != 5 {
+		t.Errorf("accounts after refused names: got %d (%v), want the 5 there were", len(users), err)
+	}
+	long := strings.Repeat("x", 5000)
+	r := e.request(t, http.MethodGet, "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"1"}, "narrow": {`[{"operator":"channel","operand":"` + long + `"}]`}}, &e.alice)
+	if r.status != 400 || len(r.str("msg")) > 300 {
+		t.Errorf("a 5000-character operand: got %d and a %d-byte message, want 400 and a short one", r.status, len(r.str("msg")))
+	}
+	r = e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {long}, "topic": {"t"}, "content": {"x"}}, &e.alice)
+	if r.status != 400 || len(r.str("msg")) > 300 {
+		t.Errorf("a 5000-character channel name: got %d and a %d-byte message, want 400 and a short one", r.status, len(r.str("msg")))
+	}
+}
