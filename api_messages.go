@@ -5,8 +5,10 @@ package main
 // them.
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +20,108 @@ const (
 	maxTopicLength   = 60
 	maxMessageLength = 10000
 )
+
+// Empty topics (Zulip 10, feature levels 334 and 370). A channel
+// message may have the topic "", which Zulip calls "general chat".
+// Clients that do not declare the empty_topic_name capability, and GET
+// /messages without allow_empty_topic_name, are shown
+// emptyTopicDisplayName instead, and a topic sent as that name or as
+// "(no topic)" is stored as "".
+const (
+	// emptyTopicDisplayName is Zulip's Message.EMPTY_TOPIC_FALLBACK_NAME,
+	// which register reports as realm_empty_topic_display_name.
+	emptyTopicDisplayName = "general chat"
+	// noTopic is what clients before feature level 334 sent for "".
+	noTopic = "(no topic)"
+)
+
+// displayTopic is the topic as a client is shown it: "" becomes the
+// display name unless the client understands empty topics. Zulip uses
+// it for message subjects, update_message_flags details and register's
+// unread_msgs alike.
+func displayTopic(topic string, allowEmpty bool) string {
+	if topic == "" && !allowEmpty {
+		return emptyTopicDisplayName
+	}
+	return topic
+}
+
+// unreadTopicsShown is register's unread_msgs.streams as Zulip's
+// aggregate_streams builds it from the user's unread summary: the empty
+// topic shown by name unless the queue has empty_topic_name, topics
+// that differ only in case counted as one (under the name of its oldest
+// unread message, the one Zulip meets first), ids ascending, ordered by
+// channel id and lower-cased topic.
+func unreadTopicsShown(topics []unreadTopic, allowEmptyTopic bool) []unreadTopic {
+	type key struct {
+		channelID uint64
+		topic     string
+	}
+	index := map[key]int{}
+	var out []unreadTopic
+	for _, t := range topics {
+		if len(t.IDs) == 0 {
+			continue
+		}
+		name := displayTopic(t.Topic, allowEmptyTopic)
+		k := key{t.ChannelID, strings.ToLower(name)}
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, unreadTopic{ChannelID: t.ChannelID, Topic: name})
+		}
+		if ok && slices.Min(t.IDs) < out[i].IDs[0] {
+			out[i].Topic = name
+		}
+		out[i].IDs = append(out[i].IDs, t.IDs...)
+		slices.Sort(out[i].IDs)
+	}
+	slices.SortFunc(out, func(a, b unreadTopic) int {
+		if a.ChannelID != b.ChannelID {
+			return cmp.Compare(a.ChannelID, b.ChannelID)
+		}
+		return strings.Compare(strings.ToLower(a.Topic), strings.ToLower(b.Topic))
+	})
+	return out
+}
+
+// storedTopic is a topic as a client sent it, as Zulip stores it: the
+// display name and "(no topic)" mean the empty topic.
+func storedTopic(topic string) string {
+	if topic == emptyTopicDisplayName || topic == noTopic {
+		return ""
+	}
+	return topic
+}
+
+// Topics policies (Zulip 11, feature levels 392 and 404): whether a
+// channel takes the empty topic, named topics, or both. A channel's
+// "inherit" means the realm's policy, which in zulite is always
+// realmTopicsPolicy.
+const (
+	topicsPolicyInherit        = "inherit"
+	topicsPolicyAllowEmpty     = "allow_empty_topic"
+	topicsPolicyDisableEmpty   = "disable_empty_topic"
+	topicsPolicyEmptyTopicOnly = "empty_topic_only"
+	realmTopicsPolicy          = topicsPolicyAllowEmpty
+)
+
+// checkTopicsPolicy refuses a topic the channel's policy does not allow,
+// in Zulip's words.
+func checkTopicsPolicy(channelPolicy, topic string) error {
+	policy := channelPolicy
+	if policy == "" || policy == topicsPolicyInherit {
+		policy = realmTopicsPolicy
+	}
+	switch {
+	case policy == topicsPolicyDisableEmpty && topic == "":
+		return errEmptyTopicNotAllowed
+	case policy == topicsPolicyEmptyTopicOnly && topic != "":
+		return errTopicsNotAllowed
+	}
+	return nil
+}
 
 // sendMessage serves POST /api/v1/messages for channel messages, with
 // Zulip's checks in Zulip's order.
@@ -43,10 +147,7 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 			return nil, errMissingTopic
 		}
 	}
-	topic = strings.TrimSpace(topic)
-	if topic == "" {
-		return nil, errTopicEmpty
-	}
+	topic = storedTopic(strings.TrimSpace(topic))
 	if i := strings.IndexFunc(topic, isUnsafeChar); i >= 0 {
 		return nil, errTopicCharacter(topic, i)
 	}
@@ -61,8 +162,18 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	if content == "" {
 		return nil, errContentEmpty
 	}
-	client, _ := r.params.lookup("client")
-	sent, err := s.store.sendMessage(r.user, to, truncateTopic(topic), truncateContent(content), client)
+	readBySender, err := r.params.optionalBool("read_by_sender", defaultReadBySender)
+	if err != nil {
+		return nil, err
+	}
+	queueID, _ := r.params.lookup("queue_id")
+	localID, hasLocalID := r.params.lookup("local_id")
+	out := outgoingMessage{To: to, Topic: truncateTopic(topic), Content: truncateContent(content), Client: clientName(r),
+		ReadBySender: readBySender, QueueID: queueID}
+	if hasLocalID {
+		out.LocalID = &localID
+	}
+	sent, err := s.store.postMessage(r.user, out)
 	switch {
 	case errors.Is(err, errNoSuchChannel):
 		return nil, noSuchChannel(to)
@@ -71,10 +182,48 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	case err != nil:
 		return nil, err
 	}
+	// Zulip adds automatic_new_visibility_policy only when sending
+	// changed the sender's visibility policy for the topic; zulite has
+	// no such policies, so the answer is the id alone.
 	return struct {
 		ID uint64 `json:"id"`
 	}{sent.ID}, nil
 }
+
+// clientName is the name Zulip records as a message's client: the
+// `client` parameter, else the name at the start of the User-Agent
+// ("ZulipFlutter/30.0 (Android)" is ZulipFlutter), else "Unspecified";
+// at most 30 characters, as Zulip's Client.name.
+func clientName(r *apiRequest) string {
+	name, ok := r.params.lookup("client")
+	if !ok {
+		agent, present := r.Header["User-Agent"]
+		if !present || len(agent) == 0 {
+			return "Unspecified"
+		}
+		m := userAgentName.FindStringSubmatch(agent[0])
+		if m == nil {
+			return "Unspecified"
+		}
+		name = m[1]
+	}
+	if runes := []rune(name); len(runes) > 30 {
+		name = string(runes[:30])
+	}
+	return name
+}
+
+// userAgentName is zerver/lib/user_agent.py's pattern, whose first
+// group is the client's name.
+var userAgentName = regexp.MustCompile(`^([^/ ]*[^0-9/(]*)(?:/[^/ ]*)?(?:[ /].*)?$`)
+
+// defaultReadBySender is read_by_sender when a send does not say:
+// SPEC §6 makes a message read for its sender whatever client sent it.
+// (Zulip's own default, Client.default_read_by_sender, is true only for
+// its apps: ZulipAndroid, ZulipiOS, ZulipDesktop, ZulipMobile,
+// ZulipElectron, ZulipTerminal, snipe, website, ios, android; the
+// flutter app and zulip-terminal send read_by_sender=true anyway.)
+const defaultReadBySender = true
 
 // truncateTopic shortens a topic over the limit as Zulip does, with "...".
 func truncateTopic(topic string) string {
@@ -236,38 +385,76 @@ func (s *server) updateFlags(r *apiRequest) (any, error) {
 		return nil, err
 	}
 	return struct {
-		Messages     []int64   `json:"messages"`
-		Unsubscribed *[]uint64 `json:"ignored_because_not_subscribed_channels,omitempty"`
-	}{ids, skippedChannels(change, unsubscribed)}, nil
+		Messages     []int64  `json:"messages"`
+		Unsubscribed []uint64 `json:"ignored_because_not_subscribed_channels"`
+	}{ids, nonNilIDs(unsubscribed)}, nil
 }
 
 // messageObject is Zulip's message object for a channel message, as a
-// message event carries it (GET /messages adds the caller's flags).
+// message event carries it (GET /messages adds the caller's flags): the
+// fields of zulip.yaml's MessagesBase at feature level 421. Those zulite
+// never has a value for are left out, as Zulip leaves them out:
+// edit_history, last_edit_timestamp and last_moved_timestamp (no
+// message is edited or moved) and match_content/match_subject (search
+// highlighting).
 type messageObject struct {
-	AvatarURL        *string    `json:"avatar_url"`
-	Client           string     `json:"client"`
-	Content          string     `json:"content"`
-	ContentType      string     `json:"content_type"`
-	DisplayRecipient string     `json:"display_recipient"`
-	ID               uint64     `json:"id"`
-	IsMeMessage      bool       `json:"is_me_message"`
-	Reactions        []struct{} `json:"reactions"`
-	RecipientID      uint64     `json:"recipient_id"`
-	SenderEmail      string     `json:"sender_email"`
-	SenderFullName   string     `json:"sender_full_name"`
-	SenderID         uint64     `json:"sender_id"`
-	SenderRealmStr   string     `json:"sender_realm_str"`
-	StreamID         uint64     `json:"stream_id"`
-	Subject          string     `json:"subject"`
-	Submessages      []struct{} `json:"submessages"`
-	Timestamp        int64      `json:"timestamp"`
-	TopicLinks       []struct{} `json:"topic_links"`
-	Type             string     `json:"type"`
+	AvatarURL        *string     `json:"avatar_url"`
+	Client           string      `json:"client"`
+	Content          string      `json:"content"`
+	ContentType      string      `json:"content_type"`
+	DisplayRecipient string      `json:"display_recipient"`
+	ID               uint64      `json:"id"`
+	IsMeMessage      bool        `json:"is_me_message"`
+	Reactions        []reaction  `json:"reactions"`
+	RecipientID      uint64      `json:"recipient_id"`
+	SenderEmail      string      `json:"sender_email"`
+	SenderFullName   string      `json:"sender_full_name"`
+	SenderID         uint64      `json:"sender_id"`
+	SenderRealmStr   string      `json:"sender_realm_str"`
+	StreamID         uint64      `json:"stream_id"`
+	Subject          string      `json:"subject"`
+	Submessages      []struct{}  `json:"submessages"`
+	Timestamp        int64       `json:"timestamp"`
+	TopicLinks       []topicLink `json:"topic_links"`
+	Type             string      `json:"type"`
+}
+
+// reaction is one emoji reaction of a message object, without the
+// deprecated user dictionary (removed at feature level 328). zulite has
+// no reactions yet, so the list is always empty.
+type reaction struct {
+	EmojiName    string `json:"emoji_name"`
+	EmojiCode    string `json:"emoji_code"`
+	ReactionType string `json:"reaction_type"`
+	UserID       uint64 `json:"user_id"`
+}
+
+// topicLink is a link Zulip finds in a topic (linkifiers, bare URLs);
+// zulite finds none, so the list is always empty.
+type topicLink struct {
+	Text string `json:"text"`
+	URL  string `json:"url"`
+}
+
+// recipientChannel is Zulip's Recipient type of a channel (1 is a user,
+// for 1:1 direct messages, 3 a direct-message group).
+const recipientChannel = 2
+
+// recipientID is the Zulip Recipient id of a conversation. Zulip keeps
+// Recipients in a table of their own, one id space for users (1:1
+// direct messages), channels and direct-message groups; zulite has no
+// such table, so it derives the id: 3·(id−1) + type, with Zulip's type
+// numbers. A channel's recipient id is stable, and a user's or a
+// group's, when direct messages come, can never equal a channel's.
+func recipientID(kind int, id uint64) uint64 {
+	return 3*(id-1) + uint64(kind)
 }
 
 // newMessageObject builds the message object; with clientGravatar the
-// avatar is left to the client (null), as Zulip does for Gravatar avatars.
-func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar bool) messageObject {
+// avatar is left to the client (null), as Zulip does for Gravatar
+// avatars; without allowEmptyTopic the empty topic is shown by its
+// display name.
+func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar, allowEmptyTopic bool) messageObject {
 	o := messageObject{
 		Client:           m.Client,
 		Content:          m.Content,
@@ -275,21 +462,21 @@ func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar bool) messag
 		DisplayRecipient: m.Channel.Name,
 		ID:               m.ID,
 		IsMeMessage:      strings.HasPrefix(m.Content, "/me "),
-		Reactions:        []struct{}{},
-		RecipientID:      m.ChannelID,
+		Reactions:        []reaction{},
+		RecipientID:      recipientID(recipientChannel, m.ChannelID),
 		SenderEmail:      m.Sender.Email,
 		SenderFullName:   m.Sender.FullName,
 		SenderID:         m.SenderID,
 		SenderRealmStr:   "zulite",
 		StreamID:         m.ChannelID,
-		Subject:          m.Topic,
+		Subject:          displayTopic(m.Topic, allowEmptyTopic),
 		Submessages:      []struct{}{},
 		Timestamp:        m.Timestamp,
-		TopicLinks:       []struct{}{},
+		TopicLinks:       []topicLink{},
 		Type:             "stream",
 	}
-	if o.Client == "" {
-		o.Client = "API"
+	if o.Client == "" { // messages stored before zulite recorded clients
+		o.Client = "Unspecified"
 	}
 	if !clientGravatar {
 		avatar := gravatarURL(m.Sender.Email)
@@ -374,6 +561,7 @@ func readRange(p *params, forFetch bool) (messageRange, error) {
 	if err != nil {
 		return q, err
 	}
+	renameEmptyTopicTerm(raw)
 	firstUnread := false
 	if forFetch {
 		if firstUnread, err = p.optionalBool("use_first_unread_anchor", false); err != nil {
@@ -405,6 +593,22 @@ func readRange(p *params, forFetch bool) (messageRange, error) {
 		return q, err
 	}
 	return q, nil
+}
+
+// renameEmptyTopicTerm makes the first `topic` term naming the empty
+// topic by its display name name it "", as Zulip's
+// update_narrow_terms_containing_empty_topic_fallback_name does for
+// GET /messages and flags/narrow ("" itself already matches the empty
+// topic).
+func renameEmptyTopicTerm(terms []rawTerm) {
+	for i, t := range terms {
+		if t.operator == "topic" {
+			if t.operand == emptyTopicDisplayName { // "(no topic)" stays a name here
+				terms[i].operand = ""
+			}
+			return
+		}
+	}
 }
 
 // parseAnchor reads a message id anchor as Zulip's int() would, clamped
@@ -439,6 +643,10 @@ func (s *server) getMessages(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	allowEmptyTopic, err := r.params.optionalBool("allow_empty_topic_name", false)
+	if err != nil {
+		return nil, err
+	}
 	page, err := s.store.messages(r.user, q)
 	if err != nil {
 		return nil, err
@@ -449,7 +657,7 @@ func (s *server) getMessages(r *apiRequest) (any, error) {
 	}
 	list := make([]withFlags, 0, len(page.Messages))
 	for _, m := range page.Messages {
-		list = append(list, withFlags{newMessageObject(m, applyMarkdown, clientGravatar), messageFlags(m)})
+		list = append(list, withFlags{newMessageObject(m, applyMarkdown, clientGravatar, allowEmptyTopic), messageFlags(m)})
 	}
 	return struct {
 		Messages       []withFlags `json:"messages"`
@@ -484,24 +692,12 @@ func (s *server) updateFlagsForNarrow(r *apiRequest) (any, error) {
 		first, last = &result.Messages[0].ID, &result.Messages[n-1].ID
 	}
 	return struct {
-		ProcessedCount   int       `json:"processed_count"`
-		UpdatedCount     int       `json:"updated_count"`
-		FirstProcessedID *uint64   `json:"first_processed_id"`
-		LastProcessedID  *uint64   `json:"last_processed_id"`
-		FoundOldest      bool      `json:"found_oldest"`
-		FoundNewest      bool      `json:"found_newest"`
-		Unsubscribed     *[]uint64 `json:"ignored_because_not_subscribed_channels,omitempty"`
-	}{len(result.Messages), len(result.Changed), first, last, result.FoundOldest, result.FoundNewest, skippedChannels(change, result.Unsubscribed)}, nil
-}
-
-// skippedChannels is ignored_because_not_subscribed_channels: present,
-// possibly empty, exactly when read is removed.
-func skippedChannels(change flagChange, channels []uint64) *[]uint64 {
-	if change.Flag != "read" || change.Add {
-		return nil
-	}
-	if channels == nil {
-		channels = []uint64{}
-	}
-	return &channels
+		ProcessedCount   int      `json:"processed_count"`
+		UpdatedCount     int      `json:"updated_count"`
+		FirstProcessedID *uint64  `json:"first_processed_id"`
+		LastProcessedID  *uint64  `json:"last_processed_id"`
+		FoundOldest      bool     `json:"found_oldest"`
+		FoundNewest      bool     `json:"found_newest"`
+		Unsubscribed     []uint64 `json:"ignored_because_not_subscribed_channels"`
+	}{len(result.Messages), len(result.Changed), first, last, result.FoundOldest, result.FoundNewest, nonNilIDs(result.Unsubscribed)}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"slices"
@@ -265,11 +266,11 @@ func TestUpdateFlagsForNarrow(t *testing.T) {
 	p = rangeParams("oldest", 0, 6000, "[]")
 	p.Set("op", "add")
 	p.Set("flag", "starred")
-	if r := flags(&e.alice, p); r.body["processed_count"] != 10.0 || r.body["found_newest"] != true {
+	if r = flags(&e.alice, p); r.body["processed_count"] != 10.0 || r.body["found_newest"] != true {
 		t.Errorf("6000 after: got %s, want the range clamped and all 10 processed", r.raw)
 	}
-	if _, ok := r.body["ignored_because_not_subscribed_channels"]; ok {
-		t.Errorf("adding read reported ignored_because_not_subscribed_channels")
+	if !jsonEqual(r.body["ignored_because_not_subscribed_channels"], []uint64{}) {
+		t.Errorf("adding starred: got %s, want ignored_because_not_subscribed_channels []", r.raw)
 	}
 	p = rangeParams("oldest", 0, 10, narrowOf([]string{"channel", "general"}))
 	p.Set("op", "remove")
@@ -358,7 +359,6 @@ func TestSendMessage_Errors(t *testing.T) {
 		{"negative channel id", with("to", "[-5]"), "STREAM_DOES_NOT_EXIST", "Channel with ID '-5' does not exist", nil},
 		{"to of the wrong type", with("to", `{"a":1}`), "BAD_REQUEST", "Invalid data type for channel", nil},
 		{"topic is required", with("topic", "<absent>"), "BAD_REQUEST", "Missing topic", nil},
-		{"empty topic", with("topic", "  "), "BAD_REQUEST", "Topic can't be empty!", nil},
 		{"control character in topic", with("topic", "a\x01b"), "BAD_REQUEST", "Invalid character in topic, at position 2!", nil},
 		{"empty content", with("content", " \n "), "BAD_REQUEST", "Message must not be empty", nil},
 		{"NUL in content", with("content", "a\x00b"), "BAD_REQUEST", "Message must not contain null bytes", nil},
@@ -575,5 +575,281 @@ func TestMarkAllAsRead(t *testing.T) {
 	}
 	if got := mustUnread(t, e.st, e.bob.user, e.general); len(got) != 1 {
 		t.Errorf("bob's unread: got %v, want his one", got)
+	}
+}
+
+// sendWith posts a channel message with extra headers (a User-Agent).
+func (e *testEnv) sendWith(t *testing.T, a *account, params url.Values, header map[string]string) response {
+	t.Helper()
+	req := buildRequest(t, urlencoded, http.MethodPost, "/api/v1/messages", params)
+	req.SetBasicAuth(a.Email, a.key)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	return e.do(t, req)
+}
+
+func TestSendMessage_ReadBySenderAndTheClientsName(t *testing.T) {
+	e := newTestEnv(t)
+	for _, c := range []struct {
+		rule       string
+		userAgent  string
+		params     url.Values
+		client     string
+		senderRead bool
+	}{
+		{"no User-Agent: Unspecified; read for the sender whatever the client (SPEC §6)", "", nil, "Unspecified", true},
+		{"the name before the version", "ZulipTerminal/0.7.0 ZulipPython/0.9.0 (Linux)", nil, "ZulipTerminal", true},
+		{"a script", "curl/8.5.0", nil, "curl", true},
+		{"read_by_sender=true, as the flutter app sends", "ZulipFlutter/30.0.274+1 (Android 14)", url.Values{"read_by_sender": {"true"}}, "ZulipFlutter", true},
+		{"read_by_sender=false: unread for the subscribed sender", "ZulipMobile/27.0", url.Values{"read_by_sender": {"false"}}, "ZulipMobile", false},
+		{"the client parameter names the client", "curl/8.5.0", url.Values{"client": {"website"}}, "website", true},
+		{"a name of more than 30 characters is cut", "", url.Values{"client": {strings.Repeat("c", 40)}}, strings.Repeat("c", 30), true},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			p := url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"hi"}}
+			for k, v := range c.params {
+				p[k] = v
+			}
+			header := map[string]string{}
+			if c.userAgent != "" {
+				header["User-Agent"] = c.userAgent
+			}
+			r := e.sendWith(t, &e.bob, p, header)
+			wantAPISuccess(t, r)
+			id := uint64(r.body["id"].(float64))
+			if got := slices.Contains(mustUnread(t, e.st, e.bob.user, e.general), id); got == c.senderRead {
+				t.Errorf("sender's message unread for the sender: got %v, want %v", got, !c.senderRead)
+			}
+			if !slices.Contains(mustUnread(t, e.st, e.alice.user, e.general), id) {
+				t.Errorf("the message is not unread for the other subscriber")
+			}
+			page, _ := e.page(t, &e.bob, rangeParams(strconv.FormatUint(id, 10), 0, 0, ""))
+			if m := page.body["messages"].([]any)[0].(map[string]any); m["client"] != c.client {
+				t.Errorf("client: got %v, want %q", m["client"], c.client)
+			}
+		})
+	}
+	// The sender is not subscribed: nothing becomes unread for them.
+	r := e.sendWith(t, &e.owner, url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"hi"}, "read_by_sender": {"false"}}, nil)
+	wantAPISuccess(t, r)
+	if got := mustUnread(t, e.st, e.owner.user, e.general); len(got) != 0 {
+		t.Errorf("unsubscribed sender's unread: got %v, want none", got)
+	}
+	r = e.sendWith(t, &e.bob, url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"hi"}, "read_by_sender": {"yes"}}, nil)
+	wantAPIError(t, r, 400, "BAD_REQUEST", "read_by_sender is not valid JSON")
+}
+
+func TestSendMessage_EmptyTopicAndTheNamesThatMeanIt(t *testing.T) {
+	e := newTestEnv(t)
+	var empty, others []uint64
+	for _, c := range []struct {
+		param, topic string
+		stored       string
+	}{
+		{"topic", "", ""},
+		{"topic", "   ", ""},
+		{"topic", "(no topic)", ""},
+		{"topic", " general chat ", ""},
+		{"subject", "general chat", ""},
+		{"topic", "General Chat", "General Chat"}, // the names are compared exactly
+		{"topic", "(No Topic)", "(No Topic)"},
+	} {
+		r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, c.param: {c.topic}, "content": {"hi"}}, &e.bob)
+		wantAPISuccess(t, r)
+		id := uint64(r.body["id"].(float64))
+		var m message
+		e.st.db.View(func(tx *bbolt.Tx) error { return getJSON(tx.Bucket(bucketMessages), itob(id), &m) })
+		if m.Topic != c.stored {
+			t.Errorf("%s %q: stored %q, want %q", c.param, c.topic, m.Topic, c.stored)
+		}
+		if c.stored == "" {
+			empty = append(empty, id)
+		} else {
+			others = append(others, id)
+		}
+	}
+	named := e.sendAs(t, e.bob, e.general, "named")
+
+	subjects := func(p url.Values) map[uint64]string {
+		r, _ := e.page(t, &e.alice, p)
+		wantAPISuccess(t, r)
+		out := map[uint64]string{}
+		for _, m := range r.body["messages"].([]any) {
+			mm := m.(map[string]any)
+			out[uint64(mm["id"].(float64))] = mm["subject"].(string)
+		}
+		return out
+	}
+	all := rangeParams("oldest", 0, 100, "")
+	if got := subjects(all); got[empty[0]] != "general chat" || got[named] != "named" {
+		t.Errorf("without allow_empty_topic_name: got %v, want the empty topic shown as general chat", got)
+	}
+	all.Set("allow_empty_topic_name", "true")
+	if got := subjects(all); got[empty[0]] != "" || got[named] != "named" {
+		t.Errorf("with allow_empty_topic_name: got %v, want the empty topic as \"\"", got)
+	}
+	for _, c := range []struct {
+		rule, narrow string
+		want         []uint64
+	}{
+		{"topic \"\" is the empty topic", narrowOf(map[string]any{"operator": "channel", "operand": "general"}, map[string]any{"operator": "topic", "operand": ""}), empty},
+		{"so is its display name", narrowOf([]string{"channel", "general"}, []string{"topic", "general chat"}), empty},
+		{"without a channel too", narrowOf([]string{"topic", "general chat"}), empty},
+		{"but \"(no topic)\" in a narrow is a name (matched without case)", narrowOf([]string{"topic", "(no topic)"}), others[1:]},
+		{"a named topic is not the empty one", narrowOf([]string{"topic", "named"}), []uint64{named}},
+	} {
+		_, got := e.page(t, &e.alice, rangeParams("oldest", 0, 100, c.narrow))
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.rule, got, c.want)
+		}
+	}
+	p := rangeParams("oldest", 0, 100, narrowOf([]string{"channel", "general"}, []string{"topic", "general chat"}))
+	p.Set("op", "add")
+	p.Set("flag", "read")
+	r := e.request(t, http.MethodPost, "/api/v1/messages/flags/narrow", p, &e.alice)
+	if r.body["updated_count"] != float64(len(empty)) {
+		t.Errorf("flags/narrow on general chat: got %s, want %d updated", r.raw, len(empty))
+	}
+	if got := mustUnread(t, e.st, e.alice.user, e.general); !slices.Equal(got, append(others, named)) {
+		t.Errorf("alice's unread after marking general chat read: got %v, want the named ones %v", got, append(others, named))
+	}
+}
+
+func TestCheckTopicsPolicy_ZulipsRefusals(t *testing.T) {
+	for _, c := range []struct {
+		policy, topic string
+		msg           string
+	}{
+		{"inherit", "", ""}, // the realm's policy: allow_empty_topic
+		{"", "x", ""},
+		{"allow_empty_topic", "", ""},
+		{"disable_empty_topic", "x", ""},
+		{"disable_empty_topic", "", "Sending messages to the general chat is not allowed in this channel."},
+		{"empty_topic_only", "", ""},
+		{"empty_topic_only", "x", "Only the general chat topic is allowed in this channel."},
+	} {
+		err := checkTopicsPolicy(c.policy, c.topic)
+		if c.msg == "" {
+			if err != nil {
+				t.Errorf("%s, topic %q: got %v, want it allowed", c.policy, c.topic, err)
+			}
+			continue
+		}
+		if !isRejection(err) {
+			t.Errorf("%s, topic %q: got %v, want a store rejection", c.policy, c.topic, err)
+			continue
+		}
+		rec := httptest.NewRecorder()
+		writeError(rec, discardLogger(), httptest.NewRequest(http.MethodPost, "/api/v1/messages", nil), err)
+		want := `{"result":"error","msg":"` + c.msg + `","empty_topic_display_name":"general chat","code":"BAD_REQUEST"}` + "\n"
+		if rec.Code != 400 || rec.Body.String() != want {
+			t.Errorf("%s, topic %q: got %d %s, want 400 %s", c.policy, c.topic, rec.Code, rec.Body.String(), want)
+		}
+	}
+}
+
+func TestGetMessages_MessageObjectIsZulips421(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.sendAs(t, e.bob, e.general, "lunch")
+	r, _ := e.page(t, &e.alice, rangeParams("oldest", 0, 10, ""))
+	m := r.body["messages"].([]any)[0].(map[string]any)
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{"avatar_url", "client", "content", "content_type", "display_recipient", "flags", "id", "is_me_message", "reactions",
+		"recipient_id", "sender_email", "sender_full_name", "sender_id", "sender_realm_str", "stream_id", "subject", "submessages",
+		"timestamp", "topic_links", "type"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("fields: got %v, want %v", keys, want)
+	}
+	// A channel's recipient id is 3·(id−1)+2: stable, and apart from the
+	// ids users and groups will have.
+	if m["id"] != float64(id) || m["recipient_id"] != float64(3*(e.general.ID-1)+2) || m["client"] != "test" || m["avatar_url"] != nil {
+		t.Errorf("got id %v recipient_id %v client %v avatar_url %v", m["id"], m["recipient_id"], m["client"], m["avatar_url"])
+	}
+	for _, list := range []string{"reactions", "submessages", "topic_links"} {
+		if l, ok := m[list].([]any); !ok || len(l) != 0 {
+			t.Errorf("%s: got %v, want []", list, m[list])
+		}
+	}
+	if recipientID(recipientChannel, e.general.ID) == recipientID(recipientChannel, e.secret.ID) || recipientID(1, 2) == recipientID(recipientChannel, 1) {
+		t.Errorf("recipient ids collide")
+	}
+	for k, v := range map[string]any{"result": "success", "anchor": 0.0, "found_anchor": false, "found_oldest": true, "found_newest": true, "history_limited": false} {
+		if r.body[k] != v {
+			t.Errorf("%s: got %v, want %v", k, r.body[k], v)
+		}
+	}
+}
+
+func TestUpdateFlags_AlwaysAnswerTheIgnoredChannels(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.sendAs(t, e.bob, e.general, "t")
+	for _, c := range []struct {
+		who     *account
+		op      string
+		flag    string
+		ignored []uint64
+	}{
+		{&e.alice, "add", "read", []uint64{}},
+		{&e.alice, "add", "starred", []uint64{}},
+		{&e.alice, "remove", "read", []uint64{}},
+		{&e.owner, "remove", "read", []uint64{e.general.ID}}, // not subscribed
+		{&e.owner, "add", "starred", []uint64{}},
+	} {
+		r := e.request(t, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {jsonIDs(id)}, "op": {c.op}, "flag": {c.flag}}, c.who)
+		wantAPISuccess(t, r)
+		if got, ok := r.body["ignored_because_not_subscribed_channels"]; !ok || !jsonEqual(got, c.ignored) {
+			t.Errorf("flags %s %s by %s: got %s, want ignored_because_not_subscribed_channels %v", c.op, c.flag, c.who.Email, r.raw, c.ignored)
+		}
+		p := rangeParams("oldest", 0, 10, "[]")
+		p.Set("op", c.op)
+		p.Set("flag", c.flag)
+		if c.who == &e.owner {
+			p.Set("narrow", narrowOf([]string{"channel", "general"}))
+		}
+		r = e.request(t, http.MethodPost, "/api/v1/messages/flags/narrow", p, c.who)
+		wantAPISuccess(t, r)
+		for _, k := range []string{"processed_count", "updated_count", "first_processed_id", "last_processed_id", "found_oldest", "found_newest"} {
+			if _, ok := r.body[k]; !ok {
+				t.Errorf("flags/narrow lacks %s: %s", k, r.raw)
+			}
+		}
+		if got, ok := r.body["ignored_because_not_subscribed_channels"]; !ok || !jsonEqual(got, c.ignored) {
+			t.Errorf("flags/narrow %s %s by %s: got %s, want ignored_because_not_subscribed_channels %v", c.op, c.flag, c.who.Email, r.raw, c.ignored)
+		}
+	}
+}
+
+func TestUnreadTopicsShown_ZulipsAggregation(t *testing.T) {
+	summary := []unreadTopic{
+		{ChannelID: 2, Topic: "lunch", IDs: []uint64{5}},
+		{ChannelID: 1, Topic: "Lunch", IDs: []uint64{3, 9}},
+		{ChannelID: 1, Topic: "", IDs: []uint64{4}},
+		{ChannelID: 1, Topic: "LUNCH", IDs: []uint64{1}},
+		{ChannelID: 1, Topic: "General Chat", IDs: []uint64{2}},
+		{ChannelID: 1, Topic: "apple", IDs: []uint64{7}},
+	}
+	legacy := []unreadTopic{
+		{ChannelID: 1, Topic: "apple", IDs: []uint64{7}},
+		{ChannelID: 1, Topic: "General Chat", IDs: []uint64{2, 4}}, // "" and "General Chat" are one topic to it, named by id 2
+		{ChannelID: 1, Topic: "LUNCH", IDs: []uint64{1, 3, 9}},     // the name of the oldest
+		{ChannelID: 2, Topic: "lunch", IDs: []uint64{5}},
+	}
+	if got := unreadTopicsShown(summary, false); !reflect.DeepEqual(got, legacy) {
+		t.Errorf("without empty_topic_name: got %v, want %v", got, legacy)
+	}
+	capable := []unreadTopic{
+		{ChannelID: 1, Topic: "", IDs: []uint64{4}},
+		{ChannelID: 1, Topic: "apple", IDs: []uint64{7}},
+		{ChannelID: 1, Topic: "General Chat", IDs: []uint64{2}},
+		{ChannelID: 1, Topic: "LUNCH", IDs: []uint64{1, 3, 9}},
+		{ChannelID: 2, Topic: "lunch", IDs: []uint64{5}},
+	}
+	if got := unreadTopicsShown(summary, true); !reflect.DeepEqual(got, capable) {
+		t.Errorf("with empty_topic_name: got %v, want %v", got, capable)
 	}
 }

@@ -6,7 +6,10 @@ package main
 import (
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -54,29 +57,36 @@ func (s *server) serverSettings(r *apiRequest) (any, error) {
 	}, nil
 }
 
-// userObject is Zulip's user object, as GET /users lists it.
+// userObject is Zulip's user object at feature level 421 (without
+// is_billing_admin, removed at 363; is_imported_stub came only at 433).
+// Every address is visible to everyone in zulite, as with Zulip's
+// email_address_visibility "everyone": email and delivery_email are the
+// account's address, for bots too.
 type userObject struct {
-	UserID         uint64          `json:"user_id"`
-	Email          string          `json:"email"`
-	DeliveryEmail  string          `json:"delivery_email"`
-	FullName       string          `json:"full_name"`
-	IsAdmin        bool            `json:"is_admin"`
-	IsOwner        bool            `json:"is_owner"`
-	IsGuest        bool            `json:"is_guest"`
-	IsBillingAdmin bool            `json:"is_billing_admin"`
-	IsBot          bool            `json:"is_bot"`
-	BotType        *int            `json:"bot_type,omitempty"`
-	BotOwnerID     *uint64         `json:"bot_owner_id,omitempty"`
-	IsActive       bool            `json:"is_active"`
-	Role           int             `json:"role"`
-	DateJoined     string          `json:"date_joined"`
-	Timezone       string          `json:"timezone"`
-	AvatarURL      string          `json:"avatar_url"`
-	AvatarVersion  int             `json:"avatar_version"`
-	ProfileData    *map[string]any `json:"profile_data,omitempty"`
+	UserID        uint64          `json:"user_id"`
+	Email         string          `json:"email"`
+	DeliveryEmail string          `json:"delivery_email"`
+	FullName      string          `json:"full_name"`
+	IsAdmin       bool            `json:"is_admin"`
+	IsOwner       bool            `json:"is_owner"`
+	IsGuest       bool            `json:"is_guest"`
+	IsBot         bool            `json:"is_bot"`
+	BotType       *int            `json:"bot_type,omitempty"`
+	BotOwnerID    any             `json:"bot_owner_id,omitempty"` // bots only: null, as zulite's bots have no owner
+	IsActive      bool            `json:"is_active"`
+	Role          int             `json:"role"`
+	DateJoined    string          `json:"date_joined"`
+	Timezone      string          `json:"timezone"`
+	AvatarURL     *string         `json:"avatar_url"`
+	AvatarVersion int             `json:"avatar_version"`
+	ProfileData   *map[string]any `json:"profile_data,omitempty"`
 }
 
+// newUserObject is the user object as GET /users/me answers it: the
+// avatar URL always there, and profile_data (empty: zulite has no custom
+// profile fields) for humans.
 func newUserObject(u user) userObject {
+	avatar := gravatarURL(u.Email)
 	o := userObject{
 		UserID:        u.ID,
 		Email:         u.Email,
@@ -88,15 +98,30 @@ func newUserObject(u user) userObject {
 		IsBot:         u.Bot,
 		IsActive:      u.Active,
 		Role:          u.Role,
-		DateJoined:    time.Unix(u.Joined, 0).UTC().Format("2006-01-02T15:04:05+00:00"),
-		AvatarURL:     gravatarURL(u.Email),
+		// Zulip's isoformat(timespec="minutes") of the UTC time.
+		DateJoined:    time.Unix(u.Joined, 0).UTC().Format("2006-01-02T15:04+00:00"),
+		AvatarURL:     &avatar,
 		AvatarVersion: 1,
 	}
 	if u.Bot {
 		genericBot := 1
-		o.BotType = &genericBot
+		o.BotType, o.BotOwnerID = &genericBot, json.RawMessage("null")
 	} else {
 		o.ProfileData = &map[string]any{}
+	}
+	return o
+}
+
+// forClient shapes a user object as GET /users and GET /users/{user_id}
+// answer it: with client_gravatar the client computes the (Gravatar)
+// avatar itself, so avatar_url is null; profile_data only when
+// include_custom_profile_fields asks for it.
+func (o userObject) forClient(clientGravatar, withProfile bool) userObject {
+	if clientGravatar {
+		o.AvatarURL = nil
+	}
+	if !withProfile {
+		o.ProfileData = nil
 	}
 	return o
 }
@@ -117,15 +142,28 @@ func (s *server) ownUser(r *apiRequest) (any, error) {
 	return me, nil
 }
 
-// listUsers serves GET /api/v1/users: every account. profile_data is
-// there only when include_custom_profile_fields asks for it, as in Zulip.
-func (s *server) listUsers(r *apiRequest) (any, error) {
-	if _, err := r.params.optionalBool("client_gravatar", true); err != nil {
-		return nil, err
+// userShape reads the two parameters every user-listing route shares.
+func userShape(p *params) (clientGravatar, withProfile bool, err error) {
+	if clientGravatar, err = p.optionalBool("client_gravatar", true); err != nil {
+		return false, false, err
 	}
-	withProfiles, err := r.params.optionalBool("include_custom_profile_fields", false)
+	withProfile, err = p.optionalBool("include_custom_profile_fields", false)
+	return clientGravatar, withProfile, err
+}
+
+// listUsers serves GET /api/v1/users: every account, or those user_ids
+// names (feature level 384; ids of no account are left out, as in
+// Zulip), in id order.
+func (s *server) listUsers(r *apiRequest) (any, error) {
+	clientGravatar, withProfile, err := userShape(r.params)
 	if err != nil {
 		return nil, err
+	}
+	var only []int64
+	if _, ok := r.params.lookup("user_ids"); ok {
+		if only, err = intList(r.params, "user_ids"); err != nil {
+			return nil, err
+		}
 	}
 	users, err := s.store.users()
 	if err != nil {
@@ -133,15 +171,41 @@ func (s *server) listUsers(r *apiRequest) (any, error) {
 	}
 	members := make([]userObject, 0, len(users))
 	for _, u := range users {
-		o := newUserObject(u)
-		if !withProfiles {
-			o.ProfileData = nil
+		if only != nil && !slices.Contains(only, int64(u.ID)) {
+			continue
 		}
-		members = append(members, o)
+		members = append(members, newUserObject(u).forClient(clientGravatar, withProfile))
 	}
 	return struct {
 		Members []userObject `json:"members"`
 	}{members}, nil
+}
+
+// getUser serves GET /api/v1/users/{user_id} and GET /api/v1/users/{email}:
+// one account, deactivated ones and bots included. As in Zulip's
+// routes, a path of digits is an id and anything else an address.
+func (s *server) getUser(r *apiRequest) (any, error) {
+	clientGravatar, withProfile, err := userShape(r.params)
+	if err != nil {
+		return nil, err
+	}
+	key := r.PathValue("user")
+	var u user
+	if key != "" && strings.Trim(key, "0123456789") == "" {
+		id, perr := strconv.ParseUint(key, 10, 64)
+		if perr != nil {
+			return nil, errNoSuchUser
+		}
+		u, err = s.store.userByID(id)
+	} else {
+		u, err = s.store.userByEmail(strings.TrimSpace(key))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		User userObject `json:"user"`
+	}{newUserObject(u).forClient(clientGravatar, withProfile)}, nil
 }
 
 // createUser serves POST /api/v1/users (administrators only).

@@ -2,10 +2,13 @@ package main
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestServerSettings_ZulipFieldsAndNoOthers(t *testing.T) {
@@ -77,4 +80,147 @@ func TestOwnUser_RolesAsZulipNumbersThem(t *testing.T) {
 			t.Errorf("%s: got %s, want role %v, is_admin %v, is_bot %v", c.who.Email, r.raw, c.role, c.isAdmin, c.isBot)
 		}
 	}
+}
+
+// userFields are the keys of a user object at feature level 421, for a
+// human asked without and with profile data.
+var userFields = []string{"avatar_url", "avatar_version", "date_joined", "delivery_email", "email", "full_name", "is_active", "is_admin",
+	"is_bot", "is_guest", "is_owner", "role", "timezone", "user_id"}
+
+func keysOf(m map[string]any) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func TestUserObjects_Zulip421Fields(t *testing.T) {
+	e := newTestEnv(t)
+	withProfile := append(slices.Clone(userFields), "profile_data")
+	sort.Strings(withProfile)
+	botFields := append(slices.Clone(userFields), "bot_owner_id", "bot_type")
+	sort.Strings(botFields)
+	meFields := append(slices.Clone(withProfile), "max_message_id", "msg", "result")
+	sort.Strings(meFields)
+
+	r := e.request(t, http.MethodGet, "/api/v1/users/me", nil, &e.alice)
+	wantAPISuccess(t, r)
+	if got := keysOf(r.body); !slices.Equal(got, meFields) {
+		t.Errorf("GET /users/me fields: got %v, want %v", got, meFields)
+	}
+	if url, _ := r.body["avatar_url"].(string); !strings.HasPrefix(url, "https://secure.gravatar.com/avatar/") {
+		t.Errorf("GET /users/me avatar_url: got %v, want the URL (Zulip computes it for the caller)", r.body["avatar_url"])
+	}
+	// Zulip's isoformat(timespec="minutes") in UTC, and the rest as Zulip sends them.
+	for k, v := range map[string]any{"date_joined": time.Unix(e.alice.Joined, 0).UTC().Format("2006-01-02T15:04") + "+00:00",
+		"timezone": "", "avatar_version": 1.0, "is_active": true, "delivery_email": e.alice.Email, "max_message_id": -1.0} {
+		if r.body[k] != v {
+			t.Errorf("GET /users/me %s: got %#v, want %#v", k, r.body[k], v)
+		}
+	}
+	if _, err := time.Parse("2006-01-02T15:04-07:00", r.str("date_joined")); err != nil {
+		t.Errorf("date_joined %q is not ISO 8601: %v", r.str("date_joined"), err)
+	}
+
+	r = e.request(t, http.MethodGet, "/api/v1/users", nil, &e.alice)
+	wantAPISuccess(t, r)
+	members := r.body["members"].([]any)
+	if len(members) != 5 {
+		t.Fatalf("GET /users: got %d members, want 5", len(members))
+	}
+	for _, m := range members {
+		u := m.(map[string]any)
+		want := userFields
+		if u["is_bot"] == true {
+			want = botFields
+			if u["bot_owner_id"] != nil || u["bot_type"] != 1.0 {
+				t.Errorf("bot: got bot_owner_id %v bot_type %v, want null and 1", u["bot_owner_id"], u["bot_type"])
+			}
+		}
+		if got := keysOf(u); !slices.Equal(got, want) {
+			t.Errorf("GET /users member %v fields: got %v, want %v", u["email"], got, want)
+		}
+		if u["avatar_url"] != nil {
+			t.Errorf("GET /users with the default client_gravatar=true: avatar_url got %v, want null", u["avatar_url"])
+		}
+	}
+	r = e.request(t, http.MethodGet, "/api/v1/users", url.Values{"client_gravatar": {"false"}, "include_custom_profile_fields": {"true"}}, &e.alice)
+	u := r.body["members"].([]any)[0].(map[string]any)
+	if got := keysOf(u); !slices.Equal(got, withProfile) || u["avatar_url"] == nil || !jsonEqual(u["profile_data"], map[string]any{}) {
+		t.Errorf("client_gravatar=false, include_custom_profile_fields=true: got %v", u)
+	}
+}
+
+func TestListUsers_UserIDs(t *testing.T) {
+	e := newTestEnv(t)
+	for _, c := range []struct {
+		rule, ids string
+		want      []uint64
+	}{
+		{"a subset, in id order", jsonIDs(e.bob.ID, e.alice.ID), []uint64{e.alice.ID, e.bob.ID}},
+		{"unknown ids are left out", jsonIDs(e.alice.ID, 999), []uint64{e.alice.ID}},
+		{"an empty list names nobody", "[]", nil},
+	} {
+		r := e.request(t, http.MethodGet, "/api/v1/users", url.Values{"user_ids": {c.ids}}, &e.bob)
+		wantAPISuccess(t, r)
+		var got []uint64
+		for _, m := range r.body["members"].([]any) {
+			got = append(got, uint64(m.(map[string]any)["user_id"].(float64)))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.rule, got, c.want)
+		}
+	}
+	for _, c := range []struct{ ids, msg string }{
+		{"7", "user_ids is not a list"},
+		{`[1,"a"]`, "user_ids[1] is not an integer"},
+		{"x", "user_ids is not valid JSON"},
+	} {
+		wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/users", url.Values{"user_ids": {c.ids}}, &e.bob), 400, "BAD_REQUEST", c.msg)
+	}
+}
+
+func TestGetUser_ByIDAndByEmail(t *testing.T) {
+	e := newTestEnv(t)
+	if err := e.st.setActive(e.bob.Email, false); err != nil {
+		t.Fatal(err)
+	}
+	id := func(a account) string { return strconv.FormatUint(a.ID, 10) }
+	for _, c := range []struct {
+		rule, path string
+		params     url.Values
+		want       account
+		active     bool
+	}{
+		{"by id", "/api/v1/users/" + id(e.alice), nil, e.alice, true},
+		{"by e-mail, without case", "/api/v1/users/ALICE@example.com", nil, e.alice, true},
+		{"a deactivated user", "/api/v1/users/" + id(e.bob), nil, e.bob, false},
+		{"a bot", "/api/v1/users/" + e.bot.Email, nil, e.bot, true},
+		{"with profile data", "/api/v1/users/" + id(e.owner), url.Values{"include_custom_profile_fields": {"true"}, "client_gravatar": {"false"}}, e.owner, true},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			r := e.request(t, http.MethodGet, c.path, c.params, &e.admin)
+			wantAPISuccess(t, r)
+			u, _ := r.body["user"].(map[string]any)
+			if u["user_id"] != float64(c.want.ID) || u["email"] != c.want.Email || u["is_active"] != c.active {
+				t.Errorf("got %s, want user %d active %v", r.raw, c.want.ID, c.active)
+			}
+			_, hasProfile := u["profile_data"]
+			if hasProfile != (c.params != nil) || (u["avatar_url"] == nil) != (c.params == nil) {
+				t.Errorf("profile_data present %v, avatar_url %v: want them only as asked", hasProfile, u["avatar_url"])
+			}
+		})
+	}
+	for _, path := range []string{"/api/v1/users/999", "/api/v1/users/0", "/api/v1/users/99999999999999999999999", "/api/v1/users/nobody@example.com", "/api/v1/users/-1"} {
+		wantAPIError(t, e.request(t, http.MethodGet, path, nil, &e.alice), 400, "BAD_REQUEST", "No such user")
+	}
+	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/users/1", url.Values{"client_gravatar": {"maybe"}}, &e.alice), 400, "BAD_REQUEST", "client_gravatar is not valid JSON")
+	r := e.request(t, http.MethodPatch, "/api/v1/users/"+id(e.alice), nil, &e.alice)
+	wantAPIError(t, r, 405, "", "Method Not Allowed")
+	if r.header.Get("Allow") != "GET" {
+		t.Errorf("Allow: got %q, want GET", r.header.Get("Allow"))
+	}
+	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/users/"+id(e.alice), nil, nil), 401, "UNAUTHORIZED", "Not logged in: API authentication or user session required")
 }

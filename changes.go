@@ -32,11 +32,22 @@ type subscriptionsChanged struct {
 	Channels []channel
 }
 
+// userSettingsChanged: a user changed personal settings (only those whose
+// value changed, in the order they were set).
+type userSettingsChanged struct {
+	User    user
+	Changes []settingChange
+}
+
 // accountChanged: an account, its keys or its password changed. The
 // store forgets the account's cached credentials in the commit itself
-// (store.updateReporting), so no caller has to remember to.
+// (store.updateReporting), so no caller has to remember to. EndsSessions
+// (keys revoked, account deactivated) ends the account's event queues
+// and their waiting polls at once: a poll must not outlive its key.
 type accountChanged struct {
-	Email string
+	Email        string
+	UserID       uint64
+	EndsSessions bool
 }
 
 // changeFeed hands committed changes on, in commit order, from a

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 )
@@ -97,7 +98,7 @@ var flagTable = []flagSpec{
 	{name: "read-header-timeout", command: "serve", env: "ZULITE_READ_HEADER_TIMEOUT", def: 10 * time.Second, help: "time allowed to send a request's headers", field: func(o *options) any { return &o.HeaderWait }},
 	{name: "read-timeout", command: "serve", env: "ZULITE_READ_TIMEOUT", def: 60 * time.Second, help: "time allowed to send a whole request, body included", field: func(o *options) any { return &o.BodyWait }},
 	{name: "log-format", command: "serve", env: "ZULITE_LOG_FORMAT", def: "text", help: "log format, text or json", field: func(o *options) any { return &o.LogFormat }},
-	{name: "max-connections", command: "serve", env: "ZULITE_MAX_CONNECTIONS", def: defaultMaxConnections, help: "open connections at most; one address may hold a sixteenth of them (at least 16; trusted proxies are not limited per address); past either, the oldest quiet connection is closed", field: func(o *options) any { return &o.MaxConns }},
+	{name: "max-connections", command: "serve", env: "ZULITE_MAX_CONNECTIONS", def: defaultMaxConnections, help: "open connections at most; one address may hold a quarter of them (at least 16; trusted proxies are not limited per address); past either, the oldest quiet connection is closed", field: func(o *options) any { return &o.MaxConns }},
 	{name: "trusted-proxies", command: "serve", env: "ZULITE_TRUSTED_PROXIES", help: "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (the rightmost address not among them), for the failed-authentication limit", field: func(o *options) any { return &o.TrustedProxies }},
 	{name: "metrics-addr", command: "serve", env: "ZULITE_METRICS_ADDR", help: "serve GET /metrics without authentication on this address of its own; on the API address it is for administrators", field: func(o *options) any { return &o.MetricsAddr }},
 	{name: "tls-cert", command: "serve", env: "ZULITE_TLS_CERT", help: "TLS certificate file, PEM", field: func(o *options) any { return &o.TLSCert }},
@@ -186,7 +187,10 @@ const lockTimeout = time.Second
 
 // run is the whole program: main only calls it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	cmd, positional, o, err := parseCommandLine(args, getenv, stderr)
+	cmd, positional, o, err := parseCommandLine(args, getenv, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) { // the help was asked for, and given
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -209,7 +213,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 // parseCommandLine finds the command and parses its flags, which may
 // stand anywhere after "zulite".
-func parseCommandLine(args []string, getenv func(string) string, stderr io.Writer) (command, []string, options, error) {
+func parseCommandLine(args []string, getenv func(string) string, stdout, stderr io.Writer) (command, []string, options, error) {
 	var o options
 	words := positionalArgs(args)
 	cmd, ok := findCommand(words)
@@ -240,7 +244,12 @@ func parseCommandLine(args []string, getenv func(string) string, stderr io.Write
 		return command{}, nil, o, err
 	}
 	flags, positional := splitFlags(fs, args)
-	if err := fs.Parse(flags); err != nil {
+	if slices.ContainsFunc(flags, func(f string) bool { return slices.Contains([]string{"-h", "-help", "--help", "--h"}, f) }) {
+		fs.SetOutput(stdout) // asked for: the help is the answer, not a complaint
+	}
+	if err := fs.Parse(flags); errors.Is(err, flag.ErrHelp) {
+		return command{}, nil, o, err
+	} else if err != nil {
 		return command{}, nil, o, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if len(words) > 0 { // bare "zulite" is "zulite serve"
@@ -327,6 +336,10 @@ func usageText() string {
 }
 
 // versionText is the version and the build details the binary carries.
+// buildCommit is the commit a binary was built from when Go's own VCS
+// stamp is missing: set with -ldflags "-X main.buildCommit=...".
+var buildCommit string
+
 func versionText() string {
 	version, details := "devel", []string{}
 	if info, ok := debug.ReadBuildInfo(); ok {
@@ -342,7 +355,12 @@ func versionText() string {
 		if arm := settings["GOARM"]; arm != "" {
 			details[len(details)-1] += "/v" + arm
 		}
-		if rev := settings["vcs.revision"]; rev != "" {
+		if settings["vcs.revision"] == "" && buildCommit != "" {
+			settings["vcs.revision"] = buildCommit
+		}
+		if rev := settings["vcs.revision"]; rev == "" {
+			details = append(details, "no commit recorded (built outside a git checkout or with -buildvcs=false; -ldflags \"-X main.buildCommit=$(git rev-parse HEAD)\" records one)")
+		} else {
 			rev = "commit " + rev
 			if settings["vcs.modified"] == "true" {
 				rev += " (modified)"

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -202,5 +204,35 @@ func TestFlagTable_EveryFlagDefinesWithItsVariable(t *testing.T) {
 				t.Errorf("flag %s: got command %q, want one of the commands", f.name, f.command)
 			}
 		}
+	}
+}
+
+// Help asked for is an answer: on stdout, exit 0, for every command and
+// for bare zulite; a wrong flag is still a usage error (issue 11, item 9).
+func TestHelp_AskedForIsAnAnswerNotAnError(t *testing.T) {
+	for _, args := range [][]string{{"serve", "--help"}, {"--help"}, {"-h"}, {"user", "add", "--help"}, {"backup", "-help"}} {
+		out, errOut, err := runCLI(t, nil, args...)
+		if err != nil || !strings.Contains(out, "-db") || errOut != "" {
+			t.Errorf("zulite %q: got %v, %d bytes on stdout, stderr %q; want success and the flags on stdout", args, err, len(out), errOut)
+		}
+	}
+	if _, _, err := runCLI(t, nil, "serve", "--no-such-flag"); !errors.Is(err, errUsage) {
+		t.Errorf("a wrong flag: got %v, want a usage error", err)
+	}
+}
+
+// A binary without Go's VCS stamp says so, and one stamped with
+// -ldflags "-X main.buildCommit=..." names that commit.
+func TestVersion_SaysWhenNoCommitIsRecorded(t *testing.T) {
+	if info, ok := debug.ReadBuildInfo(); ok && slices.ContainsFunc(info.Settings, func(s debug.BuildSetting) bool { return s.Key == "vcs.revision" }) {
+		t.Skip("this test binary carries Go's VCS stamp")
+	}
+	if out := mustRunCLI(t, nil, "version"); !strings.Contains(out, "no commit recorded") {
+		t.Errorf("version without a stamp: got %q, want it to say no commit is recorded", out)
+	}
+	defer func(old string) { buildCommit = old }(buildCommit)
+	buildCommit = "0123abc"
+	if out := mustRunCLI(t, nil, "version"); !strings.Contains(out, "commit 0123abc") {
+		t.Errorf("version with buildCommit: got %q, want commit 0123abc", out)
 	}
 }

@@ -24,9 +24,10 @@ import (
 
 const defaultMaxConnections = 4096
 
-// connShare is how many connections one address may hold: a sixteenth of
-// the bound, and at least 16 (a browser opens 6, an app 2).
-func connShare(bound int) int { return max(16, bound/16) }
+// connShare is how many connections one address may hold: a quarter of
+// the bound (an office behind one NAT address may hold hundreds: an app
+// keeps 1 or 2 and a browser up to 6), and at least 16.
+func connShare(bound int) int { return max(16, bound/4) }
 
 type trackedConn struct {
 	net.Conn

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // apiError is the one error type of the API surface: what the client is
@@ -232,13 +233,18 @@ var (
 	errNoSuchUser        = &rejection{"no such user", always(badRequest("No such user"))}
 	errTokenNotFound     = &rejection{"token does not exist", always(badRequest("Token does not exist"))}
 	errChannelExists     = &rejection{"channel already exists", always(badRequest("Channel name already in use."))}
-	errNoSuchChannel     = &rejection{"no such channel", func(name string) *apiError { return badRequest("Invalid channel name '" + name + "'") }}
-	errChannelForbidden  = &rejection{"channel not accessible", func(name string) *apiError { return badRequest("Unable to access channel (" + name + ").") }}
+	errNoSuchChannel     = &rejection{"no such channel", func(name string) *apiError { return badRequest("Invalid channel name '" + echoed(name) + "'") }}
+	errChannelForbidden  = &rejection{"channel not accessible", func(name string) *apiError { return badRequest("Unable to access channel (" + echoed(name) + ").") }}
 	errNoSuchTopic       = &rejection{"no such topic", errNoSuchTopicNamed}
 	errInvalidMessageIDs = &rejection{"invalid message(s)", always(errInvalidMessages)}
 
-	errNarrowUnknownChannel = &rejection{"unknown channel in narrow", func(name string) *apiError { return badNarrow("unknown channel " + name) }}
-	errNarrowUnknownUser    = &rejection{"unknown user in narrow", func(name string) *apiError { return badNarrow("unknown user " + name) }}
+	// A channel's topics policy (zerver/lib/exceptions.py's
+	// MessagesNotAllowedInEmptyTopicError and TopicsNotAllowedError).
+	errEmptyTopicNotAllowed = &rejection{"empty topic not allowed", always(topicsPolicyError("Sending messages to the " + emptyTopicDisplayName + " is not allowed in this channel."))}
+	errTopicsNotAllowed     = &rejection{"only the empty topic allowed", always(topicsPolicyError("Only the " + emptyTopicDisplayName + " topic is allowed in this channel."))}
+
+	errNarrowUnknownChannel = &rejection{"unknown channel in narrow", func(name string) *apiError { return badNarrow("unknown channel " + echoed(name)) }}
+	errNarrowUnknownUser    = &rejection{"unknown user in narrow", func(name string) *apiError { return badNarrow("unknown user " + echoed(name)) }}
 	errNarrowBadWith        = &rejection{"invalid 'with' operand", always(badNarrow("Invalid 'with' operand"))}
 )
 
@@ -252,7 +258,7 @@ var (
 )
 
 func errInvalidUTF8(name string) *apiError {
-	return badRequest("Invalid UTF-8 in parameter " + strconv.Quote(name))
+	return badRequest("Invalid UTF-8 in parameter " + strconv.Quote(echoed(name)))
 }
 
 // Typed parameter values (zerver/lib/typed_endpoint.py's texts). elemName
@@ -266,12 +272,34 @@ func errNotDict(name string) *apiError       { return badRequest(name + " is not
 func errNotJSON(name string) *apiError       { return badRequest(name + " is not valid JSON") }
 func errInvalidFormat(name string) *apiError { return badRequest(name + " has invalid format") }
 func errTooSmall(name string) *apiError      { return badRequest(name + " is too small") }
+
+// errNotInPossibleValues is typed_endpoint's "Invalid {name}: {msg}" for
+// a value its check_int_in/check_string_in validator refuses; msg is
+// Pydantic's wording of that ValueError.
+func errNotInPossibleValues(name string) *apiError {
+	return badRequest("Invalid " + name + ": Value error, Not in the list of possible values")
+}
+
 func errKeyMissing(key, from string) *apiError {
 	return badRequest(key + " key is missing from " + from)
 }
 func errBadValue(name, value string) *apiError {
+	value = echoed(value)
 	return &apiError{status: http.StatusBadRequest, code: "REQUEST_VARIABLE_INVALID", msg: "Bad value for '" + name + "': " + value,
 		extra: []field{{"var_name", name}, {"bad_value", value}}}
+}
+
+// maxEchoed bounds what an error repeats of what a client sent: enough
+// to recognise it, never a megabyte back.
+const maxEchoed = 100
+
+// echoed is a client's value as an error repeats it: at most maxEchoed
+// characters, then "…".
+func echoed(value string) string {
+	if utf8.RuneCountInString(value) <= maxEchoed {
+		return value
+	}
+	return string([]rune(value)[:maxEchoed]) + "…"
 }
 
 // Authentication (SPEC §4; zerver/decorator.py) and roles.
@@ -304,7 +332,9 @@ var (
 	errPasswordTooWeak   = badRequest("The password is too weak.")
 )
 
-func errEmailInUse(email string) *apiError { return badRequest("Email '" + email + "' already in use") }
+func errEmailInUse(email string) *apiError {
+	return badRequest("Email '" + echoed(email) + "' already in use")
+}
 
 // Push tokens (zerver/views/push_notifications.py).
 var (
@@ -328,7 +358,7 @@ func errChannelNameCharacter(name string, i int) *apiError {
 }
 
 func errChannelsDoNotExist(names string) *apiError {
-	return badRequest("Channel(s) (" + names + ") do not exist")
+	return badRequest("Channel(s) (" + echoed(names) + ") do not exist")
 }
 
 // Sending (zerver/views/message_send.py, zerver/actions/message_send.py).
@@ -336,7 +366,6 @@ var (
 	errNoDirectMessages   = badRequest("Direct messages are not supported")
 	errInvalidMessageType = badRequest("Invalid message type")
 	errMissingTopic       = badRequest("Missing topic")
-	errTopicEmpty         = badRequest("Topic can't be empty!")
 	errContentNullBytes   = badRequest("Message must not contain null bytes")
 	errContentEmpty       = badRequest("Message must not be empty")
 	errMissingChannel     = badRequest("Missing channel")
@@ -344,12 +373,20 @@ var (
 	errChannelDataType    = badRequest("Invalid data type for channel")
 )
 
+// topicsPolicyError carries, as Zulip's does, the display name it
+// speaks of.
+func topicsPolicyError(msg string) *apiError {
+	e := badRequest(msg)
+	e.extra = []field{{"empty_topic_display_name", emptyTopicDisplayName}}
+	return e
+}
+
 // noSuchChannel is Zulip's STREAM_DOES_NOT_EXIST error, by name or by id.
 func noSuchChannel(to channelRef) *apiError {
 	e := &apiError{status: http.StatusBadRequest, code: "STREAM_DOES_NOT_EXIST"}
 	if to.Name != "" {
-		e.msg = "Channel '" + html.EscapeString(to.Name) + "' does not exist"
-		e.extra = []field{{"stream", to.Name}}
+		e.msg = "Channel '" + html.EscapeString(echoed(to.Name)) + "' does not exist"
+		e.extra = []field{{"stream", echoed(to.Name)}}
 	} else {
 		id := to.IDText
 		if id == "" {
@@ -366,7 +403,7 @@ func errTopicCharacter(topic string, i int) *apiError {
 }
 
 func errNotAuthorizedToSend(channel string) *apiError {
-	return badRequest("Not authorized to send to channel '" + channel + "'")
+	return badRequest("Not authorized to send to channel '" + echoed(channel) + "'")
 }
 
 // Reading, flags and read-marking (zerver/views/message_fetch.py,
@@ -379,29 +416,34 @@ var (
 	errInvalidAnchor   = badRequest("Invalid anchor")
 )
 
-func errNoSuchTopicNamed(topic string) *apiError { return badRequest("No such topic '" + topic + "'") }
-func errInvalidFlag(flag string) *apiError       { return badRequest("Invalid flag: '" + flag + "'") }
+func errNoSuchTopicNamed(topic string) *apiError {
+	return badRequest("No such topic '" + echoed(topic) + "'")
+}
+func errInvalidFlag(flag string) *apiError { return badRequest("Invalid flag: '" + echoed(flag) + "'") }
 func errFlagNotEditable(flag string) *apiError {
-	return badRequest("Flag not editable: '" + flag + "'")
+	return badRequest("Flag not editable: '" + echoed(flag) + "'")
 }
 func errInvalidFlagOperation(op string) *apiError {
-	return badRequest("Invalid message flag operation: '" + op + "'")
+	return badRequest("Invalid message flag operation: '" + echoed(op) + "'")
 }
 
-// Narrows (zerver/lib/narrow.py).
+// Narrows (zerver/lib/narrow.py; the two bounds are zulite's).
 var (
+	errNarrowTooLong                 = badRequest("narrow has too many terms (limit: " + strconv.Itoa(maxNarrowTerms) + ")")
+	errOperandTooLong                = badRequest(`elem["operand"] is too long (limit: ` + strconv.Itoa(maxOperandLength) + ")")
 	errOperandNotStringOrInteger     = badRequest(`elem["operand"] is not a string or integer`)
 	errOperandNotStringOrIntegerList = badRequest(`elem["operand"] is not a string or an integer list`)
 	errOperandBlank                  = badRequest(`elem["operand"] cannot be blank.`)
 )
 
 func badNarrow(desc string) *apiError {
+	desc = echoed(desc)
 	return &apiError{status: http.StatusBadRequest, code: "BAD_NARROW", msg: "Invalid narrow operator: " + desc, extra: []field{{"desc", desc}}}
 }
 
 // An event queue's narrow (zerver/lib/narrow_predicate.py).
 func errOperatorNotSupported(operator string) *apiError {
-	return badRequest("Operator " + operator + " not supported.")
+	return badRequest("Operator " + echoed(operator) + " not supported.")
 }
 
 func errOperandNotSupported(operand string) *apiError {
@@ -410,5 +452,6 @@ func errOperandNotSupported(operand string) *apiError {
 
 // Event queues (zerver/tornado/exceptions.py).
 func badQueue(id string) *apiError {
+	id = echoed(id)
 	return &apiError{status: http.StatusBadRequest, code: "BAD_EVENT_QUEUE_ID", msg: "Bad event queue ID: " + id, extra: []field{{"queue_id", id}}}
 }

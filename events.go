@@ -41,8 +41,16 @@ type eventQueue struct {
 	applyMarkdown  bool
 	clientGravatar bool
 	allPublic      bool // all_public_streams: messages of every public channel
+	// emptyTopicName: the client declared the empty_topic_name
+	// capability, so it is shown the empty topic as "" rather than as
+	// emptyTopicDisplayName.
+	emptyTopicName bool
 	created        time.Time
 	regSeq         uint64 // the user's registration number of this queue
+
+	// userSettingsObject: the client declared the user_settings_object
+	// capability, so it hears of settings only in user_settings events.
+	userSettingsObject bool
 
 	// guarded by hub.mu
 	events   []queuedEvent
@@ -58,6 +66,13 @@ type eventQueue struct {
 type queuedEvent struct {
 	id  int64
 	raw json.RawMessage
+}
+
+// capabilityOn tells whether register's client_capabilities (decoded,
+// nil when absent) declares a capability: true, and nothing else, is on.
+func capabilityOn(capabilities map[string]any, name string) bool {
+	on, _ := capabilities[name].(bool)
+	return on
 }
 
 func (q *eventQueue) wants(eventType string) bool {
@@ -123,6 +138,17 @@ func (h *eventHub) removeLocked(q *eventQueue) {
 	delete(h.queues, q.id)
 	h.totalBytes -= q.bytes
 	close(q.gone)
+}
+
+// removeAll deletes every queue of the user, ending their waiting polls.
+func (h *eventHub) removeAll(userID uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, q := range h.queues {
+		if q.userID == userID {
+			h.removeLocked(q)
+		}
+	}
 }
 
 // remove deletes the user's queue.

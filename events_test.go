@@ -57,9 +57,9 @@ func TestRegister_StateMatchesWhatGetMessagesShows(t *testing.T) {
 		t.Errorf("register: got last_event_id %v, max_message_id %v, level %v", r.body["last_event_id"], r.body["max_message_id"], r.body["zulip_feature_level"])
 	}
 	unread := r.body["unread_msgs"].(map[string]any)
-	want := []any{
-		map[string]any{"stream_id": float64(e.general.ID), "topic": "lunch", "unread_message_ids": toAny(lunch)},
+	want := []any{ // ordered as Zulip's aggregate_streams orders them: by channel, then lower-cased topic
 		map[string]any{"stream_id": float64(e.general.ID), "topic": "dinner", "unread_message_ids": toAny([]uint64{dinner})},
+		map[string]any{"stream_id": float64(e.general.ID), "topic": "lunch", "unread_message_ids": toAny(lunch)},
 		map[string]any{"stream_id": float64(e.secret.ID), "topic": "s", "unread_message_ids": toAny([]uint64{secret})},
 	}
 	if unread["count"] != 4.0 || !jsonEqual(unread["streams"], want) || unread["old_unreads_missing"] != false {
@@ -352,8 +352,8 @@ func TestEvents_AllPublicStreamsAndByteBudget(t *testing.T) {
 	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice))
 	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"secret"}, "topic": {"t"}, "content": {"x"}}, &e.alice))
 	events := e.pollNow(t, &e.owner, all, -1)
-	if len(events) != 1 || !jsonEqual(events[0]["flags"], []string{"read", "historical"}) {
-		t.Errorf("all_public_streams queue: got %v, want the public message only, read and historical", events)
+	if len(events) != 1 || !jsonEqual(events[0]["flags"], []string{}) {
+		t.Errorf("all_public_streams queue: got %v, want the public message only, without flags (Zulip's for a non-recipient)", events)
 	}
 	if got := e.pollNow(t, &e.owner, mine, -1); len(got) != 0 {
 		t.Errorf("ordinary queue of a non-subscriber: got %v, want nothing", got)
@@ -410,5 +410,93 @@ func TestEvents_QueueNarrowPicksWhatTheFetchNarrowPicks(t *testing.T) {
 	} {
 		r := e.requestAs(t, multipartForm, http.MethodPost, "/api/v1/register", messageOnly(c.narrow), &e.alice)
 		wantAPIError(t, r, 400, "BAD_REQUEST", c.msg)
+	}
+}
+
+func TestEvents_MessageEventEchoesLocalIDToTheSendersQueueOnly(t *testing.T) {
+	e := newTestEnv(t)
+	sending := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	otherTab := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	alice := e.registerQueue(t, &e.alice, nil).str("queue_id")
+	r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {strconv.FormatUint(e.general.ID, 10)}, "topic": {"t"},
+		"content": {"hi"}, "queue_id": {sending}, "local_id": {"0.01"}, "read_by_sender": {"true"}}, &e.bob)
+	wantAPISuccess(t, r)
+	if want := `{"result":"success","msg":"","id":1}` + "\n"; r.raw != want {
+		t.Errorf("answer: got %s, want %s", r.raw, want)
+	}
+	for _, c := range []struct {
+		who     *account
+		queue   string
+		localID any
+		flags   []string
+	}{
+		{&e.bob, sending, "0.01", []string{"read"}},
+		{&e.bob, otherTab, nil, []string{"read"}},
+		{&e.alice, alice, nil, []string{}},
+	} {
+		events := e.pollNow(t, c.who, c.queue, -1)
+		if len(events) != 1 || events[0]["type"] != "message" {
+			t.Fatalf("%s: got %v, want one message event", c.who.Email, events)
+		}
+		if got, present := events[0]["local_message_id"]; got != c.localID || present != (c.localID != nil) {
+			t.Errorf("%s queue %s: local_message_id got %v (present %v), want %v", c.who.Email, c.queue, got, present, c.localID)
+		}
+		if !jsonEqual(events[0]["flags"], c.flags) {
+			t.Errorf("%s: flags got %v, want %v", c.who.Email, events[0]["flags"], c.flags)
+		}
+	}
+	// Naming another user's queue echoes nothing there.
+	e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"},
+		"content": {"hi"}, "queue_id": {alice}, "local_id": {"7"}, "read_by_sender": {"false"}}, &e.bob)
+	events := e.pollNow(t, &e.alice, alice, 0)
+	if len(events) != 1 {
+		t.Fatalf("alice: got %v, want the second message", events)
+	}
+	if _, present := events[0]["local_message_id"]; present {
+		t.Errorf("another user's queue got local_message_id: %v", events[0])
+	}
+	// With read_by_sender=false the message is unread for its subscribed
+	// sender too.
+	if events := e.pollNow(t, &e.bob, sending, 0); len(events) != 1 || !jsonEqual(events[0]["flags"], []string{}) {
+		t.Errorf("bob's second message: got %v, want it unread for him (no flags)", events)
+	}
+}
+
+func TestEvents_EmptyTopicShownByNameToQueuesWithoutTheCapability(t *testing.T) {
+	e := newTestEnv(t)
+	capable := e.registerQueue(t, &e.alice, url.Values{"client_capabilities": {`{"empty_topic_name":true}`}}).str("queue_id")
+	legacy := e.registerQueue(t, &e.alice, url.Values{"client_capabilities": {`{"empty_topic_name":false}`}}).str("queue_id")
+	none := e.registerQueue(t, &e.alice, nil).str("queue_id")
+	narrowed := e.registerQueue(t, &e.alice, url.Values{"narrow": {`[["topic","general chat"]]`}}).str("queue_id")
+	narrowedCapable := e.registerQueue(t, &e.alice, url.Values{"narrow": {`[["topic",""]]`}, "client_capabilities": {`{"empty_topic_name":true}`}}).str("queue_id")
+	id := e.sendAs(t, e.bob, e.general, "")
+	e.sendAs(t, e.bob, e.general, "named")
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {jsonIDs(id)}, "op": {"add"}, "flag": {"read"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {jsonIDs(id)}, "op": {"remove"}, "flag": {"read"}}, &e.alice))
+	for _, c := range []struct {
+		queue, topic string
+		messages     int
+	}{{capable, "", 2}, {legacy, "general chat", 2}, {none, "general chat", 2}, {narrowed, "general chat", 1}, {narrowedCapable, "", 1}} {
+		events := e.pollNow(t, &e.alice, c.queue, -1)
+		var subjects []string
+		var details map[string]any
+		for _, ev := range events {
+			switch {
+			case ev["type"] == "message":
+				subjects = append(subjects, ev["message"].(map[string]any)["subject"].(string))
+			case ev["type"] == "update_message_flags" && ev["op"] == "remove":
+				details, _ = ev["message_details"].(map[string]any)
+				if ev["all"] != false || ev["flag"] != "read" {
+					t.Errorf("remove event: got %v, want all false and flag read", ev)
+				}
+			}
+		}
+		if len(subjects) != c.messages || subjects[0] != c.topic {
+			t.Errorf("queue %s: subjects got %q, want %d starting %q", c.queue, subjects, c.messages, c.topic)
+		}
+		want := map[string]any{strconv.FormatUint(id, 10): map[string]any{"type": "stream", "stream_id": float64(e.general.ID), "topic": c.topic, "unmuted_stream_msg": true}}
+		if !jsonEqual(details, want) {
+			t.Errorf("queue %s: message_details got %v, want %v", c.queue, details, want)
+		}
 	}
 }

@@ -1,5 +1,7 @@
 package main
 
+import "slices"
+
 // Zulip's system user groups, one per role, which Zulip 10's group-based
 // permission settings (realm_can_*_group, a channel's can_*_group) point
 // at. zulite has no other groups, so their ids are fixed: a setting is
@@ -16,3 +18,235 @@ const (
 	groupInternet       = 7 // role:internet
 	groupNobody         = 8 // role:nobody
 )
+
+// systemGroup is one of the groups above as Zulip creates it for every
+// organization (zerver/lib/user_groups.py create_system_user_groups_for_realm,
+// with the names and descriptions of zerver/models/groups.py).
+type systemGroup struct {
+	id          int
+	name        string
+	description string
+	subgroup    int // the group it holds as its one direct subgroup; 0 for none
+}
+
+// systemGroups lists the groups by id. Zulip chains them: owners ⊂
+// administrators ⊂ moderators ⊂ full members ⊂ members ⊂ everyone ⊂
+// everyone on the internet; nobody stands apart, empty.
+var systemGroups = []systemGroup{
+	{groupOwners, "role:owners", "Owners of this organization", 0},
+	{groupAdministrators, "role:administrators", "Administrators of this organization, including owners", groupOwners},
+	{groupModerators, "role:moderators", "Moderators of this organization, including administrators", groupAdministrators},
+	{groupFullMembers, "role:fullmembers", "Members of this organization, not including new accounts and guests", groupModerators},
+	{groupMembers, "role:members", "Members of this organization, not including guests", groupFullMembers},
+	{groupEveryone, "role:everyone", "Everyone in this organization, including guests", groupMembers},
+	{groupInternet, "role:internet", "Everyone on the Internet", groupEveryone},
+	{groupNobody, "role:nobody", "Nobody", 0},
+}
+
+// roleModerator is Zulip's moderator role; zulite makes no moderators,
+// but a role is placed in its group whatever it is.
+const roleModerator = 300
+
+// directGroups are the groups a user is a direct member of: the group of
+// their role and, for members, role:fullmembers too (Zulip's waiting
+// period before a member is full is realm_waiting_period_threshold,
+// which is 0 here).
+func directGroups(u user) []int {
+	switch u.Role {
+	case roleOwner:
+		return []int{groupOwners}
+	case roleAdmin:
+		return []int{groupAdministrators}
+	case roleModerator:
+		return []int{groupModerators}
+	case roleMember:
+		return []int{groupFullMembers, groupMembers}
+	case roleGuest:
+		return []int{groupEveryone}
+	}
+	return nil
+}
+
+// userGroupObject is Zulip's user group object, as register's
+// realm_user_groups lists it. A system group's own permission settings
+// are all role:nobody, as Zulip sets them (default_for_system_groups).
+type userGroupObject struct {
+	ID                    int      `json:"id"`
+	Name                  string   `json:"name"`
+	CreatorID             *uint64  `json:"creator_id"`
+	DateCreated           *int64   `json:"date_created"`
+	Description           string   `json:"description"`
+	Members               []uint64 `json:"members"`
+	DirectSubgroupIDs     []int    `json:"direct_subgroup_ids"`
+	IsSystemGroup         bool     `json:"is_system_group"`
+	CanAddMembersGroup    int      `json:"can_add_members_group"`
+	CanJoinGroup          int      `json:"can_join_group"`
+	CanLeaveGroup         int      `json:"can_leave_group"`
+	CanManageGroup        int      `json:"can_manage_group"`
+	CanMentionGroup       int      `json:"can_mention_group"`
+	CanRemoveMembersGroup int      `json:"can_remove_members_group"`
+	Deactivated           bool     `json:"deactivated"`
+}
+
+// newRealmUserGroups is realm_user_groups: every system group with its
+// direct members, active users only (as Zulip since feature level 303),
+// sorted by id. zulite's groups have no creator and no creation date.
+func newRealmUserGroups(users []user) []userGroupObject {
+	list := make([]userGroupObject, 0, len(systemGroups))
+	for _, g := range systemGroups {
+		o := userGroupObject{ID: g.id, Name: g.name, Description: g.description, Members: []uint64{}, DirectSubgroupIDs: []int{},
+			IsSystemGroup: true, CanAddMembersGroup: groupNobody, CanJoinGroup: groupNobody, CanLeaveGroup: groupNobody,
+			CanManageGroup: groupNobody, CanMentionGroup: groupNobody, CanRemoveMembersGroup: groupNobody}
+		if g.subgroup != 0 {
+			o.DirectSubgroupIDs = append(o.DirectSubgroupIDs, g.subgroup)
+		}
+		for _, u := range users {
+			if u.Active && slices.Contains(directGroups(u), g.id) {
+				o.Members = append(o.Members, u.ID)
+			}
+		}
+		slices.Sort(o.Members)
+		list = append(list, o)
+	}
+	return list
+}
+
+// inGroup tells whether a user belongs to a system group, directly or
+// through its subgroups.
+func inGroup(u user, group int) bool {
+	if !u.Active {
+		return false
+	}
+	for g := group; g != 0; {
+		if slices.Contains(directGroups(u), g) {
+			return true
+		}
+		i := slices.IndexFunc(systemGroups, func(s systemGroup) bool { return s.id == g })
+		g = systemGroups[i].subgroup
+	}
+	return false
+}
+
+// permissionSetting is one of Zulip's group-based permission settings:
+// its configuration as server_supported_permission_settings describes
+// it (zerver/lib/types.py GroupPermissionSetting) and, for an
+// organization setting, the group zulite holds it with.
+type permissionSetting struct {
+	name                   string
+	value                  int // realm settings only: the group that has the permission in zulite
+	requireSystemGroup     bool
+	allowInternetGroup     bool
+	allowNobodyGroup       bool
+	allowEveryoneGroup     bool
+	defaultGroupName       string
+	defaultForSystemGroups string // "" for none
+	allowedSystemGroups    []string
+}
+
+// realmPermissionSettings are Zulip 11.0's Realm.REALM_PERMISSION_GROUP_SETTINGS,
+// with Zulip's defaults. zulite holds a permission with Zulip's default
+// group where it has the feature, and with role:nobody where it does
+// not: nobody can invite, add custom emoji, create bots or groups,
+// delete, move or resolve messages, send direct messages, subscribe
+// others, summarize topics or use wildcard mentions (they notify nobody
+// here). Channels are created on subscribe by any member (guests too,
+// which members, Zulip's closest allowed group, leaves unsaid).
+var realmPermissionSettings = []permissionSetting{
+	{name: "create_multiuse_invite_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
+	{name: "can_access_all_users_group", value: groupEveryone, requireSystemGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone",
+		allowedSystemGroups: []string{"role:everyone", "role:members"}},
+	{name: "can_add_subscribers_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	{name: "can_add_custom_emoji_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	{name: "can_create_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	{name: "can_create_groups", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	{name: "can_create_public_channel_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	{name: "can_create_private_channel_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	{name: "can_create_web_public_channel_group", value: groupNobody, requireSystemGroup: true, allowNobodyGroup: true, defaultGroupName: "role:owners",
+		allowedSystemGroups: []string{"role:moderators", "role:administrators", "role:owners", "role:nobody"}},
+	{name: "can_create_write_only_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	{name: "can_delete_any_message_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
+	{name: "can_delete_own_message_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	{name: "can_invite_users_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	{name: "can_manage_all_groups", value: groupOwners, defaultGroupName: "role:owners"},
+	{name: "can_manage_billing_group", value: groupAdministrators, defaultGroupName: "role:administrators"},
+	{name: "can_mention_many_users_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},
+	{name: "can_move_messages_between_channels_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	{name: "can_move_messages_between_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	{name: "can_resolve_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	{name: "can_set_delete_message_policy_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:moderators"},
+	{name: "can_set_topics_policy_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:members"},
+	{name: "can_summarize_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	{name: "direct_message_initiator_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	{name: "direct_message_permission_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+}
+
+// channelPermissionSettings are Zulip 11.0's Stream.stream_permission_group_settings.
+var channelPermissionSettings = []permissionSetting{
+	{name: "can_add_subscribers_group", allowNobodyGroup: true, defaultGroupName: "role:nobody"},
+	{name: "can_administer_channel_group", allowNobodyGroup: true, defaultGroupName: "stream_creator_or_nobody"},
+	{name: "can_delete_any_message_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	{name: "can_delete_own_message_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	{name: "can_move_messages_out_of_channel_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	{name: "can_move_messages_within_channel_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	{name: "can_remove_subscribers_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},
+	{name: "can_send_message_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	{name: "can_subscribe_group", allowNobodyGroup: true, defaultGroupName: "role:nobody"},
+	{name: "can_resolve_topics_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+}
+
+// groupPermissionSettings are Zulip 11.0's NamedUserGroup.GROUP_PERMISSION_SETTINGS.
+var groupPermissionSettings = []permissionSetting{
+	{name: "can_add_members_group", allowNobodyGroup: true, defaultGroupName: "group_creator", defaultForSystemGroups: "role:nobody"},
+	{name: "can_join_group", allowNobodyGroup: true, defaultGroupName: "role:nobody", defaultForSystemGroups: "role:nobody"},
+	{name: "can_leave_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone", defaultForSystemGroups: "role:nobody"},
+	{name: "can_manage_group", allowNobodyGroup: true, defaultGroupName: "group_creator", defaultForSystemGroups: "role:nobody"},
+	{name: "can_mention_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone", defaultForSystemGroups: "role:nobody"},
+	{name: "can_remove_members_group", allowNobodyGroup: true, defaultGroupName: "role:nobody", defaultForSystemGroups: "role:nobody"},
+}
+
+// realmPermission finds an organization permission setting by name.
+func realmPermission(name string) permissionSetting {
+	i := slices.IndexFunc(realmPermissionSettings, func(p permissionSetting) bool { return p.name == name })
+	return realmPermissionSettings[i]
+}
+
+// supportedPermissionSettings is register's server_supported_permission_settings.
+func supportedPermissionSettings() map[string]map[string]any {
+	describe := func(list []permissionSetting) map[string]any {
+		out := make(map[string]any, len(list))
+		for _, p := range list {
+			var forSystem *string
+			if p.defaultForSystemGroups != "" {
+				forSystem = &p.defaultForSystemGroups
+			}
+			out[p.name] = map[string]any{
+				"require_system_group":      p.requireSystemGroup,
+				"allow_internet_group":      p.allowInternetGroup,
+				"allow_nobody_group":        p.allowNobodyGroup,
+				"allow_everyone_group":      p.allowEveryoneGroup,
+				"default_group_name":        p.defaultGroupName,
+				"default_for_system_groups": forSystem,
+				"allowed_system_groups":     append([]string{}, p.allowedSystemGroups...),
+			}
+		}
+		return out
+	}
+	return map[string]map[string]any{
+		"realm":  describe(realmPermissionSettings),
+		"stream": describe(channelPermissionSettings),
+		"group":  describe(groupPermissionSettings),
+	}
+}
+
+// legacyPolicy is the integer policy Zulip still sends beside a group
+// setting for old clients (zerver/models/realms.py
+// get_corresponding_policy_value_for_group_setting): the group's value
+// in Realm.SYSTEM_GROUPS_ENUM_MAP, or for can_mention_many_users_group in
+// Realm.SYSTEM_GROUPS_TO_WILDCARD_MENTION_POLICY_MAP.
+func legacyPolicy(setting string) int {
+	group := realmPermission(setting).value
+	if setting == "can_mention_many_users_group" {
+		return map[int]int{groupEveryone: 1, groupMembers: 2, groupFullMembers: 3, groupAdministrators: 5, groupNobody: 6, groupModerators: 7}[group]
+	}
+	return map[int]int{groupMembers: 1, groupAdministrators: 2, groupFullMembers: 3, groupModerators: 4, groupEveryone: 5, groupNobody: 6, groupOwners: 7}[group]
+}

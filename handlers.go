@@ -39,6 +39,7 @@ type server struct {
 	// (nil writer: none, as in tests).
 	requestIDs *requestIDs
 	requestLog *requestLog
+	started    time.Time // register's server_generation
 }
 
 // routeList is every route's pattern, "METHOD /path", as the router
@@ -53,7 +54,7 @@ func (s *server) routeList() []string {
 // newServer wires a server over an open store.
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
-		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), metrics: newMetrics(), requestIDs: newRequestIDs()}
+		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now()}
 	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening, commits: s.metrics.observeCommit})
 	return s
 }
@@ -74,6 +75,7 @@ func (s *server) routes() http.Handler {
 	handle("GET /metrics", s.metricsPage(true))
 	handle("GET /api/v1/server_settings", s.public(s.serverSettings))
 	handle("POST /api/v1/fetch_api_key", s.public(s.fetchAPIKey))
+	handle("GET /static/generated/emoji/emoji_api.json", s.public(s.emojiData))
 	handle("POST /api/v1/register", s.api(s.register))
 	handle("GET /api/v1/events", s.api(s.getEvents))
 	handle("DELETE /api/v1/events", s.api(s.deleteQueue))
@@ -84,6 +86,7 @@ func (s *server) routes() http.Handler {
 	handle("DELETE /api/v1/users/me/apns_device_token", s.api(s.removeAPNsToken, humansOnly))
 	handle("POST /api/v1/users/me/android_gcm_reg_id", s.api(s.addFCMToken, humansOnly))
 	handle("DELETE /api/v1/users/me/android_gcm_reg_id", s.api(s.removeFCMToken, humansOnly))
+	handle("PATCH /api/v1/settings", s.api(s.updateSettings, humansOnly))
 	handle("GET /api/v1/users/me/subscriptions", s.api(s.listSubscriptions))
 	handle("POST /api/v1/users/me/subscriptions", s.api(s.subscribe))
 	handle("DELETE /api/v1/users/me/subscriptions", s.api(s.unsubscribe))
@@ -100,6 +103,11 @@ func (s *server) routes() http.Handler {
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
 	}
+	// GET /api/v1/users/{user_id} and /api/v1/users/{email}: one pattern
+	// for every method, which answers 405 itself (a GET pattern would
+	// conflict with the 405 pattern of /api/v1/users/me).
+	s.patterns = append(s.patterns, "GET /api/v1/users/{user}")
+	mux.Handle("/api/v1/users/{user}", onlyGET(s.api(s.getUser)))
 	mux.Handle("/", s.notFound())
 	return s.withRequestLog(withCleanPath(mux))
 }
@@ -141,6 +149,18 @@ func methodNotAllowed(methods []string) http.Handler {
 		named(w, r)
 		w.Header().Set("Allow", allow)
 		writeError(w, nil, r, e)
+	})
+}
+
+// onlyGET serves GET (and so HEAD) with h and answers 405 otherwise.
+func onlyGET(h http.Handler) http.Handler {
+	other := methodNotAllowed([]string{http.MethodGet})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			h.ServeHTTP(w, r)
+			return
+		}
+		other.ServeHTTP(w, r)
 	})
 }
 

@@ -391,3 +391,98 @@ func e2eMetrics(t *testing.T, srv *e2eServer) (int, string) {
 	}
 	return resp.StatusCode, string(b)
 }
+
+// A second database's first start in the same directory leaves the first
+// one's zuliprc alone and says where its own credentials went.
+func TestBootstrap_ASecondDatabaseLeavesTheFirstZuliprcAlone(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	dir := t.TempDir()
+	first := e2eStartServer(t, bin, filepath.Join(dir, "a.db"))
+	first.stop()
+	before, err := os.ReadFile(filepath.Join(dir, "zuliprc"))
+	if err != nil || !strings.Contains(string(before), "key="+first.ownerKey) {
+		t.Fatalf("first zuliprc: %v, or it lacks the first owner's key", err)
+	}
+	second := e2eStartServer(t, bin, filepath.Join(dir, "b.db"))
+	second.stop()
+	if after, err := os.ReadFile(filepath.Join(dir, "zuliprc")); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("the first zuliprc changed (%v)", err)
+	}
+	own, err := os.ReadFile(filepath.Join(dir, "b.db.zuliprc"))
+	if err != nil || !strings.Contains(string(own), "key="+second.ownerKey) {
+		t.Errorf("b.db.zuliprc: %v, or it lacks the second owner's key", err)
+	}
+	if out := second.output(); !strings.Contains(out, "These credentials are also in "+filepath.Join(dir, "b.db.zuliprc")) {
+		t.Errorf("the second start does not say where its credentials went")
+	}
+}
+
+// Listening on every address, the URL given to clients is one they can
+// use, not http://[::]:PORT.
+func TestReachableAddr_NeverTheUnspecifiedAddress(t *testing.T) {
+	for _, listen := range []string{"0.0.0.0:0", "[::]:0"} {
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			t.Skipf("listen %s: %v", listen, err)
+		}
+		got := reachableAddr(ln.Addr())
+		ln.Close()
+		host, _, err := net.SplitHostPort(got)
+		if ip := net.ParseIP(host); err != nil || host == "" || (ip != nil && ip.IsUnspecified()) {
+			t.Errorf("listening on %s: got %q, want a name or an address clients can reach", listen, got)
+		}
+	}
+}
+
+// Revoking an account's keys or deactivating it ends its event queues
+// and their waiting polls at once: a long poll does not outlive its key
+// and deliver what is sent afterwards (issue 11, item 6).
+func TestRevocation_EndsTheAccountsWaitingPolls(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db)
+	defer srv.stop()
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	plain := e2ePython
+	if status, body, _ := owner.do(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}, plain); status != 200 {
+		t.Fatalf("subscribe: %d %v", status, body["msg"])
+	}
+	for _, revoke := range []string{"key", "deactivate"} {
+		t.Run(revoke, func(t *testing.T) {
+			email := revoke + "@example.com"
+			r := e2eRunCLI(t, bin, "user", "add", email, "--db", db)
+			r.wantOK(t, "user add")
+			alice := e2eNewClient(srv.baseURL, email, strings.TrimSpace(r.stdout))
+			if status, body, _ := alice.do(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}, plain); status != 200 {
+				t.Fatalf("subscribe: %d %v", status, body["msg"])
+			}
+			status, reg, _ := alice.do(t, http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}}, plain)
+			if status != 200 {
+				t.Fatalf("register: %d", status)
+			}
+			queue, _ := reg["queue_id"].(string)
+			type answer struct {
+				status int
+				body   map[string]any
+			}
+			polled := make(chan answer, 1)
+			go func() {
+				status, body, _ := alice.do(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queue}, "last_event_id": {"-1"}}, plain)
+				polled <- answer{status, body}
+			}()
+			time.Sleep(300 * time.Millisecond) // the poll waits
+			e2eRunCLI(t, bin, "user", revoke, email, "--db", db).wantOK(t, "user "+revoke)
+			owner.do(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"after the " + revoke}}, plain)
+			select {
+			case a := <-polled:
+				if a.status == 200 {
+					t.Errorf("the poll answered 200 with %v after user %s; want it ended", a.body["events"], revoke)
+				} else if a.body["code"] != "BAD_EVENT_QUEUE_ID" {
+					t.Errorf("the poll: got %d %v, want BAD_EVENT_QUEUE_ID", a.status, a.body["code"])
+				}
+			case <-time.After(5 * time.Second):
+				t.Errorf("the poll still waits 5 s after user %s", revoke)
+			}
+		})
+	}
+}

@@ -44,7 +44,11 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users))
+		settings, err := e.st.userSettings(e.alice.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings)
 	}
 
 	type attempt struct {
@@ -63,12 +67,15 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /metrics":                               {{"GET", "/metrics", nil}},
 		"GET /api/v1/server_settings":                {{"GET", "/api/v1/server_settings", nil}},
 		"POST /api/v1/fetch_api_key":                 {{"POST", "/api/v1/fetch_api_key", url.Values{"username": {e.alice.Email}, "password": {"not hers"}}}},
+		"GET /static/generated/emoji/emoji_api.json": {{"GET", "/static/generated/emoji/emoji_api.json", nil}},
 		"POST /api/v1/register":                      {{"POST", "/api/v1/register", nil}},
+		"PATCH /api/v1/settings":                     {{"PATCH", "/api/v1/settings", url.Values{"emojiset": {"text"}, "twenty_four_hour_time": {"true"}}}},
 		"GET /api/v1/events":                         {{"GET", "/api/v1/events", url.Values{"queue_id": {aliceQueue}, "dont_block": {"true"}}}},
 		"DELETE /api/v1/events":                      {{"DELETE", "/api/v1/events", url.Values{"queue_id": {aliceQueue}}}},
 		"GET /api/v1/users":                          {{"GET", "/api/v1/users", nil}},
 		"POST /api/v1/users":                         {{"POST", "/api/v1/users", url.Values{"email": {"new@example.com"}, "password": {"password-1"}, "full_name": {"N"}}}},
 		"GET /api/v1/users/me":                       {{"GET", "/api/v1/users/me", nil}},
+		"GET /api/v1/users/{user}":                   {{"GET", "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10), url.Values{"include_custom_profile_fields": {"true"}}}, {"GET", "/api/v1/users/" + e.alice.Email, nil}},
 		"POST /api/v1/users/me/apns_device_token":    {{"POST", "/api/v1/users/me/apns_device_token", url.Values{"token": {"cc33dd44"}}}},
 		"DELETE /api/v1/users/me/apns_device_token":  {{"DELETE", "/api/v1/users/me/apns_device_token", url.Values{"token": {"aa11bb22"}}}},
 		"POST /api/v1/users/me/android_gcm_reg_id":   {{"POST", "/api/v1/users/me/android_gcm_reg_id", url.Values{"token": {"bob-fcm-token"}}}},

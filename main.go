@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -113,9 +115,12 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	case o.ACMEDomain != "":
 		baseURL = "https://" + strings.Split(o.ACMEDomain, ",")[0]
 	case tlsConfig != nil:
-		baseURL = "https://" + ln.Addr().String()
+		baseURL = "https://" + reachableAddr(ln.Addr())
 	default:
-		baseURL = "http://" + ln.Addr().String()
+		baseURL = "http://" + reachableAddr(ln.Addr())
+	}
+	if o.URL == "" && o.ACMEDomain == "" && isUnspecified(ln.Addr()) {
+		log.Warn("no --url: clients are told "+baseURL+", this machine's name or first address; set --url to the address they reach it by", "url", baseURL)
 	}
 	if warning := plainHTTPWarning(ln.Addr(), tlsConfig != nil); warning != "" {
 		log.Warn(warning)
@@ -225,8 +230,19 @@ func bootstrap(st *store, o options, baseURL string, stdout io.Writer) error {
 	}
 	// The key is shown before the file is written, so that it is never
 	// lost: a failed write still leaves it on the terminal.
-	rc := filepath.Join(filepath.Dir(o.DB), "zuliprc")
 	fmt.Fprintf(stdout, "Created the owner account.\nemail: %s\nkey: %s\n", owner.Email, key)
+	// zuliprc beside the database, unless one is there already: it holds
+	// another database's (or another tool's) credentials, so the new ones
+	// go into a file named for this database.
+	rc := filepath.Join(filepath.Dir(o.DB), "zuliprc")
+	if _, err := os.Lstat(rc); err == nil {
+		rc = o.DB + ".zuliprc"
+		if _, err := os.Lstat(rc); err == nil {
+			fmt.Fprintf(stdout, "zuliprc and %s exist already and were left alone: the key above is the only copy.\n", rc)
+			return nil
+		}
+		fmt.Fprintf(stdout, "A zuliprc beside the database holds other credentials and was left alone.\n")
+	}
 	if err := writeZuliprc(rc, owner.Email, key, baseURL); err != nil {
 		return fmt.Errorf("write %s: %w (the key above is the only copy; 'zulite user key %s' makes a new one)", rc, err, owner.Email)
 	}
@@ -238,4 +254,34 @@ func bootstrap(st *store, o options, baseURL string, stdout io.Writer) error {
 func isLoopback(addr net.Addr) bool {
 	tcp, ok := addr.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+func isUnspecified(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsUnspecified()
+}
+
+// reachableAddr is host:port for a URL clients can use: the listener's
+// address, or, when it listens on every address (0.0.0.0 or ::), this
+// machine's name if it resolves to an address other than loopback, else
+// its first address other than loopback ("[::]:9991" is no URL).
+func reachableAddr(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return addr.String()
+	}
+	port := strconv.Itoa(tcp.Port)
+	if name, err := os.Hostname(); err == nil {
+		if ips, err := net.LookupIP(name); err == nil && slices.ContainsFunc(ips, func(ip net.IP) bool { return !ip.IsLoopback() }) {
+			return net.JoinHostPort(name, port)
+		}
+	}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() && ipn.IP.To4() != nil {
+				return net.JoinHostPort(ipn.IP.String(), port)
+			}
+		}
+	}
+	return net.JoinHostPort("127.0.0.1", port)
 }

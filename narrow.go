@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The narrow, Zulip's filter of messages, in one place: its terms as
@@ -103,6 +104,16 @@ var narrowOperands = map[string][]string{
 	"channels": {"public", "web-public"},
 }
 
+// A narrow's size is bounded, so that what one request makes a page walk
+// do per message stays small. Zulip sets no such limits (its requests are
+// bounded by their size alone); these are far above what clients send (the
+// app sends at most four terms; a channel or topic name is at most 60
+// characters, an e-mail 254).
+const (
+	maxNarrowTerms   = 20
+	maxOperandLength = 1000 // characters, or ids in a list
+)
+
 // readNarrow reads the `narrow` parameter: a JSON list of terms, each an
 // object {"operator","operand","negated"} or a legacy [operator, operand].
 func readNarrow(p *params, required bool) ([]rawTerm, error) {
@@ -121,6 +132,9 @@ func readNarrow(p *params, required bool) ([]rawTerm, error) {
 	list, ok := parsed.([]any)
 	if !ok {
 		return nil, badValue
+	}
+	if len(list) > maxNarrowTerms {
+		return nil, errNarrowTooLong
 	}
 	terms := make([]rawTerm, 0, len(list))
 	for _, elem := range list {
@@ -175,6 +189,12 @@ type rawTerm struct {
 // checkOperand is the type check of an operand, which depends on the
 // operator (Zulip does it while parsing, before any other check).
 func checkOperand(operator string, operand any) error {
+	if text, isString := operand.(string); isString && utf8.RuneCountInString(text) > maxOperandLength {
+		return errOperandTooLong
+	}
+	if list, isList := operand.([]any); isList && len(list) > maxOperandLength {
+		return errOperandTooLong
+	}
 	switch narrowOperators[operator] {
 	case "channel", "sender", "id", "with":
 		if _, isString := operand.(string); !isString {

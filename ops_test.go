@@ -286,9 +286,11 @@ func TestACME_WiringWithoutNetwork(t *testing.T) {
 
 func TestServeHelp_ListsEveryFlagWithItsEnvironmentVariableAndDefault(t *testing.T) {
 	var out, errOut strings.Builder
-	run(context.Background(), []string{"serve", "--help"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
-	help := errOut.String()
-	for _, flagName := range []string{"db", "addr", "url", "realm-name", "owner-email", "event-queue-timeout", "rate-limit", "read-header-timeout", "read-timeout", "log-format", "metrics-addr", "tls-cert", "tls-key", "acme-domain", "acme-cache"} {
+	if err := run(context.Background(), []string{"serve", "--help"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatalf("serve --help: got %v, want success", err)
+	}
+	help := out.String() // asked for, the help is the answer: on stdout
+	for _, flagName := range []string{"db", "addr", "url", "realm-name", "owner-email", "event-queue-timeout", "rate-limit", "read-header-timeout", "read-timeout", "log-format", "metrics-addr", "tls-cert", "tls-key", "acme-domain", "acme-cache", "max-connections", "trusted-proxies"} {
 		env := "ZULITE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 		if !strings.Contains(help, "-"+flagName) || !strings.Contains(help, env) {
 			t.Errorf("serve --help lacks -%s or %s", flagName, env)

@@ -26,169 +26,149 @@ func optionalStringList(p *params, name string) ([]string, error) {
 // is made first: an event that happens while the state is read is then
 // delivered (perhaps once more than needed) instead of lost.
 func (s *server) register(r *apiRequest) (any, error) {
-	eventTypes, err := optionalStringList(r.params, "event_types")
+	o, err := readRegisterOptions(r)
 	if err != nil {
 		return nil, err
 	}
-	rawNarrow, err := readNarrow(r.params, false)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkNarrowForEvents(rawNarrow); err != nil {
-		return nil, err
-	}
-	narrow, err := narrowTerms(rawNarrow)
-	if err != nil {
-		return nil, err
-	}
-	applyMarkdown, err := r.params.optionalBool("apply_markdown", false)
-	if err != nil {
-		return nil, err
-	}
-	clientGravatar, err := r.params.optionalBool("client_gravatar", false)
-	if err != nil {
-		return nil, err
-	}
-	allPublic, err := r.params.optionalBool("all_public_streams", false)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := r.params.optionalBool("include_subscribers", true); err != nil {
-		return nil, err
-	}
-	if raw, ok := r.params.lookup("client_capabilities"); ok { // unknown capabilities are ignored
-		parsed, err := decodeJSON("client_capabilities", raw)
-		if err != nil {
-			return nil, err
-		}
-		if _, isDict := parsed.(map[string]any); !isDict {
-			return nil, errNotDict("client_capabilities")
-		}
-	}
-	fetchTypes, err := optionalStringList(r.params, "fetch_event_types")
-	if err != nil {
-		return nil, err
-	}
-	if fetchTypes == nil {
-		fetchTypes = eventTypes
-	}
-	fetch := func(t string) bool { return fetchTypes == nil || slices.Contains(fetchTypes, t) }
-
-	q := &eventQueue{userID: r.user.ID, types: eventTypes, narrow: narrow, applyMarkdown: applyMarkdown, clientGravatar: clientGravatar, allPublic: allPublic}
+	q := &eventQueue{userID: r.user.ID, types: o.eventTypes, narrow: o.narrow, applyMarkdown: o.applyMarkdown,
+		clientGravatar: o.clientGravatar, allPublic: o.allPublic, userSettingsObject: o.capabilities.userSettingsObject,
+		emptyTopicName: o.capabilities.emptyTopicName}
 	s.events.register(q)
-	registered := false
-	defer func() { // a queue whose state could not be read is of no use
-		if !registered {
-			s.events.remove(q.userID, q.id)
-		}
-	}()
-	state := map[string]any{
-		"queue_id":            q.id,
-		"last_event_id":       -1,
-		"zulip_version":       zulipVersion,
-		"zulip_feature_level": zulipFeatureLevel,
-		"zulip_merge_base":    zulipVersion,
-	}
-	maxID, err := s.store.maxMessageID()
-	if err != nil {
+	state, err := s.initialState(r.user, q.id, o)
+	if err != nil { // a queue whose state could not be read is of no use
+		s.events.remove(q.userID, q.id)
 		return nil, err
 	}
-	state["max_message_id"] = int64(maxID)
-	if maxID == 0 {
-		state["max_message_id"] = -1
-	}
-	if fetch("subscription") {
-		subscribed, never, err := s.subscriptionState(r.user)
-		if err != nil {
-			return nil, err
-		}
-		state["subscriptions"], state["unsubscribed"], state["never_subscribed"] = subscribed, []subscriptionObject{}, never
-	}
-	if fetch("update_message_flags") && fetch("message") { // Zulip needs both for unread_msgs
-		unread, err := s.store.unreadSummary(r.user.ID, maxUnreadMessages)
-		if err != nil {
-			return nil, err
-		}
-		state["unread_msgs"] = newUnreadMsgs(unread)
-	}
-	if fetch("realm_user") {
-		users, err := s.store.users()
-		if err != nil {
-			return nil, err
-		}
-		active, inactive := []userObject{}, []userObject{}
-		for _, u := range users {
-			if u.Active {
-				active = append(active, newUserObject(u))
-			} else {
-				inactive = append(inactive, newUserObject(u))
-			}
-		}
-		state["realm_users"], state["realm_non_active_users"] = active, inactive
-	}
-	if fetch("realm") {
-		state["realm_name"] = s.realmName
-		state["realm_description"] = ""
-		state["realm_url"] = s.baseURL
-		state["realm_uri"] = s.baseURL
-		state["realm_icon_url"] = s.baseURL + "/static/images/logo/zulip-icon-128x128.png"
-		state["realm_push_notifications_enabled"] = false
-	}
-	registered = true
 	return state, nil
 }
 
-// subscriptionState is register's subscriptions and never_subscribed.
-func (s *server) subscriptionState(u user) ([]subscriptionObject, []streamObject, error) {
-	subs, err := s.store.subscriptions(u.ID)
+// readRegisterOptions reads register's parameters in Zulip's order
+// (zerver/views/events_register.py). Parameters Zulip 11.0 does not know,
+// such as the app's idle_queue_timeout (Zulip 12), are left unread and so
+// reported in ignored_parameters_unsupported, as Zulip 11.0 reports them.
+func readRegisterOptions(r *apiRequest) (registerOptions, error) {
+	var o registerOptions
+	var err error
+	if o.allPublic, err = r.params.optionalBool("all_public_streams", false); err != nil {
+		return o, err
+	}
+	if o.applyMarkdown, err = r.params.optionalBool("apply_markdown", false); err != nil {
+		return o, err
+	}
+	if o.capabilities, err = readClientCapabilities(r.params); err != nil {
+		return o, err
+	}
+	// client_gravatar defaults to true for a logged-in user, as in Zulip.
+	if o.clientGravatar, err = r.params.optionalBool("client_gravatar", true); err != nil {
+		return o, err
+	}
+	if o.eventTypes, err = optionalStringList(r.params, "event_types"); err != nil {
+		return o, err
+	}
+	if o.fetchTypes, err = optionalStringList(r.params, "fetch_event_types"); err != nil {
+		return o, err
+	}
+	if o.fetchTypes == nil {
+		o.fetchTypes = o.eventTypes
+	}
+	if o.includeSubscribers, err = readIncludeSubscribers(r.params); err != nil {
+		return o, err
+	}
+	rawNarrow, err := readNarrow(r.params, false)
 	if err != nil {
-		return nil, nil, err
+		return o, err
 	}
-	subscribed := make([]subscriptionObject, 0, len(subs))
-	for _, sub := range subs {
-		o := newSubscriptionObject(sub)
-		o.Subscribers = append([]uint64{}, sub.Subscribers...)
-		subscribed = append(subscribed, o)
-	}
-	visible, err := s.store.visibleChannels(u, channelFilter{Public: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	never := []streamObject{}
-	for _, ch := range visible {
-		if !slices.ContainsFunc(subs, func(sc subscribedChannel) bool { return sc.ID == ch.ID }) {
-			never = append(never, newStreamObject(ch))
+	if raw, ok := r.params.lookup("presence_history_limit_days"); ok { // no presence history to limit
+		if _, err := parseInt("presence_history_limit_days", raw); err != nil {
+			return o, err
 		}
 	}
-	return subscribed, never, nil
-}
-
-// maxUnreadMessages is how many unread ids register answers at most, as
-// Zulip's; beyond it old_unreads_missing is true.
-const maxUnreadMessages = 50_000
-
-type unreadMsgs struct {
-	Count             int                `json:"count"`
-	PMs               []struct{}         `json:"pms"`
-	Streams           []unreadTopicState `json:"streams"`
-	Huddles           []struct{}         `json:"huddles"`
-	Mentions          []uint64           `json:"mentions"`
-	OldUnreadsMissing bool               `json:"old_unreads_missing"`
-}
-
-type unreadTopicState struct {
-	StreamID         uint64   `json:"stream_id"`
-	Topic            string   `json:"topic"`
-	UnreadMessageIDs []uint64 `json:"unread_message_ids"`
-}
-
-func newUnreadMsgs(summary unreadSummary) unreadMsgs {
-	out := unreadMsgs{PMs: []struct{}{}, Streams: []unreadTopicState{}, Huddles: []struct{}{}, Mentions: []uint64{}, OldUnreadsMissing: summary.Truncated}
-	for _, t := range summary.Topics {
-		out.Streams = append(out.Streams, unreadTopicState{t.ChannelID, t.Topic, t.IDs})
-		out.Count += len(t.IDs)
+	if o.slimPresence, err = r.params.optionalBool("slim_presence", false); err != nil {
+		return o, err
 	}
-	return out
+	if o.allPublic && r.user.Role == roleGuest {
+		return o, errNotAuthorizedForQuery
+	}
+	if err := checkNarrowForEvents(rawNarrow); err != nil {
+		return o, err
+	}
+	if o.narrow, err = narrowTerms(rawNarrow); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// readIncludeSubscribers reads include_subscribers: a JSON boolean or,
+// since feature level 412, "partial", which lets the server send fewer
+// subscribers for large channels; zulite sends them all. The string is
+// taken JSON-quoted, as Zulip's clients send it, or bare.
+func readIncludeSubscribers(p *params) (bool, error) {
+	raw, ok := p.lookup("include_subscribers")
+	if !ok {
+		return false, nil
+	}
+	if raw == "partial" {
+		return true, nil
+	}
+	parsed, err := decodeJSON("include_subscribers", raw)
+	if err != nil {
+		return false, err
+	}
+	switch v := parsed.(type) {
+	case bool:
+		return v, nil
+	case string:
+		if v == "partial" {
+			return true, nil
+		}
+	}
+	return false, errNotBoolean("include_subscribers")
+}
+
+// readClientCapabilities reads client_capabilities, a JSON object of
+// booleans; capabilities zulite does not know are ignored, as Zulip
+// ignores them.
+func readClientCapabilities(p *params) (clientCapabilities, error) {
+	var c clientCapabilities
+	raw, ok := p.lookup("client_capabilities")
+	if !ok {
+		return c, nil
+	}
+	parsed, err := decodeJSON("client_capabilities", raw)
+	if err != nil {
+		return c, err
+	}
+	dict, isDict := parsed.(map[string]any)
+	if !isDict {
+		return c, errNotDict("client_capabilities")
+	}
+	for _, k := range []struct {
+		name string
+		to   *bool
+	}{
+		{"notification_settings_null", &c.notificationSettingsNull},
+		{"bulk_message_deletion", &c.bulkMessageDeletion},
+		{"user_avatar_url_field_optional", &c.userAvatarURLFieldOptional},
+		{"stream_typing_notifications", &c.streamTypingNotifications},
+		{"user_settings_object", &c.userSettingsObject},
+		{"linkifier_url_template", &c.linkifierURLTemplate},
+		{"user_list_incomplete", &c.userListIncomplete},
+		{"include_deactivated_groups", &c.includeDeactivatedGroups},
+		{"archived_channels", &c.archivedChannels},
+		{"empty_topic_name", &c.emptyTopicName},
+		{"simplified_presence_events", &c.simplifiedPresenceEvents},
+	} {
+		v, present := dict[k.name]
+		if !present {
+			continue
+		}
+		b, isBool := v.(bool)
+		if !isBool {
+			return c, errNotBoolean(`client_capabilities["` + k.name + `"]`)
+		}
+		*k.to = b
+	}
+	return c, nil
 }
 
 // getEvents serves GET /api/v1/events: a long poll of the caller's queue.
@@ -250,22 +230,30 @@ func (s *server) publishChange(change any) {
 		s.publishFlags(c)
 	case subscriptionsChanged:
 		s.publishSubscriptions(c)
+	case accountChanged:
+		if c.EndsSessions {
+			s.events.removeAll(c.UserID)
+		}
+	case userSettingsChanged:
+		s.publishUserSettings(c)
 	}
 }
 
 // publishMessage gives a new message to the queues of its recipients
 // (the channel's subscribers and the sender) and of all_public_streams
-// queues for a public channel, each with that user's flags. The message
-// object is encoded once per rendering the queues ask for.
+// queues for a public channel, each with that user's flags (none for a
+// queue whose user does not receive it). The message object is encoded
+// once per rendering the queues ask for. The sender's queue named in
+// the send (queue_id) hears the send's local_id as local_message_id.
 func (s *server) publishMessage(c messageSent) {
-	rendered := map[[2]bool]json.RawMessage{}
+	rendered := map[[3]bool]json.RawMessage{}
 	render := func(q *eventQueue) json.RawMessage {
-		key := [2]bool{q.applyMarkdown, q.clientGravatar}
+		key := [3]bool{q.applyMarkdown, q.clientGravatar, q.emptyTopicName}
 		if raw, ok := rendered[key]; ok {
 			return raw
 		}
 		m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender}
-		raw, _ := json.Marshal(newMessageObject(m, q.applyMarkdown, q.clientGravatar))
+		raw, _ := json.Marshal(newMessageObject(m, q.applyMarkdown, q.clientGravatar, q.emptyTopicName))
 		rendered[key] = raw
 		return raw
 	}
@@ -274,15 +262,26 @@ func (s *server) publishMessage(c messageSent) {
 	}
 	s.events.publish("message", receives, func(q *eventQueue) event {
 		m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender, Subscribed: slices.Contains(c.Recipients, q.userID)}
-		m.Unread = q.userID != c.Sender.ID && m.Subscribed
+		m.Unread = m.Subscribed && (q.userID != c.Sender.ID || !c.ReadBySender)
+		m.Topic = displayTopic(m.Topic, q.emptyTopicName) // a narrow matches the topic the client is shown
 		if !matchesNarrow(q.narrow, m) {
 			return nil
 		}
-		return event{"type": "message", "message": render(q), "flags": messageFlags(m)}
+		flags := []string{}
+		if m.Subscribed || q.userID == c.Sender.ID {
+			flags = messageFlags(m)
+		}
+		e := event{"type": "message", "message": render(q), "flags": flags}
+		if c.LocalID != nil && q.id == c.QueueID && q.userID == c.Sender.ID {
+			e["local_message_id"] = *c.LocalID
+		}
+		return e
 	})
 }
 
 // publishFlags tells the user's queues that a flag changed on messages.
+// When read is removed, message_details says where each message is, its
+// empty topic shown by name to queues without empty_topic_name.
 func (s *server) publishFlags(c flagsChanged) {
 	if len(c.IDs) == 0 && !c.All {
 		return
@@ -292,14 +291,20 @@ func (s *server) publishFlags(c flagsChanged) {
 		op = "add"
 	}
 	e := event{"type": "update_message_flags", "op": op, "operation": op, "flag": c.Change.Flag, "messages": nonNilIDs(c.IDs), "all": c.All}
-	if c.Details != nil {
+	details := func(allowEmptyTopic bool) map[string]any {
 		byID := map[string]any{}
 		for _, m := range c.Details {
-			byID[strconv.FormatUint(m.ID, 10)] = map[string]any{"type": "stream", "stream_id": m.ChannelID, "topic": m.Topic, "unmuted_stream_msg": true}
+			byID[strconv.FormatUint(m.ID, 10)] = map[string]any{"type": "stream", "stream_id": m.ChannelID, "topic": displayTopic(m.Topic, allowEmptyTopic), "unmuted_stream_msg": true}
 		}
-		e["message_details"] = byID
+		return byID
 	}
-	s.events.publish("update_message_flags", ownedBy(c.User.ID), func(*eventQueue) event { return cloneEvent(e) })
+	s.events.publish("update_message_flags", ownedBy(c.User.ID), func(q *eventQueue) event {
+		qe := cloneEvent(e)
+		if c.Details != nil {
+			qe["message_details"] = details(q.emptyTopicName)
+		}
+		return qe
+	})
 }
 
 // publishSubscriptions tells the user's queues about channels joined or left.

@@ -20,6 +20,8 @@ package main
 //	                 (topics hold no control characters, so 0x00 ends the topic)
 //	flags            user id ‖ message id → one byte of personal flags (starred, collapsed)
 //	passwords        user id → argon2id hash, PHC string (passwords.go)
+//	user_settings    user id → the user's settings that differ from Zulip's defaults, as a
+//	                 JSON object: setting name → value (api_settings.go has the defaults)
 //	unread_trash     sequence → holder bucket of unread sets marked read, which the
 //	                 janitor deletes off the request path (janitor.go)
 //	unread           user id ‖ channel id → bucket of unread chunks:
@@ -60,8 +62,8 @@ import (
 // schemaVersion 2 added topic_messages and flags to schema 1's buckets:
 // opening a schema-1 file builds topic_messages from messages
 // (indexTopics) and starts flags empty, as schema 1 kept no personal
-// flags. passwords and unread_trash came later with no change of schema:
-// they are new buckets, made empty on open.
+// flags. passwords, unread_trash and user_settings came later with no change of
+// schema: they are new buckets, made empty on open.
 //
 // Every schema change comes with a test that builds a file of the schema
 // before it with bbolt alone, opens it with openStore, and checks what
@@ -85,12 +87,13 @@ var (
 	bucketFlags           = []byte("flags")
 	bucketPasswords       = []byte("passwords")
 	bucketUnreadTrash     = []byte("unread_trash")
+	bucketUserSettings    = []byte("user_settings")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
 		bucketMessages, bucketChannelMessages, bucketUnread, bucketTopicMessages, bucketFlags,
-		bucketPasswords, bucketUnreadTrash,
+		bucketPasswords, bucketUnreadTrash, bucketUserSettings,
 	}
 
 	keySchemaVersion = []byte("schema_version")

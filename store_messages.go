@@ -20,25 +20,55 @@ type channelRef struct {
 	IDText string // an id as the client wrote it, when it names no channel
 }
 
-// sendMessage stores a channel message and makes it unread for every
-// subscriber but the sender.
-// sentMessage is a stored message with its channel and who receives it:
-// the channel's subscribers at the time of sending.
-type sentMessage struct {
-	message
-	Channel    channel
-	Recipients []uint64
+// outgoingMessage is a channel message as POST /messages sends it.
+type outgoingMessage struct {
+	To      channelRef
+	Topic   string // "" is the empty topic
+	Content string
+	Client  string
+	// ReadBySender: the message is read for its sender; otherwise it is
+	// unread for them too when they are subscribed to the channel.
+	ReadBySender bool
+	// QueueID and LocalID: the sender's event queue that should hear the
+	// message with local_message_id, and that id (nil when not sent).
+	QueueID string
+	LocalID *string
 }
 
+// sentMessage is a stored message with its channel and who receives it:
+// the channel's subscribers at the time of sending, and what the
+// sender's queue is told.
+type sentMessage struct {
+	message
+	Channel      channel
+	Recipients   []uint64
+	ReadBySender bool
+	QueueID      string
+	LocalID      *string
+}
+
+// sendMessage stores a channel message as one of Zulip's own apps
+// sends it: read for its sender.
 func (s *store) sendMessage(sender user, to channelRef, topic, content, client string) (sentMessage, error) {
+	return s.postMessage(sender, outgoingMessage{To: to, Topic: topic, Content: content, Client: client, ReadBySender: true})
+}
+
+// topicsPolicy is the channel's topics policy. zulite's channels have
+// none of their own yet, so every channel inherits the realm's.
+func (ch channel) topicsPolicy() string { return topicsPolicyInherit }
+
+// postMessage stores a channel message and makes it unread for every
+// subscriber but, when ReadBySender, the sender, after checking the
+// channel, the sender's access and the channel's topics policy.
+func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, error) {
 	var sent sentMessage
 	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		var ch channel
 		var err error
-		if to.Name != "" {
-			ch, err = s.channelByName(tx, to.Name)
+		if out.To.Name != "" {
+			ch, err = s.channelByName(tx, out.To.Name)
 		} else {
-			ch, err = s.channelByID(tx, to.ID)
+			ch, err = s.channelByID(tx, out.To.ID)
 		}
 		if err != nil {
 			return err
@@ -46,13 +76,16 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 		if ch.Private && !isSubscribed(tx, sender.ID, ch.ID) {
 			return errChannelForbidden.about(ch.Name)
 		}
+		if err := checkTopicsPolicy(ch.topicsPolicy(), out.Topic); err != nil {
+			return err
+		}
 		messages := tx.Bucket(bucketMessages)
 		id, err := messages.NextSequence()
 		if err != nil {
 			return err
 		}
-		m := message{ID: id, SenderID: sender.ID, ChannelID: ch.ID, Topic: topic, Content: content, Timestamp: s.now().Unix(), Client: client}
-		sent = sentMessage{message: m, Channel: ch, Recipients: subscriberIDs(tx, ch.ID)}
+		m := message{ID: id, SenderID: sender.ID, ChannelID: ch.ID, Topic: out.Topic, Content: out.Content, Timestamp: s.now().Unix(), Client: out.Client}
+		sent = sentMessage{message: m, Channel: ch, Recipients: subscriberIDs(tx, ch.ID), ReadBySender: out.ReadBySender, QueueID: out.QueueID, LocalID: out.LocalID}
 		if err := putJSON(messages, itob(id), m); err != nil {
 			return err
 		}
@@ -60,7 +93,7 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 			return err
 		}
 		for _, subscriberID := range sent.Recipients {
-			if subscriberID == sender.ID {
+			if subscriberID == sender.ID && out.ReadBySender {
 				continue
 			}
 			if err := addUnread(tx, subscriberID, ch.ID, []uint64{id}); err != nil {
@@ -269,11 +302,14 @@ func (s *store) applyFlag(tx *bbolt.Tx, userID, channelID uint64, ids []uint64, 
 	return changed, nil
 }
 
-// markTopicRead marks the user's unread messages of one topic read.
+// markTopicRead marks the user's unread messages of one topic read. The
+// topic's unread ids are found in a read transaction (a topic's history
+// may be long, and only this caller should wait for it); the commit then
+// removes just those ids, which removeUnread does only where they are
+// still unread.
 func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64, error) {
-	var read []uint64
-	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		read = nil
+	var unread []uint64
+	err := s.view(func(tx *bbolt.Tx) error {
 		ch, err := s.channelByID(tx, channelID)
 		if err != nil {
 			return err
@@ -290,7 +326,16 @@ func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64,
 		if len(ids) == 0 && topic != "" { // Zulip checks only a named topic
 			return errNoSuchTopic
 		}
-		if read, err = removeUnread(tx, u.ID, ch.ID, ids); err != nil {
+		unread, err = unreadAmong(tx, u.ID, ch.ID, ids)
+		return err
+	})
+	if err != nil || len(unread) == 0 {
+		return nil, err
+	}
+	var read []uint64
+	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		var err error
+		if read, err = removeUnread(tx, u.ID, channelID, unread); err != nil {
 			return err
 		}
 		return reportFlags(tx, report, u, flagChange{Flag: "read", Add: true}, read)

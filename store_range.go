@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -75,35 +76,50 @@ type flagUpdate struct {
 	Unsubscribed []uint64 // channels skipped when removing read
 }
 
-// updateFlagsInRange applies a flag change to a selected range, in one
-// transaction.
+// updateFlagsInRange applies a flag change to a selected range. The
+// selection runs in a read transaction: the walk costs what the narrow
+// and the history make it cost, and only this caller waits for it. The
+// commit then applies the change to the ids selected (at most 5000),
+// each channel's access and subscription checked again, so the committer
+// never does work that scales with history; applyFlag changes only what
+// still needs changing, so a change made meanwhile is neither undone nor
+// counted twice.
 func (s *store) updateFlagsInRange(u user, q messageRange, change flagChange) (flagUpdate, error) {
+	var page messagePage
+	err := s.view(func(tx *bbolt.Tx) error {
+		var err error
+		page, err = s.selectRange(tx, u, q)
+		return err
+	})
+	if err != nil {
+		return flagUpdate{}, err
+	}
+	byChannel := map[uint64][]uint64{}
+	for _, m := range page.Messages {
+		if flagChanges(m, change) {
+			byChannel[m.ChannelID] = append(byChannel[m.ChannelID], m.ID)
+		}
+	}
+	channels := slices.Sorted(maps.Keys(byChannel))
 	var result flagUpdate
-	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		page, err := s.selectRange(tx, u, q)
-		if err != nil {
-			return err
-		}
+	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		result = flagUpdate{messagePage: page}
-		byChannel := map[uint64][]uint64{}
-		for _, m := range page.Messages {
-			if flagChanges(m, change) {
-				byChannel[m.ChannelID] = append(byChannel[m.ChannelID], m.ID)
+		for _, channelID := range channels {
+			ch, err := s.channelByID(tx, channelID)
+			if err != nil || !canAccess(tx, u, ch) && !(change.Flag == "read" && change.Add) {
+				continue // gone, or no longer the user's to flag (reading what was unread is always fine)
 			}
-		}
-		for channelID, ids := range byChannel {
 			if change.Flag == "read" && !change.Add && !isSubscribed(tx, u.ID, channelID) {
 				result.Unsubscribed = append(result.Unsubscribed, channelID)
 				continue
 			}
-			done, err := s.applyFlag(tx, u.ID, channelID, ids, change)
+			done, err := s.applyFlag(tx, u.ID, channelID, byChannel[channelID], change)
 			if err != nil {
 				return err
 			}
 			result.Changed = append(result.Changed, done...)
 		}
 		slices.Sort(result.Changed)
-		slices.Sort(result.Unsubscribed)
 		return reportFlags(tx, report, u, change, result.Changed)
 	})
 	return result, err
@@ -250,7 +266,7 @@ func idText(t narrowTerm) string {
 // (for the first_unread anchor).
 func (r *rangeReader) source(withUnread bool) idSource {
 	var channelID, messageID uint64
-	topic, unread, starred := "", withUnread, false
+	topic, unread, starred := (*string)(nil), withUnread, false // topic "" is the empty topic
 	for _, t := range r.terms {
 		if t.Negated {
 			continue
@@ -259,7 +275,7 @@ func (r *rangeReader) source(withUnread bool) idSource {
 		case t.Operator == "channel":
 			channelID = t.ID
 		case t.Operator == "topic":
-			topic = t.Name
+			topic = &t.Name
 		case t.Operator == "is" && t.Name == "unread":
 			unread = true
 		case t.Operator == "is" && t.Name == "starred":
@@ -273,8 +289,8 @@ func (r *rangeReader) source(withUnread bool) idSource {
 		return idList{messageID}
 	case channelID != 0 && !r.canSee(channelID):
 		return idList{} // nothing of it is visible: no need to look
-	case channelID != 0 && topic != "": // is:unread is checked per id, on a cached chunk
-		return indexSource{r.tx.Bucket(bucketTopicMessages), topicPrefix(channelID, topic)}
+	case channelID != 0 && topic != nil: // is:unread is checked per id, on a cached chunk
+		return indexSource{r.tx.Bucket(bucketTopicMessages), topicPrefix(channelID, *topic)}
 	case unread && channelID != 0:
 		return r.unreadSource(unreadKey(r.user.ID, channelID))
 	case unread:

@@ -43,7 +43,7 @@ func (s *store) createAccount(email, fullName string, role int, bot bool, passwo
 				return err
 			}
 		}
-		report(accountChanged{email})
+		report(accountChanged{Email: email, UserID: id})
 		return s.putKey(tx, id, key)
 	})
 	return u, key, err
@@ -56,7 +56,7 @@ func (s *store) setPassword(email, passwordHash string) error {
 		if err != nil {
 			return err
 		}
-		report(accountChanged{email})
+		report(accountChanged{Email: email, UserID: u.ID})
 		return tx.Bucket(bucketPasswords).Put(itob(u.ID), []byte(passwordHash))
 	})
 }
@@ -107,7 +107,7 @@ func (s *store) mintKey(u user) (string, error) {
 			}
 			keys = keys[1:]
 		}
-		report(accountChanged{u.Email})
+		report(accountChanged{Email: u.Email, UserID: u.ID})
 		return s.putKey(tx, u.ID, key)
 	})
 	return key, err
@@ -124,6 +124,19 @@ func (s *store) userByEmail(email string) (user, error) {
 		var err error
 		u, err = userByEmail(tx, email)
 		return err
+	})
+	return u, err
+}
+
+// userByID finds an account by id.
+func (s *store) userByID(id uint64) (user, error) {
+	var u user
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		v := tx.Bucket(bucketUsers).Get(itob(id))
+		if v == nil {
+			return errNoSuchUser
+		}
+		return json.Unmarshal(v, &u)
 	})
 	return u, err
 }
@@ -162,7 +175,7 @@ func (s *store) regenerateKey(email string) (string, error) {
 		if err != nil {
 			return err
 		}
-		report(accountChanged{u.Email})
+		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: true})
 		prefix := itob(u.ID)
 		for _, b := range [][]byte{bucketAPIKeys, bucketPushTokens} {
 			if err := deletePrefix(tx.Bucket(b), prefix); err != nil {
@@ -181,7 +194,7 @@ func (s *store) setActive(email string, active bool) error {
 			return err
 		}
 		u.Active = active
-		report(accountChanged{u.Email})
+		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: !active})
 		return putJSON(tx.Bucket(bucketUsers), itob(u.ID), u)
 	})
 }
@@ -196,4 +209,86 @@ func (s *store) hasUsers() (bool, error) {
 		return nil
 	})
 	return found, err
+}
+
+// settingChange is one personal setting a user sets: its name, the new
+// value and Zulip's default, both JSON-encoded.
+type settingChange struct {
+	Name           string
+	Value, Default json.RawMessage
+}
+
+// userSettings answers the user's settings that differ from the
+// defaults, by name (JSON values); empty when they changed none.
+func (s *store) userSettings(userID uint64) (map[string]json.RawMessage, error) {
+	overrides := map[string]json.RawMessage{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		clear(overrides)
+		if v := tx.Bucket(bucketUserSettings).Get(itob(userID)); v != nil {
+			return json.Unmarshal(v, &overrides)
+		}
+		return nil
+	})
+	return overrides, err
+}
+
+// updateUserSettings applies the changes in order and reports those that
+// change a value (userSettingsChanged), as Zulip only tells of a setting
+// that differs from before. A value equal to its default is not stored.
+func (s *store) updateUserSettings(u user, changes []settingChange) error {
+	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		if tx.Bucket(bucketUsers).Get(itob(u.ID)) == nil {
+			return errNoSuchUser
+		}
+		b := tx.Bucket(bucketUserSettings)
+		overrides := map[string]json.RawMessage{}
+		if v := b.Get(itob(u.ID)); v != nil {
+			if err := json.Unmarshal(v, &overrides); err != nil {
+				return err
+			}
+		}
+		var changed []settingChange
+		for _, c := range changes {
+			current, ok := overrides[c.Name]
+			if !ok {
+				current = c.Default
+			}
+			if bytes.Equal(current, c.Value) {
+				continue
+			}
+			if bytes.Equal(c.Value, c.Default) {
+				delete(overrides, c.Name)
+			} else {
+				overrides[c.Name] = c.Value
+			}
+			changed = append(changed, c)
+		}
+		if len(changed) == 0 {
+			return nil
+		}
+		report(userSettingsChanged{User: u, Changes: changed})
+		if len(overrides) == 0 {
+			return b.Delete(itob(u.ID))
+		}
+		return putJSON(b, itob(u.ID), overrides)
+	})
+}
+
+// starredMessageIDs lists, ascending, the messages the user starred
+// (the flags bucket, store_messages.go), as register's starred_messages.
+// As in Zulip, a star outlives the subscription it was made under.
+func (s *store) starredMessageIDs(userID uint64) ([]uint64, error) {
+	var ids []uint64
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		ids = nil
+		prefix := itob(userID)
+		c := tx.Bucket(bucketFlags).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(v) > 0 && v[0]&flagStarred != 0 {
+				ids = append(ids, btoi(k[8:]))
+			}
+		}
+		return nil
+	})
+	return ids, err
 }

@@ -116,13 +116,19 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 		switch op {
 		case 0, 1, 2: // send
 			topic := topics[rng.IntN(len(topics))]
-			what = fmt.Sprintf("%s sends to %s/%s", u.Email, ch.Name, topic)
-			r := post(u, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {ch.Name}, "topic": {topic}, "content": {"m"}})
+			params := url.Values{"type": {"stream"}, "to": {ch.Name}, "topic": {topic}, "content": {"m"}}
+			readBySender := true // by default; read_by_sender=false leaves it unread for a subscribed sender too
+			if say := rng.IntN(3); say > 0 {
+				readBySender = say == 1
+				params.Set("read_by_sender", strconv.FormatBool(readBySender))
+			}
+			what = fmt.Sprintf("%s sends to %s/%s (read by sender: %v)", u.Email, ch.Name, topic, readBySender)
+			r := post(u, http.MethodPost, "/api/v1/messages", params)
 			wantAPISuccess(t, r)
 			id := uint64(r.body["id"].(float64))
 			model.messages = append(model.messages, modelMessage{id, ch.ID, u.ID, topic})
 			for _, other := range users {
-				if other.ID != u.ID && model.subscribed[other.ID][ch.ID] {
+				if (other.ID != u.ID || !readBySender) && model.subscribed[other.ID][ch.ID] {
 					model.unread[other.ID][id] = true
 				}
 			}
