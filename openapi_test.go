@@ -24,14 +24,28 @@ import (
 // An entry is a route pattern and a JSON path (array indices written []);
 // "(operation)" means the extract has no operation for the route.
 var knownViolations = []struct{ route, path string }{
-	{"GET /api/v1/streams", "$.streams[].can_subscribe_group"},    // 200 missing required key (FL 357)
-	{"GET /api/v1/streams", "$.streams[].folder_id"},              // 200 missing required key (FL 389)
-	{"GET /api/v1/streams", "$.streams[].is_archived"},            // 200 missing required key (FL 315)
-	{"GET /api/v1/streams", "$.streams[].is_recently_active"},     // 200 missing required key (FL 323)
-	{"GET /api/v1/streams", "$.streams[].subscriber_count"},       // 200 missing required key (FL 394)
-	{"GET /api/v1/users", "$.members[].is_billing_admin"},         // 200 unexpected key: removed at FL 363
-	{"GET /api/v1/users/me", "$.is_billing_admin"},                // 200 unexpected key: removed at FL 363
-	{"POST /api/v1/register", "$.realm_users[].is_billing_admin"}, // 200 unexpected key: removed at FL 363
+	{"GET /api/v1/streams", "$.streams[].can_subscribe_group"},   // 200 missing required key (FL 357)
+	{"GET /api/v1/streams", "$.streams[].folder_id"},             // 200 missing required key (FL 389)
+	{"GET /api/v1/streams", "$.streams[].is_archived"},           // 200 missing required key (FL 315)
+	{"GET /api/v1/streams", "$.streams[].is_recently_active"},    // 200 missing required key (FL 323)
+	{"GET /api/v1/streams", "$.streams[].subscriber_count"},      // 200 missing required key (FL 394)
+	{"POST /api/v1/register", "$.streams[].can_subscribe_group"}, // 200 missing required key (FL 357)
+	{"POST /api/v1/register", "$.streams[].folder_id"},           // 200 missing required key (FL 389)
+	{"POST /api/v1/register", "$.streams[].is_archived"},         // 200 missing required key (FL 315)
+	{"POST /api/v1/register", "$.streams[].is_recently_active"},  // 200 missing required key (FL 323)
+	{"POST /api/v1/register", "$.streams[].subscriber_count"},    // 200 missing required key (FL 394)
+}
+
+// zulipYAMLDrift are places where the extract does not describe what Zulip
+// itself sends at feature level 421: the extract is zulip.yaml at feature
+// level 441-442, and zulip.yaml is sometimes narrower than Zulip's code.
+// They are not gaps in zulite. Each says why.
+var zulipYAMLDrift = []struct{ route, path, why string }{
+	{"POST /api/v1/register", "$.giphy_rating_options", "renamed gif_rating_options at FL 442"},
+	{"POST /api/v1/register", "$.realm_is_zephyr_mirror_realm", "removed at FL 426 (per wt-reg's notes)"},
+	{"POST /api/v1/messages", "$", "zulip.yaml documents only the by-name STREAM_DOES_NOT_EXIST; Zulip answers a missing channel ID with StreamWithIDDoesNotExistError, which adds stream_id"},
+	{"POST /api/v1/messages", "$.stream_id", "as above"},
+	{"POST /api/v1/register", "$.jitsi_server_url", "zulip.yaml: a string; Zulip's fetch_initial_state_data sends null when no Jitsi server is configured"},
 }
 
 // zuliteOnlyRoutes are served by zulite but are not Zulip API routes, so
@@ -597,10 +611,8 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{false, "GET", "/api/v1/get_stream_id", url.Values{"stream": {"general"}}, &e.alice},
 		{true, "GET", "/api/v1/get_stream_id", url.Values{"stream": {"nonexistent"}}, &e.alice},
 		{false, "POST", "/api/v1/messages", url.Values{"type": {"channel"}, "to": {general}, "topic": {"lunch"}, "content": {"hi"}}, &e.alice},
-		// By name: zulip.yaml documents only the by-name STREAM_DOES_NOT_EXIST
-		// here (NonExistingChannelNameError), though Zulip answers a missing
-		// channel ID with stream_id (StreamWithIDDoesNotExistError), as zulite does.
 		{true, "POST", "/api/v1/messages", url.Values{"type": {"channel"}, "to": {"no-such-channel"}, "topic": {"lunch"}, "content": {"hi"}}, &e.alice},
+		{true, "POST", "/api/v1/messages", url.Values{"type": {"channel"}, "to": {"999999"}, "topic": {"lunch"}, "content": {"hi"}}, &e.alice},
 		{false, "GET", "/api/v1/messages", url.Values{"narrow": {narrow}, "anchor": {"newest"}, "num_before": {"10"}, "num_after": {"0"}, "allow_empty_topic_name": {"true"}, "client_gravatar": {"false"}, "apply_markdown": {"true"}}, &e.alice},
 		{true, "GET", "/api/v1/messages", url.Values{"anchor": {"sideways"}, "num_before": {"1"}, "num_after": {"0"}}, &e.alice},
 		{false, "POST", "/api/v1/messages/flags", url.Values{"messages": {jsonIDs(msgID)}, "op": {"add"}, "flag": {"starred"}}, &e.alice},
@@ -684,17 +696,23 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		}
 	}
 
-	// Report: unknown violations fail; known ones are listed in the skip.
+	// Report: unknown violations fail; known ones are listed in the skip;
+	// zulipYAMLDrift is no violation.
 	indices := regexp.MustCompile(`\[\d+\]`)
-	known := map[string]bool{}
+	known, drift := map[string]bool{}, map[string]bool{}
 	for _, k := range knownViolations {
 		known[k.route+" "+k.path] = false
+	}
+	for _, d := range zulipYAMLDrift {
+		drift[d.route+" "+d.path] = false
 	}
 	var unknown, gaps []string
 	for _, f := range seen {
 		key := f.route + " " + indices.ReplaceAllString(f.path, "[]")
 		line := fmt.Sprintf("%s → %s at %s: %s", f.route, f.status, f.path, f.problem)
-		if _, ok := known[key]; ok {
+		if _, ok := drift[key]; ok {
+			drift[key] = true
+		} else if _, ok := known[key]; ok {
 			known[key] = true
 			gaps = append(gaps, line)
 		} else {
@@ -707,6 +725,11 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	for _, k := range knownViolations {
 		if !known[k.route+" "+k.path] {
 			t.Errorf("knownViolations entry {%q, %q} is no longer seen: remove it", k.route, k.path)
+		}
+	}
+	for _, d := range zulipYAMLDrift {
+		if !drift[d.route+" "+d.path] {
+			t.Errorf("zulipYAMLDrift entry {%q, %q} is no longer seen: remove it", d.route, d.path)
 		}
 	}
 	if len(gaps) > 0 && !t.Failed() {
