@@ -1,11 +1,14 @@
 package main
 
 // Channels and subscriptions: listing, looking up, subscribing (which
-// creates channels) and unsubscribing.
+// creates channels), unsubscribing, subscription settings, a channel's
+// topics, and the events these changes make.
 
 import (
 	"errors"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -16,7 +19,10 @@ const (
 	maxChannelDescriptionLength = 1024
 )
 
-// streamObject is Zulip's channel object, as GET /streams answers it.
+// streamObject is Zulip's channel object at feature level 421, as GET
+// /streams answers it. zulite has no archived, web-public or default
+// channels, no channel folders and no retention policy, so those fields
+// say so; subscribers of a private channel see its whole history.
 type streamObject struct {
 	StreamID                   uint64  `json:"stream_id"`
 	Name                       string  `json:"name"`
@@ -27,15 +33,35 @@ type streamObject struct {
 	InviteOnly                 bool    `json:"invite_only"`
 	IsWebPublic                bool    `json:"is_web_public"`
 	HistoryPublicToSubscribers bool    `json:"history_public_to_subscribers"`
+	IsArchived                 bool    `json:"is_archived"`
 	FirstMessageID             *uint64 `json:"first_message_id"`
+	FolderID                   *uint64 `json:"folder_id"`
+	IsRecentlyActive           bool    `json:"is_recently_active"`
 	MessageRetentionDays       *int    `json:"message_retention_days"`
 	StreamPostPolicy           int     `json:"stream_post_policy"`
 	IsAnnouncementOnly         bool    `json:"is_announcement_only"`
-	CanRemoveSubscribersGroup  int     `json:"can_remove_subscribers_group"`
 	StreamWeeklyTraffic        *int    `json:"stream_weekly_traffic"`
+	SubscriberCount            int     `json:"subscriber_count"`
+	TopicsPolicy               string  `json:"topics_policy"`
+
+	CanAddSubscribersGroup            groupSetting `json:"can_add_subscribers_group"`
+	CanAdministerChannelGroup         groupSetting `json:"can_administer_channel_group"`
+	CanDeleteAnyMessageGroup          groupSetting `json:"can_delete_any_message_group"`
+	CanDeleteOwnMessageGroup          groupSetting `json:"can_delete_own_message_group"`
+	CanMoveMessagesOutOfChannelGroup  groupSetting `json:"can_move_messages_out_of_channel_group"`
+	CanMoveMessagesWithinChannelGroup groupSetting `json:"can_move_messages_within_channel_group"`
+	CanRemoveSubscribersGroup         groupSetting `json:"can_remove_subscribers_group"`
+	CanSendMessageGroup               groupSetting `json:"can_send_message_group"`
+	CanSubscribeGroup                 groupSetting `json:"can_subscribe_group"`
+	CanResolveTopicsGroup             groupSetting `json:"can_resolve_topics_group"`
+	IsDefault                         *bool        `json:"is_default,omitempty"` // GET /streams with include_default
 }
 
-func newStreamObject(ch channel) streamObject {
+// streamPostPolicies is Zulip's Stream.SYSTEM_GROUPS_ENUM_MAP: the
+// deprecated stream_post_policy that best describes can_send_message_group.
+var streamPostPolicies = map[int]int{groupEveryone: 1, groupAdministrators: 2, groupFullMembers: 3, groupModerators: 4}
+
+func newStreamObject(ch channelView) streamObject {
 	o := streamObject{
 		StreamID:                   ch.ID,
 		Name:                       ch.Name,
@@ -43,17 +69,41 @@ func newStreamObject(ch channel) streamObject {
 		RenderedDescription:        renderDescription(ch.Description),
 		DateCreated:                ch.Created,
 		InviteOnly:                 ch.Private,
-		HistoryPublicToSubscribers: true, // subscribers of a private channel see its history
-		StreamPostPolicy:           1,
+		HistoryPublicToSubscribers: true,
+		IsRecentlyActive:           ch.RecentlyActive,
+		StreamWeeklyTraffic:        ch.WeeklyTraffic,
+		SubscriberCount:            ch.SubscriberCount,
+		TopicsPolicy:               "inherit",
+
+		CanAddSubscribersGroup:            ch.groupSetting("can_add_subscribers_group"),
+		CanAdministerChannelGroup:         ch.groupSetting("can_administer_channel_group"),
+		CanDeleteAnyMessageGroup:          ch.groupSetting("can_delete_any_message_group"),
+		CanDeleteOwnMessageGroup:          ch.groupSetting("can_delete_own_message_group"),
+		CanMoveMessagesOutOfChannelGroup:  ch.groupSetting("can_move_messages_out_of_channel_group"),
+		CanMoveMessagesWithinChannelGroup: ch.groupSetting("can_move_messages_within_channel_group"),
+		CanRemoveSubscribersGroup:         ch.groupSetting("can_remove_subscribers_group"),
+		CanSendMessageGroup:               ch.groupSetting("can_send_message_group"),
+		CanSubscribeGroup:                 ch.groupSetting("can_subscribe_group"),
+		CanResolveTopicsGroup:             ch.groupSetting("can_resolve_topics_group"),
 	}
+	o.StreamPostPolicy = 1
+	if send := o.CanSendMessageGroup; !send.Anonymous && streamPostPolicies[send.Group] != 0 {
+		o.StreamPostPolicy = streamPostPolicies[send.Group]
+	}
+	o.IsAnnouncementOnly = o.StreamPostPolicy == 2
 	if ch.CreatorID != 0 {
 		id := ch.CreatorID
 		o.CreatorID = &id
 	}
+	if ch.FirstMessageID != 0 {
+		id := ch.FirstMessageID
+		o.FirstMessageID = &id
+	}
 	return o
 }
 
-// subscriptionObject is Zulip's subscription object.
+// subscriptionObject is Zulip's subscription object. A notification
+// setting is null when the subscription inherits the user's default.
 type subscriptionObject struct {
 	streamObject
 	Color                  string   `json:"color"`
@@ -69,12 +119,48 @@ type subscriptionObject struct {
 }
 
 func newSubscriptionObject(sub subscribedChannel) subscriptionObject {
-	return subscriptionObject{streamObject: newStreamObject(sub.channel), Color: sub.Color, InHomeView: true}
+	return subscriptionObject{
+		streamObject:           newStreamObject(sub.channelView),
+		Color:                  sub.Color,
+		IsMuted:                sub.Muted,
+		InHomeView:             !sub.Muted,
+		PinToTop:               sub.PinToTop,
+		DesktopNotifications:   sub.DesktopNotifications,
+		AudibleNotifications:   sub.AudibleNotifications,
+		PushNotifications:      sub.PushNotifications,
+		EmailNotifications:     sub.EmailNotifications,
+		WildcardMentionsNotify: sub.WildcardMentionsNotify,
+	}
+}
+
+// withNotificationDefaults fills the inherited channel notification
+// settings with the user's defaults, as Zulip's register does for
+// clients that do not declare the notification_settings_null capability
+// (handle_stream_notifications_compatibility; wildcard_mentions_notify
+// stays null). zulite has no user-level settings: Zulip's defaults, all
+// off, are every user's.
+func (o *subscriptionObject) withNotificationDefaults() {
+	for _, setting := range []**bool{&o.DesktopNotifications, &o.AudibleNotifications, &o.PushNotifications, &o.EmailNotifications} {
+		if *setting == nil {
+			off := false
+			*setting = &off
+		}
+	}
+}
+
+// optionalIncludeSubscribers reads include_subscribers, which since
+// feature level 412 may also be "partial": zulite then sends every
+// subscriber, which that value allows.
+func optionalIncludeSubscribers(p *params) (bool, error) {
+	if v, ok := p.lookup("include_subscribers"); ok && (v == "partial" || v == `"partial"`) {
+		return true, nil
+	}
+	return p.optionalBool("include_subscribers", false)
 }
 
 // listSubscriptions serves GET /api/v1/users/me/subscriptions.
 func (s *server) listSubscriptions(r *apiRequest) (any, error) {
-	withSubscribers, err := r.params.optionalBool("include_subscribers", false)
+	withSubscribers, err := optionalIncludeSubscribers(r.params)
 	if err != nil {
 		return nil, err
 	}
@@ -95,10 +181,115 @@ func (s *server) listSubscriptions(r *apiRequest) (any, error) {
 	}{list}, nil
 }
 
-// subscribe serves POST /api/v1/users/me/subscriptions: it subscribes the
-// caller, creating channels that do not exist yet.
+// subscribe serves POST /api/v1/users/me/subscriptions: it subscribes
+// the caller, or the users the principals name, creating channels that
+// do not exist yet (Zulip's add_subscriptions_backend).
 func (s *server) subscribe(r *apiRequest) (any, error) {
-	raw, err := r.params.requiredJSON("subscriptions")
+	if r.user.Role == roleGuest {
+		return nil, errGuestsNotAllowed
+	}
+	specs, err := readChannelSpecs(r.params)
+	if err != nil {
+		return nil, err
+	}
+	req := subscribeRequest{Caller: r.user, Specs: specs}
+	if req.InviteOnly, err = r.params.optionalBool("invite_only", false); err != nil {
+		return nil, err
+	}
+	webPublic, err := r.params.optionalBool("is_web_public", false)
+	if err != nil {
+		return nil, err
+	}
+	defaultChannel, err := r.params.optionalBool("is_default_stream", false)
+	if err != nil {
+		return nil, err
+	}
+	historyPublic, err := r.params.optionalBool("history_public_to_subscribers", true)
+	if err != nil {
+		return nil, err
+	}
+	retention, err := readRetention(r.params)
+	if err != nil {
+		return nil, err
+	}
+	topicsPolicy, err := readTopicsPolicy(r.params)
+	if err != nil {
+		return nil, err
+	}
+	for _, rule := range channelGroupSettings {
+		g, ok, err := readGroupSetting(r.params, rule.Name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if req.Groups == nil {
+				req.Groups = map[string]groupSetting{}
+			}
+			req.Groups[rule.Name] = g
+		}
+	}
+	if _, err := r.params.optionalBool("announce", false); err != nil { // zulite has no announcement channel
+		return nil, err
+	}
+	if req.PrincipalIDs, req.PrincipalEmails, err = readPrincipals(r.params); err != nil {
+		return nil, err
+	}
+	if req.AuthorizationErrorsFatal, err = r.params.optionalBool("authorization_errors_fatal", true); err != nil {
+		return nil, err
+	}
+	folder := false
+	if raw, ok := r.params.lookup("folder_id"); ok && strings.TrimSpace(raw) != "null" {
+		if _, err := parseInt("folder_id", raw); err != nil {
+			return nil, err
+		}
+		folder = true
+	}
+	sendNotices, err := r.params.optionalBool("send_new_subscription_messages", true)
+	if err != nil {
+		return nil, err
+	}
+	if req.Specs, err = checkChannelSpecs(specs); err != nil {
+		return nil, err
+	}
+	switch { // after the group settings are checked, as in Zulip
+	case folder:
+		req.Refusal = refusal(errInvalidChannelFolderID) // zulite has no channel folders
+	case topicsPolicy != "inherit" && len(specs) > 0:
+		req.Refusal = refusal(errInsufficientPermission) // nobody may set a channel's topics policy
+	}
+	req.CreationRefusal = creationRefusal(r.user, req.InviteOnly, webPublic, defaultChannel, historyPublic, retention)
+
+	res, err := s.store.subscribeUsers(req)
+	if err != nil {
+		return nil, err
+	}
+	byUser := func(list []usersChannels) map[string][]string {
+		m := map[string][]string{}
+		for _, uc := range list {
+			m[strconv.FormatUint(uc.UserID, 10)] = uc.Names
+		}
+		return m
+	}
+	answer := struct {
+		Subscribed                  map[string][]string `json:"subscribed"`
+		AlreadySubscribed           map[string][]string `json:"already_subscribed"`
+		Unauthorized                *[]string           `json:"unauthorized,omitempty"`
+		NewSubscriptionMessagesSent *bool               `json:"new_subscription_messages_sent,omitempty"`
+	}{Subscribed: byUser(res.Subscribed), AlreadySubscribed: byUser(res.Already)}
+	if !req.AuthorizationErrorsFatal {
+		unauthorized := nonNil(res.Unauthorized)
+		answer.Unauthorized = &unauthorized
+	}
+	if sendNotices {
+		answer.NewSubscriptionMessagesSent = &res.Notified
+	}
+	return answer, nil
+}
+
+// readChannelSpecs reads POST /users/me/subscriptions' subscriptions:
+// a list of {name, description, color}.
+func readChannelSpecs(p *params) ([]channelSpec, error) {
+	raw, err := p.requiredJSON("subscriptions")
 	if err != nil {
 		return nil, err
 	}
@@ -106,44 +297,206 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 	if !ok {
 		return nil, errNotList("subscriptions")
 	}
-	inviteOnly, err := r.params.optionalBool("invite_only", false)
-	if err != nil {
-		return nil, err
-	}
 	specs := make([]channelSpec, 0, len(list))
 	for i, item := range list {
+		elem := elemName("subscriptions", i)
 		obj, ok := item.(map[string]any)
 		if !ok {
-			return nil, errNotDict(elemName("subscriptions", i))
+			return nil, errNotDict(elem)
 		}
 		name, ok := obj["name"].(string)
 		if !ok {
-			return nil, errKeyMissing("name", elemName("subscriptions", i))
+			return nil, errKeyMissing("name", elem)
 		}
 		description, _ := obj["description"].(string)
-		spec := channelSpec{Name: strings.TrimSpace(name), Description: description}
+		// Zulip allows no newlines in a description.
+		spec := channelSpec{Name: strings.TrimSpace(name), Description: strings.ReplaceAll(description, "\n", " ")}
+		if color, ok := obj["color"]; ok && color != nil {
+			text, isString := color.(string)
+			if !isString {
+				return nil, errNotString(elem + `["color"]`)
+			}
+			if !hexColor.MatchString(text) {
+				return nil, errInvalidValue(elem, errNotHexColor("add.color"))
+			}
+			spec.Color = strings.ToLower(text)
+		}
+		specs = append(specs, spec)
+	}
+	return specs, nil
+}
+
+// checkChannelSpecs checks the names and descriptions once every
+// parameter is read, and drops a name given twice.
+func checkChannelSpecs(specs []channelSpec) ([]channelSpec, error) {
+	var unique []channelSpec
+	for _, spec := range specs {
 		if err := validateChannel(spec); err != nil {
 			return nil, err
 		}
-		if !slices.ContainsFunc(specs, func(s channelSpec) bool { return sameChannelName(s.Name, spec.Name) }) {
-			specs = append(specs, spec)
+		if !slices.ContainsFunc(unique, func(s channelSpec) bool { return sameChannelName(s.Name, spec.Name) }) {
+			unique = append(unique, spec)
 		}
 	}
-	subscribed, already, _, err := s.store.subscribe(r.user, specs, inviteOnly)
+	return unique, nil
+}
+
+// hexColor is Zulip's check_color pattern.
+var hexColor = regexp.MustCompile(`^#([a-fA-F0-9]{3,6})$`)
+
+// readRetention reads message_retention_days: "realm_default" (the
+// default, answered as ""), "unlimited", or a positive number of days.
+func readRetention(p *params) (string, error) {
+	raw, ok := p.lookup("message_retention_days")
+	if !ok {
+		return "", nil
+	}
+	parsed, err := decodeJSON("message_retention_days", raw)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	byEmail := func(names []string) map[string][]string {
-		m := map[string][]string{}
-		if len(names) > 0 {
-			m[r.user.Email] = names
+	switch v := parsed.(type) {
+	case string:
+		switch v {
+		case "realm_default":
+			return "", nil
+		case "unlimited":
+			return v, nil
 		}
-		return m
+		return "", errBadValue("message_retention_days", v)
 	}
-	return struct {
-		Subscribed        map[string][]string `json:"subscribed"`
-		AlreadySubscribed map[string][]string `json:"already_subscribed"`
-	}{byEmail(subscribed), byEmail(already)}, nil
+	n, ok := jsonInt(parsed)
+	if !ok {
+		return "", errNotInteger("message_retention_days")
+	}
+	if n <= 0 {
+		return "", errBadValue("message_retention_days", strconv.FormatInt(n, 10))
+	}
+	return strconv.FormatInt(n, 10), nil
+}
+
+// readTopicsPolicy reads topics_policy, a JSON string of Zulip's enum.
+func readTopicsPolicy(p *params) (string, error) {
+	raw, ok := p.lookup("topics_policy")
+	if !ok {
+		return "inherit", nil
+	}
+	parsed, err := decodeJSON("topics_policy", raw)
+	if err != nil {
+		return "", err
+	}
+	if parsed == nil {
+		return "inherit", nil
+	}
+	policy, ok := parsed.(string)
+	if !ok {
+		return "", errNotString("topics_policy")
+	}
+	switch policy {
+	case "inherit", "allow_empty_topic", "disable_empty_topic", "empty_topic_only":
+		return policy, nil
+	}
+	return "", errInvalidSetting("topics_policy")
+}
+
+// readGroupSetting reads a group-setting value parameter: a group id, or
+// {"direct_members": [ids], "direct_subgroups": [ids]}.
+func readGroupSetting(p *params, name string) (groupSetting, bool, error) {
+	raw, ok := p.lookup(name)
+	if !ok {
+		return groupSetting{}, false, nil
+	}
+	parsed, err := decodeJSON(name, raw)
+	if err != nil {
+		return groupSetting{}, false, err
+	}
+	if parsed == nil {
+		return groupSetting{}, false, nil
+	}
+	if n, ok := jsonInt(parsed); ok {
+		return systemGroupSetting(int(n)), true, nil
+	}
+	obj, ok := parsed.(map[string]any)
+	if !ok {
+		return groupSetting{}, false, errNotDict(name)
+	}
+	g := groupSetting{Anonymous: true}
+	for _, key := range []string{"direct_members", "direct_subgroups"} {
+		list, ok := obj[key].([]any)
+		if !ok {
+			return groupSetting{}, false, errNotList(name + `["` + key + `"]`)
+		}
+		for i, item := range list {
+			n, ok := jsonInt(item)
+			if !ok || n < 0 {
+				return groupSetting{}, false, errNotInteger(elemName(name+`["`+key+`"]`, i))
+			}
+			if key == "direct_members" {
+				g.Members = append(g.Members, uint64(n))
+			} else {
+				g.Subgroups = append(g.Subgroups, int(n))
+			}
+		}
+	}
+	return g.canonical(), true, nil
+}
+
+// readPrincipals reads principals: a list of user ids or of e-mails.
+func readPrincipals(p *params) ([]uint64, []string, error) {
+	raw, ok := p.lookup("principals")
+	if !ok {
+		return nil, nil, nil
+	}
+	parsed, err := decodeJSON("principals", raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, ok := parsed.([]any)
+	if !ok {
+		return nil, nil, errNotList("principals")
+	}
+	var ids []uint64
+	var emails []string
+	for i, item := range list {
+		_, byEmail := list[0].(string)
+		if byEmail {
+			email, ok := item.(string)
+			if !ok {
+				return nil, nil, errNotString(elemName("principals", i))
+			}
+			emails = append(emails, email)
+			continue
+		}
+		n, ok := jsonInt(item)
+		if !ok {
+			return nil, nil, errNotInteger(elemName("principals", i))
+		}
+		if n <= 0 {
+			return nil, nil, errNoSuchUser
+		}
+		ids = append(ids, uint64(n))
+	}
+	return ids, emails, nil
+}
+
+// creationRefusal is why the request may not create a channel, if it
+// would: Zulip's check_channel_creation_permissions, then what zulite
+// cannot do (default channels, channel retention policies, protected
+// history). Channels that exist already ignore these parameters.
+func creationRefusal(u user, inviteOnly, webPublic, defaultChannel, historyPublic bool, retention string) error {
+	switch {
+	case defaultChannel && !u.isAdmin():
+		return refusal(errInsufficientPermission)
+	case inviteOnly && defaultChannel:
+		return refusal(errDefaultChannelPrivate)
+	case webPublic:
+		return refusal(errWebPublicNotEnabled)
+	case retention != "" && u.Role != roleOwner:
+		return refusal(errNotOwner)
+	case defaultChannel, retention != "", inviteOnly && !historyPublic:
+		return refusal(errInvalidParameters)
+	}
+	return nil
 }
 
 func validateChannel(spec channelSpec) error {
@@ -169,7 +522,8 @@ func isUnsafeChar(r rune) bool {
 	return unicode.IsControl(r) || r == utf8.RuneError || (r >= 0xfdd0 && r <= 0xfdef) || r&0xfffe == 0xfffe
 }
 
-// unsubscribe serves DELETE /api/v1/users/me/subscriptions.
+// unsubscribe serves DELETE /api/v1/users/me/subscriptions: the caller,
+// or the users the principals name, leave the named channels.
 func (s *server) unsubscribe(r *apiRequest) (any, error) {
 	names, err := stringList(r.params, "subscriptions")
 	if err != nil {
@@ -181,7 +535,11 @@ func (s *server) unsubscribe(r *apiRequest) (any, error) {
 			return nil, err
 		}
 	}
-	removed, notRemoved, _, _, err := s.store.unsubscribe(r.user, names)
+	ids, emails, err := readPrincipals(r.params)
+	if err != nil {
+		return nil, err
+	}
+	removed, notRemoved, _, _, err := s.store.unsubscribeUsers(r.user, names, ids, emails)
 	if errors.Is(err, errNoSuchChannel) {
 		return nil, errChannelsDoNotExist(nameOf(err))
 	}
@@ -195,21 +553,39 @@ func (s *server) unsubscribe(r *apiRequest) (any, error) {
 }
 
 // listChannels serves GET /api/v1/streams: the channels the caller may
-// see, public and subscribed ones by default.
+// see, public and subscribed ones by default (Zulip's get_streams_backend).
 func (s *server) listChannels(r *apiRequest) (any, error) {
 	var f channelFilter
 	var err error
 	if f.Public, err = r.params.optionalBool("include_public", true); err != nil {
 		return nil, err
 	}
+	if _, err = r.params.optionalBool("include_web_public", false); err != nil { // zulite has no web-public channels
+		return nil, err
+	}
 	if f.Subscribed, err = r.params.optionalBool("include_subscribed", true); err != nil {
 		return nil, err
 	}
-	if f.AllActive, err = r.params.optionalBool("include_all_active", false); err != nil {
+	if _, err = r.params.optionalBool("exclude_archived", true); err != nil { // zulite has no archived channels
 		return nil, err
 	}
-	if f.AllActive && !r.user.isAdmin() {
-		return nil, errNotAuthorizedForQuery
+	if f.All, err = r.params.optionalBool("include_all", false); err != nil {
+		return nil, err
+	}
+	allActive, err := r.params.optionalBool("include_all_active", false) // the name before feature level 356
+	if err != nil {
+		return nil, err
+	}
+	f.All = f.All || allActive
+	withDefault, err := r.params.optionalBool("include_default", false)
+	if err != nil {
+		return nil, err
+	}
+	if _, err = r.params.optionalBool("include_owner_subscribed", false); err != nil { // zulite's bots have no owners
+		return nil, err
+	}
+	if f.ContentAccess, err = r.params.optionalBool("include_can_access_content", false); err != nil {
+		return nil, err
 	}
 	channels, err := s.store.visibleChannels(r.user, f)
 	if err != nil {
@@ -217,11 +593,47 @@ func (s *server) listChannels(r *apiRequest) (any, error) {
 	}
 	list := make([]streamObject, 0, len(channels))
 	for _, ch := range channels {
-		list = append(list, newStreamObject(ch))
+		o := newStreamObject(ch)
+		if withDefault {
+			o.IsDefault = new(bool) // zulite has no default channels
+		}
+		list = append(list, o)
 	}
 	return struct {
 		Streams []streamObject `json:"streams"`
 	}{list}, nil
+}
+
+// pathChannelID reads the {stream_id} of a route's path: digits, as
+// Zulip's URL pattern wants (anything else is no route at all).
+func pathChannelID(r *apiRequest) (uint64, error) {
+	text := r.PathValue("stream_id")
+	if text == "" || strings.Trim(text, "0123456789") != "" {
+		return 0, errNotFound
+	}
+	id, err := strconv.ParseUint(text, 10, 64)
+	if err != nil {
+		return 0, errInvalidChannelID
+	}
+	return id, nil
+}
+
+// channelByID serves GET /api/v1/streams/{stream_id}.
+func (s *server) channelByID(r *apiRequest) (any, error) {
+	id, err := pathChannelID(r)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := s.store.channelFor(r.user, id)
+	if errors.Is(err, errNoSuchChannel) {
+		return nil, errInvalidChannelID
+	}
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Stream streamObject `json:"stream"`
+	}{newStreamObject(ch)}, nil
 }
 
 // channelID serves GET /api/v1/get_stream_id.
@@ -237,6 +649,107 @@ func (s *server) channelID(r *apiRequest) (any, error) {
 	return struct {
 		StreamID uint64 `json:"stream_id"`
 	}{ch.ID}, nil
+}
+
+type topicObject struct {
+	Name  string `json:"name"`
+	MaxID uint64 `json:"max_id"`
+}
+
+// channelTopics serves GET /api/v1/users/me/{stream_id}/topics: the
+// channel's topics, the most recently active first.
+func (s *server) channelTopics(r *apiRequest) (any, error) {
+	id, err := pathChannelID(r)
+	if err != nil {
+		return nil, err
+	}
+	allowEmpty, err := r.params.optionalBool("allow_empty_topic_name", false)
+	if err != nil {
+		return nil, err
+	}
+	topics, err := s.store.channelTopics(r.user, id)
+	if errors.Is(err, errNoSuchChannel) {
+		return nil, errInvalidChannelID
+	}
+	if err != nil {
+		return nil, err
+	}
+	list := make([]topicObject, 0, len(topics))
+	for _, t := range topics {
+		list = append(list, topicObject{displayTopic(t.Name, allowEmpty), t.MaxID})
+	}
+	return struct {
+		Topics []topicObject `json:"topics"`
+	}{list}, nil
+}
+
+// subscriptionBoolProperties are the settings of a subscription that
+// take a boolean (Zulip's SubscriptionPropertyChangeRequest).
+var subscriptionBoolProperties = []string{"in_home_view", "is_muted", "desktop_notifications", "audible_notifications",
+	"push_notifications", "email_notifications", "pin_to_top", "wildcard_mentions_notify"}
+
+// setSubscriptionProperties serves POST
+// /api/v1/users/me/subscriptions/properties. Every change is checked
+// before any is made (Zulip makes them one by one, so that a bad change
+// late in the list leaves the earlier ones made).
+func (s *server) setSubscriptionProperties(r *apiRequest) (any, error) {
+	raw, err := r.params.requiredJSON("subscription_data")
+	if err != nil {
+		return nil, err
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, errNotList("subscription_data")
+	}
+	changes := make([]subscriptionProperty, 0, len(list))
+	for i, item := range list {
+		elem := elemName("subscription_data", i)
+		obj, ok := item.(map[string]any)
+		if !ok {
+			return nil, errNotDict(elem)
+		}
+		for _, key := range []string{"stream_id", "property", "value"} {
+			if _, ok := obj[key]; !ok {
+				return nil, errKeyMissing(key, elem)
+			}
+		}
+		id, ok := jsonInt(obj["stream_id"])
+		if !ok {
+			return nil, errNotInteger(elem + `["stream_id"]`)
+		}
+		property, ok := obj["property"].(string)
+		if !ok {
+			return nil, errNotString(elem + `["property"]`)
+		}
+		value := obj["value"]
+		_, isBool := value.(bool)
+		_, isString := value.(string)
+		if !isBool && !isString {
+			return nil, errNotBoolean(elem + `["value"]`)
+		}
+		change := subscriptionProperty{ChannelID: uint64(max(id, 0)), Property: property}
+		switch {
+		case property == "color":
+			color, _ := value.(string)
+			if !hexColor.MatchString(color) {
+				return nil, errInvalidValue(elem, errNotHexColor("color"))
+			}
+			change.Color = strings.ToLower(color)
+		case slices.Contains(subscriptionBoolProperties, property):
+			if !isBool {
+				return nil, errNotBoolean(property)
+			}
+			change.Bool = value.(bool)
+		default:
+			return nil, errUnknownSubscriptionProperty(property)
+		}
+		changes = append(changes, change)
+	}
+	err = s.store.setSubscriptionProperties(r.user, changes)
+	if errors.Is(err, errNoSuchChannel) {
+		return nil, errInvalidChannelID
+	}
+	return nil, err
 }
 
 // renderDescription is the minimal safe rendering of a description: the

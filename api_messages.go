@@ -647,7 +647,12 @@ func (s *server) getMessages(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	release, err := s.walks.take(r.Context(), r.user.ID)
+	if err != nil {
+		return nil, err
+	}
 	page, err := s.store.messages(r.user, q)
+	release()
 	if err != nil {
 		return nil, err
 	}
@@ -683,7 +688,12 @@ func (s *server) updateFlagsForNarrow(r *apiRequest) (any, error) {
 	}
 	q.NumBefore = min(q.NumBefore, max(maxMessagesPerRequest-q.NumAfter, maxMessagesPerRequest/2))
 	q.NumAfter = min(q.NumAfter, maxMessagesPerRequest-q.NumBefore)
+	release, err := s.walks.take(r.Context(), r.user.ID)
+	if err != nil {
+		return nil, err
+	}
 	result, err := s.store.updateFlagsInRange(r.user, q, change)
+	release()
 	if err != nil {
 		return nil, err
 	}

@@ -25,10 +25,21 @@ type flagsChanged struct {
 	ListenSeq   uint64
 }
 
-// subscriptionsChanged: the user joined or left channels.
+// subscriptionsChanged: users joined ("add") or left ("remove")
+// channels, and who is told what: the store decides the audiences in
+// the transaction that made the change (store_channels.go).
 type subscriptionsChanged struct {
+	Op      string
+	Members []membership // who joined or left which channels
+	// Created: channels that became visible to their audience (new ones,
+	// and private ones joined from outside); Deleted: channels left that
+	// their audience can no longer see.
+	Created, Deleted []channelNews
+	Peers            []peerNews // who follows each channel's subscribers
+}
+
+type membership struct {
 	User     user
-	Op       string // "add" or "remove"
 	Channels []channel
 }
 
@@ -37,6 +48,27 @@ type subscriptionsChanged struct {
 type userSettingsChanged struct {
 	User    user
 	Changes []settingChange
+}
+
+type channelNews struct {
+	Channel  channelView
+	Audience []uint64
+}
+
+type peerNews struct {
+	ChannelID uint64
+	UserIDs   []uint64 // who joined or left
+	Audience  []uint64
+}
+
+// subscriptionPropertyChanged: the user changed a setting of their
+// subscription (Bool, or Color for "color").
+type subscriptionPropertyChanged struct {
+	User      user
+	ChannelID uint64
+	Property  string
+	Bool      bool
+	Color     string
 }
 
 // accountChanged: an account, its keys or its password changed. The

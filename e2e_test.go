@@ -628,14 +628,17 @@ func e2eWalkStory(t *testing.T, sh e2eShape, alice, bob *client, channelID int64
 		t.Errorf("wrong key: WWW-Authenticate: got %q, want %q", got, `Basic realm="zulip"`)
 	}
 
-	// Both subscribe to the channel the admin made.
+	// Both subscribe to the channel the admin made; the answer names them
+	// by user id (feature level 289).
 	for _, c := range []*client{alice, bob} {
+		_, me, _ := c.do(t, "GET", "/api/v1/users/me", nil, sh)
+		key := strconv.FormatInt(e2eInt(t, c.email+" users/me", me, "user_id"), 10)
 		status, body, _ := c.do(t, "POST", "/api/v1/users/me/subscriptions",
 			url.Values{"subscriptions": {`[{"name":"general"}]`}}, sh)
 		e2eWantSuccess(t, c.email+" subscribe", status, body)
-		if !e2eNamesChannel(body["subscribed"], c.email, "general") && !e2eNamesChannel(body["already_subscribed"], c.email, "general") {
+		if !e2eNamesChannel(body["subscribed"], key, "general") && !e2eNamesChannel(body["already_subscribed"], key, "general") {
 			t.Errorf("%s subscribe: got subscribed %v, already_subscribed %v; want general under %s in one of them",
-				c.email, body["subscribed"], body["already_subscribed"], c.email)
+				c.email, body["subscribed"], body["already_subscribed"], key)
 		}
 	}
 
@@ -686,10 +689,10 @@ func e2eWalkStory(t *testing.T, sh e2eShape, alice, bob *client, channelID int64
 	}
 }
 
-// e2eNamesChannel reports whether v, a JSON object of e-mail → channel names,
-// lists channel under email.
-func e2eNamesChannel(v any, email, channel string) bool {
+// e2eNamesChannel reports whether v, a JSON object of user id → channel
+// names, lists channel under the id.
+func e2eNamesChannel(v any, userID, channel string) bool {
 	m, _ := v.(map[string]any)
-	names, _ := m[email].([]any)
+	names, _ := m[userID].([]any)
 	return slices.Contains(names, any(channel))
 }

@@ -243,6 +243,15 @@ var (
 	errEmptyTopicNotAllowed = &rejection{"empty topic not allowed", always(topicsPolicyError("Sending messages to the " + emptyTopicDisplayName + " is not allowed in this channel."))}
 	errTopicsNotAllowed     = &rejection{"only the empty topic allowed", always(topicsPolicyError("Only the " + emptyTopicDisplayName + " topic is allowed in this channel."))}
 
+	errPermissionDenied       = &rejection{"insufficient permission", always(errInsufficientPermission)}
+	errNoSuchGroup            = &rejection{"no such user group", always(badRequest("Invalid user group"))}
+	errNoSuchGroupID          = &rejection{"no such user group id", func(id string) *apiError { return badRequest("Invalid user group ID: " + echoed(id)) }}
+	errNoSuchUserID           = &rejection{"no such user id", func(id string) *apiError { return badRequest("Invalid user ID: " + echoed(id)) }}
+	errUserDeactivated        = &rejection{"user deactivated", always(badRequest("User is deactivated"))}
+	errNotSubscribedToChannel = &rejection{"not subscribed", func(id string) *apiError { return badRequest("Not subscribed to channel ID " + echoed(id)) }}
+	errCannotPost             = &rejection{"may not post", always(badRequest("You do not have permission to post in this channel."))}
+
+
 	errNarrowUnknownChannel = &rejection{"unknown channel in narrow", func(name string) *apiError { return badNarrow("unknown channel " + echoed(name)) }}
 	errNarrowUnknownUser    = &rejection{"unknown user in narrow", func(name string) *apiError { return badNarrow("unknown user " + echoed(name)) }}
 	errNarrowBadWith        = &rejection{"invalid 'with' operand", always(badNarrow("Invalid 'with' operand"))}
@@ -352,6 +361,43 @@ var (
 	errNotAuthorizedForQuery       = badRequest("User not authorized for this query")
 	errInvalidChannelID            = badRequest("Invalid channel ID")
 )
+
+// Channel and subscription settings (zerver/views/streams.py,
+// zerver/lib/streams.py, zerver/lib/user_groups.py, zerver/decorator.py,
+// zerver/lib/typed_endpoint_validators.py).
+var (
+	errInsufficientPermission = badRequest("Insufficient permission")
+	errGuestsNotAllowed       = badRequest("Not allowed for guest users")
+	errWebPublicNotEnabled    = badRequest("Web-public channels are not enabled.")
+	errInvalidChannelFolderID = badRequest("Invalid channel folder ID")
+	errInvalidParameters      = badRequest("Invalid parameters")
+	errDefaultChannelPrivate  = badRequest("A default channel cannot be private.")
+	errNotOwner               = &apiError{status: http.StatusBadRequest, code: "UNAUTHORIZED_PRINCIPAL", msg: "Must be an organization owner"}
+)
+
+// refusal makes an API error a store rejection, for a check the store
+// makes only once it knows it is needed.
+func refusal(e *apiError) error { return &rejection{e.msg, always(e)} }
+
+// errGroupNotAllowed refuses a system group a permission setting may not
+// have; it is a store rejection (the check runs in the transaction).
+func errGroupNotAllowed(setting, group string) error {
+	return &rejection{"group not allowed", always(badRequest("'" + setting + "' setting cannot be set to '" + group + "' group."))}
+}
+
+func errUnknownSubscriptionProperty(property string) *apiError {
+	return badRequest("Unknown subscription property: " + property)
+}
+
+// errInvalidValue is typed_endpoint's answer to a value a validator
+// refused: elem is where the value is, reason the validator's words.
+func errInvalidValue(elem, reason string) *apiError {
+	return badRequest("Invalid " + elem + ": Value error, " + reason)
+}
+
+func errNotHexColor(name string) string { return name + " is not a valid hex color code" }
+
+func errInvalidSetting(name string) *apiError { return badRequest("Invalid " + name) }
 
 func errChannelNameCharacter(name string, i int) *apiError {
 	return badRequest("Invalid character in channel name, at position " + runePosition(name, i) + ".")

@@ -30,6 +30,7 @@ type server struct {
 	logins    *loginLimiter
 	events    *eventHub
 	limits    *rateLimiter // nil: no rate limits
+	walks     *walkSlots   // one message walk at a time per account
 	// trustedProxies are the peers whose X-Forwarded-For is believed
 	// (--trusted-proxies).
 	trustedProxies []netip.Prefix
@@ -54,7 +55,7 @@ func (s *server) routeList() []string {
 // newServer wires a server over an open store.
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
-		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now()}
+		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), walks: newWalkSlots(), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now()}
 	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening, commits: s.metrics.observeCommit})
 	return s
 }
@@ -90,7 +91,10 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/users/me/subscriptions", s.api(s.listSubscriptions))
 	handle("POST /api/v1/users/me/subscriptions", s.api(s.subscribe))
 	handle("DELETE /api/v1/users/me/subscriptions", s.api(s.unsubscribe))
+	handle("POST /api/v1/users/me/subscriptions/properties", s.api(s.setSubscriptionProperties))
+	handle("GET /api/v1/users/me/{stream_id}/topics", s.api(s.channelTopics))
 	handle("GET /api/v1/streams", s.api(s.listChannels))
+	handle("GET /api/v1/streams/{stream_id}", s.api(s.channelByID))
 	handle("GET /api/v1/get_stream_id", s.api(s.channelID))
 	handle("POST /api/v1/messages", s.api(s.sendMessage))
 	handle("GET /api/v1/messages", s.api(s.getMessages))

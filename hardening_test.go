@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -484,5 +486,101 @@ func TestRevocation_EndsTheAccountsWaitingPolls(t *testing.T) {
 				t.Errorf("the poll still waits 5 s after user %s", revoke)
 			}
 		})
+	}
+}
+
+// One member's costly flag narrows delay only that member: another
+// user's sends stay quick while four of them run, and a narrow past the
+// bounds is refused at once (issue 11, item 1). The channel's history is
+// written through the store before the binary starts.
+func TestHostileNarrows_OtherUsersSendsStayQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a channel of 20,000 messages")
+	}
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	st, err := openStore(db, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.db.NoSync = true
+	mallory, malloryKey := mustCreateUser(t, st, "mallory@example.com", roleMember, false)
+	bob, bobKey := mustCreateUser(t, st, "bob@example.com", roleMember, false)
+	ch := mustCreateChannel(t, st, "general", false)
+	mustSubscribe(t, st, mallory, "general")
+	mustSubscribe(t, st, bob, "general")
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 2500 {
+				if _, err := st.sendMessage(bob, channelRef{ID: ch.ID}, "t"+strconv.Itoa(i%50), "message "+strconv.Itoa(w*2500+i), "test"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := st.close(); err != nil {
+		t.Fatal(err)
+	}
+	srv := e2eRestartServer(t, bin, db) // with the default rate limits, as a server runs
+	defer srv.stop()
+	attacker := e2eNewClient(srv.baseURL, mallory.Email, malloryKey)
+	sender := e2eNewClient(srv.baseURL, bob.Email, bobKey)
+	narrow := func(terms int) string {
+		var b strings.Builder
+		b.WriteString(`[{"operator":"channel","operand":"general"}`)
+		for i := range terms - 2 {
+			fmt.Fprintf(&b, `,{"operator":"search","operand":"x%d","negated":true}`, i)
+		}
+		b.WriteString(`,{"operator":"search","operand":"never there"}]`)
+		return b.String()
+	}
+	flagNarrow := func(terms int) url.Values {
+		return url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"5000"}, "narrow": {narrow(terms)}, "op": {"add"}, "flag": {"starred"}}
+	}
+	if status, body, _ := attacker.do(t, http.MethodPost, "/api/v1/messages/flags/narrow", flagNarrow(9000), e2ePython); status != 400 || body["msg"] != "narrow has too many terms (limit: 20)" {
+		t.Errorf("a narrow of 9000 terms: got %d %v, want 400 and the limit", status, body["msg"])
+	}
+	send := func() time.Duration {
+		start := time.Now()
+		status, body, _ := sender.do(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"hello"}}, e2ePython)
+		if status != 200 {
+			t.Fatalf("send: %d %v", status, body["msg"])
+		}
+		return time.Since(start)
+	}
+	var idle []time.Duration
+	for range 10 {
+		idle = append(idle, send())
+	}
+	stop := make(chan struct{})
+	var attacks sync.WaitGroup
+	for _, terms := range []int{20, 20, 20, 20} { // the costliest narrow within the bounds (past them, it is refused, above)
+		params := flagNarrow(terms) // built once: the attacker's own work is not the server's
+		attacks.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				attacker.do(t, http.MethodPost, "/api/v1/messages/flags/narrow", params, e2ePython)
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	var busy []time.Duration
+	for range 10 {
+		busy = append(busy, send())
+	}
+	close(stop)
+	attacks.Wait()
+	slices.Sort(idle)
+	slices.Sort(busy)
+	t.Logf("another user's send: median %v idle, %v while four costly narrows run (slowest %v)", idle[5], busy[5], busy[9])
+	if busy[9] > 2*time.Second {
+		t.Errorf("a send took %v while the narrows ran, want well under 2 s", busy[9])
 	}
 }

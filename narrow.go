@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,6 +115,34 @@ const (
 	maxOperandLength = 1000 // characters, or ids in a list
 )
 
+// decodeNarrowList decodes a narrow's JSON list one term at a time and
+// stops past maxNarrowTerms, so that a megabyte of terms costs a quick
+// validity scan, not the decoding of every term.
+func decodeNarrowList(raw string) (list []any, tooLong, ok bool) {
+	if !json.Valid([]byte(raw)) {
+		return nil, false, false
+	}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, false, false
+	}
+	for dec.More() {
+		if len(list) == maxNarrowTerms {
+			return nil, true, false
+		}
+		var elem any
+		if err := dec.Decode(&elem); err != nil {
+			return nil, false, false
+		}
+		list = append(list, elem)
+	}
+	if list == nil {
+		list = []any{}
+	}
+	return list, false, true
+}
+
 // readNarrow reads the `narrow` parameter: a JSON list of terms, each an
 // object {"operator","operand","negated"} or a legacy [operator, operand].
 func readNarrow(p *params, required bool) ([]rawTerm, error) {
@@ -125,16 +154,12 @@ func readNarrow(p *params, required bool) ([]rawTerm, error) {
 		return nil, nil
 	}
 	badValue := errBadValue("narrow", raw)
-	parsed, err := decodeJSON("narrow", raw)
-	if err != nil {
-		return nil, badValue
-	}
-	list, ok := parsed.([]any)
-	if !ok {
-		return nil, badValue
-	}
-	if len(list) > maxNarrowTerms {
+	list, tooLong, ok := decodeNarrowList(raw)
+	switch {
+	case tooLong:
 		return nil, errNarrowTooLong
+	case !ok:
+		return nil, badValue
 	}
 	terms := make([]rawTerm, 0, len(list))
 	for _, elem := range list {

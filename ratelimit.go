@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -244,4 +245,34 @@ func (s *server) trusts(addr netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// walkSlots lets each account walk the messages (a page of GET
+// /messages, the selection of a flag update by narrow) one request at a
+// time: a walk costs CPU in proportion to the history it reads, and one
+// member sending many at once should use one core, not all of them. The
+// account's other walks wait their turn; nobody else waits.
+type walkSlots struct {
+	mu    sync.Mutex
+	slots map[uint64]chan struct{}
+}
+
+func newWalkSlots() *walkSlots { return &walkSlots{slots: map[uint64]chan struct{}{}} }
+
+// take waits for the account's slot (or for the request to go away) and
+// returns its release.
+func (w *walkSlots) take(ctx context.Context, userID uint64) (func(), error) {
+	w.mu.Lock()
+	slot, ok := w.slots[userID]
+	if !ok {
+		slot = make(chan struct{}, 1)
+		w.slots[userID] = slot
+	}
+	w.mu.Unlock()
+	select {
+	case slot <- struct{}{}:
+		return func() { <-slot }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

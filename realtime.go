@@ -236,6 +236,8 @@ func (s *server) publishChange(change any) {
 		}
 	case userSettingsChanged:
 		s.publishUserSettings(c)
+	case subscriptionPropertyChanged:
+		s.publishSubscriptionProperty(c)
 	}
 }
 
@@ -305,31 +307,6 @@ func (s *server) publishFlags(c flagsChanged) {
 		}
 		return qe
 	})
-}
-
-// publishSubscriptions tells the user's queues about channels joined or left.
-func (s *server) publishSubscriptions(c subscriptionsChanged) {
-	var list []any
-	if c.Op == "add" {
-		subs, err := s.store.subscriptions(c.User.ID)
-		if err != nil {
-			s.log.Error("subscriptions for an event", "err", err)
-			return
-		}
-		for _, sub := range subs {
-			if slices.ContainsFunc(c.Channels, func(ch channel) bool { return ch.ID == sub.ID }) {
-				o := newSubscriptionObject(sub)
-				o.Subscribers = append([]uint64{}, sub.Subscribers...)
-				list = append(list, o)
-			}
-		}
-	} else {
-		for _, ch := range c.Channels {
-			list = append(list, map[string]any{"name": ch.Name, "stream_id": ch.ID})
-		}
-	}
-	e := event{"type": "subscription", "op": c.Op, "subscriptions": list}
-	s.events.publish("subscription", ownedBy(c.User.ID), func(*eventQueue) event { return cloneEvent(e) })
 }
 
 func ownedBy(userID uint64) func(q *eventQueue) bool {

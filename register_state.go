@@ -162,7 +162,7 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		state["starred_messages"] = nonNilIDs(ids)
 	}
 	if want("stream") {
-		channels, err := s.store.visibleChannels(u, channelFilter{Public: true, Subscribed: true, AllActive: u.isAdmin()})
+		channels, err := s.store.visibleChannels(u, channelFilter{Public: true, Subscribed: true, All: u.isAdmin()})
 		if err != nil {
 			return nil, err
 		}
@@ -306,7 +306,7 @@ func (s *server) addSubscriptionState(state map[string]any, u user, o registerOp
 		}
 		subscribed = append(subscribed, so)
 	}
-	visible, err := s.store.visibleChannels(u, channelFilter{Public: true, AllActive: u.isAdmin()})
+	visible, err := s.store.visibleChannels(u, channelFilter{Public: true, All: u.isAdmin()})
 	if err != nil {
 		return err
 	}

@@ -10,9 +10,11 @@ package main
 //	api_keys         user id ‖ BLAKE2b-256(secret, key) → created, unix seconds (uint64)
 //	push_tokens      user id ‖ kind ('a' APNs, 'g' FCM) ‖ token key → pushToken (JSON);
 //	                 the token key is the token lower-cased for APNs, verbatim for FCM
-//	channels         channel id → channel (JSON)
+//	channels         channel id → channel (JSON, with the permission settings
+//	                 given other values than Zulip's defaults)
 //	channel_names    lower-cased channel name → channel id
-//	subscriptions    user id ‖ channel id → subscription (JSON)
+//	subscriptions    user id ‖ channel id → subscription (JSON: colour, muting,
+//	                 pinning, notification settings)
 //	subscribers      channel id ‖ user id → empty
 //	messages         message id → message (JSON)
 //	channel_messages channel id ‖ message id → empty
@@ -162,11 +164,23 @@ type channel struct {
 	Private     bool   `json:"private,omitempty"`
 	Created     int64  `json:"created"`
 	CreatorID   uint64 `json:"creator_id,omitempty"`
+	// Groups holds the permission settings (can_*_group) given other
+	// values than Zulip's defaults, by setting name (store_channels.go).
+	Groups map[string]groupSetting `json:"groups,omitempty"`
 }
 
+// subscription is one user's settings for one channel. A nil
+// notification setting inherits the user's default, as in Zulip.
 type subscription struct {
-	Color  string `json:"color"`
-	Joined int64  `json:"joined"`
+	Color                  string `json:"color"`
+	Joined                 int64  `json:"joined"`
+	Muted                  bool   `json:"muted,omitempty"`
+	PinToTop               bool   `json:"pin_to_top,omitempty"`
+	DesktopNotifications   *bool  `json:"desktop_notifications,omitempty"`
+	AudibleNotifications   *bool  `json:"audible_notifications,omitempty"`
+	PushNotifications      *bool  `json:"push_notifications,omitempty"`
+	EmailNotifications     *bool  `json:"email_notifications,omitempty"`
+	WildcardMentionsNotify *bool  `json:"wildcard_mentions_notify,omitempty"`
 }
 
 type message struct {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 
 	"go.etcd.io/bbolt"
@@ -71,7 +74,7 @@ func TestChannelByID_SeesAChangedChannelAsItIsNow(t *testing.T) {
 		return got, err
 	}
 	for range 2 { // decoded, then remembered
-		if got, err := lookup(); err != nil || got != ch {
+		if got, err := lookup(); err != nil || !reflect.DeepEqual(got, ch) {
 			t.Fatalf("got %+v, %v; want %+v", got, err, ch)
 		}
 	}
@@ -81,7 +84,7 @@ func TestChannelByID_SeesAChangedChannelAsItIsNow(t *testing.T) {
 	if err := st.update(func(tx *bbolt.Tx) error { return putJSON(tx.Bucket(bucketChannels), itob(ch.ID), changed) }); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := lookup(); err != nil || got != changed {
+	if got, err := lookup(); err != nil || !reflect.DeepEqual(got, changed) {
 		t.Fatalf("after a change: got %+v, %v; want %+v", got, err, changed)
 	}
 
@@ -144,5 +147,100 @@ func TestSubscribe_NamesTheIndexTreatsAsOneMakeOneChannel(t *testing.T) {
 	}
 	if len(channels) != 1 || channels[0].Name != "İx" {
 		t.Errorf("channels: got %v, want İx alone", channels)
+	}
+}
+
+// Zulip's round_to_2_significant_digits: Python's round, half to even.
+func TestRoundToTwoDigits_AsPythonRounds(t *testing.T) {
+	for n, want := range map[int]int{0: 0, 7: 7, 99: 99, 100: 100, 104: 100, 105: 100, 115: 120, 125: 120, 126: 130, 1234: 1200, 1250: 1200, 1350: 1400, 99999: 100000} {
+		if got := roundToTwoDigits(n); got != want {
+			t.Errorf("roundToTwoDigits(%d): got %d, want %d", n, got, want)
+		}
+	}
+}
+
+// A group-setting value reads and writes as Zulip's API writes it, and
+// is kept as Zulip keeps it.
+func TestGroupSetting_JSONAndCanonicalForm(t *testing.T) {
+	for _, c := range []struct{ in, canonical string }{
+		{`5`, `5`},
+		{`{"direct_members":[],"direct_subgroups":[2]}`, `2`},
+		{`{"direct_members":[],"direct_subgroups":[]}`, `8`},
+		{`{"direct_members":[3,1,3],"direct_subgroups":[]}`, `{"direct_members":[1,3],"direct_subgroups":[]}`},
+	} {
+		var g groupSetting
+		if err := json.Unmarshal([]byte(c.in), &g); err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		out, err := json.Marshal(g.canonical())
+		if err != nil || string(out) != c.canonical {
+			t.Errorf("%s: got %s, %v; want %s", c.in, out, err, c.canonical)
+		}
+	}
+	owner, member, guest := user{ID: 1, Role: roleOwner, Active: true}, user{ID: 2, Role: roleMember, Active: true}, user{ID: 3, Role: roleGuest, Active: true}
+	for _, c := range []struct {
+		g    groupSetting
+		u    user
+		want bool
+	}{
+		{systemGroupSetting(groupAdministrators), owner, true},
+		{systemGroupSetting(groupAdministrators), member, false},
+		{systemGroupSetting(groupMembers), member, true},
+		{systemGroupSetting(groupMembers), guest, false},
+		{systemGroupSetting(groupEveryone), guest, true},
+		{systemGroupSetting(groupNobody), owner, false},
+		{groupSetting{Anonymous: true, Members: []uint64{3}}, guest, true},
+		{groupSetting{Anonymous: true, Subgroups: []int{groupOwners}}, owner, true},
+		{systemGroupSetting(groupEveryone), user{ID: 4, Role: roleMember}, false}, // deactivated
+	} {
+		if got := c.g.includes(c.u); got != c.want {
+			t.Errorf("%+v includes %+v: got %v, want %v", c.g, c.u, got, c.want)
+		}
+	}
+}
+
+// Register answers booleans for inherited notification settings to
+// clients without notification_settings_null, as Zulip does: the four
+// channel notification settings take the user's default (off), while
+// wildcard_mentions_notify stays null.
+func TestSubscriptionObject_NotificationDefaults(t *testing.T) {
+	on := true
+	o := newSubscriptionObject(subscribedChannel{subscription: subscription{PushNotifications: &on}})
+	o.withNotificationDefaults()
+	if *o.DesktopNotifications || *o.AudibleNotifications || !*o.PushNotifications || *o.EmailNotifications || o.WildcardMentionsNotify != nil {
+		t.Errorf("got desktop %v audible %v push %v email %v wildcard %v", *o.DesktopNotifications, *o.AudibleNotifications, *o.PushNotifications, *o.EmailNotifications, o.WildcardMentionsNotify)
+	}
+}
+
+// BenchmarkChannelTopics_ThousandTopicsMillionMessages: listing topics
+// costs a few seeks and a decode per topic, whatever the messages.
+func BenchmarkChannelTopics_ThousandTopicsMillionMessages(b *testing.B) {
+	st := mustOpenStore(b)
+	u, _ := mustCreateUser(b, st, "a@example.com", roleMember, false)
+	ch := mustCreateChannel(b, st, "big", false)
+	const messages, topics = 1_000_000, 1000
+	for start := 0; start < messages; start += 50_000 {
+		err := st.db.Update(func(tx *bbolt.Tx) error {
+			for i := start; i < start+50_000; i++ {
+				id, _ := tx.Bucket(bucketMessages).NextSequence()
+				m := message{ID: id, SenderID: u.ID, ChannelID: ch.ID, Topic: "topic " + strconv.Itoa(i%topics), Content: "x", Timestamp: int64(i)}
+				if err := putJSON(tx.Bucket(bucketMessages), itob(id), m); err != nil {
+					return err
+				}
+				if err := indexMessage(tx, m); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		list, err := st.channelTopics(u, ch.ID)
+		if err != nil || len(list) != topics {
+			b.Fatalf("got %d topics, %v", len(list), err)
+		}
 	}
 }

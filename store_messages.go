@@ -73,7 +73,10 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 		if err != nil {
 			return err
 		}
-		if ch.Private && !isSubscribed(tx, sender.ID, ch.ID) {
+		if !canPost(sender, ch) { // the channel's can_send_message_group
+			return errCannotPost
+		}
+		if ch.Private && !canAccess(tx, sender, ch) {
 			return errChannelForbidden.about(ch.Name)
 		}
 		if err := checkTopicsPolicy(ch.topicsPolicy(), out.Topic); err != nil {

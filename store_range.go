@@ -101,6 +101,9 @@ func (s *store) updateFlagsInRange(u user, q messageRange, change flagChange) (f
 		}
 	}
 	channels := slices.Sorted(maps.Keys(byChannel))
+	if len(channels) == 0 { // nothing to change: no commit
+		return flagUpdate{messagePage: page, Changed: []uint64{}}, nil
+	}
 	var result flagUpdate
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		result = flagUpdate{messagePage: page}

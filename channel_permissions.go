@@ -1,0 +1,255 @@
+package main
+
+// A channel's permissions: Zulip's group-setting values for its can_*_group
+// settings, and who may access it, know of it, post in it, or remove
+// others from it.
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	"go.etcd.io/bbolt"
+)
+
+// ---- group settings ----
+
+// groupSetting is Zulip's group-setting value: the id of a named group
+// (zulite has only the system groups of groups.go), or an anonymous
+// group of users and named groups.
+type groupSetting struct {
+	Group     int // a system group, unless Anonymous
+	Anonymous bool
+	Members   []uint64 // direct members, when Anonymous
+	Subgroups []int    // direct subgroups, when Anonymous
+}
+
+func systemGroupSetting(id int) groupSetting { return groupSetting{Group: id} }
+
+type anonymousGroupJSON struct {
+	DirectMembers   []uint64 `json:"direct_members"`
+	DirectSubgroups []int    `json:"direct_subgroups"`
+}
+
+// MarshalJSON writes the value as Zulip's API does: an integer, or an
+// object with direct_members and direct_subgroups.
+func (g groupSetting) MarshalJSON() ([]byte, error) {
+	if !g.Anonymous {
+		return json.Marshal(g.Group)
+	}
+	return json.Marshal(anonymousGroupJSON{DirectMembers: nonNilIDs(g.Members), DirectSubgroups: nonNilInts(g.Subgroups)})
+}
+
+func (g *groupSetting) UnmarshalJSON(data []byte) error {
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		var a anonymousGroupJSON
+		if err := json.Unmarshal(data, &a); err != nil {
+			return err
+		}
+		*g = groupSetting{Anonymous: true, Members: a.DirectMembers, Subgroups: a.DirectSubgroups}
+		return nil
+	}
+	*g = groupSetting{}
+	return json.Unmarshal(data, &g.Group)
+}
+
+// canonical is the value as Zulip stores it: an anonymous group of one
+// named group and no users is that group, an empty one is nobody.
+func (g groupSetting) canonical() groupSetting {
+	switch {
+	case !g.Anonymous:
+		return g
+	case len(g.Members) == 0 && len(g.Subgroups) == 1:
+		return systemGroupSetting(g.Subgroups[0])
+	case len(g.Members) == 0 && len(g.Subgroups) == 0:
+		return systemGroupSetting(groupNobody)
+	}
+	g.Members = slices.Compact(slices.Sorted(slices.Values(g.Members)))
+	g.Subgroups = slices.Compact(slices.Sorted(slices.Values(g.Subgroups)))
+	return g
+}
+
+func (g groupSetting) equal(o groupSetting) bool {
+	return g.Anonymous == o.Anonymous && g.Group == o.Group && slices.Equal(g.Members, o.Members) && slices.Equal(g.Subgroups, o.Subgroups)
+}
+
+// includes tells whether the user is in the group the value describes.
+// Deactivated users are in no group, as in Zulip.
+func (g groupSetting) includes(u user) bool {
+	if !u.Active {
+		return false
+	}
+	if !g.Anonymous {
+		return inSystemGroup(u, g.Group)
+	}
+	return slices.Contains(g.Members, u.ID) || slices.ContainsFunc(g.Subgroups, func(id int) bool { return inSystemGroup(u, id) })
+}
+
+// inSystemGroup follows Zulip's nesting of the role groups. zulite has
+// no moderators and no waiting period, so every member is a full member.
+func inSystemGroup(u user, group int) bool {
+	switch group {
+	case groupOwners:
+		return u.Role == roleOwner
+	case groupAdministrators, groupModerators:
+		return u.isAdmin()
+	case groupFullMembers, groupMembers:
+		return u.Role != roleGuest
+	case groupEveryone, groupInternet:
+		return true
+	}
+	return false
+}
+
+// groupSettingRule is one of a channel's permission settings at Zulip
+// 11: its default, whether role:everyone is allowed, and whether zulite
+// acts on it. A setting zulite does not act on (the permissions of
+// actions it does not offer) keeps its default: any other value is
+// refused rather than stored and ignored.
+type groupSettingRule struct {
+	Name          string
+	Default       int // a system group, or groupChannelCreator
+	AllowEveryone bool
+	Honoured      bool
+}
+
+// groupChannelCreator stands for Zulip's "channel_creator" default: an
+// anonymous group of the channel's creator (nobody when it has none).
+const groupChannelCreator = -1
+
+// channelGroupSettings are Zulip 11's channel permission settings, in
+// Zulip's order (can_create_topic_group came later, at 12.0).
+var channelGroupSettings = []groupSettingRule{
+	{"can_add_subscribers_group", groupNobody, false, true},
+	{"can_administer_channel_group", groupChannelCreator, false, true},
+	{"can_delete_any_message_group", groupNobody, true, false},
+	{"can_delete_own_message_group", groupNobody, true, false},
+	{"can_move_messages_out_of_channel_group", groupNobody, true, false},
+	{"can_move_messages_within_channel_group", groupNobody, true, false},
+	{"can_remove_subscribers_group", groupAdministrators, true, true},
+	{"can_send_message_group", groupEveryone, true, true},
+	{"can_subscribe_group", groupNobody, false, true},
+	{"can_resolve_topics_group", groupNobody, true, false},
+}
+
+func groupSettingRuleNamed(name string) groupSettingRule {
+	i := slices.IndexFunc(channelGroupSettings, func(r groupSettingRule) bool { return r.Name == name })
+	return channelGroupSettings[i]
+}
+
+// defaultGroupSetting is a setting's value for a channel that was not
+// given one.
+func defaultGroupSetting(rule groupSettingRule, creatorID uint64) groupSetting {
+	if rule.Default != groupChannelCreator {
+		return systemGroupSetting(rule.Default)
+	}
+	if creatorID == 0 {
+		return systemGroupSetting(groupNobody)
+	}
+	return groupSetting{Anonymous: true, Members: []uint64{creatorID}}
+}
+
+// groupSetting is the channel's value of a permission setting.
+func (ch channel) groupSetting(name string) groupSetting {
+	if g, ok := ch.Groups[name]; ok {
+		return g
+	}
+	return defaultGroupSetting(groupSettingRuleNamed(name), ch.CreatorID)
+}
+
+// checkGroupSetting is Zulip's check of a setting's value
+// (access_user_group_for_setting): the groups exist, the users exist and
+// are active, and the setting allows the group. Then, for a setting
+// zulite does not act on, only its default passes.
+func checkGroupSetting(tx *bbolt.Tx, rule groupSettingRule, g groupSetting) error {
+	if !g.Anonymous {
+		if g.Group < groupOwners || g.Group > groupNobody {
+			return errNoSuchGroup
+		}
+	}
+	for _, id := range g.Subgroups {
+		if id < groupOwners || id > groupNobody {
+			return errNoSuchGroupID.about(strconv.Itoa(id))
+		}
+	}
+	for _, id := range g.Members {
+		if u, err := lookUpUser(tx, id); err != nil || !u.Active {
+			return errNoSuchUserID.about(strconv.FormatUint(id, 10))
+		}
+	}
+	if !g.Anonymous {
+		switch {
+		case g.Group == groupInternet:
+			return errGroupNotAllowed(rule.Name, "role:internet")
+		case g.Group == groupEveryone && !rule.AllowEveryone:
+			return errGroupNotAllowed(rule.Name, "role:everyone")
+		}
+	}
+	if !rule.Honoured && !g.equal(defaultGroupSetting(rule, 0)) {
+		return errPermissionDenied
+	}
+	return nil
+}
+
+// ---- access ----
+
+func isSubscribed(tx *bbolt.Tx, userID, channelID uint64) bool {
+	return tx.Bucket(bucketSubscriptions).Get(append(itob(userID), itob(channelID)...)) != nil
+}
+
+// canAccess is Zulip's content access: a public channel is open to
+// every member but guests; a private one (and, for guests, any one) to
+// its subscribers, and, since its history is public to subscribers, to
+// the members of its can_add_subscribers_group and can_subscribe_group.
+func canAccess(tx *bbolt.Tx, u user, ch channel) bool {
+	if !ch.Private && u.Role != roleGuest {
+		return true
+	}
+	if isSubscribed(tx, u.ID, ch.ID) {
+		return true
+	}
+	if u.Role == roleGuest {
+		return false
+	}
+	return ch.groupSetting("can_add_subscribers_group").includes(u) || ch.groupSetting("can_subscribe_group").includes(u)
+}
+
+// canSeeMetadata is Zulip's metadata access (a channel's name and
+// settings): content access, or for a private channel an administrator,
+// or a member of a group that may administer it or add subscribers.
+func canSeeMetadata(tx *bbolt.Tx, u user, ch channel) bool {
+	if canAccess(tx, u, ch) {
+		return true
+	}
+	if u.Role == roleGuest {
+		return false
+	}
+	return u.isAdmin() || ch.groupSetting("can_administer_channel_group").includes(u)
+}
+
+// canPost is Zulip's can_send_message_group check.
+func canPost(u user, ch channel) bool {
+	return ch.groupSetting("can_send_message_group").includes(u)
+}
+
+// mayRemoveOthers is Zulip's bulk_can_remove_subscribers_from_streams:
+// administrators may; otherwise administering every channel, or seeing
+// every channel and being in each one's can_remove_subscribers_group.
+func mayRemoveOthers(tx *bbolt.Tx, caller user, channels []channel) bool {
+	if caller.isAdmin() {
+		return true
+	}
+	if caller.Role == roleGuest {
+		return false
+	}
+	if !slices.ContainsFunc(channels, func(ch channel) bool { return !ch.groupSetting("can_administer_channel_group").includes(caller) }) {
+		return true
+	}
+	for _, ch := range channels {
+		if !canSeeMetadata(tx, caller, ch) || !ch.groupSetting("can_remove_subscribers_group").includes(caller) {
+			return false
+		}
+	}
+	return true
+}
