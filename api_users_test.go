@@ -33,10 +33,10 @@ func TestServerSettings_ZulipFieldsAndNoOthers(t *testing.T) {
 		t.Errorf("realm_url/realm_uri/push: got %s", r.raw)
 	}
 	// The values a client decides on before it logs in: a compatible
-	// Zulip 9.2 (feature level 278, a real release's pair), e-mail and
+	// Zulip 11.0 (feature level 421, a real release's pair), e-mail and
 	// password login only, and the realm as configured.
 	for field, want := range map[string]any{
-		"is_incompatible": false, "zulip_version": "9.2", "zulip_merge_base": "9.2", "zulip_feature_level": float64(278),
+		"is_incompatible": false, "zulip_version": "11.0", "zulip_merge_base": "11.0", "zulip_feature_level": float64(421),
 		"email_auth_enabled": true, "require_email_format_usernames": true, "realm_web_public_access_enabled": false,
 		"realm_name": "zulite", "realm_description": "",
 	} {

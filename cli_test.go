@@ -124,7 +124,7 @@ func TestRun_NoCommandServesAndASecondServeFailsFast(t *testing.T) {
 
 func TestRun_Version(t *testing.T) {
 	out, _, err := runCLI(t, nil, "version")
-	if err != nil || !strings.Contains(out, "feature level 278") {
+	if err != nil || !strings.Contains(out, "feature level 421") {
 		t.Errorf("version: got %q, %v", out, err)
 	}
 }

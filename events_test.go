@@ -53,7 +53,7 @@ func TestRegister_StateMatchesWhatGetMessagesShows(t *testing.T) {
 			t.Errorf("register answers %s, which was not asked for", f)
 		}
 	}
-	if r.body["last_event_id"] != -1.0 || r.body["max_message_id"] != float64(secret) || r.body["zulip_feature_level"] != 278.0 {
+	if r.body["last_event_id"] != -1.0 || r.body["max_message_id"] != float64(secret) || r.body["zulip_feature_level"] != 421.0 {
 		t.Errorf("register: got last_event_id %v, max_message_id %v, level %v", r.body["last_event_id"], r.body["max_message_id"], r.body["zulip_feature_level"])
 	}
 	unread := r.body["unread_msgs"].(map[string]any)

@@ -308,7 +308,7 @@ func TestVersion_OfTheBuiltBinaryCarriesBuildDetails(t *testing.T) {
 		t.Skip("builds the binary; skipped with -short")
 	}
 	r := e2eRunCLI(t, e2eBuildBinary(t), "version")
-	for _, want := range []string{"zulite ", "feature level 278", runtime.Version(), "linux/" + runtime.GOARCH, "static"} {
+	for _, want := range []string{"zulite ", "feature level 421", runtime.Version(), "linux/" + runtime.GOARCH, "static"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("version: got %q, want it to hold %q", r.stdout, want)
 		}

@@ -15,39 +15,9 @@ const CALL_TIMEOUT_MS = 10000;
 
 // KNOWN_GAPS are the fields the official app (zulip-flutter) requires that
 // zulite does not send yet, as "Model.key: problem" lines from the app's
-// start-up step below. Each entry is a known gap for issue 12 (zulite moves
-// from feature level 278 to 421) and must be removed when fixed: the step
+// start-up step below; since feature level 421 there are none. The step
 // fails on a gap not listed here, and on an entry no longer seen.
-const KNOWN_GAPS = [
-  'InitialSnapshot.alert_words: missing',
-  'InitialSnapshot.custom_profile_fields: missing',
-  'InitialSnapshot.max_stream_name_length: missing',
-  'InitialSnapshot.max_topic_length: missing',
-  'InitialSnapshot.server_presence_ping_interval_seconds: missing',
-  'InitialSnapshot.server_presence_offline_threshold_seconds: missing',
-  'InitialSnapshot.muted_users: missing',
-  'InitialSnapshot.presences: missing',
-  'InitialSnapshot.realm_emoji: missing',
-  'InitialSnapshot.realm_user_groups: missing',
-  'InitialSnapshot.recent_private_conversations: missing',
-  'InitialSnapshot.starred_messages: missing',
-  'InitialSnapshot.streams: missing',
-  'InitialSnapshot.user_status: missing',
-  'InitialSnapshot.user_settings: missing',
-  'InitialSnapshot.user_topics: missing',
-  'InitialSnapshot.realm_wildcard_mention_policy: missing',
-  'InitialSnapshot.realm_waiting_period_threshold: missing',
-  'InitialSnapshot.realm_allow_message_editing: missing',
-  'InitialSnapshot.realm_enable_read_receipts: missing',
-  'InitialSnapshot.realm_presence_disabled: missing',
-  'InitialSnapshot.realm_default_external_accounts: missing',
-  'InitialSnapshot.max_file_upload_size_mib: missing',
-  'InitialSnapshot.server_emoji_data_url: missing',
-  'InitialSnapshot.event_queue_longpoll_timeout_seconds: missing',
-  'InitialSnapshot.cross_realm_bots: missing',
-  'InitialSnapshot.realm_empty_topic_display_name: missing',
-  'InitialSnapshot.realm_can_delete_own_message_group: missing, and so is realm_delete_own_message_policy',
-];
+const KNOWN_GAPS = [];
 
 // checkShape records, for each key the app requires, a missing key or a
 // wrong JSON type. Types: string, int, bool, object, array, and any of
