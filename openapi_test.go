@@ -24,31 +24,20 @@ import (
 // An entry is a route pattern and a JSON path (array indices written []);
 // "(operation)" means the extract has no operation for the route.
 var knownViolations = []struct{ route, path string }{
-	{"DELETE /api/v1/events", "(operation)"},                      // no operation in the extract
-	{"DELETE /api/v1/users/me/android_gcm_reg_id", "(operation)"}, // no operation in the extract
-	{"DELETE /api/v1/users/me/apns_device_token", "(operation)"},  // no operation in the extract
-	{"DELETE /api/v1/users/me/subscriptions", "(operation)"},      // no operation in the extract
-	{"GET /api/v1/events", "(operation)"},                         // no operation in the extract
-	{"GET /api/v1/get_stream_id", "(operation)"},                  // no operation in the extract
-	{"GET /api/v1/messages", "(operation)"},                       // no operation in the extract
-	{"GET /api/v1/streams", "$.streams[].can_subscribe_group"},    // 200 missing required key
-	{"GET /api/v1/streams", "$.streams[].folder_id"},              // 200 missing required key
-	{"GET /api/v1/streams", "$.streams[].is_archived"},            // 200 missing required key
-	{"GET /api/v1/streams", "$.streams[].is_recently_active"},     // 200 missing required key
-	{"GET /api/v1/streams", "$.streams[].subscriber_count"},       // 200 missing required key
-	{"GET /api/v1/users", "(operation)"},                          // no operation in the extract
-	{"GET /api/v1/users/me", "(operation)"},                       // no operation in the extract
-	{"GET /api/v1/users/me/subscriptions", "(operation)"},         // no operation in the extract
-	{"POST /api/v1/mark_all_as_read", "(operation)"},              // no operation in the extract
-	{"POST /api/v1/mark_stream_as_read", "(operation)"},           // no operation in the extract
-	{"POST /api/v1/mark_topic_as_read", "(operation)"},            // no operation in the extract
-	{"POST /api/v1/messages", "(operation)"},                      // no operation in the extract
-	{"POST /api/v1/messages/flags", "(operation)"},                // no operation in the extract
-	{"POST /api/v1/messages/flags/narrow", "(operation)"},         // no operation in the extract
-	{"POST /api/v1/users", "(operation)"},                         // no operation in the extract
-	{"POST /api/v1/users/me/android_gcm_reg_id", "(operation)"},   // no operation in the extract
-	{"POST /api/v1/users/me/apns_device_token", "(operation)"},    // no operation in the extract
-	{"POST /api/v1/users/me/subscriptions", "(operation)"},        // no operation in the extract
+	// None today: every route zulite serves answers as zulip.yaml says,
+	// up to zulipYAMLDrift.
+}
+
+// zulipYAMLDrift are places where the extract does not describe what Zulip
+// itself sends at feature level 421: the extract is zulip.yaml at feature
+// level 441-442, and zulip.yaml is sometimes narrower than Zulip's code.
+// They are not gaps in zulite. Each says why.
+var zulipYAMLDrift = []struct{ route, path, why string }{
+	{"POST /api/v1/register", "$.giphy_rating_options", "renamed gif_rating_options at FL 442"},
+	{"POST /api/v1/register", "$.realm_is_zephyr_mirror_realm", "removed at FL 426 (per wt-reg's notes)"},
+	{"POST /api/v1/messages", "$", "zulip.yaml documents only the by-name STREAM_DOES_NOT_EXIST; Zulip answers a missing channel ID with StreamWithIDDoesNotExistError, which adds stream_id"},
+	{"POST /api/v1/messages", "$.stream_id", "as above"},
+	{"POST /api/v1/register", "$.jitsi_server_url", "zulip.yaml: a string; Zulip's fetch_initial_state_data sends null when no Jitsi server is configured"},
 }
 
 // zuliteOnlyRoutes are served by zulite but are not Zulip API routes, so
@@ -56,6 +45,9 @@ var knownViolations = []struct{ route, path string }{
 var zuliteOnlyRoutes = map[string]string{
 	"GET /health":  "zulite's liveness probe",
 	"GET /metrics": "zulite's Prometheus page (text, not JSON)",
+	// Zulip's static emoji data (register's server_emoji_data_url): a file,
+	// not a REST endpoint, so zulip.yaml does not describe it.
+	"GET /static/generated/emoji/emoji_api.json": "Zulip's emoji data file, not an API route",
 }
 
 // noErrorAnswer are routes for which no request yields an error answer.
@@ -553,7 +545,18 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	}
 	msgID := e.sendAs(t, e.bob, e.general, "lunch")
 	queue := e.registerQueue(t, &e.alice, nil).str("queue_id")
-	e.sendAs(t, e.bob, e.general, "lunch") // an event in alice's queue
+	// Events of each kind zulite emits, in alice's queue for GET /events.
+	e.sendAs(t, e.bob, e.general, "lunch")
+	for _, change := range []url.Values{
+		{"op": {"add"}, "flag": {"starred"}},
+		{"op": {"add"}, "flag": {"read"}},
+		{"op": {"remove"}, "flag": {"read"}}, // carries message_details
+	} {
+		change["messages"] = []string{jsonIDs(msgID)}
+		wantAPISuccess(t, e.request(t, "POST", "/api/v1/messages/flags", change, &e.alice))
+	}
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"contract-events"}]`}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["contract-events"]`}}, &e.alice))
 	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
 	alice := strconv.FormatUint(e.alice.ID, 10)
 	narrow := `[{"operator":"channel","operand":"general"}]`
@@ -600,6 +603,7 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{false, "GET", "/api/v1/get_stream_id", url.Values{"stream": {"general"}}, &e.alice},
 		{true, "GET", "/api/v1/get_stream_id", url.Values{"stream": {"nonexistent"}}, &e.alice},
 		{false, "POST", "/api/v1/messages", url.Values{"type": {"channel"}, "to": {general}, "topic": {"lunch"}, "content": {"hi"}}, &e.alice},
+		{true, "POST", "/api/v1/messages", url.Values{"type": {"channel"}, "to": {"no-such-channel"}, "topic": {"lunch"}, "content": {"hi"}}, &e.alice},
 		{true, "POST", "/api/v1/messages", url.Values{"type": {"channel"}, "to": {"999999"}, "topic": {"lunch"}, "content": {"hi"}}, &e.alice},
 		{false, "GET", "/api/v1/messages", url.Values{"narrow": {narrow}, "anchor": {"newest"}, "num_before": {"10"}, "num_after": {"0"}, "allow_empty_topic_name": {"true"}, "client_gravatar": {"false"}, "apply_markdown": {"true"}}, &e.alice},
 		{true, "GET", "/api/v1/messages", url.Values{"anchor": {"sideways"}, "num_before": {"1"}, "num_after": {"0"}}, &e.alice},
@@ -626,8 +630,8 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", "/api/v1/users/me/subscriptions/properties", url.Values{"subscription_data": {`[{"stream_id":999999,"property":"pin_to_top","value":true}]`}}, &e.alice},
 		{false, "PATCH", "/api/v1/settings", url.Values{"enter_sends": {"true"}}, &e.alice},
 		{true, "PATCH", "/api/v1/settings", url.Values{"enter_sends": {"maybe"}}, &e.alice},
-		{false, "GET", "/api/v1/users/me/subscriptions/" + general, nil, &e.alice},
-		{true, "GET", "/api/v1/users/me/subscriptions/999999", nil, &e.alice},
+		{false, "GET", "/api/v1/users/" + alice + "/subscriptions/" + general, nil, &e.bob},
+		{true, "GET", "/api/v1/users/999999/subscriptions/" + general, nil, &e.bob},
 	}
 
 	// A mux with every served pattern tells which route a request reaches.
@@ -684,17 +688,23 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		}
 	}
 
-	// Report: unknown violations fail; known ones are listed in the skip.
+	// Report: unknown violations fail; known ones are listed in the skip;
+	// zulipYAMLDrift is no violation.
 	indices := regexp.MustCompile(`\[\d+\]`)
-	known := map[string]bool{}
+	known, drift := map[string]bool{}, map[string]bool{}
 	for _, k := range knownViolations {
 		known[k.route+" "+k.path] = false
+	}
+	for _, d := range zulipYAMLDrift {
+		drift[d.route+" "+d.path] = false
 	}
 	var unknown, gaps []string
 	for _, f := range seen {
 		key := f.route + " " + indices.ReplaceAllString(f.path, "[]")
 		line := fmt.Sprintf("%s → %s at %s: %s", f.route, f.status, f.path, f.problem)
-		if _, ok := known[key]; ok {
+		if _, ok := drift[key]; ok {
+			drift[key] = true
+		} else if _, ok := known[key]; ok {
 			known[key] = true
 			gaps = append(gaps, line)
 		} else {
@@ -707,6 +717,11 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	for _, k := range knownViolations {
 		if !known[k.route+" "+k.path] {
 			t.Errorf("knownViolations entry {%q, %q} is no longer seen: remove it", k.route, k.path)
+		}
+	}
+	for _, d := range zulipYAMLDrift {
+		if !drift[d.route+" "+d.path] {
+			t.Errorf("zulipYAMLDrift entry {%q, %q} is no longer seen: remove it", d.route, d.path)
 		}
 	}
 	if len(gaps) > 0 && !t.Failed() {
@@ -768,5 +783,9 @@ func TestOpenAPI_ExtractIsWellFormed(t *testing.T) {
 	}
 	if !bytes.Contains(raw, []byte(`"JsonSuccessBase"`)) {
 		t.Errorf("the extract lacks JsonSuccessBase")
+	}
+	// A stub accepts anything, so a stubbed component would hide violations.
+	if stubs, _ := spec.doc["x-zulite-stubbed-schemas"].([]any); len(stubs) > 0 {
+		t.Errorf("components referenced but not transcribed: %v", stubs)
 	}
 }

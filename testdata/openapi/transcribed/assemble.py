@@ -4,6 +4,14 @@ import yaml, json, re
 def load(p): return yaml.safe_load(open(os.path.join(HERE, p)))
 register = load('register.yaml'); ss = load('server_settings.yaml')
 paths = load('paths.yaml'); comps = load('components.yaml')
+paths.update(load('paths_a.yaml'))
+extra = load('components_a.yaml')
+assert not set(extra) & set(comps), set(extra) & set(comps)
+comps.update(extra)
+events = load('events.yaml')
+items = paths['/events']['get']['responses']['200']['content']['application/json']['schema']['allOf'][1]['properties']['events']['items']
+assert items == {'oneOf': 'EVENTS'}
+items['oneOf'] = events
 def envelope(props):
     p = {'result': {}, 'msg': {}, 'ignored_parameters_unsupported': {}}
     p.update(props)
