@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -258,11 +259,19 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 		req.Refusal = refusal(errInsufficientPermission) // nobody may set a channel's topics policy
 	}
 	req.CreationRefusal = creationRefusal(r.user, req.InviteOnly, webPublic, defaultChannel, historyPublic, retention)
+	if req.CreationRefusal == nil && !s.mayCreateChannels(r.user, req.InviteOnly) {
+		req.CreationRefusal = refusal(errInsufficientPermission) // the organisation's setting
+	}
+	req.MaxCreate, req.TooManyCreated = maxNewChannelsPerRequest, refusal(errTooManyNewChannels)
+	if left, wait := s.channelBudget.left(r.user.ID, time.Now()); left < maxNewChannelsPerRequest {
+		req.MaxCreate, req.TooManyCreated = max(left, 0), refusal(rateLimited(wait))
+	}
 
 	res, err := s.store.subscribeUsers(req)
 	if err != nil {
 		return nil, err
 	}
+	s.channelBudget.spend(r.user.ID, res.Created, time.Now())
 	byUser := func(list []usersChannels) map[string][]string {
 		m := map[string][]string{}
 		for _, uc := range list {
@@ -556,7 +565,10 @@ func (s *server) unsubscribe(r *apiRequest) (any, error) {
 // see, public and subscribed ones by default (Zulip's get_streams_backend).
 func (s *server) listChannels(r *apiRequest) (any, error) {
 	var f channelFilter
-	var err error
+	err := s.takeListing(r)
+	if err != nil {
+		return nil, err
+	}
 	if f.Public, err = r.params.optionalBool("include_public", true); err != nil {
 		return nil, err
 	}

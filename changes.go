@@ -71,6 +71,13 @@ type subscriptionPropertyChanged struct {
 	Color     string
 }
 
+// realmGroupChanged: an administrator set an organisation permission
+// setting to a system group.
+type realmGroupChanged struct {
+	Setting string
+	Group   int
+}
+
 // accountChanged: an account, its keys or its password changed. The
 // store forgets the account's cached credentials in the commit itself
 // (store.updateReporting), so no caller has to remember to. EndsSessions

@@ -33,6 +33,7 @@ type options struct {
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.
 	TrustedProxies string `json:"-"`
 	MaxConns       int    `json:"-"`
+	MaxChannels    int    `json:"-"`
 	Name           string `json:"name,omitempty"`
 	Description    string `json:"description,omitempty"`
 	Admin          bool   `json:"admin,omitempty"`
@@ -99,6 +100,7 @@ var flagTable = []flagSpec{
 	{name: "read-timeout", command: "serve", env: "ZULITE_READ_TIMEOUT", def: 60 * time.Second, help: "time allowed to send a whole request, body included", field: func(o *options) any { return &o.BodyWait }},
 	{name: "log-format", command: "serve", env: "ZULITE_LOG_FORMAT", def: "text", help: "log format, text or json", field: func(o *options) any { return &o.LogFormat }},
 	{name: "max-connections", command: "serve", env: "ZULITE_MAX_CONNECTIONS", def: defaultMaxConnections, help: "open connections at most; one address may hold a quarter of them (at least 16; trusted proxies are not limited per address); past either, the oldest quiet connection is closed", field: func(o *options) any { return &o.MaxConns }},
+	{name: "max-channels", command: "serve", env: "ZULITE_MAX_CHANNELS", def: defaultMaxChannels, help: "channels the server holds at most; creating more is refused", field: func(o *options) any { return &o.MaxChannels }},
 	{name: "trusted-proxies", command: "serve", env: "ZULITE_TRUSTED_PROXIES", help: "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (the rightmost address not among them), for the failed-authentication limit", field: func(o *options) any { return &o.TrustedProxies }},
 	{name: "metrics-addr", command: "serve", env: "ZULITE_METRICS_ADDR", help: "serve GET /metrics without authentication on this address of its own; on the API address it is for administrators", field: func(o *options) any { return &o.MetricsAddr }},
 	{name: "tls-cert", command: "serve", env: "ZULITE_TLS_CERT", help: "TLS certificate file, PEM", field: func(o *options) any { return &o.TLSCert }},

@@ -379,6 +379,17 @@ var (
 // makes only once it knows it is needed.
 func refusal(e *apiError) error { return &rejection{e.msg, always(e)} }
 
+// An organisation setting (zerver/views/realm.py).
+var errRealmSettingChanged = badRequest("'old' value does not match the expected value.")
+
+// How many channels may be created: per request and in all (zulite's
+// bounds; Zulip sets none), and per account per hour (a rate limit).
+var errTooManyNewChannels = badRequest("Too many new channels in one request (limit: " + strconv.Itoa(maxNewChannelsPerRequest) + ").")
+
+func errChannelLimit(max uint64) error {
+	return refusal(badRequest("This server holds its most channels (" + strconv.FormatUint(max, 10) + "); ask its administrator."))
+}
+
 // errGroupNotAllowed refuses a system group a permission setting may not
 // have; it is a store rejection (the check runs in the transaction).
 func errGroupNotAllowed(setting, group string) error {

@@ -243,8 +243,7 @@ func supportedPermissionSettings() map[string]map[string]any {
 // get_corresponding_policy_value_for_group_setting): the group's value
 // in Realm.SYSTEM_GROUPS_ENUM_MAP, or for can_mention_many_users_group in
 // Realm.SYSTEM_GROUPS_TO_WILDCARD_MENTION_POLICY_MAP.
-func legacyPolicy(setting string) int {
-	group := realmPermission(setting).value
+func legacyPolicy(setting string, group int) int {
 	if setting == "can_mention_many_users_group" {
 		return map[int]int{groupEveryone: 1, groupMembers: 2, groupFullMembers: 3, groupAdministrators: 5, groupNobody: 6, groupModerators: 7}[group]
 	}

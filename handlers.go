@@ -33,6 +33,9 @@ type server struct {
 	events    *eventHub
 	limits    *rateLimiter // nil: no rate limits
 	walks     *walkSlots   // one message walk at a time per account
+	// channelBudget bounds the channels an account creates in an hour.
+	channelBudget *channelBudget
+	listings      chan struct{} // listingSlots: channel-listing answers being built
 	// trustedProxies are the peers whose X-Forwarded-For is believed
 	// (--trusted-proxies).
 	trustedProxies []netip.Prefix
@@ -57,7 +60,7 @@ func (s *server) routeList() []string {
 // newServer wires a server over an open store.
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
-		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), walks: newWalkSlots(), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now()}
+		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), walks: newWalkSlots(), channelBudget: newChannelBudget(), listings: make(chan struct{}, listingSlots), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now()}
 	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening, commits: s.metrics.observeCommit})
 	return s
 }
@@ -90,6 +93,7 @@ func (s *server) routes() http.Handler {
 	handle("POST /api/v1/users/me/android_gcm_reg_id", s.api(s.addFCMToken, humansOnly))
 	handle("DELETE /api/v1/users/me/android_gcm_reg_id", s.api(s.removeFCMToken, humansOnly))
 	handle("PATCH /api/v1/settings", s.api(s.updateSettings, humansOnly))
+	handle("PATCH /api/v1/realm", s.api(s.updateRealm, adminsOnly))
 	handle("GET /api/v1/users/me/subscriptions", s.api(s.listSubscriptions))
 	handle("POST /api/v1/users/me/subscriptions", s.api(s.subscribe))
 	handle("DELETE /api/v1/users/me/subscriptions", s.api(s.unsubscribe))
@@ -182,6 +186,9 @@ type apiRequest struct {
 	*http.Request
 	user   user
 	params *params
+	// answered runs once the answer is written (or refused): what a
+	// handler holds until its answer is out, such as a listing slot.
+	answered []func()
 }
 
 // apiHandler returns the data of a success envelope, or an error.
@@ -306,12 +313,30 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request, u user, h apiHand
 		writeError(w, s.log, r, err)
 		return
 	}
-	data, err := h(&apiRequest{Request: r, user: u, params: p})
+	ar := &apiRequest{Request: r, user: u, params: p}
+	defer func() {
+		for _, f := range ar.answered {
+			f()
+		}
+	}()
+	data, err := h(ar)
 	if err != nil {
 		writeError(w, s.log, r, err)
 		return
 	}
 	if err := writeSuccess(w, data, p.ignored()); err != nil {
 		writeError(w, s.log, r, internalError(err))
+	}
+}
+
+// takeListing waits for one of the listing slots (or for the request to
+// go away), held until the answer is written.
+func (s *server) takeListing(r *apiRequest) error {
+	select {
+	case s.listings <- struct{}{}:
+		r.answered = append(r.answered, func() { <-s.listings })
+		return nil
+	case <-r.Context().Done():
+		return r.Context().Err()
 	}
 }

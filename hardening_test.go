@@ -621,3 +621,85 @@ func TestNames_InvisibleAndRefusedCharacters(t *testing.T) {
 		t.Errorf("a 5000-character channel name: got %d and a %d-byte message, want 400 and a short one", r.status, len(r.str("msg")))
 	}
 }
+
+// One member can no longer create channels without end: Zulip's
+// organisation setting decides who may (members, by default; an
+// administrator may restrict it), a request creates at most 100, an
+// account at most 200 an hour, and the server holds at most
+// --max-channels; each refusal creates nothing (issue 11, item 2).
+func TestChannelCreation_PolicyAndBounds(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db, "--max-channels", "250")
+	defer srv.stop()
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	r := e2eRunCLI(t, bin, "user", "add", "mallory@example.com", "--db", db)
+	r.wantOK(t, "user add")
+	mallory := e2eNewClient(srv.baseURL, "mallory@example.com", strings.TrimSpace(r.stdout))
+	channels := func() int {
+		status, body, _ := owner.do(t, http.MethodGet, "/api/v1/streams", url.Values{"include_all": {"true"}}, e2ePython)
+		if status != 200 {
+			t.Fatalf("GET /streams: %d", status)
+		}
+		return len(body["streams"].([]any))
+	}
+	subscribe := func(c *client, first, n int) (int, map[string]any) {
+		var names []string
+		for i := range n {
+			names = append(names, fmt.Sprintf(`{"name":"c%d"}`, first+i))
+		}
+		status, body, _ := c.do(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {"[" + strings.Join(names, ",") + "]"}}, e2ePython)
+		return status, body
+	}
+	// Per request.
+	if status, body := subscribe(mallory, 0, 101); status != 400 || body["msg"] != "Too many new channels in one request (limit: 100)." {
+		t.Errorf("101 new channels: got %d %v", status, body["msg"])
+	}
+	if n := channels(); n != 0 {
+		t.Fatalf("after a refused request: %d channels, want 0", n)
+	}
+	// Per hour: 200, then a 429.
+	for i := range 2 {
+		if status, body := subscribe(mallory, i*100, 100); status != 200 {
+			t.Fatalf("100 new channels (%d): got %d %v", i, status, body["msg"])
+		}
+	}
+	if status, body := subscribe(mallory, 200, 1); status != 429 || body["code"] != "RATE_LIMIT_HIT" {
+		t.Errorf("the 201st channel within the hour: got %d %v, want 429", status, body["code"])
+	}
+	// The server's bound: 250 in all.
+	if status, body := subscribe(owner, 300, 50); status != 200 {
+		t.Fatalf("the owner's 50: got %d %v", status, body["msg"])
+	}
+	if status, body := subscribe(owner, 400, 1); status != 400 || !strings.Contains(fmt.Sprint(body["msg"]), "holds its most channels (250)") {
+		t.Errorf("the 251st channel: got %d %v", status, body["msg"])
+	}
+	if n := channels(); n != 250 {
+		t.Errorf("channels: got %d, want 250", n)
+	}
+	// The organisation's setting: only administrators may create public channels.
+	status, body, _ := owner.do(t, http.MethodPatch, "/api/v1/realm", url.Values{"can_create_public_channel_group": {fmt.Sprintf(`{"new":%d}`, groupAdministrators)}}, e2ePython)
+	if status != 200 {
+		t.Fatalf("PATCH /realm: %d %v", status, body["msg"])
+	}
+	if status, body, _ := mallory.do(t, http.MethodPatch, "/api/v1/realm", url.Values{"can_create_public_channel_group": {fmt.Sprintf(`{"new":%d}`, groupMembers)}}, e2ePython); status != 400 || body["msg"] != "Must be an organization administrator" {
+		t.Errorf("PATCH /realm by a member: got %d %v", status, body["msg"])
+	}
+	status, reg, _ := mallory.do(t, http.MethodPost, "/api/v1/register", url.Values{"fetch_event_types": {`["realm"]`}}, e2ePython)
+	if status != 200 || fmt.Sprint(reg["realm_can_create_public_channel_group"]) != strconv.Itoa(groupAdministrators) {
+		t.Errorf("register: got %d, realm_can_create_public_channel_group %v", status, reg["realm_can_create_public_channel_group"])
+	}
+	status, body, _ = owner.do(t, http.MethodPatch, "/api/v1/realm", url.Values{"can_create_public_channel_group": {fmt.Sprintf(`{"new":%d}`, groupNobody)}}, e2ePython)
+	if status != 200 {
+		t.Fatalf("PATCH /realm to nobody: %d %v", status, body["msg"])
+	}
+	if status, body, _ := owner.do(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"c0"},{"name":"fresh"}]`}}, e2ePython); status != 400 || body["msg"] != "Insufficient permission" {
+		t.Errorf("creating a public channel when nobody may: got %d %v, want Insufficient permission", status, body["msg"])
+	}
+	if n := channels(); n != 250 {
+		t.Errorf("channels after the refusal: got %d, want 250", n)
+	}
+	if status, body, _ := mallory.do(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"c0"}]`}}, e2ePython); status != 200 {
+		t.Errorf("joining an existing channel after the restriction: got %d %v", status, body["msg"])
+	}
+}

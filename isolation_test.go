@@ -64,6 +64,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
+		"PATCH /api/v1/realm":                            {{"PATCH", "/api/v1/realm", url.Values{"can_create_public_channel_group": {`{"new":8}`}}}},
 		"GET /health":                                    {{"GET", "/health", nil}},
 		"GET /metrics":                                   {{"GET", "/metrics", nil}},
 		"GET /api/v1/server_settings":                    {{"GET", "/api/v1/server_settings", nil}},

@@ -87,10 +87,14 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.MaxConns < 1 {
 		return fmt.Errorf("%w: --max-connections must be at least 1", errUsage)
 	}
+	if o.MaxChannels < 1 {
+		return fmt.Errorf("%w: --max-channels must be at least 1", errUsage)
+	}
 	st, err := openStore(o.DB, lockTimeout)
 	if err != nil {
 		return err
 	}
+	st.maxChannels = uint64(o.MaxChannels)
 	defer st.close()
 
 	ln, err := net.Listen("tcp", o.Addr)
@@ -136,6 +140,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	s.trustedProxies = proxies
 	if rules == nil {
 		s.logins = nil // off switches off every kind of limit, the per-account login one too
+		s.channelBudget = nil
 	}
 	go s.events.run(ctx)
 	go s.passwords.prepareAtStart() // the first unknown login then costs one hash, like the rest

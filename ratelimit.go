@@ -276,3 +276,61 @@ func (w *walkSlots) take(ctx context.Context, userID uint64) (func(), error) {
 		return nil, ctx.Err()
 	}
 }
+
+// Channel creation is bounded per request (maxNewChannelsPerRequest) and
+// per account per hour (channelsPerHour): one member once created 21,000
+// channels in one request, and with them every channel list grew.
+const (
+	maxNewChannelsPerRequest = 100
+	channelsPerHour          = 200
+	defaultMaxChannels       = 10_000 // --max-channels
+)
+
+// listingSlots bounds the answers that list every channel (GET /streams
+// and register) being built at once: each holds its whole answer in
+// memory until sent, up to about 10 MiB at --max-channels' default.
+const listingSlots = 4
+
+// channelBudget counts the channels each account created in its current
+// hour. nil (--rate-limit off) allows any number.
+type channelBudget struct {
+	mu       sync.Mutex
+	accounts map[uint64]*hourCount
+}
+
+type hourCount struct {
+	start time.Time
+	n     int
+}
+
+func newChannelBudget() *channelBudget { return &channelBudget{accounts: map[uint64]*hourCount{}} }
+
+// left is how many channels the account may still create this hour, and
+// when its hour ends.
+func (b *channelBudget) left(userID uint64, now time.Time) (int, time.Duration) {
+	if b == nil {
+		return channelsPerHour, 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.accounts[userID]
+	if c == nil || now.Sub(c.start) >= time.Hour {
+		return channelsPerHour, 0
+	}
+	return channelsPerHour - c.n, c.start.Add(time.Hour).Sub(now)
+}
+
+// spend counts n channels created by the account.
+func (b *channelBudget) spend(userID uint64, n int, now time.Time) {
+	if b == nil || n == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.accounts[userID]
+	if c == nil || now.Sub(c.start) >= time.Hour {
+		c = &hourCount{start: now}
+		b.accounts[userID] = c
+	}
+	c.n += n
+}

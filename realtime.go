@@ -34,6 +34,10 @@ func (s *server) register(r *apiRequest) (any, error) {
 		clientGravatar: o.clientGravatar, allPublic: o.allPublic, userSettingsObject: o.capabilities.userSettingsObject,
 		emptyTopicName: o.capabilities.emptyTopicName}
 	s.events.register(q)
+	if err := s.takeListing(r); err != nil {
+		s.events.remove(q.userID, q.id)
+		return nil, err
+	}
 	state, err := s.initialState(r.user, q.id, o)
 	if err != nil { // a queue whose state could not be read is of no use
 		s.events.remove(q.userID, q.id)
@@ -230,6 +234,8 @@ func (s *server) publishChange(change any) {
 		s.publishFlags(c)
 	case subscriptionsChanged:
 		s.publishSubscriptions(c)
+	case realmGroupChanged:
+		s.publishRealmGroup(c)
 	case accountChanged:
 		if c.EndsSessions {
 			s.events.removeAll(c.UserID)

@@ -140,7 +140,7 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		state["realm_billing"] = map[string]bool{"has_pending_sponsorship_request": false}
 	}
 	if want("realm_user") {
-		addRealmUserState(state, u, users, o)
+		s.addRealmUserState(state, u, users, o)
 	}
 	if want("subscription") {
 		if err := s.addSubscriptionState(state, u, o); err != nil {
@@ -231,7 +231,7 @@ func newRegisterUser(u user, clientGravatar bool) registerUser {
 
 // addRealmUserState adds the realm_user fetch type: every user, and the
 // caller as Zulip describes them at the top level.
-func addRealmUserState(state map[string]any, u user, users []user, o registerOptions) {
+func (s *server) addRealmUserState(state map[string]any, u user, users []user, o registerOptions) {
 	active, inactive := []registerUser{}, []registerUser{}
 	for _, other := range users {
 		if other.Active {
@@ -246,14 +246,14 @@ func addRealmUserState(state map[string]any, u user, users []user, o registerOpt
 	state["avatar_source"] = "G"
 	state["avatar_url"] = avatar
 	state["avatar_url_medium"] = strings.Replace(avatar, "?d=identicon&", "?d=identicon&s=500&", 1)
-	canCreatePrivate := inGroup(u, realmPermission("can_create_private_channel_group").value)
-	canCreatePublic := inGroup(u, realmPermission("can_create_public_channel_group").value)
-	canCreateWebPublic := inGroup(u, realmPermission("can_create_web_public_channel_group").value)
+	canCreatePrivate := inGroup(u, s.store.realmGroup("can_create_private_channel_group"))
+	canCreatePublic := inGroup(u, s.store.realmGroup("can_create_public_channel_group"))
+	canCreateWebPublic := inGroup(u, s.store.realmGroup("can_create_web_public_channel_group"))
 	state["can_create_private_streams"] = canCreatePrivate
 	state["can_create_public_streams"] = canCreatePublic
 	state["can_create_web_public_streams"] = canCreateWebPublic
 	state["can_create_streams"] = canCreatePrivate || canCreatePublic || canCreateWebPublic
-	state["can_invite_others_to_realm"] = inGroup(u, realmPermission("can_invite_users_group").value)
+	state["can_invite_others_to_realm"] = inGroup(u, s.store.realmGroup("can_invite_users_group"))
 	state["is_admin"] = u.isAdmin()
 	state["is_owner"] = u.Role == roleOwner
 	state["is_moderator"] = u.Role <= roleModerator // administrators too, since feature level 380
@@ -443,16 +443,16 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"zulip_update_announcements_stream_id":     -1,
 		"date_created":                             realmCreated(users),
 		"empty_topic_display_name":                 emptyTopicDisplayName,
-		"create_public_stream_policy":              legacyPolicy("can_create_public_channel_group"),
-		"create_private_stream_policy":             legacyPolicy("can_create_private_channel_group"),
-		"create_web_public_stream_policy":          legacyPolicy("can_create_web_public_channel_group"),
-		"wildcard_mention_policy":                  legacyPolicy("can_mention_many_users_group"),
+		"create_public_stream_policy":              legacyPolicy("can_create_public_channel_group", s.store.realmGroup("can_create_public_channel_group")),
+		"create_private_stream_policy":             legacyPolicy("can_create_private_channel_group", s.store.realmGroup("can_create_private_channel_group")),
+		"create_web_public_stream_policy":          legacyPolicy("can_create_web_public_channel_group", s.store.realmGroup("can_create_web_public_channel_group")),
+		"wildcard_mention_policy":                  legacyPolicy("can_mention_many_users_group", s.store.realmGroup("can_mention_many_users_group")),
 	}
 	for name, v := range realm {
 		state["realm_"+name] = v
 	}
 	for _, p := range realmPermissionSettings {
-		state["realm_"+p.name] = p.value
+		state["realm_"+p.name] = s.store.realmGroup(p.name)
 	}
 	server := map[string]any{
 		"max_avatar_file_size_mib":                         5,

@@ -5,6 +5,8 @@ package main
 //
 //	meta             "schema_version" → uint64
 //	                 "key_secret"     → 32 random bytes, the BLAKE2b key for API keys
+//	                 "realm_groups"   → organisation permission settings changed by
+//	                                    an administrator: setting name → system group id (JSON)
 //	users            user id → user (JSON)
 //	user_emails      lower-cased e-mail → user id
 //	api_keys         user id ‖ BLAKE2b-256(secret, key) → created, unix seconds (uint64)
@@ -100,6 +102,7 @@ var (
 
 	keySchemaVersion = []byte("schema_version")
 	keyKeySecret     = []byte("key_secret")
+	keyRealmGroups   = []byte("realm_groups")
 )
 
 // storeHooks are how the store tells of committed changes.
@@ -221,6 +224,12 @@ type store struct {
 	hooks   atomic.Pointer[storeHooks]
 	hashers sync.Pool     // keyed BLAKE2b states, reset for each key
 	maxID   atomic.Uint64 // the largest message id
+	// realmGroups are the organisation permission settings an
+	// administrator changed (meta's realm_groups), by setting name.
+	realmGroups atomic.Pointer[map[string]int]
+	// maxChannels bounds the channels the server holds (--max-channels; 0:
+	// no bound, as in tests).
+	maxChannels uint64
 }
 
 // openStore opens (creating if needed) the database at path, waiting at
@@ -327,6 +336,7 @@ func (s *store) load(tx *bbolt.Tx) {
 	s.keySecret = slices.Clone(tx.Bucket(bucketMeta).Get(keyKeySecret))
 	s.maxID.Store(tx.Bucket(bucketMessages).Sequence())
 	s.dummyKeyHash = s.keyHash(strings.Repeat("0", apiKeyLength))
+	s.loadRealmGroups(tx)
 }
 
 // close stops the committer (writes still waiting get errStoreClosed)

@@ -388,6 +388,10 @@ type subscribeRequest struct {
 	// checked; CreationRefusal refuses it if it would create a channel.
 	// Both are rejections (envelope.go's refusal).
 	Refusal, CreationRefusal error
+	// MaxCreate is how many channels the request may create when
+	// TooManyCreated (a rejection) is set to refuse one that would create more.
+	MaxCreate      int
+	TooManyCreated error
 }
 
 // usersChannels is, for one user, the names of some channels.
@@ -404,6 +408,7 @@ type subscribeResult struct {
 	// no such messages, so it is false whenever a human other than the
 	// caller joined a channel the request did not create.
 	Notified bool
+	Created  int // channels the request created
 }
 
 // subscribe subscribes the user to each named channel, creating missing
@@ -467,6 +472,13 @@ func (s *store) subscribeUsers(req subscribeRequest) (subscribeResult, error) {
 		if len(create) > 0 && req.CreationRefusal != nil {
 			return req.CreationRefusal
 		}
+		if req.TooManyCreated != nil && len(create) > req.MaxCreate {
+			return req.TooManyCreated
+		}
+		if s.maxChannels > 0 && tx.Bucket(bucketChannels).Sequence()+uint64(len(create)) > s.maxChannels {
+			return errChannelLimit(s.maxChannels)
+		}
+		res.Created = len(create)
 		var authorized []channel
 		for _, ch := range existing {
 			if canAccess(tx, req.Caller, ch) {
@@ -857,4 +869,46 @@ func nonNilInts(ids []int) []int {
 		return []int{}
 	}
 	return ids
+}
+
+// realmGroup is the system group an organisation permission setting
+// holds: an administrator's choice (PATCH /realm; zulite lets the
+// channel-creation settings be changed), else zulite's default
+// (realmPermissionSettings).
+func (s *store) realmGroup(name string) int {
+	if m := s.realmGroups.Load(); m != nil {
+		if g, ok := (*m)[name]; ok {
+			return g
+		}
+	}
+	return realmPermission(name).value
+}
+
+// setRealmGroup stores an organisation permission setting.
+func (s *store) setRealmGroup(name string, group int) error {
+	var next map[string]int
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		next = map[string]int{}
+		if v := tx.Bucket(bucketMeta).Get(keyRealmGroups); v != nil {
+			if err := json.Unmarshal(v, &next); err != nil {
+				return err
+			}
+		}
+		next[name] = group
+		report(realmGroupChanged{Setting: name, Group: group})
+		return putJSON(tx.Bucket(bucketMeta), keyRealmGroups, next)
+	})
+	if err == nil {
+		s.realmGroups.Store(&next)
+	}
+	return err
+}
+
+// loadRealmGroups reads the administrators' permission choices.
+func (s *store) loadRealmGroups(tx *bbolt.Tx) {
+	m := map[string]int{}
+	if v := tx.Bucket(bucketMeta).Get(keyRealmGroups); v != nil {
+		json.Unmarshal(v, &m)
+	}
+	s.realmGroups.Store(&m)
 }

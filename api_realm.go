@@ -1,0 +1,92 @@
+package main
+
+// The organisation's settings an administrator may change: for now, who
+// may create channels (Zulip's can_create_public_channel_group and
+// can_create_private_channel_group; by default every member may, as in
+// Zulip). The other settings stay at the values register reports.
+
+// realmChangeable are the organisation settings PATCH /realm changes.
+var realmChangeable = []string{"can_create_public_channel_group", "can_create_private_channel_group"}
+
+// updateRealm serves PATCH /api/v1/realm for administrators. A group
+// setting's value is Zulip's {"new": value, "old": value} (old
+// optional), the new value a system group's id; zulite has no other
+// groups, so an anonymous group ({"direct_members": ...}) is refused.
+func (s *server) updateRealm(r *apiRequest) (any, error) {
+	type change struct {
+		name  string
+		group int
+	}
+	var changes []change
+	for _, name := range realmChangeable {
+		raw, ok := r.params.lookup(name)
+		if !ok {
+			continue
+		}
+		parsed, err := decodeJSON(name, raw)
+		if err != nil {
+			return nil, err
+		}
+		obj, isDict := parsed.(map[string]any)
+		if !isDict {
+			return nil, errNotDict(name)
+		}
+		next, present := obj["new"]
+		if !present {
+			return nil, errKeyMissing("new", name)
+		}
+		id, isInt := jsonInt(next)
+		if !isInt {
+			return nil, errPermissionDenied.words("") // an anonymous group: zulite holds none
+		}
+		if err := checkRealmGroup(name, int(id)); err != nil {
+			return nil, err
+		}
+		if old, given := obj["old"]; given {
+			if oldID, ok := jsonInt(old); !ok || int(oldID) != s.store.realmGroup(name) {
+				return nil, errRealmSettingChanged
+			}
+		}
+		changes = append(changes, change{name, int(id)})
+	}
+	for _, c := range changes {
+		if err := s.store.setRealmGroup(c.name, c.group); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// checkRealmGroup is Zulip's check of a realm group setting's value:
+// an existing system group that the setting allows.
+func checkRealmGroup(name string, id int) error {
+	p := realmPermission(name)
+	switch {
+	case id < groupOwners || id > groupNobody:
+		return errNoSuchGroup.words("")
+	case id == groupInternet:
+		return errGroupNotAllowed(name, "role:internet")
+	case id == groupEveryone && !p.allowEveryoneGroup:
+		return errGroupNotAllowed(name, "role:everyone")
+	case id == groupNobody && !p.allowNobodyGroup:
+		return errGroupNotAllowed(name, "role:nobody")
+	}
+	return nil
+}
+
+// publishRealmGroup tells every queue that hears realm events that an
+// organisation permission setting changed (Zulip's realm update_dict).
+func (s *server) publishRealmGroup(c realmGroupChanged) {
+	e := event{"type": "realm", "op": "update_dict", "property": "default", "data": map[string]any{c.Setting: c.Group}}
+	s.events.publish("realm", func(*eventQueue) bool { return true }, func(*eventQueue) event { return cloneEvent(e) })
+}
+
+// mayCreateChannels answers whether the user may create a channel of
+// that kind, by the organisation's setting.
+func (s *server) mayCreateChannels(u user, private bool) bool {
+	setting := "can_create_public_channel_group"
+	if private {
+		setting = "can_create_private_channel_group"
+	}
+	return inGroup(u, s.store.realmGroup(setting))
+}
