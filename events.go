@@ -68,13 +68,6 @@ type queuedEvent struct {
 	raw json.RawMessage
 }
 
-// capabilityOn tells whether register's client_capabilities (decoded,
-// nil when absent) declares a capability: true, and nothing else, is on.
-func capabilityOn(capabilities map[string]any, name string) bool {
-	on, _ := capabilities[name].(bool)
-	return on
-}
-
 func (q *eventQueue) wants(eventType string) bool {
 	return q.types == nil || slices.Contains(q.types, eventType)
 }

@@ -147,15 +147,15 @@ type permissionSetting struct {
 // with Zulip's defaults. zulite holds a permission with Zulip's default
 // group where it has the feature, and with role:nobody where it does
 // not: nobody can invite, add custom emoji, create bots or groups,
-// delete, move or resolve messages, send direct messages, subscribe
-// others, summarize topics or use wildcard mentions (they notify nobody
-// here). Channels are created on subscribe by any member (guests too,
-// which members, Zulip's closest allowed group, leaves unsaid).
+// delete, move or resolve messages, send direct messages, summarize
+// topics or use wildcard mentions (they notify nobody here). Members
+// create channels and subscribe others. An administrator may change who
+// creates channels (PATCH /realm; store.realmGroup).
 var realmPermissionSettings = []permissionSetting{
 	{name: "create_multiuse_invite_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
 	{name: "can_access_all_users_group", value: groupEveryone, requireSystemGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone",
 		allowedSystemGroups: []string{"role:everyone", "role:members"}},
-	{name: "can_add_subscribers_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	{name: "can_add_subscribers_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"}, // members subscribe others (principals)
 	{name: "can_add_custom_emoji_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	{name: "can_create_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	{name: "can_create_groups", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},

@@ -244,3 +244,18 @@ func BenchmarkChannelTopics_ThousandTopicsMillionMessages(b *testing.B) {
 		}
 	}
 }
+
+// withNotificationDefaults fills the inherited channel notification
+// settings with the user's defaults, as Zulip's register does for
+// clients that do not declare the notification_settings_null capability
+// (handle_stream_notifications_compatibility; wildcard_mentions_notify
+// stays null). zulite has no user-level settings: Zulip's defaults, all
+// off, are every user's.
+func (o *subscriptionObject) withNotificationDefaults() {
+	for _, setting := range []**bool{&o.DesktopNotifications, &o.AudibleNotifications, &o.PushNotifications, &o.EmailNotifications} {
+		if *setting == nil {
+			off := false
+			*setting = &off
+		}
+	}
+}
