@@ -369,8 +369,18 @@ func TestMaxConnections_PartialHeadersGetAShareAndLongPollsLive(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("the long poll did not answer the send")
 	}
-	if _, metrics := e2eMetrics(t, srv); !strings.Contains(metrics, "zulite_connections_refused_total ") {
+	_, metrics := e2eMetrics(t, srv)
+	if !strings.Contains(metrics, "zulite_connections_refused_total ") {
 		t.Errorf("metrics: no zulite_connections_refused_total")
+	}
+	seen := map[string]bool{} // Prometheus refuses a page that declares a metric twice
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, "# TYPE ") {
+			if seen[line] {
+				t.Errorf("metrics: %q declared twice", line)
+			}
+			seen[line] = true
+		}
 	}
 }
 

@@ -279,11 +279,6 @@ func (m *metrics) render(b io.Writer, db storeFigures) {
 		fmt.Fprintln(b, "# TYPE zulite_connections_refused_total counter")
 		fmt.Fprintf(b, "zulite_connections_refused_total %d\n", m.connsRefused.Load())
 	}
-	if m.connsRefused != nil {
-		fmt.Fprintf(b, "# HELP zulite_connections_refused_total Connections closed by --max-connections: newcomers without room, and quiet ones closed to make room.\n")
-		fmt.Fprintf(b, "# TYPE zulite_connections_refused_total counter\n")
-		fmt.Fprintf(b, "zulite_connections_refused_total %d\n", m.connsRefused.Load())
-	}
 }
 
 func writeHistogram(b io.Writer, name, labels string, h *histogram) {
