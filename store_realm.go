@@ -1,0 +1,51 @@
+package main
+
+import (
+	"encoding/json"
+
+	"go.etcd.io/bbolt"
+)
+
+// The store's organisation settings that an administrator changes.
+
+// realmGroup is the system group an organisation permission setting
+// holds: an administrator's choice (PATCH /realm; zulite lets the
+// channel-creation settings be changed), else zulite's default
+// (realmPermissionSettings).
+func (s *store) realmGroup(name string) int {
+	if m := s.realmGroups.Load(); m != nil {
+		if g, ok := (*m)[name]; ok {
+			return g
+		}
+	}
+	return realmPermission(name).value
+}
+
+// setRealmGroup stores an organisation permission setting.
+func (s *store) setRealmGroup(name string, group int) error {
+	var next map[string]int
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		next = map[string]int{}
+		if v := tx.Bucket(bucketMeta).Get(keyRealmGroups); v != nil {
+			if err := json.Unmarshal(v, &next); err != nil {
+				return err
+			}
+		}
+		next[name] = group
+		report(realmGroupChanged{Setting: name, Group: group})
+		return putJSON(tx.Bucket(bucketMeta), keyRealmGroups, next)
+	})
+	if err == nil {
+		s.realmGroups.Store(&next)
+	}
+	return err
+}
+
+// loadRealmGroups reads the administrators' permission choices.
+func (s *store) loadRealmGroups(tx *bbolt.Tx) {
+	m := map[string]int{}
+	if v := tx.Bucket(bucketMeta).Get(keyRealmGroups); v != nil {
+		json.Unmarshal(v, &m)
+	}
+	s.realmGroups.Store(&m)
+}
