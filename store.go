@@ -506,6 +506,23 @@ func nameKey(name string) []byte   { return []byte(strings.ToLower(name)) }
 // index's normalisation, the only one used to compare names.
 func sameChannelName(a, b string) bool { return strings.ToLower(a) == strings.ToLower(b) }
 
+// listAll decodes every record of a bucket of JSON values, in key order.
+func listAll[T any](s *store, bucket []byte) ([]T, error) {
+	var list []T
+	err := s.view(func(tx *bbolt.Tx) error {
+		list = nil
+		return tx.Bucket(bucket).ForEach(func(_, v []byte) error {
+			var record T
+			if err := json.Unmarshal(v, &record); err != nil {
+				return err
+			}
+			list = append(list, record)
+			return nil
+		})
+	})
+	return list, err
+}
+
 func putJSON(b *bbolt.Bucket, key []byte, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {

@@ -55,21 +55,7 @@ func (s *store) createChannelTx(tx *bbolt.Tx, ch channel) (channel, error) {
 	return ch, names.Put(nameKey(ch.Name), itob(id))
 }
 
-func (s *store) channels() ([]channel, error) {
-	var list []channel
-	err := s.view(func(tx *bbolt.Tx) error {
-		list = nil
-		return tx.Bucket(bucketChannels).ForEach(func(_, v []byte) error {
-			var ch channel
-			if err := json.Unmarshal(v, &ch); err != nil {
-				return err
-			}
-			list = append(list, ch)
-			return nil
-		})
-	})
-	return list, err
-}
+func (s *store) channels() ([]channel, error) { return listAll[channel](s, bucketChannels) }
 
 func (s *store) channelByID(tx *bbolt.Tx, id uint64) (channel, error) {
 	v := tx.Bucket(bucketChannels).Get(itob(id))

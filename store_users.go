@@ -150,21 +150,7 @@ func userByEmail(tx *bbolt.Tx, email string) (user, error) {
 	return u, getJSON(tx.Bucket(bucketUsers), id, &u)
 }
 
-func (s *store) users() ([]user, error) {
-	var list []user
-	err := s.view(func(tx *bbolt.Tx) error {
-		list = nil
-		return tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
-			var u user
-			if err := json.Unmarshal(v, &u); err != nil {
-				return err
-			}
-			list = append(list, u)
-			return nil
-		})
-	})
-	return list, err
-}
+func (s *store) users() ([]user, error) { return listAll[user](s, bucketUsers) }
 
 // regenerateKey revokes every key of the account, makes one new key and,
 // as Zulip does when a key is regenerated, removes its push tokens.
