@@ -512,3 +512,14 @@ func badQueue(id string) *apiError {
 	id = echoed(id)
 	return &apiError{status: http.StatusBadRequest, code: "BAD_EVENT_QUEUE_ID", msg: "Bad event queue ID: " + id, extra: []field{{"queue_id", id}}}
 }
+
+// Presence (zerver/views/presence.py).
+var errPresenceBot = badRequest("Presence is not supported for bot users.")
+
+func errInvalidPresenceStatus(status string) *apiError {
+	return badRequest("Invalid status: " + echoed(status))
+}
+
+func errNoPresenceData(userIDOrEmail string) *apiError {
+	return badRequest("No presence data for " + echoed(userIDOrEmail))
+}

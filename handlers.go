@@ -109,6 +109,7 @@ func (s *server) routes() http.Handler {
 	handle("POST /api/v1/mark_stream_as_read", s.api(s.markStreamAsRead))
 	handle("POST /api/v1/mark_topic_as_read", s.api(s.markTopicAsRead))
 	handle("POST /api/v1/mark_all_as_read", s.api(s.markAllAsRead))
+	handle("GET /api/v1/realm/presence", s.api(s.realmPresence))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
@@ -118,6 +119,18 @@ func (s *server) routes() http.Handler {
 	// conflict with the 405 pattern of /api/v1/users/me).
 	s.patterns = append(s.patterns, "GET /api/v1/users/{user}")
 	mux.Handle("/api/v1/users/{user}", onlyGET(s.api(s.getUser)))
+	// POST /api/v1/users/me/X and GET /api/v1/users/{user}/X: one pattern
+	// each, for the same reason, that serves "me" with POST and anyone
+	// else with GET.
+	for _, r := range []struct {
+		suffix      string
+		own, others http.Handler
+	}{
+		{"presence", s.api(s.updatePresence, humansOnly), s.api(s.userPresence)},
+	} {
+		s.patterns = append(s.patterns, "POST /api/v1/users/me/"+r.suffix, "GET /api/v1/users/{user}/"+r.suffix)
+		mux.Handle("/api/v1/users/{user}/"+r.suffix, meOrOthers(r.own, r.others))
+	}
 	mux.Handle("/", s.notFound())
 	return s.withRequestLog(withCleanPath(mux))
 }
@@ -171,6 +184,22 @@ func onlyGET(h http.Handler) http.Handler {
 			return
 		}
 		other.ServeHTTP(w, r)
+	})
+}
+
+// meOrOthers serves /api/v1/users/me/X with POST (own) and
+// /api/v1/users/{user}/X with GET (others), and answers 405 otherwise.
+func meOrOthers(own, others http.Handler) http.Handler {
+	notPOST := methodNotAllowed([]string{http.MethodPost})
+	onlyOthers := onlyGET(others)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("user") != "me" {
+			onlyOthers.ServeHTTP(w, r)
+		} else if r.Method == http.MethodPost {
+			own.ServeHTTP(w, r)
+		} else {
+			notPOST.ServeHTTP(w, r)
+		}
 	})
 }
 

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Limits and intervals register announces. The lengths are what zulite
@@ -48,15 +47,16 @@ type clientCapabilities struct {
 
 // registerOptions are register's parameters, checked before a queue is made.
 type registerOptions struct {
-	eventTypes         []string // nil: every type
-	fetchTypes         []string // nil: every type
-	narrow             []narrowTerm
-	applyMarkdown      bool
-	clientGravatar     bool
-	allPublic          bool
-	includeSubscribers bool // true, or "partial", which zulite answers in full
-	slimPresence       bool
-	capabilities       clientCapabilities
+	eventTypes          []string // nil: every type
+	fetchTypes          []string // nil: every type
+	narrow              []narrowTerm
+	applyMarkdown       bool
+	clientGravatar      bool
+	allPublic           bool
+	includeSubscribers  bool // true, or "partial", which zulite answers in full
+	slimPresence        bool
+	presenceHistoryDays *int64 // presence_history_limit_days; nil: Zulip's two weeks
+	capabilities        clientCapabilities
 }
 
 func (o registerOptions) want(fetchType string) bool {
@@ -119,10 +119,10 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	if want("muted_topics") && (o.fetchTypes == nil || !want("user_topic")) {
 		state["muted_topics"] = []struct{}{}
 	}
-	if want("presence") { // realm_presence_disabled: nobody's presence is known
-		state["presences"] = map[string]any{}
-		state["server_timestamp"] = float64(time.Now().UnixNano()) / 1e9
-		state["presence_last_update_id"] = -1
+	if want("presence") {
+		if err := s.addPresenceState(state, o); err != nil {
+			return nil, err
+		}
 	}
 	if want("realm_user_groups") {
 		state["realm_user_groups"] = newRealmUserGroups(users)
@@ -417,7 +417,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		// Settings Zulip adds by hand.
 		"allow_edit_history":             false,
 		"mandatory_topics":               false,
-		"presence_disabled":              true, // zulite has no presence
+		"presence_disabled":              false,
 		"upload_quota_mib":               nil,
 		"icon_url":                       s.realmIconURL(),
 		"icon_source":                    "G",

@@ -31,6 +31,12 @@ package main
 //	unread           user id ‖ channel id → bucket of unread chunks:
 //	                   first message id → count (uint32) ‖ last id (uint64) ‖ uvarint deltas
 //	                   (at most 1000 ids a chunk; unread.go says why)
+//	presence         user id → last active ‖ last connected (Unix seconds, uint64 each, 0: never)
+//	                 ‖ update id (uint64); written at most every presenceWriteInterval per
+//	                 user, from memory (store_presence.go)
+//
+// meta also holds "presence_update_id" → uint64, the presence update ids
+// reserved so far (store_presence.go).
 //
 // Users, channels and messages take their ids from their own bucket's
 // NextSequence. The read flag is not stored apart: a message is read
@@ -92,12 +98,14 @@ var (
 	bucketPasswords       = []byte("passwords")
 	bucketUnreadTrash     = []byte("unread_trash")
 	bucketUserSettings    = []byte("user_settings")
+	bucketPresence        = []byte("presence")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
 		bucketMessages, bucketChannelMessages, bucketUnread, bucketTopicMessages, bucketFlags,
 		bucketPasswords, bucketUnreadTrash, bucketUserSettings,
+		bucketPresence,
 	}
 
 	keySchemaVersion = []byte("schema_version")
@@ -230,6 +238,8 @@ type store struct {
 	// maxChannels bounds the channels the server holds (--max-channels; 0:
 	// no bound, as in tests).
 	maxChannels uint64
+
+	presence presenceTable // store_presence.go
 }
 
 // openStore opens (creating if needed) the database at path, waiting at
@@ -342,6 +352,7 @@ func (s *store) load(tx *bbolt.Tx) {
 // close stops the committer (writes still waiting get errStoreClosed)
 // and closes the file.
 func (s *store) close() error {
+	s.closePresence()
 	s.quiesce()
 	return s.db.Close()
 }
