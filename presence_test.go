@@ -11,7 +11,6 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-
 func TestPresence_ReportIsSeenInBothFormats(t *testing.T) {
 	e := newTestEnv(t)
 	r := e.request(t, http.MethodPost, "/api/v1/users/me/presence", url.Values{"status": {"active"}, "slim_presence": {"true"}}, &e.alice)
