@@ -523,3 +523,19 @@ func errInvalidPresenceStatus(status string) *apiError {
 func errNoPresenceData(userIDOrEmail string) *apiError {
 	return badRequest("No presence data for " + echoed(userIDOrEmail))
 }
+
+// Typing (zerver/views/typing.py, zerver/actions/typing.py,
+// zerver/lib/typed_endpoint.py).
+var (
+	errTypingOffForChannels = badRequest("User has disabled typing notifications for channel messages")
+	errTypingOffForDirect   = badRequest("User has disabled typing notifications for direct messages")
+	errTypingMissingChannel = badRequest("Missing 'stream_id' argument")
+	errTypingMissingTo      = badRequest("Missing 'to' argument")
+	errTypingEmptyTo        = badRequest("Empty 'to' list")
+	errInvalidTypingOp      = badRequest("Invalid op")
+	errInvalidTypingType    = badRequest("Invalid type")
+)
+
+func errInvalidTypingUser(id int64) *apiError {
+	return badRequest("Invalid user ID " + strconv.FormatInt(id, 10))
+}

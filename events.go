@@ -55,6 +55,9 @@ type eventQueue struct {
 	// simplified_presence_events capability, so it hears presence in the
 	// modern format (presence.go).
 	simplifiedPresence bool
+	// streamTyping: the client declared the stream_typing_notifications
+	// capability, the only clients told of typing in channels (typing.go).
+	streamTyping bool
 
 	// guarded by hub.mu
 	events   []queuedEvent

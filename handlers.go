@@ -110,6 +110,7 @@ func (s *server) routes() http.Handler {
 	handle("POST /api/v1/mark_topic_as_read", s.api(s.markTopicAsRead))
 	handle("POST /api/v1/mark_all_as_read", s.api(s.markAllAsRead))
 	handle("GET /api/v1/realm/presence", s.api(s.realmPresence))
+	handle("POST /api/v1/typing", s.api(s.sendTyping))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
