@@ -539,3 +539,19 @@ var (
 func errInvalidTypingUser(id int64) *apiError {
 	return badRequest("Invalid user ID " + strconv.FormatInt(id, 10))
 }
+
+// User status and emoji (zerver/lib/user_status.py, zerver/lib/emoji.py,
+// zerver/lib/typed_endpoint.py).
+var (
+	errNoNewValues        = badRequest("Client did not pass any new values.")
+	errEmojiNameMissing   = badRequest("Client must pass emoji_name if they pass either emoji_code or reaction_type.")
+	errStatusTextTooLong  = badRequest("status_text is too long (limit: " + strconv.Itoa(maxStatusTextLength) + " characters)")
+	errInvalidCustomEmoji = badRequest("Invalid custom emoji.")
+	errInvalidEmojiCode   = badRequest("Invalid emoji code.")
+	errInvalidEmojiName   = badRequest("Invalid emoji name.")
+	errInvalidEmojiType   = badRequest("Invalid emoji type.")
+)
+
+func errEmojiDoesNotExist(name string) *apiError {
+	return badRequest("Emoji '" + echoed(name) + "' does not exist")
+}

@@ -128,6 +128,7 @@ func (s *server) routes() http.Handler {
 		own, others http.Handler
 	}{
 		{"presence", s.api(s.updatePresence, humansOnly), s.api(s.userPresence)},
+		{"status", s.api(s.setStatus, humansOnly), s.api(s.userStatus)},
 	} {
 		s.patterns = append(s.patterns, "POST /api/v1/users/me/"+r.suffix, "GET /api/v1/users/{user}/"+r.suffix)
 		mux.Handle("/api/v1/users/{user}/"+r.suffix, meOrOthers(r.own, r.others))

@@ -243,6 +243,8 @@ func (s *server) publishChange(change any) {
 		s.publishUserSettings(c)
 	case subscriptionPropertyChanged:
 		s.publishSubscriptionProperty(c)
+	case userStatusChanged:
+		s.publishUserStatus(c)
 	}
 }
 

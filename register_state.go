@@ -186,7 +186,9 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		}
 	}
 	if want("user_status") {
-		state["user_status"] = map[string]any{}
+		if err := s.addUserStatusState(state); err != nil {
+			return nil, err
+		}
 	}
 	if want("video_calls") {
 		state["has_zoom_token"] = false

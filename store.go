@@ -34,6 +34,7 @@ package main
 //	presence         user id → last active ‖ last connected (Unix seconds, uint64 each, 0: never)
 //	                 ‖ update id (uint64); written at most every presenceWriteInterval per
 //	                 user, from memory (store_presence.go)
+//	user_status      user id → userStatus (JSON: status text, emoji, when, client; store_status.go)
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go).
@@ -99,13 +100,14 @@ var (
 	bucketUnreadTrash     = []byte("unread_trash")
 	bucketUserSettings    = []byte("user_settings")
 	bucketPresence        = []byte("presence")
+	bucketUserStatus      = []byte("user_status")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
 		bucketMessages, bucketChannelMessages, bucketUnread, bucketTopicMessages, bucketFlags,
 		bucketPasswords, bucketUnreadTrash, bucketUserSettings,
-		bucketPresence,
+		bucketPresence, bucketUserStatus,
 	}
 
 	keySchemaVersion = []byte("schema_version")
