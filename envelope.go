@@ -555,3 +555,19 @@ var (
 func errEmojiDoesNotExist(name string) *apiError {
 	return badRequest("Emoji '" + echoed(name) + "' does not exist")
 }
+
+// Uploads (zerver/views/upload.py, zerver/lib/upload/__init__.py). The
+// two file errors are the texts of Zulip's HTML answers, in an envelope.
+var (
+	errNoFileGiven         = badRequest("You must specify a file to upload")
+	errOneFileAtATime      = badRequest("You may only upload one file at a time")
+	errUploadQuota         = &rejection{"upload quota exceeded", always(&apiError{status: http.StatusBadRequest, code: "REALM_UPLOAD_QUOTA", msg: "Upload would exceed your organization's upload quota."})}
+	errNoSuchAttachment    = &rejection{"no such upload", always(&apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "This file does not exist or has been deleted."})}
+	errAttachmentForbidden = &rejection{"upload not visible", always(&apiError{status: http.StatusForbidden, code: "BAD_REQUEST", msg: "You are not authorized to view this file."})}
+	errInvalidUploadToken  = badRequest("Invalid token")
+	errInvalidUploadName   = badRequest("Invalid filename")
+)
+
+func errFileTooLarge(maxMiB int) *apiError {
+	return badRequest("File is larger than this server's configured maximum upload size (" + strconv.Itoa(maxMiB) + " MiB).")
+}

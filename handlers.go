@@ -46,6 +46,7 @@ type server struct {
 	requestIDs *requestIDs
 	requestLog *requestLog
 	started    time.Time // register's server_generation
+	uploads    uploadLimits
 }
 
 // routeList is every route's pattern, "METHOD /path", as the router
@@ -60,7 +61,7 @@ func (s *server) routeList() []string {
 // newServer wires a server over an open store.
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
-		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), walks: newWalkSlots(), channelBudget: newChannelBudget(), listings: make(chan struct{}, listingSlots), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now()}
+		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), walks: newWalkSlots(), channelBudget: newChannelBudget(), listings: make(chan struct{}, listingSlots), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now(), uploads: defaultUploadLimits()}
 	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening, commits: s.metrics.observeCommit})
 	return s
 }
@@ -111,6 +112,8 @@ func (s *server) routes() http.Handler {
 	handle("POST /api/v1/mark_all_as_read", s.api(s.markAllAsRead))
 	handle("GET /api/v1/realm/presence", s.api(s.realmPresence))
 	handle("POST /api/v1/typing", s.api(s.sendTyping))
+	handle("POST /api/v1/user_uploads", s.uploadFile())
+	handle("GET /api/v1/user_uploads/{realm_id}/{path...}", s.api(s.uploadURL))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
@@ -133,6 +136,11 @@ func (s *server) routes() http.Handler {
 		s.patterns = append(s.patterns, "POST /api/v1/users/me/"+r.suffix, "GET /api/v1/users/{user}/"+r.suffix)
 		mux.Handle("/api/v1/users/{user}/"+r.suffix, meOrOthers(r.own, r.others))
 	}
+	// Files, outside /api/v1 as in Zulip: each pattern answers 405 itself
+	// (the temporary URL's path is also an upload's path).
+	s.patterns = append(s.patterns, "GET /user_uploads/{realm_id}/{path...}", "GET /user_uploads/temporary/{token}/{filename}")
+	mux.Handle("/user_uploads/{realm_id}/{path...}", onlyGET(s.serveUpload()))
+	mux.Handle("/user_uploads/temporary/{token}/{filename}", onlyGET(s.serveTemporaryUpload()))
 	mux.Handle("/", s.notFound())
 	return s.withRequestLog(withCleanPath(mux))
 }

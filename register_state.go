@@ -458,7 +458,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 	}
 	server := map[string]any{
 		"max_avatar_file_size_mib":                         5,
-		"max_file_upload_size_mib":                         0, // 0: uploads are off, as Zulip's MAX_FILE_UPLOAD_SIZE = 0
+		"max_file_upload_size_mib":                         s.uploads.maxMiB,
 		"max_icon_file_size_mib":                           5,
 		"max_logo_file_size_mib":                           5,
 		"settings_send_digest_emails":                      false,

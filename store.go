@@ -35,6 +35,14 @@ package main
 //	                 ‖ update id (uint64); written at most every presenceWriteInterval per
 //	                 user, from memory (store_presence.go)
 //	user_status      user id → userStatus (JSON: status text, emoji, when, client; store_status.go)
+//	attachments      upload path id ("2/random/name", as in /user_uploads/…) → attachment (JSON:
+//	                 owner, name, size, type, the SHA-256 naming its blob in DB.uploads/;
+//	                 store_uploads.go)
+//	attachment_owners owner id ‖ path id → size (uint64), for quotas
+//	attachment_refs  path id ‖ 0x00 ‖ message id → empty: the messages that link an upload
+//	                 (path ids hold no 0x00), indexed from the messages up to meta's
+//	                 "attachment_refs_through" → message id (uint64)
+//	avatar_blobs     SHA-256 of an avatar image in DB.uploads/ → user id (store_avatars.go)
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go).
@@ -82,32 +90,37 @@ import (
 const schemaVersion = 2
 
 var (
-	bucketMeta            = []byte("meta")
-	bucketUsers           = []byte("users")
-	bucketUserEmails      = []byte("user_emails")
-	bucketAPIKeys         = []byte("api_keys")
-	bucketPushTokens      = []byte("push_tokens")
-	bucketChannels        = []byte("channels")
-	bucketChannelNames    = []byte("channel_names")
-	bucketSubscriptions   = []byte("subscriptions")
-	bucketSubscribers     = []byte("subscribers")
-	bucketMessages        = []byte("messages")
-	bucketChannelMessages = []byte("channel_messages")
-	bucketUnread          = []byte("unread")
-	bucketTopicMessages   = []byte("topic_messages")
-	bucketFlags           = []byte("flags")
-	bucketPasswords       = []byte("passwords")
-	bucketUnreadTrash     = []byte("unread_trash")
-	bucketUserSettings    = []byte("user_settings")
-	bucketPresence        = []byte("presence")
-	bucketUserStatus      = []byte("user_status")
+	bucketMeta             = []byte("meta")
+	bucketUsers            = []byte("users")
+	bucketUserEmails       = []byte("user_emails")
+	bucketAPIKeys          = []byte("api_keys")
+	bucketPushTokens       = []byte("push_tokens")
+	bucketChannels         = []byte("channels")
+	bucketChannelNames     = []byte("channel_names")
+	bucketSubscriptions    = []byte("subscriptions")
+	bucketSubscribers      = []byte("subscribers")
+	bucketMessages         = []byte("messages")
+	bucketChannelMessages  = []byte("channel_messages")
+	bucketUnread           = []byte("unread")
+	bucketTopicMessages    = []byte("topic_messages")
+	bucketFlags            = []byte("flags")
+	bucketPasswords        = []byte("passwords")
+	bucketUnreadTrash      = []byte("unread_trash")
+	bucketUserSettings     = []byte("user_settings")
+	bucketPresence         = []byte("presence")
+	bucketUserStatus       = []byte("user_status")
+	bucketAttachments      = []byte("attachments")
+	bucketAttachmentOwners = []byte("attachment_owners")
+	bucketAttachmentRefs   = []byte("attachment_refs")
+	bucketAvatarBlobs      = []byte("avatar_blobs")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
 		bucketMessages, bucketChannelMessages, bucketUnread, bucketTopicMessages, bucketFlags,
 		bucketPasswords, bucketUnreadTrash, bucketUserSettings,
-		bucketPresence, bucketUserStatus,
+		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs,
+		bucketAvatarBlobs,
 	}
 
 	keySchemaVersion = []byte("schema_version")
@@ -242,6 +255,10 @@ type store struct {
 	maxChannels uint64
 
 	presence presenceTable // store_presence.go
+	// refsThrough is the last message whose upload links are indexed
+	// (store_uploads.go), once refsLoaded.
+	refsThrough atomic.Uint64
+	refsLoaded  atomic.Bool
 }
 
 // openStore opens (creating if needed) the database at path, waiting at
