@@ -440,3 +440,71 @@ func (s *store) uploadJanitor(interval, grace time.Duration, logf func(msg strin
 		}
 	}
 }
+
+// copyBlobs copies every blob of the directory src into dst (made 0700
+// if need be), each written to a temporary file, fsynced and renamed:
+// a backup's files. Blobs already in dst are the same bytes (their name
+// is their hash) and are skipped, so a repeated backup copies only what
+// is new. It answers how many it copied.
+func copyBlobs(src, dst string) (int, error) {
+	shards, err := os.ReadDir(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return 0, err
+	}
+	copied := 0
+	for _, shard := range shards {
+		if !shard.IsDir() || shard.Name() == "tmp" {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(src, shard.Name()))
+		if err != nil {
+			return copied, err
+		}
+		to := filepath.Join(dst, shard.Name())
+		if err := os.MkdirAll(to, 0o700); err != nil {
+			return copied, err
+		}
+		n := 0
+		for _, f := range files {
+			if !isBlobName(f.Name()) {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(to, f.Name())); err == nil {
+				continue
+			}
+			if err := copyBlob(filepath.Join(src, shard.Name(), f.Name()), to); err != nil {
+				return copied, err
+			}
+			n++
+		}
+		if n > 0 {
+			if err := syncDir(to); err != nil {
+				return copied, err
+			}
+		}
+		copied += n
+	}
+	return copied, syncDir(dst)
+}
+
+// copyBlob copies one blob into the directory to, atomically.
+func copyBlob(from, to string) error {
+	in, err := os.Open(from)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // swept meanwhile: it was no longer used
+	}
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return writeFileAtomically(filepath.Join(to, filepath.Base(from)), func(w io.Writer) error {
+		_, err := io.Copy(w, in)
+		return err
+	})
+}

@@ -12,6 +12,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -347,5 +348,66 @@ func TestUploads_SanitizedNames(t *testing.T) {
 		if got := sanitizeUploadName(in); got != want {
 			t.Errorf("sanitizeUploadName(%q): got %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestBackup_CopiesUploadsAndRestoresWithOneCommand(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "z.db")
+	st, err := openStore(db, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, _ := mustCreateUser(t, st, "alice@example.com", roleMember, false)
+	sum, size, err := st.writeBlob(strings.NewReader("kept in the backup"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pathID := uploadRealmID + "/" + randomPathToken() + "/notes.txt"
+	if err := st.addAttachment(alice, attachment{PathID: pathID, Owner: alice.ID, Name: "notes.txt", Size: size, SHA256: sum, ContentType: "text/plain", Created: time.Now().Unix()}, 0); err != nil {
+		t.Fatal(err)
+	}
+	st.close()
+
+	direct := filepath.Join(dir, "direct.db")
+	mustRunCLI(t, nil, "backup", direct, "--db", db) // no server: the command copies both itself
+	_, _, stop := startServe(t, db, nil)
+	served := filepath.Join(dir, "served.db")
+	mustRunCLI(t, nil, "backup", served, "--db", db) // through the server's socket
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, backup := range []string{direct, served} {
+		fi, err := os.Stat(blobPath(uploadsDir(backup), sum))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: the blob %v, mode %v; want a 0600 copy beside the backup", backup, err, fi)
+		}
+	}
+	// A second backup to the same place copies nothing again and succeeds.
+	mustRunCLI(t, nil, "backup", direct, "--db", db)
+
+	// The README's restore command, into a fresh place.
+	restored := filepath.Join(dir, "restored", "zulite.db")
+	os.MkdirAll(filepath.Dir(restored), 0o700)
+	cmd := fmt.Sprintf("cp -a %s.uploads/. %s.uploads/ && cp -a %s %s", served, restored, served, restored)
+	if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+	back, err := openStore(restored, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.close()
+	a, err := back.attachmentByPath(pathID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := back.openBlob(a.SHA256)
+	if err != nil {
+		t.Fatalf("the restored database's file: %v", err)
+	}
+	defer f.Close()
+	if got, _ := io.ReadAll(f); string(got) != "kept in the backup" {
+		t.Errorf("restored bytes: got %q", got)
 	}
 }
