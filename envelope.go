@@ -557,7 +557,8 @@ func errEmojiDoesNotExist(name string) *apiError {
 }
 
 // Uploads (zerver/views/upload.py, zerver/lib/upload/__init__.py). The
-// two file errors are the texts of Zulip's HTML answers, in an envelope.
+// missing and forbidden file errors are the texts of Zulip's HTML
+// answers, in an envelope.
 var (
 	errNoFileGiven         = badRequest("You must specify a file to upload")
 	errOneFileAtATime      = badRequest("You may only upload one file at a time")
@@ -571,3 +572,12 @@ var (
 func errFileTooLarge(maxMiB int) *apiError {
 	return badRequest("File is larger than this server's configured maximum upload size (" + strconv.Itoa(maxMiB) + " MiB).")
 }
+
+// Avatars (zerver/views/user_settings.py, zerver/lib/thumbnail.py).
+var (
+	errOneAvatar          = badRequest("You must upload exactly one avatar.")
+	errAvatarTooLarge     = badRequest("Uploaded file is larger than the allowed limit of " + strconv.Itoa(maxAvatarMiB) + " MiB")
+	errInvalidImageFormat = badRequest("Invalid image format")
+	errBadImage           = badRequest("Could not decode image; did you upload an image file?")
+	errImageTooBig        = badRequest("Image size exceeds limit.")
+)

@@ -114,6 +114,8 @@ func (s *server) routes() http.Handler {
 	handle("POST /api/v1/typing", s.api(s.sendTyping))
 	handle("POST /api/v1/user_uploads", s.uploadFile())
 	handle("GET /api/v1/user_uploads/{realm_id}/{path...}", s.api(s.uploadURL))
+	handle("POST /api/v1/users/me/avatar", s.setAvatar())
+	handle("DELETE /api/v1/users/me/avatar", s.api(s.deleteAvatar))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
@@ -138,7 +140,8 @@ func (s *server) routes() http.Handler {
 	}
 	// Files, outside /api/v1 as in Zulip: each pattern answers 405 itself
 	// (the temporary URL's path is also an upload's path).
-	s.patterns = append(s.patterns, "GET /user_uploads/{realm_id}/{path...}", "GET /user_uploads/temporary/{token}/{filename}")
+	s.patterns = append(s.patterns, "GET /user_uploads/{realm_id}/{path...}", "GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}")
+	mux.Handle("/user_avatars/{realm}/{file}", onlyGET(s.serveAvatar()))
 	mux.Handle("/user_uploads/{realm_id}/{path...}", onlyGET(s.serveUpload()))
 	mux.Handle("/user_uploads/temporary/{token}/{filename}", onlyGET(s.serveTemporaryUpload()))
 	mux.Handle("/", s.notFound())

@@ -245,6 +245,8 @@ func (s *server) publishChange(change any) {
 		s.publishSubscriptionProperty(c)
 	case userStatusChanged:
 		s.publishUserStatus(c)
+	case avatarChanged:
+		s.publishAvatar(c)
 	}
 }
 

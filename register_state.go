@@ -8,7 +8,6 @@ package main
 import (
 	"net/url"
 	"slices"
-	"strings"
 )
 
 // Limits and intervals register announces. The lengths are what zulite
@@ -225,7 +224,7 @@ type registerUser struct {
 
 func newRegisterUser(u user, clientGravatar bool) registerUser {
 	o := registerUser{userObject: newUserObject(u)}
-	if clientGravatar {
+	if clientGravatar && u.Avatar == "" {
 		o.AvatarURL = nil
 	}
 	return o
@@ -244,10 +243,7 @@ func (s *server) addRealmUserState(state map[string]any, u user, users []user, o
 	}
 	state["realm_users"], state["realm_non_active_users"] = active, inactive
 	state["cross_realm_bots"] = []registerUser{} // zulite has no system bots
-	avatar := gravatarURL(u.Email)
-	state["avatar_source"] = "G"
-	state["avatar_url"] = avatar
-	state["avatar_url_medium"] = strings.Replace(avatar, "?d=identicon&", "?d=identicon&s=500&", 1)
+	avatarState(state, u)
 	canCreatePrivate := inGroup(u, s.store.realmGroup("can_create_private_channel_group"))
 	canCreatePublic := inGroup(u, s.store.realmGroup("can_create_public_channel_group"))
 	canCreateWebPublic := inGroup(u, s.store.realmGroup("can_create_web_public_channel_group"))
@@ -380,7 +376,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 	realm := map[string]any{
 		// Realm.property_types, at zulite's values.
 		"allow_message_editing":                          false, // zulite cannot edit messages
-		"avatar_changes_disabled":                        true,  // nor change avatars,
+		"avatar_changes_disabled":                        false,
 		"default_code_block_language":                    "",
 		"default_language":                               "en",
 		"description":                                    "",
@@ -472,7 +468,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"server_inline_image_preview":                      false,
 		"server_inline_url_embed_preview":                  false,
 		"server_thumbnail_formats":                         []struct{}{},
-		"server_avatar_changes_disabled":                   true,
+		"server_avatar_changes_disabled":                   false,
 		"server_name_changes_disabled":                     true,
 		"server_web_public_streams_enabled":                false,
 		"giphy_rating_options":                             giphyRatingOptions,

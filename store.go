@@ -42,7 +42,8 @@ package main
 //	attachment_refs  path id ‖ 0x00 ‖ message id → empty: the messages that link an upload
 //	                 (path ids hold no 0x00), indexed from the messages up to meta's
 //	                 "attachment_refs_through" → message id (uint64)
-//	avatar_blobs     SHA-256 of an avatar image in DB.uploads/ → user id (store_avatars.go)
+//	avatar_blobs     SHA-256 (hex) of an avatar image in DB.uploads/ ‖ user id → empty: the
+//	                 avatars users show (store_avatars.go)
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go).
@@ -164,6 +165,11 @@ type user struct {
 	Bot      bool   `json:"bot,omitempty"`
 	Active   bool   `json:"active"`
 	Joined   int64  `json:"joined"`
+	// Avatar and AvatarMedium are the blobs of an uploaded avatar (none:
+	// the default); AvatarVersion counts changes (store_avatars.go).
+	Avatar        string `json:"avatar,omitempty"`
+	AvatarMedium  string `json:"avatar_medium,omitempty"`
+	AvatarVersion int    `json:"avatar_version,omitempty"`
 }
 
 func (u user) isAdmin() bool { return u.Role == roleOwner || u.Role == roleAdmin }

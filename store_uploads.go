@@ -379,7 +379,9 @@ func (s *store) sweepUploads(now time.Time, grace time.Duration) (records, blobs
 		}
 		records = len(gone)
 		return tx.Bucket(bucketAvatarBlobs).ForEach(func(k, _ []byte) error {
-			live[string(k)] = true
+			if len(k) > 64 {
+				live[string(k[:64])] = true
+			}
 			return nil
 		})
 	})

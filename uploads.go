@@ -302,24 +302,11 @@ var inlineTypes = map[string]bool{
 	"image/jpeg": true, "image/png": true, "image/webp": true, "text/plain": true, "video/mp4": true, "video/webm": true,
 }
 
-// fileError answers a file route's failure as Zulip's file views do: a
-// short HTML page for a missing or forbidden file, the envelope otherwise.
+// fileError answers a file route's failure with the envelope: Zulip's
+// file views answer a short HTML page, but no client reads it, and one
+// shape of error everywhere is simpler to rely on.
 func (s *server) fileError(w http.ResponseWriter, r *http.Request, err error) {
-	var page string
-	status := 0
-	switch {
-	case errors.Is(err, errNoSuchAttachment):
-		status, page = http.StatusNotFound, "<p>This file does not exist or has been deleted.</p>"
-	case errors.Is(err, errAttachmentForbidden):
-		status, page = http.StatusForbidden, "<p>You are not authorized to view this file.</p>"
-	default:
-		writeError(w, s.log, r, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	io.WriteString(w, page+"\n")
+	writeError(w, s.log, r, err)
 }
 
 // serveUpload serves GET /user_uploads/{realm_id}/{path...}: the file,
