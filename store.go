@@ -227,6 +227,7 @@ type message struct {
 
 type store struct {
 	db        *bbolt.DB
+	path      string // the database file, read without the db (which close clears)
 	keySecret []byte
 	// dummyKeyHash is compared against when an e-mail is unknown, so that
 	// an unknown e-mail costs the same work as a wrong key.
@@ -287,7 +288,7 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &store{db: db, now: time.Now, commits: make(chan commitRequest, maxCommitGroup), stop: make(chan struct{}), finished: make(chan struct{}),
+	s := &store{db: db, path: path, now: time.Now, commits: make(chan commitRequest, maxCommitGroup), stop: make(chan struct{}), finished: make(chan struct{}),
 		trashed: make(chan struct{}, 1), swept: make(chan struct{}), published: make(chan struct{}), feed: changeFeed{wake: make(chan struct{}, 1)}}
 	if err := os.Chmod(path, 0o600); err != nil { // bbolt sets the mode only on files it creates
 		db.Close()

@@ -10,7 +10,6 @@ package main
 
 import (
 	"encoding/binary"
-	"errors"
 	"sync"
 	"time"
 
@@ -240,11 +239,11 @@ func (s *store) flushPresence(now time.Time, all bool) error {
 // closePresence writes every changed record before the store closes; a
 // store whose presence was never loaded has nothing to write.
 func (s *store) closePresence() {
-	if s.presence.entries == nil {
-		return
-	}
-	if err := s.flushPresence(time.Now(), true); err != nil && !errors.Is(err, errStoreClosed) {
-		return
+	s.presence.mu.Lock()
+	loaded := s.presence.entries != nil
+	s.presence.mu.Unlock()
+	if loaded {
+		s.flushPresence(time.Now(), true) // after a stop (errStoreClosed) nothing more can be written
 	}
 }
 

@@ -64,7 +64,7 @@ var errBlobTooLarge = errors.New("blob over its limit")
 // uploadsDir is the blob directory beside the database.
 func uploadsDir(dbPath string) string { return dbPath + ".uploads" }
 
-func (s *store) uploadsDir() string { return uploadsDir(s.db.Path()) }
+func (s *store) uploadsDir() string { return uploadsDir(s.path) }
 
 // isBlobName tells a SHA-256 in lower-case hex.
 func isBlobName(name string) bool {
