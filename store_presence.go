@@ -91,18 +91,22 @@ type presenceNews struct {
 func (s *store) loadPresence() error {
 	t := &s.presence
 	t.load.Do(func() {
-		t.entries = map[uint64]*presenceEntry{}
+		entries := map[uint64]*presenceEntry{}
+		var seq uint64
 		t.loadErr = s.view(func(tx *bbolt.Tx) error {
 			if v := tx.Bucket(bucketMeta).Get(keyPresenceSeq); len(v) == 8 {
-				t.seq, t.reserved = btoi(v), btoi(v)
+				seq = btoi(v)
 			}
 			return tx.Bucket(bucketPresence).ForEach(func(k, v []byte) error {
 				if rec, ok := decodePresence(v); ok && len(k) == 8 {
-					t.entries[btoi(k)] = &presenceEntry{presenceRecord: rec, written: time.Now()}
+					entries[btoi(k)] = &presenceEntry{presenceRecord: rec, written: time.Now()}
 				}
 				return nil
 			})
 		})
+		t.mu.Lock()
+		t.entries, t.seq, t.reserved = entries, seq, seq
+		t.mu.Unlock()
 		if t.loadErr == nil {
 			go s.presenceWriter()
 		}
