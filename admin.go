@@ -209,8 +209,12 @@ func channelList(env adminEnv, _ []string, _ options, out io.Writer) error {
 // server holding the file, the server streams the copy over its socket
 // and this process writes it, with its own rights (so a sandboxed service
 // can still be backed up anywhere its administrator may write); with none,
-// it copies the file directly. Restoring is copying it back while no
-// server runs.
+// it copies the file directly. The uploaded files follow, from the
+// directory beside the database to the same beside the copy
+// (path.uploads/), after the database: every file the copy links is in
+// it. Restoring, while no server runs, is one command:
+//
+//	cp -a BACKUP.uploads/. DB.uploads/ && cp -a BACKUP DB
 func runBackup(path string, o options, stdout io.Writer) error {
 	if dst, err := os.Stat(path); err == nil {
 		if src, err := os.Stat(o.DB); err == nil && os.SameFile(src, dst) {
@@ -227,12 +231,19 @@ func runBackup(path string, o options, stdout io.Writer) error {
 		if err := writeFileAtomically(path, func(w io.Writer) error { _, err := st.snapshot(w); return err }); err != nil {
 			return fmt.Errorf("backup %s: %w", path, err)
 		}
-		fmt.Fprintln(stdout, path)
-		return nil
+		return backupUploads(path, o, stdout)
 	}
 	defer conn.Close()
 	if err := backupOverSocket(conn, path, o); err != nil {
 		return err
+	}
+	return backupUploads(path, o, stdout)
+}
+
+// backupUploads copies the uploaded files beside the database's copy.
+func backupUploads(path string, o options, stdout io.Writer) error {
+	if _, err := copyBlobs(uploadsDir(o.DB), uploadsDir(path)); err != nil {
+		return fmt.Errorf("backup %s: uploaded files: %w", uploadsDir(path), err)
 	}
 	fmt.Fprintln(stdout, path)
 	return nil

@@ -478,8 +478,8 @@ func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar, allowEmptyT
 	if o.Client == "" { // messages stored before zulite recorded clients
 		o.Client = "Unspecified"
 	}
-	if !clientGravatar {
-		avatar := gravatarURL(m.Sender.Email)
+	if !clientGravatar || m.Sender.Avatar != "" {
+		avatar := avatarURL(m.Sender, false)
 		o.AvatarURL = &avatar
 	}
 	if applyMarkdown {

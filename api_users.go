@@ -4,8 +4,6 @@ package main
 // account creation and password login.
 
 import (
-	"crypto/md5"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"regexp"
@@ -82,13 +80,16 @@ type userObject struct {
 	AvatarURL     *string         `json:"avatar_url"`
 	AvatarVersion int             `json:"avatar_version"`
 	ProfileData   *map[string]any `json:"profile_data,omitempty"`
+	// uploadedAvatar: the avatar is an upload, whose URL clients cannot
+	// compute, so it is given even with client_gravatar (avatars.go).
+	uploadedAvatar bool
 }
 
 // newUserObject is the user object as GET /users/me answers it: the
 // avatar URL always there, and profile_data (empty: zulite has no custom
 // profile fields) for humans.
 func newUserObject(u user) userObject {
-	avatar := gravatarURL(u.Email)
+	avatar := avatarURL(u, false)
 	o := userObject{
 		UserID:        u.ID,
 		Email:         u.Email,
@@ -101,9 +102,10 @@ func newUserObject(u user) userObject {
 		IsActive:      u.Active,
 		Role:          u.Role,
 		// Zulip's isoformat(timespec="minutes") of the UTC time.
-		DateJoined:    time.Unix(u.Joined, 0).UTC().Format("2006-01-02T15:04+00:00"),
-		AvatarURL:     &avatar,
-		AvatarVersion: 1,
+		DateJoined:     time.Unix(u.Joined, 0).UTC().Format("2006-01-02T15:04+00:00"),
+		AvatarURL:      &avatar,
+		AvatarVersion:  avatarVersion(u),
+		uploadedAvatar: u.Avatar != "",
 	}
 	if u.Bot {
 		genericBot := 1
@@ -119,7 +121,7 @@ func newUserObject(u user) userObject {
 // avatar itself, so avatar_url is null; profile_data only when
 // include_custom_profile_fields asks for it.
 func (o userObject) forClient(clientGravatar, withProfile bool) userObject {
-	if clientGravatar {
+	if clientGravatar && !o.uploadedAvatar {
 		o.AvatarURL = nil
 	}
 	if !withProfile {
@@ -302,12 +304,6 @@ func (s *server) fetchAPIKey(r *apiRequest) (any, error) {
 		Email  string `json:"email"`
 		UserID uint64 `json:"user_id"`
 	}{key, u.Email, u.ID}, nil
-}
-
-// gravatarURL is Zulip's default avatar for an account.
-func gravatarURL(email string) string {
-	sum := md5.Sum([]byte(strings.ToLower(email)))
-	return "https://secure.gravatar.com/avatar/" + hex.EncodeToString(sum[:]) + "?d=identicon&version=1"
 }
 
 // nameInvalidChars are the characters Zulip refuses in a full name

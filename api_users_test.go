@@ -110,8 +110,8 @@ func TestUserObjects_Zulip421Fields(t *testing.T) {
 	if got := keysOf(r.body); !slices.Equal(got, meFields) {
 		t.Errorf("GET /users/me fields: got %v, want %v", got, meFields)
 	}
-	if url, _ := r.body["avatar_url"].(string); !strings.HasPrefix(url, "https://secure.gravatar.com/avatar/") {
-		t.Errorf("GET /users/me avatar_url: got %v, want the URL (Zulip computes it for the caller)", r.body["avatar_url"])
+	if url, _ := r.body["avatar_url"].(string); !strings.HasPrefix(url, "/user_avatars/default/") {
+		t.Errorf("GET /users/me avatar_url: got %v, want the URL of the served default (Zulip computes it for the caller)", r.body["avatar_url"])
 	}
 	// Zulip's isoformat(timespec="minutes") in UTC, and the rest as Zulip sends them.
 	for k, v := range map[string]any{"date_joined": time.Unix(e.alice.Joined, 0).UTC().Format("2006-01-02T15:04") + "+00:00",

@@ -34,11 +34,16 @@ type options struct {
 	TrustedProxies string `json:"-"`
 	MaxConns       int    `json:"-"`
 	MaxChannels    int    `json:"-"`
-	Name           string `json:"name,omitempty"`
-	Description    string `json:"description,omitempty"`
-	Admin          bool   `json:"admin,omitempty"`
-	Bot            bool   `json:"bot,omitempty"`
-	Private        bool   `json:"private,omitempty"`
+	// Uploads: the largest file, each user's quota, how long an unlinked
+	// file is kept (uploads.go).
+	MaxUploadMiB   int           `json:"-"`
+	UploadQuotaMiB int           `json:"-"`
+	UploadGrace    time.Duration `json:"-"`
+	Name           string        `json:"name,omitempty"`
+	Description    string        `json:"description,omitempty"`
+	Admin          bool          `json:"admin,omitempty"`
+	Bot            bool          `json:"bot,omitempty"`
+	Private        bool          `json:"private,omitempty"`
 	// PasswordStdin asks for the password on standard input; Password
 	// carries it to the command (through the 0600 socket when a server
 	// holds the database). It is never printed or logged.
@@ -101,6 +106,9 @@ var flagTable = []flagSpec{
 	{name: "log-format", command: "serve", env: "ZULITE_LOG_FORMAT", def: "text", help: "log format, text or json", field: func(o *options) any { return &o.LogFormat }},
 	{name: "max-connections", command: "serve", env: "ZULITE_MAX_CONNECTIONS", def: defaultMaxConnections, help: "open connections at most; one address may hold a quarter of them (at least 16; trusted proxies are not limited per address); past either, the oldest quiet connection is closed", field: func(o *options) any { return &o.MaxConns }},
 	{name: "max-channels", command: "serve", env: "ZULITE_MAX_CHANNELS", def: defaultMaxChannels, help: "channels the server holds at most; creating more is refused", field: func(o *options) any { return &o.MaxChannels }},
+	{name: "max-file-upload-size-mib", command: "serve", env: "ZULITE_MAX_FILE_UPLOAD_SIZE_MIB", def: defaultMaxUploadMiB, help: "largest file an upload may carry, in MiB; 0 turns uploads off", field: func(o *options) any { return &o.MaxUploadMiB }},
+	{name: "upload-quota-mib", command: "serve", env: "ZULITE_UPLOAD_QUOTA_MIB", help: "most MiB of files each user may keep uploaded; 0 for no quota", field: func(o *options) any { return &o.UploadQuotaMiB }},
+	{name: "upload-grace", command: "serve", env: "ZULITE_UPLOAD_GRACE", def: defaultUploadGrace, help: "delete an uploaded file that no message links after this long", field: func(o *options) any { return &o.UploadGrace }},
 	{name: "trusted-proxies", command: "serve", env: "ZULITE_TRUSTED_PROXIES", help: "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (the rightmost address not among them), for the failed-authentication limit", field: func(o *options) any { return &o.TrustedProxies }},
 	{name: "metrics-addr", command: "serve", env: "ZULITE_METRICS_ADDR", help: "serve GET /metrics without authentication on this address of its own; on the API address it is for administrators", field: func(o *options) any { return &o.MetricsAddr }},
 	{name: "tls-cert", command: "serve", env: "ZULITE_TLS_CERT", help: "TLS certificate file, PEM", field: func(o *options) any { return &o.TLSCert }},

@@ -70,7 +70,8 @@ func TestCompat_ZulipJS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("zulip-js story failed (%v):\n%s\nserver log:\n%s", err, out, srv.logs())
 	}
-	if !strings.Contains(string(out), "ok 12 - log out") || !strings.Contains(string(out), "ok 13 - the official app's start-up") {
-		t.Errorf("zulip-js story: got\n%s\nwant all thirteen steps", out)
+	if !strings.Contains(string(out), "ok 12 - log out") || !strings.Contains(string(out), "ok 13 - the official app's start-up") ||
+		!strings.Contains(string(out), "ok 18 - avatars") {
+		t.Errorf("zulip-js story: got\n%s\nwant all eighteen steps", out)
 	}
 }

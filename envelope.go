@@ -512,3 +512,72 @@ func badQueue(id string) *apiError {
 	id = echoed(id)
 	return &apiError{status: http.StatusBadRequest, code: "BAD_EVENT_QUEUE_ID", msg: "Bad event queue ID: " + id, extra: []field{{"queue_id", id}}}
 }
+
+// Presence (zerver/views/presence.py).
+var errPresenceBot = badRequest("Presence is not supported for bot users.")
+
+func errInvalidPresenceStatus(status string) *apiError {
+	return badRequest("Invalid status: " + echoed(status))
+}
+
+func errNoPresenceData(userIDOrEmail string) *apiError {
+	return badRequest("No presence data for " + echoed(userIDOrEmail))
+}
+
+// Typing (zerver/views/typing.py, zerver/actions/typing.py,
+// zerver/lib/typed_endpoint.py).
+var (
+	errTypingOffForChannels = badRequest("User has disabled typing notifications for channel messages")
+	errTypingOffForDirect   = badRequest("User has disabled typing notifications for direct messages")
+	errTypingMissingChannel = badRequest("Missing 'stream_id' argument")
+	errTypingMissingTo      = badRequest("Missing 'to' argument")
+	errTypingEmptyTo        = badRequest("Empty 'to' list")
+	errInvalidTypingOp      = badRequest("Invalid op")
+	errInvalidTypingType    = badRequest("Invalid type")
+)
+
+func errInvalidTypingUser(id int64) *apiError {
+	return badRequest("Invalid user ID " + strconv.FormatInt(id, 10))
+}
+
+// User status and emoji (zerver/lib/user_status.py, zerver/lib/emoji.py,
+// zerver/lib/typed_endpoint.py).
+var (
+	errNoNewValues        = badRequest("Client did not pass any new values.")
+	errEmojiNameMissing   = badRequest("Client must pass emoji_name if they pass either emoji_code or reaction_type.")
+	errStatusTextTooLong  = badRequest("status_text is too long (limit: " + strconv.Itoa(maxStatusTextLength) + " characters)")
+	errInvalidCustomEmoji = badRequest("Invalid custom emoji.")
+	errInvalidEmojiCode   = badRequest("Invalid emoji code.")
+	errInvalidEmojiName   = badRequest("Invalid emoji name.")
+	errInvalidEmojiType   = badRequest("Invalid emoji type.")
+)
+
+func errEmojiDoesNotExist(name string) *apiError {
+	return badRequest("Emoji '" + echoed(name) + "' does not exist")
+}
+
+// Uploads (zerver/views/upload.py, zerver/lib/upload/__init__.py). The
+// missing and forbidden file errors are the texts of Zulip's HTML
+// answers, in an envelope.
+var (
+	errNoFileGiven         = badRequest("You must specify a file to upload")
+	errOneFileAtATime      = badRequest("You may only upload one file at a time")
+	errUploadQuota         = &rejection{"upload quota exceeded", always(&apiError{status: http.StatusBadRequest, code: "REALM_UPLOAD_QUOTA", msg: "Upload would exceed your organization's upload quota."})}
+	errNoSuchAttachment    = &rejection{"no such upload", always(&apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "This file does not exist or has been deleted."})}
+	errAttachmentForbidden = &rejection{"upload not visible", always(&apiError{status: http.StatusForbidden, code: "BAD_REQUEST", msg: "You are not authorized to view this file."})}
+	errInvalidUploadToken  = badRequest("Invalid token")
+	errInvalidUploadName   = badRequest("Invalid filename")
+)
+
+func errFileTooLarge(maxMiB int) *apiError {
+	return badRequest("File is larger than this server's configured maximum upload size (" + strconv.Itoa(maxMiB) + " MiB).")
+}
+
+// Avatars (zerver/views/user_settings.py, zerver/lib/thumbnail.py).
+var (
+	errOneAvatar          = badRequest("You must upload exactly one avatar.")
+	errAvatarTooLarge     = badRequest("Uploaded file is larger than the allowed limit of " + strconv.Itoa(maxAvatarMiB) + " MiB")
+	errInvalidImageFormat = badRequest("Invalid image format")
+	errBadImage           = badRequest("Could not decode image; did you upload an image file?")
+	errImageTooBig        = badRequest("Image size exceeds limit.")
+)

@@ -51,6 +51,13 @@ type eventQueue struct {
 	// userSettingsObject: the client declared the user_settings_object
 	// capability, so it hears of settings only in user_settings events.
 	userSettingsObject bool
+	// simplifiedPresence: the client declared the
+	// simplified_presence_events capability, so it hears presence in the
+	// modern format (presence.go).
+	simplifiedPresence bool
+	// streamTyping: the client declared the stream_typing_notifications
+	// capability, the only clients told of typing in channels (typing.go).
+	streamTyping bool
 
 	// guarded by hub.mu
 	events   []queuedEvent

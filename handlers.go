@@ -46,6 +46,7 @@ type server struct {
 	requestIDs *requestIDs
 	requestLog *requestLog
 	started    time.Time // register's server_generation
+	uploads    uploadLimits
 }
 
 // routeList is every route's pattern, "METHOD /path", as the router
@@ -60,7 +61,7 @@ func (s *server) routeList() []string {
 // newServer wires a server over an open store.
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
-		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), walks: newWalkSlots(), channelBudget: newChannelBudget(), listings: make(chan struct{}, listingSlots), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now()}
+		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), walks: newWalkSlots(), channelBudget: newChannelBudget(), listings: make(chan struct{}, listingSlots), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now(), uploads: defaultUploadLimits()}
 	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening, commits: s.metrics.observeCommit})
 	return s
 }
@@ -109,6 +110,12 @@ func (s *server) routes() http.Handler {
 	handle("POST /api/v1/mark_stream_as_read", s.api(s.markStreamAsRead))
 	handle("POST /api/v1/mark_topic_as_read", s.api(s.markTopicAsRead))
 	handle("POST /api/v1/mark_all_as_read", s.api(s.markAllAsRead))
+	handle("GET /api/v1/realm/presence", s.api(s.realmPresence))
+	handle("POST /api/v1/typing", s.api(s.sendTyping))
+	handle("POST /api/v1/user_uploads", s.uploadFile())
+	handle("GET /api/v1/user_uploads/{realm_id}/{path...}", s.api(s.uploadURL))
+	handle("POST /api/v1/users/me/avatar", s.setAvatar())
+	handle("DELETE /api/v1/users/me/avatar", s.api(s.deleteAvatar))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
@@ -118,6 +125,25 @@ func (s *server) routes() http.Handler {
 	// conflict with the 405 pattern of /api/v1/users/me).
 	s.patterns = append(s.patterns, "GET /api/v1/users/{user}")
 	mux.Handle("/api/v1/users/{user}", onlyGET(s.api(s.getUser)))
+	// POST /api/v1/users/me/X and GET /api/v1/users/{user}/X: one pattern
+	// each, for the same reason, that serves "me" with POST and anyone
+	// else with GET.
+	for _, r := range []struct {
+		suffix      string
+		own, others http.Handler
+	}{
+		{"presence", s.api(s.updatePresence, humansOnly), s.api(s.userPresence)},
+		{"status", s.api(s.setStatus, humansOnly), s.api(s.userStatus)},
+	} {
+		s.patterns = append(s.patterns, "POST /api/v1/users/me/"+r.suffix, "GET /api/v1/users/{user}/"+r.suffix)
+		mux.Handle("/api/v1/users/{user}/"+r.suffix, meOrOthers(r.own, r.others))
+	}
+	// Files, outside /api/v1 as in Zulip: each pattern answers 405 itself
+	// (the temporary URL's path is also an upload's path).
+	s.patterns = append(s.patterns, "GET /user_uploads/{realm_id}/{path...}", "GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}")
+	mux.Handle("/user_avatars/{realm}/{file}", onlyGET(s.serveAvatar()))
+	mux.Handle("/user_uploads/{realm_id}/{path...}", onlyGET(s.serveUpload()))
+	mux.Handle("/user_uploads/temporary/{token}/{filename}", onlyGET(s.serveTemporaryUpload()))
 	mux.Handle("/", s.notFound())
 	return s.withRequestLog(withCleanPath(mux))
 }
@@ -171,6 +197,22 @@ func onlyGET(h http.Handler) http.Handler {
 			return
 		}
 		other.ServeHTTP(w, r)
+	})
+}
+
+// meOrOthers serves /api/v1/users/me/X with POST (own) and
+// /api/v1/users/{user}/X with GET (others), and answers 405 otherwise.
+func meOrOthers(own, others http.Handler) http.Handler {
+	notPOST := methodNotAllowed([]string{http.MethodPost})
+	onlyOthers := onlyGET(others)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("user") != "me" {
+			onlyOthers.ServeHTTP(w, r)
+		} else if r.Method == http.MethodPost {
+			own.ServeHTTP(w, r)
+		} else {
+			notPOST.ServeHTTP(w, r)
+		}
 	})
 }
 

@@ -28,6 +28,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	aliceQueue := e.registerQueue(t, &e.alice, nil).str("queue_id")
 	secretID := strconv.FormatUint(e.secret.ID, 10)
 	msgID := strconv.FormatUint(secretMsg.ID, 10)
+	plan := e.mustUpload(t, &e.alice, "plan.txt", secretText) // linked in the private channel only
+	e.sendText(t, e.alice, e.secret, "[plan]("+plan+")")
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/status", url.Values{"status_text": {"hers"}}, &e.alice))
 
 	aliceState := func() string {
 		tokens := mustPushTokens(t, e.st, e.alice.ID)
@@ -48,7 +51,15 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings)
+		status, err := e.st.statusOf(e.alice.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		me, err := e.st.userByID(e.alice.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me)
 	}
 
 	type attempt struct {
@@ -60,7 +71,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	for _, r := range []string{"GET /api/v1/events", "DELETE /api/v1/events", "POST /api/v1/users", "POST /api/v1/fetch_api_key",
 		"DELETE /api/v1/users/me/apns_device_token", "DELETE /api/v1/users/me/android_gcm_reg_id", "POST /api/v1/users/me/subscriptions",
 		"GET /api/v1/get_stream_id", "POST /api/v1/messages", "GET /metrics", "GET /metrics", "POST /api/v1/messages/flags", "POST /api/v1/mark_stream_as_read", "POST /api/v1/mark_topic_as_read",
-		"POST /api/v1/users/me/subscriptions/properties", "GET /api/v1/users/me/{stream_id}/topics", "GET /api/v1/streams/{stream_id}"} {
+		"POST /api/v1/users/me/subscriptions/properties", "GET /api/v1/users/me/{stream_id}/topics", "GET /api/v1/streams/{stream_id}",
+		"POST /api/v1/typing", "GET /api/v1/user_uploads/{realm_id}/{path...}", "GET /user_uploads/{realm_id}/{path...}",
+		"GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}", "POST /api/v1/users/me/avatar"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -96,6 +109,19 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"POST /api/v1/mark_all_as_read":                  {{"POST", "/api/v1/mark_all_as_read", nil}},
 		"GET /static/generated/emoji/emoji_api.json":     {{"GET", "/static/generated/emoji/emoji_api.json", nil}},
 		"PATCH /api/v1/settings":                         {{"PATCH", "/api/v1/settings", url.Values{"emojiset": {"text"}, "twenty_four_hour_time": {"true"}}}},
+		"GET /api/v1/realm/presence":                     {{"GET", "/api/v1/realm/presence", nil}},
+		"POST /api/v1/users/me/presence":                 {{"POST", "/api/v1/users/me/presence", url.Values{"status": {"active"}}}},
+		"GET /api/v1/users/{user}/presence":              {{"GET", "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10) + "/presence", nil}},
+		"POST /api/v1/users/me/status":                   {{"POST", "/api/v1/users/me/status", url.Values{"status_text": {"bob's"}, "away": {"true"}}}},
+		"GET /api/v1/users/{user}/status":                {{"GET", "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10) + "/status", nil}},
+		"POST /api/v1/typing":                            {{"POST", "/api/v1/typing", url.Values{"op": {"start"}, "type": {"channel"}, "stream_id": {secretID}, "topic": {"plans"}}}},
+		"POST /api/v1/user_uploads":                      {{"POST", "/api/v1/user_uploads", nil}},
+		"GET /api/v1/user_uploads/{realm_id}/{path...}":  {{"GET", "/api/v1" + plan, nil}},
+		"GET /user_uploads/{realm_id}/{path...}":         {{"GET", plan, nil}},
+		"GET /user_uploads/temporary/{token}/{filename}": {{"GET", "/user_uploads/temporary/" + strings.Repeat("AB", 20) + "/plan.txt", nil}},
+		"POST /api/v1/users/me/avatar":                   {{"POST", "/api/v1/users/me/avatar", nil}},
+		"DELETE /api/v1/users/me/avatar":                 {{"DELETE", "/api/v1/users/me/avatar", nil}},
+		"GET /user_avatars/{realm}/{file}":               {{"GET", "/user_avatars/2/" + strings.Repeat("ab", 32) + ".png", nil}},
 		"GET /api/v1/users/{user}":                       {{"GET", "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10), url.Values{"include_custom_profile_fields": {"true"}}}, {"GET", "/api/v1/users/" + e.alice.Email, nil}},
 	}
 	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token"} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it

@@ -90,6 +90,10 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.MaxChannels < 1 {
 		return fmt.Errorf("%w: --max-channels must be at least 1", errUsage)
 	}
+	uploads, err := uploadLimitsFrom(o)
+	if err != nil {
+		return err
+	}
 	st, err := openStore(o.DB, lockTimeout)
 	if err != nil {
 		return err
@@ -138,6 +142,8 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	s.events.idleTimeout = o.QueueIdle
 	s.limits = newRateLimiter(rules)
 	s.trustedProxies = proxies
+	s.uploads = uploads
+	go st.uploadJanitor(uploadSweepInterval, uploads.grace, log.Info)
 	if rules == nil {
 		s.logins = nil // off switches off every kind of limit, the per-account login one too
 		s.channelBudget = nil

@@ -51,6 +51,15 @@ var zuliteOnlyRoutes = map[string]string{
 	// Zulip serves PATCH /realm (zerver/views/realm.py update_realm), but
 	// zulip.yaml does not document it; its tests are api_realm's.
 	"PATCH /api/v1/realm": "a Zulip route that zulip.yaml does not document",
+	// Avatars (zerver/views/user_settings.py set_avatar_backend): Zulip
+	// routes that zulip.yaml does not document; avatars_test.go tests them.
+	"POST /api/v1/users/me/avatar":   "a Zulip route that zulip.yaml does not document",
+	"DELETE /api/v1/users/me/avatar": "a Zulip route that zulip.yaml does not document",
+	// Files, outside /api/v1 (bytes, not JSON); uploads_test.go and
+	// avatars_test.go test them.
+	"GET /user_uploads/{realm_id}/{path...}":         "a file, not an API route",
+	"GET /user_uploads/temporary/{token}/{filename}": "a file, not an API route",
+	"GET /user_avatars/{realm}/{file}":               "a file, not an API route",
 }
 
 // noErrorAnswer are routes for which no request yields an error answer.
@@ -560,6 +569,13 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	}
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"contract-events"}]`}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["contract-events"]`}}, &e.alice))
+	// Issue 16's events: presence (legacy: the queue has no capability),
+	// direct typing, a status, an avatar.
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/presence", url.Values{"status": {"active"}}, &e.bob))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/typing", url.Values{"op": {"start"}, "to": {jsonIDs(e.alice.ID)}}, &e.bob))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/status", url.Values{"status_text": {"busy"}, "emoji_name": {"zulip"}}, &e.bob))
+	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me/avatar", nil, &e.bob))
+	upload := e.mustUpload(t, &e.alice, "contract.txt", "contract")
 	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
 	alice := strconv.FormatUint(e.alice.ID, 10)
 	narrow := `[{"operator":"channel","operand":"general"}]`
@@ -635,6 +651,22 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "PATCH", "/api/v1/settings", url.Values{"enter_sends": {"maybe"}}, &e.alice},
 		{false, "GET", "/api/v1/users/" + alice + "/subscriptions/" + general, nil, &e.bob},
 		{true, "GET", "/api/v1/users/999999/subscriptions/" + general, nil, &e.bob},
+		{false, "POST", "/api/v1/users/me/presence", url.Values{"status": {"active"}, "slim_presence": {"true"}}, &e.alice},
+		{false, "POST", "/api/v1/users/me/presence", url.Values{"status": {"idle"}}, &e.alice},
+		{true, "POST", "/api/v1/users/me/presence", url.Values{"status": {"away"}}, &e.alice},
+		{false, "GET", "/api/v1/realm/presence", nil, &e.alice},
+		{true, "GET", "/api/v1/realm/presence", nil, nil},
+		{false, "GET", "/api/v1/users/" + alice + "/presence", nil, &e.bob},
+		{true, "GET", "/api/v1/users/999999/presence", nil, &e.bob},
+		{false, "POST", "/api/v1/typing", url.Values{"op": {"start"}, "to": {jsonIDs(e.bob.ID)}}, &e.alice},
+		{true, "POST", "/api/v1/typing", url.Values{"op": {"go"}, "to": {jsonIDs(e.bob.ID)}}, &e.alice},
+		{false, "POST", "/api/v1/users/me/status", url.Values{"status_text": {"busy"}}, &e.alice},
+		{true, "POST", "/api/v1/users/me/status", nil, &e.alice},
+		{false, "GET", "/api/v1/users/" + strconv.FormatUint(e.bob.ID, 10) + "/status", nil, &e.alice},
+		{true, "GET", "/api/v1/users/999999/status", nil, &e.alice},
+		{true, "POST", "/api/v1/user_uploads", nil, &e.alice},
+		{false, "GET", "/api/v1" + upload, nil, &e.alice},
+		{true, "GET", "/api/v1" + upload, nil, &e.bob},
 	}
 
 	// A mux with every served pattern tells which route a request reaches.
@@ -677,6 +709,16 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		for _, v := range spec.checkAnswer(op, r.status, body) {
 			seen = append(seen, found{route, strconv.Itoa(r.status), v.path, v.problem})
 		}
+	}
+	// A multipart upload, which the cases above cannot send.
+	if r := e.upload(t, &e.alice, "/api/v1/user_uploads", uploadPart{"file", "a.txt", "text/plain", "a"}); r.status != 200 {
+		t.Errorf("POST /api/v1/user_uploads: got %d %s", r.status, r.raw)
+	} else if body, err := decodeNumbers(r.raw); err == nil {
+		_, op := spec.operation("POST", "/user_uploads")
+		for _, v := range spec.checkAnswer(op, r.status, body) {
+			seen = append(seen, found{"POST /api/v1/user_uploads", "200", v.path, v.problem})
+		}
+		covered["POST /api/v1/user_uploads"] = [2]bool{true, covered["POST /api/v1/user_uploads"][1]}
 	}
 	for _, route := range routes {
 		if _, ok := zuliteOnlyRoutes[route]; ok {

@@ -32,7 +32,8 @@ func (s *server) register(r *apiRequest) (any, error) {
 	}
 	q := &eventQueue{userID: r.user.ID, types: o.eventTypes, narrow: o.narrow, applyMarkdown: o.applyMarkdown,
 		clientGravatar: o.clientGravatar, allPublic: o.allPublic, userSettingsObject: o.capabilities.userSettingsObject,
-		emptyTopicName: o.capabilities.emptyTopicName}
+		emptyTopicName: o.capabilities.emptyTopicName, simplifiedPresence: o.capabilities.simplifiedPresenceEvents,
+		streamTyping: o.capabilities.streamTypingNotifications}
 	s.events.register(q)
 	if err := s.takeListing(r); err != nil {
 		s.events.remove(q.userID, q.id)
@@ -82,10 +83,8 @@ func readRegisterOptions(r *apiRequest) (registerOptions, error) {
 	if err != nil {
 		return o, err
 	}
-	if raw, ok := r.params.lookup("presence_history_limit_days"); ok { // no presence history to limit
-		if _, err := parseInt("presence_history_limit_days", raw); err != nil {
-			return o, err
-		}
+	if o.presenceHistoryDays, err = optionalInt(r.params, "presence_history_limit_days"); err != nil {
+		return o, err
 	}
 	if o.slimPresence, err = r.params.optionalBool("slim_presence", false); err != nil {
 		return o, err
@@ -244,6 +243,10 @@ func (s *server) publishChange(change any) {
 		s.publishUserSettings(c)
 	case subscriptionPropertyChanged:
 		s.publishSubscriptionProperty(c)
+	case userStatusChanged:
+		s.publishUserStatus(c)
+	case avatarChanged:
+		s.publishAvatar(c)
 	}
 }
 

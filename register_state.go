@@ -8,8 +8,6 @@ package main
 import (
 	"net/url"
 	"slices"
-	"strings"
-	"time"
 )
 
 // Limits and intervals register announces. The lengths are what zulite
@@ -48,15 +46,16 @@ type clientCapabilities struct {
 
 // registerOptions are register's parameters, checked before a queue is made.
 type registerOptions struct {
-	eventTypes         []string // nil: every type
-	fetchTypes         []string // nil: every type
-	narrow             []narrowTerm
-	applyMarkdown      bool
-	clientGravatar     bool
-	allPublic          bool
-	includeSubscribers bool // true, or "partial", which zulite answers in full
-	slimPresence       bool
-	capabilities       clientCapabilities
+	eventTypes          []string // nil: every type
+	fetchTypes          []string // nil: every type
+	narrow              []narrowTerm
+	applyMarkdown       bool
+	clientGravatar      bool
+	allPublic           bool
+	includeSubscribers  bool // true, or "partial", which zulite answers in full
+	slimPresence        bool
+	presenceHistoryDays *int64 // presence_history_limit_days; nil: Zulip's two weeks
+	capabilities        clientCapabilities
 }
 
 func (o registerOptions) want(fetchType string) bool {
@@ -119,10 +118,10 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	if want("muted_topics") && (o.fetchTypes == nil || !want("user_topic")) {
 		state["muted_topics"] = []struct{}{}
 	}
-	if want("presence") { // realm_presence_disabled: nobody's presence is known
-		state["presences"] = map[string]any{}
-		state["server_timestamp"] = float64(time.Now().UnixNano()) / 1e9
-		state["presence_last_update_id"] = -1
+	if want("presence") {
+		if err := s.addPresenceState(state, o); err != nil {
+			return nil, err
+		}
 	}
 	if want("realm_user_groups") {
 		state["realm_user_groups"] = newRealmUserGroups(users)
@@ -186,7 +185,9 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		}
 	}
 	if want("user_status") {
-		state["user_status"] = map[string]any{}
+		if err := s.addUserStatusState(state); err != nil {
+			return nil, err
+		}
 	}
 	if want("video_calls") {
 		state["has_zoom_token"] = false
@@ -223,7 +224,7 @@ type registerUser struct {
 
 func newRegisterUser(u user, clientGravatar bool) registerUser {
 	o := registerUser{userObject: newUserObject(u)}
-	if clientGravatar {
+	if clientGravatar && u.Avatar == "" {
 		o.AvatarURL = nil
 	}
 	return o
@@ -242,10 +243,7 @@ func (s *server) addRealmUserState(state map[string]any, u user, users []user, o
 	}
 	state["realm_users"], state["realm_non_active_users"] = active, inactive
 	state["cross_realm_bots"] = []registerUser{} // zulite has no system bots
-	avatar := gravatarURL(u.Email)
-	state["avatar_source"] = "G"
-	state["avatar_url"] = avatar
-	state["avatar_url_medium"] = strings.Replace(avatar, "?d=identicon&", "?d=identicon&s=500&", 1)
+	avatarState(state, u)
 	canCreatePrivate := inGroup(u, s.store.realmGroup("can_create_private_channel_group"))
 	canCreatePublic := inGroup(u, s.store.realmGroup("can_create_public_channel_group"))
 	canCreateWebPublic := inGroup(u, s.store.realmGroup("can_create_web_public_channel_group"))
@@ -378,7 +376,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 	realm := map[string]any{
 		// Realm.property_types, at zulite's values.
 		"allow_message_editing":                          false, // zulite cannot edit messages
-		"avatar_changes_disabled":                        true,  // nor change avatars,
+		"avatar_changes_disabled":                        false,
 		"default_code_block_language":                    "",
 		"default_language":                               "en",
 		"description":                                    "",
@@ -417,7 +415,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		// Settings Zulip adds by hand.
 		"allow_edit_history":             false,
 		"mandatory_topics":               false,
-		"presence_disabled":              true, // zulite has no presence
+		"presence_disabled":              false,
 		"upload_quota_mib":               nil,
 		"icon_url":                       s.realmIconURL(),
 		"icon_source":                    "G",
@@ -456,7 +454,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 	}
 	server := map[string]any{
 		"max_avatar_file_size_mib":                         5,
-		"max_file_upload_size_mib":                         0, // 0: uploads are off, as Zulip's MAX_FILE_UPLOAD_SIZE = 0
+		"max_file_upload_size_mib":                         s.uploads.maxMiB,
 		"max_icon_file_size_mib":                           5,
 		"max_logo_file_size_mib":                           5,
 		"settings_send_digest_emails":                      false,
@@ -470,7 +468,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"server_inline_image_preview":                      false,
 		"server_inline_url_embed_preview":                  false,
 		"server_thumbnail_formats":                         []struct{}{},
-		"server_avatar_changes_disabled":                   true,
+		"server_avatar_changes_disabled":                   false,
 		"server_name_changes_disabled":                     true,
 		"server_web_public_streams_enabled":                false,
 		"giphy_rating_options":                             giphyRatingOptions,

@@ -182,8 +182,8 @@ func TestRegister_AppParametersGetEveryKeyTheAppRequires(t *testing.T) {
 	if p, ok := r.body["realm_delete_own_message_policy"]; ok && !slices.Contains([]any{1.0, 2.0, 3.0, 4.0, 5.0}, p) {
 		t.Errorf("realm_delete_own_message_policy %v", p)
 	}
-	if r.body["realm_presence_disabled"] != true {
-		t.Errorf("realm_presence_disabled: got %v; zulite has no presence, so the app must not ping it", r.body["realm_presence_disabled"])
+	if r.body["realm_presence_disabled"] != false {
+		t.Errorf("realm_presence_disabled: got %v; zulite serves presence, so the app should ping it", r.body["realm_presence_disabled"])
 	}
 	if timeout, _ := r.body["event_queue_longpoll_timeout_seconds"].(float64); time.Duration(timeout)*time.Second <= pollTimeout {
 		t.Errorf("event_queue_longpoll_timeout_seconds %v: a heartbeat (every %v) must come before the app gives up", timeout, pollTimeout)

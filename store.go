@@ -31,6 +31,22 @@ package main
 //	unread           user id ‖ channel id → bucket of unread chunks:
 //	                   first message id → count (uint32) ‖ last id (uint64) ‖ uvarint deltas
 //	                   (at most 1000 ids a chunk; unread.go says why)
+//	presence         user id → last active ‖ last connected (Unix seconds, uint64 each, 0: never)
+//	                 ‖ update id (uint64); written at most every presenceWriteInterval per
+//	                 user, from memory (store_presence.go)
+//	user_status      user id → userStatus (JSON: status text, emoji, when, client; store_status.go)
+//	attachments      upload path id ("2/random/name", as in /user_uploads/…) → attachment (JSON:
+//	                 owner, name, size, type, the SHA-256 naming its blob in DB.uploads/;
+//	                 store_uploads.go)
+//	attachment_owners owner id ‖ path id → size (uint64), for quotas
+//	attachment_refs  path id ‖ 0x00 ‖ message id → empty: the messages that link an upload
+//	                 (path ids hold no 0x00), indexed from the messages up to meta's
+//	                 "attachment_refs_through" → message id (uint64)
+//	avatar_blobs     SHA-256 (hex) of an avatar image in DB.uploads/ ‖ user id → empty: the
+//	                 avatars users show (store_avatars.go)
+//
+// meta also holds "presence_update_id" → uint64, the presence update ids
+// reserved so far (store_presence.go).
 //
 // Users, channels and messages take their ids from their own bucket's
 // NextSequence. The read flag is not stored apart: a message is read
@@ -75,29 +91,37 @@ import (
 const schemaVersion = 2
 
 var (
-	bucketMeta            = []byte("meta")
-	bucketUsers           = []byte("users")
-	bucketUserEmails      = []byte("user_emails")
-	bucketAPIKeys         = []byte("api_keys")
-	bucketPushTokens      = []byte("push_tokens")
-	bucketChannels        = []byte("channels")
-	bucketChannelNames    = []byte("channel_names")
-	bucketSubscriptions   = []byte("subscriptions")
-	bucketSubscribers     = []byte("subscribers")
-	bucketMessages        = []byte("messages")
-	bucketChannelMessages = []byte("channel_messages")
-	bucketUnread          = []byte("unread")
-	bucketTopicMessages   = []byte("topic_messages")
-	bucketFlags           = []byte("flags")
-	bucketPasswords       = []byte("passwords")
-	bucketUnreadTrash     = []byte("unread_trash")
-	bucketUserSettings    = []byte("user_settings")
+	bucketMeta             = []byte("meta")
+	bucketUsers            = []byte("users")
+	bucketUserEmails       = []byte("user_emails")
+	bucketAPIKeys          = []byte("api_keys")
+	bucketPushTokens       = []byte("push_tokens")
+	bucketChannels         = []byte("channels")
+	bucketChannelNames     = []byte("channel_names")
+	bucketSubscriptions    = []byte("subscriptions")
+	bucketSubscribers      = []byte("subscribers")
+	bucketMessages         = []byte("messages")
+	bucketChannelMessages  = []byte("channel_messages")
+	bucketUnread           = []byte("unread")
+	bucketTopicMessages    = []byte("topic_messages")
+	bucketFlags            = []byte("flags")
+	bucketPasswords        = []byte("passwords")
+	bucketUnreadTrash      = []byte("unread_trash")
+	bucketUserSettings     = []byte("user_settings")
+	bucketPresence         = []byte("presence")
+	bucketUserStatus       = []byte("user_status")
+	bucketAttachments      = []byte("attachments")
+	bucketAttachmentOwners = []byte("attachment_owners")
+	bucketAttachmentRefs   = []byte("attachment_refs")
+	bucketAvatarBlobs      = []byte("avatar_blobs")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
 		bucketMessages, bucketChannelMessages, bucketUnread, bucketTopicMessages, bucketFlags,
 		bucketPasswords, bucketUnreadTrash, bucketUserSettings,
+		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs,
+		bucketAvatarBlobs,
 	}
 
 	keySchemaVersion = []byte("schema_version")
@@ -141,6 +165,11 @@ type user struct {
 	Bot      bool   `json:"bot,omitempty"`
 	Active   bool   `json:"active"`
 	Joined   int64  `json:"joined"`
+	// Avatar and AvatarMedium are the blobs of an uploaded avatar (none:
+	// the default); AvatarVersion counts changes (store_avatars.go).
+	Avatar        string `json:"avatar,omitempty"`
+	AvatarMedium  string `json:"avatar_medium,omitempty"`
+	AvatarVersion int    `json:"avatar_version,omitempty"`
 }
 
 func (u user) isAdmin() bool { return u.Role == roleOwner || u.Role == roleAdmin }
@@ -198,6 +227,7 @@ type message struct {
 
 type store struct {
 	db        *bbolt.DB
+	path      string // the database file, read without the db (which close clears)
 	keySecret []byte
 	// dummyKeyHash is compared against when an e-mail is unknown, so that
 	// an unknown e-mail costs the same work as a wrong key.
@@ -230,6 +260,12 @@ type store struct {
 	// maxChannels bounds the channels the server holds (--max-channels; 0:
 	// no bound, as in tests).
 	maxChannels uint64
+
+	presence presenceTable // store_presence.go
+	// refsThrough is the last message whose upload links are indexed
+	// (store_uploads.go), once refsLoaded.
+	refsThrough atomic.Uint64
+	refsLoaded  atomic.Bool
 }
 
 // openStore opens (creating if needed) the database at path, waiting at
@@ -252,7 +288,7 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &store{db: db, now: time.Now, commits: make(chan commitRequest, maxCommitGroup), stop: make(chan struct{}), finished: make(chan struct{}),
+	s := &store{db: db, path: path, now: time.Now, commits: make(chan commitRequest, maxCommitGroup), stop: make(chan struct{}), finished: make(chan struct{}),
 		trashed: make(chan struct{}, 1), swept: make(chan struct{}), published: make(chan struct{}), feed: changeFeed{wake: make(chan struct{}, 1)}}
 	if err := os.Chmod(path, 0o600); err != nil { // bbolt sets the mode only on files it creates
 		db.Close()
@@ -342,6 +378,7 @@ func (s *store) load(tx *bbolt.Tx) {
 // close stops the committer (writes still waiting get errStoreClosed)
 // and closes the file.
 func (s *store) close() error {
+	s.closePresence()
 	s.quiesce()
 	return s.db.Close()
 }

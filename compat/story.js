@@ -327,6 +327,106 @@ async function main() {
     assert.deepEqual(gone, [], 'KNOWN_GAPS entries no longer seen: remove them');
   });
 
+  // Issue 16: presence, typing, status, files and avatars, sent as the
+  // apps send them (form-encoded; a file as multipart).
+  const keyOf = async (email, password) => {
+    const res = await call('fetch_api_key', fetch(`${site}/api/v1/fetch_api_key`, {
+      method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ username: email, password }).toString(),
+    }));
+    const json = await res.json();
+    return 'Basic ' + Buffer.from(`${json.email}:${json.api_key}`).toString('base64');
+  };
+  const aliceAuth = await keyOf(process.env.ALICE_EMAIL, process.env.ALICE_PASSWORD);
+  const bobAuth = await keyOf(process.env.BOB_EMAIL, process.env.BOB_PASSWORD);
+  const form = async (auth, method, path, params) => {
+    const init = { method, headers: { Authorization: auth } };
+    let url = `${site}/api/v1/${path}`;
+    if (method === 'GET') {
+      url += '?' + new URLSearchParams(params);
+    } else {
+      init.headers['Content-Type'] = 'application/x-www-form-urlencoded';
+      init.body = new URLSearchParams(params).toString();
+    }
+    const res = await call(`${method} ${path}`, fetch(url, init));
+    return { status: res.status, json: await res.json() };
+  };
+  let aliceID;
+  // multipartFile is one file part, built by hand: zulip-js installs
+  // node-fetch as the global fetch, which takes no FormData.
+  const multipartFile = (field, filename, type, bytes) => {
+    const boundary = 'zulite' + Date.now();
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: ${type}\r\n\r\n`;
+    return { body: Buffer.concat([Buffer.from(head), Buffer.from(bytes), Buffer.from(`\r\n--${boundary}--\r\n`)]),
+      contentType: `multipart/form-data; boundary=${boundary}` };
+  };
+
+  await step('presence: alice reports in, bob sees her, by id and by e-mail', async () => {
+    const mine = await form(aliceAuth, 'POST', 'users/me/presence', { status: 'active', slim_presence: 'true', new_user_input: 'true' });
+    assert.equal(mine.status, 200, JSON.stringify(mine.json));
+    aliceID = (await form(aliceAuth, 'GET', 'users/me', {})).json.user_id;
+    assert.ok(mine.json.presences[String(aliceID)].active_timestamp > 0, 'alice by id, modern format');
+    assert.equal(typeof mine.json.presence_last_update_id, 'number');
+    const bobs = await form(bobAuth, 'POST', 'users/me/presence', { status: 'idle' });
+    assert.equal(bobs.json.presences[process.env.ALICE_EMAIL].aggregated.status, 'active', 'alice by e-mail, legacy format');
+  });
+
+  await step('typing: bob types in general, alice (subscribed) hears it', async () => {
+    const reg = await form(aliceAuth, 'POST', 'register', { event_types: JSON.stringify(['typing']),
+      client_capabilities: JSON.stringify({ stream_typing_notifications: true, empty_topic_name: true }) });
+    assert.equal(reg.status, 200);
+    const typed = await form(bobAuth, 'POST', 'typing', { op: 'start', type: 'channel', stream_id: String(channelId), topic: 'lunch' });
+    assert.equal(typed.status, 200, JSON.stringify(typed.json));
+    const got = await form(aliceAuth, 'GET', 'events', { queue_id: reg.json.queue_id, last_event_id: '-1', dont_block: 'true' });
+    const typing = got.json.events.filter((e) => e.type === 'typing');
+    assert.equal(typing.length, 1, JSON.stringify(got.json.events));
+    assert.equal(typing[0].stream_id, channelId);
+    assert.equal(typing[0].topic, 'lunch');
+  });
+
+  await step('user status: alice sets one, bob sees it in register', async () => {
+    const set = await form(aliceAuth, 'POST', 'users/me/status', { status_text: 'at lunch', emoji_name: 'zulip' });
+    assert.equal(set.status, 200, JSON.stringify(set.json));
+    const reg = await form(bobAuth, 'POST', 'register', { fetch_event_types: JSON.stringify(['user_status']) });
+    assert.deepEqual(reg.json.user_status[String(aliceID)], { status_text: 'at lunch', emoji_name: 'zulip', emoji_code: 'zulip', reaction_type: 'zulip_extra_emoji' });
+  });
+
+  await step('files: alice uploads, links it in general; bob fetches it with Basic auth and by a temporary URL', async () => {
+    const data = multipartFile('filename', 'lunch.png', 'image/png', 'a picture, nearly');
+    const res = await call('POST user_uploads', fetch(`${site}/api/v1/user_uploads`, { method: 'POST',
+      headers: { Authorization: aliceAuth, 'Content-Type': data.contentType }, body: data.body }));
+    const up = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(up));
+    assert.ok(up.url.startsWith('/user_uploads/') && up.uri === up.url && up.filename === 'lunch.png', JSON.stringify(up));
+    const before = await call('GET upload', fetch(site + up.url, { headers: { Authorization: bobAuth } }));
+    assert.equal(before.status, 403, 'bob sees no file no message links');
+    succeeded('send', await call('messages.send', alice.messages.send({
+      type: 'stream', to: 'general', topic: 'lunch', content: `[lunch.png](${up.url})`,
+    })));
+    const file = await call('GET upload', fetch(site + up.url, { headers: { Authorization: bobAuth } }));
+    assert.equal(file.status, 200);
+    assert.equal(await file.text(), 'a picture, nearly');
+    const temp = await form(bobAuth, 'GET', up.url.slice(1), {});
+    assert.equal(temp.status, 200, JSON.stringify(temp.json));
+    const open = await call('GET temporary', fetch(site + temp.json.url));
+    assert.equal(open.status, 200);
+    assert.equal(await open.text(), 'a picture, nearly');
+  });
+
+  await step('avatars: a served default, then bob uploads one', async () => {
+    const me = await form(aliceAuth, 'GET', 'users/me', {});
+    assert.ok(me.json.avatar_url.startsWith('/user_avatars/default/'), me.json.avatar_url);
+    const img = await call('GET avatar', fetch(site + me.json.avatar_url));
+    assert.equal(img.status, 200);
+    assert.equal(img.headers.get('content-type'), 'image/png');
+    const data = multipartFile('file', 'me.png', 'image/png', Buffer.from(await img.arrayBuffer()));
+    const res = await call('POST avatar', fetch(`${site}/api/v1/users/me/avatar`, { method: 'POST',
+      headers: { Authorization: bobAuth, 'Content-Type': data.contentType }, body: data.body }));
+    const json = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(json));
+    assert.ok(json.avatar_url.startsWith('/user_avatars/2/'), json.avatar_url);
+  });
+
   console.log(`${passed} passed, 0 failed`);
 }
 

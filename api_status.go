@@ -1,0 +1,162 @@
+package main
+
+// User status: POST /users/me/status, GET /users/{user_id}/status,
+// register's user_status and the user_status events
+// (zerver/views/presence.py, zerver/lib/user_status.py,
+// zerver/actions/user_status.py).
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxStatusTextLength is Zulip's limit on status_text, after trimming.
+const maxStatusTextLength = 60
+
+// optionalString reads an optional string parameter; nil when absent.
+func optionalString(p *params, name string) *string {
+	v, ok := p.lookup(name)
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+// unicodeEmojiCode is an emoji code of the unicode_emoji type: code
+// points in lower-case hex joined by "-", as Zulip writes them.
+var unicodeEmojiCode = regexp.MustCompile(`^[0-9a-f]{4,6}(-[0-9a-f]{4,6})*$`)
+
+// emojiName is the shape of Zulip's emoji names.
+var emojiName = regexp.MustCompile(`^[0-9a-z_+-]+$`)
+
+// setStatus serves POST /api/v1/users/me/status (humans only), checking
+// parameters in Zulip's order: away, emoji_code, emoji_name,
+// reaction_type, status_text, then check_update_user_status.
+//
+// zulite carries no table of emoji names: an emoji is taken with its
+// code and type (as the apps send it); a name alone is known only for
+// "zulip", and a unicode_emoji code is checked for its shape, not
+// against Unicode's list.
+func (s *server) setStatus(r *apiRequest) (any, error) {
+	var c statusChange
+	if _, ok := r.params.lookup("away"); ok {
+		away, err := r.params.optionalBool("away", false)
+		if err != nil {
+			return nil, err
+		}
+		c.Away = &away
+	}
+	c.EmojiCode = optionalString(r.params, "emoji_code")
+	c.EmojiName = optionalString(r.params, "emoji_name")
+	c.EmojiRT = optionalString(r.params, "reaction_type")
+	if text := optionalString(r.params, "status_text"); text != nil {
+		trimmed := strings.TrimSpace(*text)
+		if utf8.RuneCountInString(trimmed) > maxStatusTextLength {
+			return nil, errStatusTextTooLong
+		}
+		c.Text = &trimmed
+	}
+	if c.Away == nil && c.Text == nil && c.EmojiName == nil {
+		return nil, errNoNewValues
+	}
+	switch {
+	case c.EmojiName != nil && *c.EmojiName == "":
+		none, unicode := "", "unicode_emoji"
+		c.EmojiCode, c.EmojiRT = &none, &unicode
+	case c.EmojiName != nil:
+		if c.EmojiCode == nil || c.EmojiRT == nil {
+			if *c.EmojiName != "zulip" {
+				return nil, errEmojiDoesNotExist(*c.EmojiName)
+			}
+			zulip, extra := "zulip", "zulip_extra_emoji"
+			if c.EmojiCode == nil {
+				c.EmojiCode = &zulip
+			}
+			if c.EmojiRT == nil {
+				c.EmojiRT = &extra
+			}
+		}
+		if err := checkEmoji(*c.EmojiName, *c.EmojiCode, *c.EmojiRT); err != nil {
+			return nil, err
+		}
+	case c.EmojiCode != nil || c.EmojiRT != nil:
+		return nil, errEmojiNameMissing
+	}
+	c.Client = clientName(r)
+	return nil, s.store.setUserStatus(r.user, c)
+}
+
+// checkEmoji is Zulip's check_emoji_request for the emoji zulite knows:
+// no custom emoji, "zulip", and Unicode emoji by the shape of their code.
+func checkEmoji(name, code, reactionType string) error {
+	switch reactionType {
+	case "realm_emoji":
+		return errInvalidCustomEmoji
+	case "zulip_extra_emoji":
+		if code != "zulip" {
+			return errInvalidEmojiCode
+		}
+		if name != code {
+			return errInvalidEmojiName
+		}
+	case "unicode_emoji":
+		if !unicodeEmojiCode.MatchString(code) {
+			return errInvalidEmojiCode
+		}
+		if !emojiName.MatchString(name) {
+			return errInvalidEmojiName
+		}
+	default:
+		return errInvalidEmojiType
+	}
+	return nil
+}
+
+// userStatus serves GET /api/v1/users/{user_id}/status (feature level 262).
+func (s *server) userStatus(r *apiRequest) (any, error) {
+	id, err := strconv.ParseUint(r.PathValue("user"), 10, 64)
+	if err != nil {
+		return nil, errNoSuchUser
+	}
+	status, err := s.store.statusOf(id)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Status statusObject `json:"status"`
+	}{status}, nil
+}
+
+// addUserStatusState adds register's user_status: statuses by user id.
+func (s *server) addUserStatusState(state map[string]any) error {
+	statuses, err := s.store.userStatuses()
+	if err != nil {
+		return err
+	}
+	out := make(map[string]statusObject, len(statuses))
+	for id, st := range statuses {
+		out[strconv.FormatUint(id, 10)] = st
+	}
+	state["user_status"] = out
+	return nil
+}
+
+// publishUserStatus tells every queue what the user set, the fields the
+// request gave and no others (zerver/actions/user_status.py).
+func (s *server) publishUserStatus(c userStatusChanged) {
+	e := event{"type": "user_status", "user_id": c.UserID}
+	if c.Change.Away != nil {
+		e["away"] = *c.Change.Away
+	}
+	if c.Change.Text != nil {
+		e["status_text"] = *c.Change.Text
+	}
+	if c.Change.EmojiName != nil {
+		e["emoji_name"] = *c.Change.EmojiName
+		e["emoji_code"] = *c.Change.EmojiCode
+		e["reaction_type"] = *c.Change.EmojiRT
+	}
+	s.events.publish("user_status", func(*eventQueue) bool { return true }, func(*eventQueue) event { return cloneEvent(e) })
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/png"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func pngOf(t *testing.T, w, h int) string {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for x := range w {
+		img.Set(x, h/2, color.RGBA{200, 0, 0, 255})
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestAvatars_DefaultIsServedWithoutAnyOutsideCall(t *testing.T) {
+	e := newTestEnv(t)
+	r := e.request(t, http.MethodGet, "/api/v1/users/me", nil, &e.alice)
+	avatar := r.str("avatar_url")
+	if !strings.HasPrefix(avatar, "/user_avatars/default/") {
+		t.Fatalf("avatar_url %q: want the served default", avatar)
+	}
+	rec := e.fetch(t, nil, avatar)
+	img, err := png.Decode(rec.Body)
+	if rec.Code != 200 || err != nil || img.Bounds().Dx() != defaultAvatarPixel {
+		t.Fatalf("the default avatar: got %d, %v", rec.Code, err)
+	}
+	// client_gravatar: null, for the client to compute, as Zulip answers.
+	r = e.request(t, http.MethodGet, "/api/v1/users/"+idKey(e.alice), url.Values{"client_gravatar": {"true"}}, &e.bob)
+	if u := object(r.body["user"]); u["avatar_url"] != nil {
+		t.Errorf("client_gravatar true: avatar_url %v, want null", u["avatar_url"])
+	}
+	// Nothing of the server names Gravatar any more.
+	for _, params := range []url.Values{{"client_gravatar": {"false"}}, nil} {
+		r := e.registerQueue(t, &e.alice, params)
+		if strings.Contains(r.raw, "gravatar.com") {
+			t.Errorf("register %v names gravatar.com", params)
+		}
+	}
+}
+
+func TestAvatars_UploadThenEveryoneSeesIt(t *testing.T) {
+	e := newTestEnv(t)
+	bobQueue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["realm_user"]`}}).str("queue_id")
+	r := e.upload(t, &e.alice, "/api/v1/users/me/avatar", uploadPart{"file", "me.png", "image/png", pngOf(t, 300, 200)})
+	wantAPISuccess(t, r)
+	small := r.str("avatar_url")
+	if !strings.HasPrefix(small, "/user_avatars/2/") || !strings.HasSuffix(small, ".png?version=2") {
+		t.Fatalf("avatar_url: got %q", small)
+	}
+	rec := e.fetch(t, nil, small) // served without credentials, as Zulip's avatars
+	img, err := png.Decode(rec.Body)
+	if rec.Code != 200 || err != nil || img.Bounds().Dx() != avatarSize || img.Bounds().Dy() != avatarSize {
+		t.Fatalf("the uploaded avatar: got %d %v", rec.Code, err)
+	}
+	got := e.pollNow(t, &e.bob, bobQueue, -1)
+	if len(got) != 1 || object(got[0]["person"])["avatar_url"] != small || object(got[0]["person"])["avatar_source"] != "U" || object(got[0]["person"])["avatar_version"] != 2.0 {
+		t.Errorf("bob's realm_user event: got %v", got)
+	}
+	// Uploaded avatars are given even to client_gravatar clients.
+	r = e.request(t, http.MethodGet, "/api/v1/users/"+idKey(e.alice), url.Values{"client_gravatar": {"true"}}, &e.bob)
+	if u := object(r.body["user"]); u["avatar_url"] != small || u["avatar_version"] != 2.0 {
+		t.Errorf("GET the user after the upload: got %v", u)
+	}
+	reg := e.registerQueue(t, &e.alice, url.Values{"fetch_event_types": {`["realm_user"]`}})
+	if reg.body["avatar_source"] != "U" || reg.body["avatar_url"] != small || !strings.HasPrefix(reg.str("avatar_url_medium"), "/user_avatars/2/") {
+		t.Errorf("register's own avatar: %v %v %v", reg.body["avatar_source"], reg.body["avatar_url"], reg.body["avatar_url_medium"])
+	}
+	// Back to the default.
+	r = e.request(t, http.MethodDelete, "/api/v1/users/me/avatar", nil, &e.alice)
+	wantAPISuccess(t, r)
+	if !strings.HasPrefix(r.str("avatar_url"), "/user_avatars/default/") {
+		t.Errorf("after DELETE: avatar_url %q", r.str("avatar_url"))
+	}
+	if rec := e.fetch(t, nil, small); rec.Code != http.StatusNotFound {
+		t.Errorf("an avatar nobody shows any more: got %d, want 404", rec.Code)
+	}
+}
+
+func TestAvatars_Refusals(t *testing.T) {
+	e := newTestEnv(t)
+	for _, c := range []struct {
+		rule  string
+		parts []uploadPart
+		msg   string
+	}{
+		{"one avatar", nil, "You must upload exactly one avatar."},
+		{"not two", []uploadPart{{"a", "a.png", "image/png", pngOf(t, 10, 10)}, {"b", "b.png", "image/png", pngOf(t, 10, 10)}}, "You must upload exactly one avatar."},
+		{"at most 5 MiB", []uploadPart{{"file", "big.png", "image/png", strings.Repeat("x", 5<<20+1)}}, "Uploaded file is larger than the allowed limit of 5 MiB"},
+		{"an image type", []uploadPart{{"file", "a.svg", "image/svg+xml", "<svg/>"}}, "Invalid image format"},
+		{"an image", []uploadPart{{"file", "a.png", "image/png", "not a png"}}, "Could not decode image; did you upload an image file?"},
+		{"not too many pixels", []uploadPart{{"file", "huge.png", "image/png", pngOf(t, 5000, 4000)}}, "Image size exceeds limit."},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			wantAPIError(t, e.upload(t, &e.alice, "/api/v1/users/me/avatar", c.parts...), http.StatusBadRequest, "BAD_REQUEST", c.msg)
+			if u, _ := e.st.userByID(e.alice.ID); u.Avatar != "" || u.AvatarVersion != 0 {
+				t.Errorf("a refused avatar changed the account: %+v", u)
+			}
+		})
+	}
+	if rec := e.fetch(t, nil, "/user_avatars/2/"+strings.Repeat("0", 64)+".png"); rec.Code != http.StatusNotFound {
+		t.Errorf("a blob no user shows: got %d, want 404", rec.Code)
+	}
+}

@@ -1,0 +1,65 @@
+package main
+
+// Uploaded avatars: two PNG images (100 and 500 pixels square) in the
+// upload directory's blobs (store_uploads.go), named on the user's record
+// and indexed in avatar_blobs so that they are served, and kept, while a
+// user shows them.
+
+import (
+	"bytes"
+
+	"go.etcd.io/bbolt"
+)
+
+// avatarChanged: a user's avatar changed (User is the account after it).
+type avatarChanged struct {
+	User user
+}
+
+// setAvatar makes the blobs small and medium the user's avatar (both
+// empty: back to the default), a new avatar version.
+func (s *store) setAvatar(u user, small, medium string) (user, error) {
+	var after user
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		current, err := lookUpUser(tx, u.ID)
+		if err != nil {
+			return err
+		}
+		blobs := tx.Bucket(bucketAvatarBlobs)
+		for _, old := range []string{current.Avatar, current.AvatarMedium} {
+			if old != "" {
+				if err := blobs.Delete(append([]byte(old), itob(u.ID)...)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, sum := range []string{small, medium} {
+			if sum != "" {
+				if err := blobs.Put(append([]byte(sum), itob(u.ID)...), nil); err != nil {
+					return err
+				}
+			}
+		}
+		current.Avatar, current.AvatarMedium = small, medium
+		current.AvatarVersion = avatarVersion(current) + 1
+		if err := putJSON(tx.Bucket(bucketUsers), itob(u.ID), current); err != nil {
+			return err
+		}
+		after = current
+		report(accountChanged{Email: current.Email, UserID: current.ID}) // the cached account changes
+		report(avatarChanged{User: current})
+		return nil
+	})
+	return after, err
+}
+
+// isAvatarBlob tells whether some user shows the blob as their avatar.
+func (s *store) isAvatarBlob(sum string) bool {
+	found := false
+	s.view(func(tx *bbolt.Tx) error {
+		k, _ := tx.Bucket(bucketAvatarBlobs).Cursor().Seek([]byte(sum))
+		found = k != nil && bytes.HasPrefix(k, []byte(sum))
+		return nil
+	})
+	return found
+}

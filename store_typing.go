@@ -1,0 +1,105 @@
+package main
+
+// Who hears someone typing (typing.go): nothing is stored, the store
+// only answers who may type where and who listens.
+
+import (
+	"encoding/json"
+	"slices"
+
+	"go.etcd.io/bbolt"
+)
+
+// maxChannelSizeForTyping is Zulip's MAX_STREAM_SIZE_FOR_TYPING_NOTIFICATIONS:
+// in a larger channel nobody is told who is typing.
+const maxChannelSizeForTyping = 100
+
+// decodeOverrides reads a user_settings value (store_users.go); a value
+// that does not decode counts as no overrides.
+func decodeOverrides(v []byte) map[string]json.RawMessage {
+	overrides := map[string]json.RawMessage{}
+	json.Unmarshal(v, &overrides)
+	return overrides
+}
+
+// settingOn reads a boolean personal setting of the user inside a
+// transaction: their override, else the default.
+func settingOn(tx *bbolt.Tx, userID uint64, name string) bool {
+	if v := tx.Bucket(bucketUserSettings).Get(itob(userID)); v != nil {
+		if raw, ok := decodeOverrides(v)[name]; ok {
+			return string(raw) != "false"
+		}
+	}
+	for _, s := range userSettingsTable {
+		if s.name == name {
+			b, _ := s.def.(bool)
+			return b
+		}
+	}
+	return false
+}
+
+// channelTyping checks that the sender may tell a channel they are
+// typing (their send_stream_typing_notifications setting, then Zulip's
+// access_stream_by_id_for_message and access_stream_for_send_message)
+// and answers the subscribers who receive typing notifications.
+func (s *store) channelTyping(sender user, channelID uint64) ([]uint64, error) {
+	var audience []uint64
+	err := s.view(func(tx *bbolt.Tx) error {
+		audience = nil
+		if !settingOn(tx, sender.ID, "send_stream_typing_notifications") {
+			return refusal(errTypingOffForChannels)
+		}
+		ch, err := s.channelByID(tx, channelID)
+		if err != nil || !canAccess(tx, sender, ch) {
+			return refusal(errInvalidChannelID)
+		}
+		if !canPost(sender, ch) {
+			return errCannotPost
+		}
+		subscribers := subscriberIDs(tx, ch.ID)
+		if len(subscribers) > maxChannelSizeForTyping {
+			return nil
+		}
+		for _, id := range subscribers {
+			if u, err := lookUpUser(tx, id); err == nil && u.Active && settingOn(tx, id, "receives_typing_notifications") {
+				audience = append(audience, id)
+			}
+		}
+		return nil
+	})
+	return audience, err
+}
+
+// directTyping checks a direct conversation's participants (the sender
+// among them), every one an account, and answers them all and those to
+// tell: the active ones who receive typing notifications.
+func (s *store) directTyping(sender user, to []int64) (participants []user, audience []uint64, err error) {
+	err = s.view(func(tx *bbolt.Tx) error {
+		participants, audience = nil, nil
+		if !settingOn(tx, sender.ID, "send_private_typing_notifications") {
+			return refusal(errTypingOffForDirect)
+		}
+		ids := to
+		if !slices.Contains(ids, int64(sender.ID)) {
+			ids = append(append([]int64{}, to...), int64(sender.ID))
+		}
+		for _, id := range ids {
+			if id <= 0 {
+				return refusal(errInvalidTypingUser(id))
+			}
+			u, err := lookUpUser(tx, uint64(id))
+			if err != nil {
+				return refusal(errInvalidTypingUser(id))
+			}
+			participants = append(participants, u)
+		}
+		for _, u := range participants {
+			if u.Active && settingOn(tx, u.ID, "receives_typing_notifications") {
+				audience = append(audience, u.ID)
+			}
+		}
+		return nil
+	})
+	return participants, audience, err
+}

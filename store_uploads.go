@@ -1,0 +1,512 @@
+package main
+
+// Uploaded files. Their bytes live beside the database in a
+// content-addressed directory, DB.uploads/: a blob's name is the SHA-256
+// of its bytes, DB.uploads/ab/abcdef… (directories 0700, files 0600).
+// An upload streams into DB.uploads/tmp/, is fsynced, renamed into place
+// and its directory fsynced, and only then recorded in the attachments
+// bucket and answered: a 2xx means the bytes and the record are on disk.
+// Nothing is ever written to a path a client names: a client's path is
+// a key of the attachments bucket, and the file it reaches is named by
+// the hash stored there.
+//
+// A file is visible to its uploader and to whoever can read a message
+// that links it (Zulip's validate_attachment_request). Which messages
+// link which file is indexed in attachment_refs, from the messages
+// themselves, before any access check needs it (ensureRefsIndexed), so
+// that sending a message costs nothing more. As Zulip's claim_attachment,
+// a link counts only when its sender could see the file: linking someone
+// else's private file in a public channel shows it to nobody.
+//
+// A file that no message links for the grace period (--upload-grace) is
+// deleted, record and bytes (sweepUploads); so are blobs no record or
+// avatar uses, once as old as the grace period.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// uploadRealmID is the realm id in upload paths (/user_uploads/2/…):
+// Zulip's first organisation is 2, after its internal realm.
+const uploadRealmID = "2"
+
+// attachment is an uploaded file's record.
+type attachment struct {
+	PathID      string `json:"path_id"` // realm id/random/name, as in its URL
+	Owner       uint64 `json:"owner"`
+	Name        string `json:"name"` // as uploaded
+	Size        int64  `json:"size"`
+	SHA256      string `json:"sha256"` // the blob
+	ContentType string `json:"content_type"`
+	Created     int64  `json:"created"`
+}
+
+var keyRefsThrough = []byte("attachment_refs_through")
+
+// errBlobTooLarge: the stream went past its limit (nothing was kept).
+var errBlobTooLarge = errors.New("blob over its limit")
+
+// uploadsDir is the blob directory beside the database.
+func uploadsDir(dbPath string) string { return dbPath + ".uploads" }
+
+func (s *store) uploadsDir() string { return uploadsDir(s.path) }
+
+// isBlobName tells a SHA-256 in lower-case hex.
+func isBlobName(name string) bool {
+	if len(name) != 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// blobPath is where a blob's bytes are; sum must be isBlobName.
+func blobPath(dir, sum string) string { return filepath.Join(dir, sum[:2], sum) }
+
+// writeBlob streams r into the blob directory: at most limit bytes
+// (errBlobTooLarge past it, and nothing kept), written to a temporary
+// file, fsynced, renamed to its hash and the directory fsynced. It
+// answers the hash and the size. A blob already there is kept, and its
+// time renewed so that the sweeper gives it a new grace period.
+func (s *store) writeBlob(r io.Reader, limit int64) (string, int64, error) {
+	dir := s.uploadsDir()
+	tmpDir := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
+		return "", 0, fmt.Errorf("blob directory: %w", err)
+	}
+	f, err := os.CreateTemp(tmpDir, "upload-*") // mode 0600
+	if err != nil {
+		return "", 0, fmt.Errorf("blob: %w", err)
+	}
+	tmp := f.Name()
+	kept := false
+	defer func() {
+		if !kept {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	h := sha256.New()
+	buf := make([]byte, 32<<10)
+	n, err := io.CopyBuffer(io.MultiWriter(f, h), io.LimitReader(r, limit+1), buf)
+	if err != nil {
+		return "", 0, err
+	}
+	if n > limit {
+		return "", 0, errBlobTooLarge
+	}
+	if err := f.Sync(); err != nil {
+		return "", 0, fmt.Errorf("blob: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", 0, fmt.Errorf("blob: %w", err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	final := blobPath(dir, sum)
+	shard := filepath.Dir(final)
+	if _, err := os.Stat(shard); errors.Is(err, fs.ErrNotExist) {
+		if err := os.Mkdir(shard, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", 0, fmt.Errorf("blob: %w", err)
+		}
+		if err := syncDir(dir); err != nil {
+			return "", 0, err
+		}
+	}
+	if _, err := os.Stat(final); err == nil {
+		now := time.Now()
+		os.Chtimes(final, now, now)
+		return sum, n, nil // the deferred removal drops the copy
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return "", 0, fmt.Errorf("blob: %w", err)
+	}
+	kept = true
+	return sum, n, syncDir(shard)
+}
+
+// syncDir fsyncs a directory, so that a rename in it is on disk.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// openBlob opens a blob for reading.
+func (s *store) openBlob(sum string) (*os.File, error) {
+	if !isBlobName(sum) {
+		return nil, fs.ErrNotExist
+	}
+	return os.Open(blobPath(s.uploadsDir(), sum))
+}
+
+// addAttachment records an upload whose blob is written, within the
+// owner's quota (bytes; 0: none).
+func (s *store) addAttachment(owner user, a attachment, quota int64) error {
+	return s.update(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketUsers).Get(itob(owner.ID)) == nil {
+			return errNoSuchUser
+		}
+		owned := tx.Bucket(bucketAttachmentOwners)
+		if quota > 0 {
+			used := a.Size
+			prefix := itob(owner.ID)
+			c := owned.Cursor()
+			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				used += int64(btoi(v))
+			}
+			if used > quota {
+				return errUploadQuota
+			}
+		}
+		if err := putJSON(tx.Bucket(bucketAttachments), []byte(a.PathID), a); err != nil {
+			return err
+		}
+		return owned.Put(append(itob(owner.ID), a.PathID...), itob(uint64(a.Size)))
+	})
+}
+
+// attachmentFor answers the file at pathID if u may see it: as its
+// uploader, or as a reader of a message that links it.
+func (s *store) attachmentFor(u user, pathID string) (attachment, error) {
+	if err := s.ensureRefsIndexed(); err != nil {
+		return attachment{}, err
+	}
+	var a attachment
+	err := s.view(func(tx *bbolt.Tx) error {
+		a = attachment{}
+		v := tx.Bucket(bucketAttachments).Get([]byte(pathID))
+		if v == nil {
+			return errNoSuchAttachment
+		}
+		if err := json.Unmarshal(v, &a); err != nil {
+			return err
+		}
+		if a.Owner == u.ID || s.canSeeLinked(tx, u, pathID) {
+			return nil
+		}
+		return errAttachmentForbidden
+	})
+	return a, err
+}
+
+// attachmentByPath answers a file's record, whoever asks (a temporary
+// URL, already signed for someone who could see it).
+func (s *store) attachmentByPath(pathID string) (attachment, error) {
+	var a attachment
+	err := s.view(func(tx *bbolt.Tx) error {
+		v := tx.Bucket(bucketAttachments).Get([]byte(pathID))
+		if v == nil {
+			return errNoSuchAttachment
+		}
+		return json.Unmarshal(v, &a)
+	})
+	return a, err
+}
+
+func refPrefix(pathID string) []byte { return append([]byte(pathID), 0) }
+
+// canSeeLinked tells whether u can read a message that links pathID.
+func (s *store) canSeeLinked(tx *bbolt.Tx, u user, pathID string) bool {
+	prefix := refPrefix(pathID)
+	c := tx.Bucket(bucketAttachmentRefs).Cursor()
+	seen := map[uint64]bool{}
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		m, err := messageByID(tx, btoi(k[len(prefix):]))
+		if err != nil || seen[m.ChannelID] {
+			continue
+		}
+		seen[m.ChannelID] = true
+		if ch, err := s.channelByID(tx, m.ChannelID); err == nil && canAccess(tx, u, ch) {
+			return true
+		}
+	}
+	return false
+}
+
+// uploadLink finds the path ids a message's text links: the URL's path
+// after /user_uploads/, as written and percent-decoded.
+var uploadLink = regexp.MustCompile(`/user_uploads/(` + uploadRealmID + `/[A-Za-z0-9_-]{1,64}/[^\s()\[\]<>"'` + "`" + `]+)`)
+
+func linkedPaths(content string) []string {
+	if !strings.Contains(content, "/user_uploads/") {
+		return nil
+	}
+	var paths []string
+	for _, m := range uploadLink.FindAllStringSubmatch(content, -1) {
+		p := strings.TrimRight(m[1], ".,;:!?")
+		paths = append(paths, p)
+		if decoded, err := url.PathUnescape(p); err == nil && decoded != p {
+			paths = append(paths, decoded)
+		}
+	}
+	return paths
+}
+
+// refsIndexBatch bounds the messages one indexing transaction reads.
+const refsIndexBatch = 2000
+
+// ensureRefsIndexed records the links of every message not yet indexed;
+// it writes only when messages were sent since it last ran.
+func (s *store) ensureRefsIndexed() error {
+	if !s.refsLoaded.Load() {
+		err := s.view(func(tx *bbolt.Tx) error {
+			if v := tx.Bucket(bucketMeta).Get(keyRefsThrough); len(v) == 8 {
+				s.refsThrough.Store(btoi(v))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		s.refsLoaded.Store(true)
+	}
+	for s.refsThrough.Load() < s.maxID.Load() {
+		var through uint64
+		err := s.update(func(tx *bbolt.Tx) error {
+			meta := tx.Bucket(bucketMeta)
+			through = 0
+			if v := meta.Get(keyRefsThrough); len(v) == 8 {
+				through = btoi(v)
+			}
+			attachments, refs := tx.Bucket(bucketAttachments), tx.Bucket(bucketAttachmentRefs)
+			c := tx.Bucket(bucketMessages).Cursor()
+			read := 0
+			for k, v := c.Seek(itob(through + 1)); k != nil && read < refsIndexBatch; k, v = c.Next() {
+				read++
+				through = btoi(k)
+				if !bytes.Contains(v, []byte("/user_uploads/")) {
+					continue
+				}
+				var m message
+				if err := json.Unmarshal(v, &m); err != nil {
+					return err
+				}
+				for _, p := range linkedPaths(m.Content) {
+					raw := attachments.Get([]byte(p))
+					if raw == nil {
+						continue
+					}
+					var a attachment
+					if err := json.Unmarshal(raw, &a); err != nil {
+						return err
+					}
+					if sender, err := lookUpUser(tx, m.SenderID); err != nil || (a.Owner != m.SenderID && !s.canSeeLinked(tx, sender, p)) {
+						continue // Zulip's claim_attachment: only what the sender may see
+					}
+					if err := refs.Put(append(refPrefix(p), itob(m.ID)...), nil); err != nil {
+						return err
+					}
+				}
+			}
+			if read == 0 { // the messages bucket ends before maxID says: nothing to read
+				through = max(through, s.maxID.Load())
+			}
+			return meta.Put(keyRefsThrough, itob(through))
+		})
+		if err != nil {
+			return err
+		}
+		s.refsThrough.Store(through)
+	}
+	return nil
+}
+
+// sweepUploads deletes files no message linked within grace of their
+// upload, then the blobs that no record or avatar uses and that are as
+// old as grace (in-flight uploads are younger), and temporary files left
+// by uploads that never finished. It answers how many records and blobs
+// went.
+func (s *store) sweepUploads(now time.Time, grace time.Duration) (records, blobs int, err error) {
+	if err := s.ensureRefsIndexed(); err != nil {
+		return 0, 0, err
+	}
+	live := map[string]bool{}
+	err = s.update(func(tx *bbolt.Tx) error {
+		records = 0
+		clear(live)
+		attachments, refs, owned := tx.Bucket(bucketAttachments), tx.Bucket(bucketAttachmentRefs), tx.Bucket(bucketAttachmentOwners)
+		var gone []attachment
+		err := attachments.ForEach(func(k, v []byte) error {
+			var a attachment
+			if err := json.Unmarshal(v, &a); err != nil {
+				return err
+			}
+			linked, _ := refs.Cursor().Seek(refPrefix(a.PathID))
+			if linked == nil || !bytes.HasPrefix(linked, refPrefix(a.PathID)) {
+				if now.Sub(time.Unix(a.Created, 0)) >= grace {
+					gone = append(gone, a)
+					return nil
+				}
+			}
+			live[a.SHA256] = true
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, a := range gone {
+			if err := attachments.Delete([]byte(a.PathID)); err != nil {
+				return err
+			}
+			if err := owned.Delete(append(itob(a.Owner), a.PathID...)); err != nil {
+				return err
+			}
+		}
+		records = len(gone)
+		return tx.Bucket(bucketAvatarBlobs).ForEach(func(k, _ []byte) error {
+			if len(k) > 64 {
+				live[string(k[:64])] = true
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	dir := s.uploadsDir()
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return records, 0, nil
+	}
+	if err != nil {
+		return records, 0, err
+	}
+	for _, shard := range entries {
+		if !shard.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(dir, shard.Name()))
+		if err != nil {
+			continue
+		}
+		for _, f := range files {
+			info, err := f.Info()
+			if err != nil || !info.Mode().IsRegular() {
+				continue
+			}
+			path := filepath.Join(dir, shard.Name(), f.Name())
+			if shard.Name() == "tmp" {
+				if now.Sub(info.ModTime()) >= time.Hour {
+					os.Remove(path)
+				}
+				continue
+			}
+			if !live[f.Name()] && now.Sub(info.ModTime()) >= grace && os.Remove(path) == nil {
+				blobs++
+			}
+		}
+	}
+	return records, blobs, nil
+}
+
+// uploadJanitor indexes links and sweeps unlinked files every interval
+// until the store stops.
+func (s *store) uploadJanitor(interval, grace time.Duration, logf func(msg string, args ...any)) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if records, blobs, err := s.sweepUploads(time.Now(), grace); err != nil && !errors.Is(err, errStoreClosed) {
+			logf("upload sweep", "err", err)
+		} else if records+blobs > 0 {
+			logf("upload sweep", "records", records, "blobs", blobs)
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// copyBlobs copies every blob of the directory src into dst (made 0700
+// if need be), each written to a temporary file, fsynced and renamed:
+// a backup's files. Blobs already in dst are the same bytes (their name
+// is their hash) and are skipped, so a repeated backup copies only what
+// is new. It answers how many it copied.
+func copyBlobs(src, dst string) (int, error) {
+	shards, err := os.ReadDir(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return 0, err
+	}
+	copied := 0
+	for _, shard := range shards {
+		if !shard.IsDir() || shard.Name() == "tmp" {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(src, shard.Name()))
+		if err != nil {
+			return copied, err
+		}
+		to := filepath.Join(dst, shard.Name())
+		if err := os.MkdirAll(to, 0o700); err != nil {
+			return copied, err
+		}
+		n := 0
+		for _, f := range files {
+			if !isBlobName(f.Name()) {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(to, f.Name())); err == nil {
+				continue
+			}
+			if err := copyBlob(filepath.Join(src, shard.Name(), f.Name()), to); err != nil {
+				return copied, err
+			}
+			n++
+		}
+		if n > 0 {
+			if err := syncDir(to); err != nil {
+				return copied, err
+			}
+		}
+		copied += n
+	}
+	return copied, syncDir(dst)
+}
+
+// copyBlob copies one blob into the directory to, atomically.
+func copyBlob(from, to string) error {
+	in, err := os.Open(from)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // swept meanwhile: it was no longer used
+	}
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return writeFileAtomically(filepath.Join(to, filepath.Base(from)), func(w io.Writer) error {
+		_, err := io.Copy(w, in)
+		return err
+	})
+}

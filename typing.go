@@ -1,0 +1,99 @@
+package main
+
+// Typing notifications: POST /typing and the typing events, in memory
+// only (zerver/views/typing.py, zerver/actions/typing.py). Nothing is
+// kept: clients time out a "start" themselves, after register's
+// server_typing_started_expiry_period_milliseconds.
+
+import "strings"
+
+// typingPerson is Zulip's TypingPerson.
+type typingPerson struct {
+	UserID uint64 `json:"user_id"`
+	Email  string `json:"email"`
+}
+
+// sendTyping serves POST /api/v1/typing: "start" or "stop" typing to a
+// channel's topic (type "channel", or the older "stream"), told to its
+// subscribers, or to a direct conversation (type "direct", the default),
+// told to its participants, the sender included. Parameters are read in
+// Zulip's order: to, op, type, stream_id, topic.
+func (s *server) sendTyping(r *apiRequest) (any, error) {
+	var to []int64
+	if _, ok := r.params.lookup("to"); ok {
+		var err error
+		if to, err = intList(r.params, "to"); err != nil {
+			return nil, err
+		}
+	}
+	op, err := r.params.requiredString("op")
+	if err != nil {
+		return nil, err
+	}
+	if op != "start" && op != "stop" {
+		return nil, errInvalidTypingOp
+	}
+	kind, ok := r.params.lookup("type")
+	if !ok {
+		kind = "direct"
+	}
+	if kind != "direct" && kind != "stream" && kind != "channel" {
+		return nil, errInvalidTypingType
+	}
+	var channelID *int64
+	if channelID, err = optionalInt(r.params, "stream_id"); err != nil {
+		return nil, err
+	}
+	topic, hasTopic := r.params.lookup("topic")
+	if kind == "direct" {
+		if to == nil {
+			return nil, errTypingMissingTo
+		}
+		if len(to) == 0 {
+			return nil, errTypingEmptyTo
+		}
+		participants, audience, err := s.store.directTyping(r.user, to)
+		if err != nil {
+			return nil, err
+		}
+		s.publishDirectTyping(r.user, op, participants, audience)
+		return nil, nil
+	}
+	if channelID == nil {
+		return nil, errTypingMissingChannel
+	}
+	if !hasTopic {
+		return nil, errMissingTopic
+	}
+	audience, err := s.store.channelTyping(r.user, uint64(*channelID))
+	if err != nil {
+		return nil, err
+	}
+	s.publishChannelTyping(r.user, op, uint64(*channelID), storedTopic(strings.TrimSpace(topic)), audience)
+	return nil, nil
+}
+
+// publishDirectTyping tells the participants who listen, naming every
+// participant as a recipient.
+func (s *server) publishDirectTyping(sender user, op string, participants []user, audience []uint64) {
+	recipients := make([]typingPerson, 0, len(participants))
+	for _, u := range participants {
+		recipients = append(recipients, typingPerson{u.ID, u.Email})
+	}
+	e := event{"type": "typing", "op": op, "message_type": "direct", "sender": typingPerson{sender.ID, sender.Email}, "recipients": recipients}
+	s.events.publish("typing", ownedByAny(audience), func(*eventQueue) event { return cloneEvent(e) })
+}
+
+// publishChannelTyping tells the channel's listening subscribers whose
+// clients declared stream_typing_notifications (Zulip sends channel
+// typing to no other client), the empty topic by name to those without
+// empty_topic_name.
+func (s *server) publishChannelTyping(sender user, op string, channelID uint64, topic string, audience []uint64) {
+	listens := ownedByAny(audience)
+	e := event{"type": "typing", "op": op, "message_type": "stream", "sender": typingPerson{sender.ID, sender.Email}, "stream_id": channelID}
+	s.events.publish("typing", func(q *eventQueue) bool { return q.streamTyping && listens(q) }, func(q *eventQueue) event {
+		qe := cloneEvent(e)
+		qe["topic"] = displayTopic(topic, q.emptyTopicName)
+		return qe
+	})
+}
