@@ -302,27 +302,17 @@ func jsonInt(v any) (int64, bool) {
 
 // intList reads a required JSON list of integers.
 func intList(p *params, name string) ([]int64, error) {
-	raw, err := p.requiredJSON(name)
-	if err != nil {
-		return nil, err
-	}
-	list, ok := raw.([]any)
-	if !ok {
-		return nil, errNotList(name)
-	}
-	out := make([]int64, 0, len(list))
-	for i, item := range list {
-		n, ok := jsonInt(item)
-		if !ok {
-			return nil, errNotInteger(elemName(name, i))
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	return jsonList(p, name, jsonInt, errNotInteger)
 }
 
 // stringList reads a required JSON list of strings.
 func stringList(p *params, name string) ([]string, error) {
+	return jsonList(p, name, func(v any) (string, bool) { s, ok := v.(string); return s, ok }, errNotString)
+}
+
+// jsonList reads a required JSON list whose every element convert
+// accepts; the first it refuses is named in Zulip's words by refuse.
+func jsonList[T any](p *params, name string, convert func(any) (T, bool), refuse func(string) *apiError) ([]T, error) {
 	raw, err := p.requiredJSON(name)
 	if err != nil {
 		return nil, err
@@ -331,13 +321,13 @@ func stringList(p *params, name string) ([]string, error) {
 	if !ok {
 		return nil, errNotList(name)
 	}
-	out := make([]string, 0, len(list))
+	out := make([]T, 0, len(list))
 	for i, item := range list {
-		s, ok := item.(string)
+		v, ok := convert(item)
 		if !ok {
-			return nil, errNotString(elemName(name, i))
+			return nil, refuse(elemName(name, i))
 		}
-		out = append(out, s)
+		out = append(out, v)
 	}
 	return out, nil
 }
