@@ -201,6 +201,14 @@ func BenchmarkReadingAtScale(b *testing.B) {
 			}
 		})
 	}
+	b.Run("register_unread_msgs", func(b *testing.B) { // the newest 50,000 of 1,000,000, by topic
+		for b.Loop() {
+			sum, err := e.st.unreadSummary(e.alice.ID, maxUnreadMessages)
+			if err != nil || !sum.Truncated {
+				b.Fatalf("unreadSummary: %v, truncated %v", err, sum.Truncated)
+			}
+		}
+	})
 	b.Run("mark_one_old_message_unread", func(b *testing.B) {
 		e.serve(b, http.MethodPost, "/api/v1/messages/flags", "op=add&flag=read&messages=[5]")
 		before := e.st.db.Stats()
@@ -317,6 +325,73 @@ func BenchmarkCommitPages(b *testing.B) {
 			b.ReportMetric(float64(after.FreelistInuse)/4096, "freelist-pages")
 			b.ReportMetric(float64(after.TxStats.GetRebalance()-before.TxStats.GetRebalance())/float64(commits), "rebalances/commit")
 			b.ReportMetric(float64(after.TxStats.GetSplit()-before.TxStats.GetSplit())/float64(commits), "splits/commit")
+		})
+	}
+}
+
+// seedSubscribers adds n members, straight into the buckets, and
+// subscribes them to the channel (making 100,000 accounts through the API
+// would only slow the benchmark).
+func seedSubscribers(b *testing.B, st *store, ch channel, n int) {
+	b.Helper()
+	for start := 0; start < n; start += 10_000 {
+		mustUpdate(b, st, func(tx *bbolt.Tx) error {
+			users := tx.Bucket(bucketUsers)
+			users.FillPercent = 1.0 // ids only grow
+			for i := start; i < min(n, start+10_000); i++ {
+				id, err := users.NextSequence()
+				if err != nil {
+					return err
+				}
+				u := user{ID: id, Email: "member" + strconv.Itoa(i) + "@example.com", Role: roleMember, Active: true}
+				if err := putJSON(users, itob(id), u); err != nil {
+					return err
+				}
+				if err := st.addSubscription(tx, id, ch.ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// unreadStateBytes is what the buckets holding unread state use, in
+// bytes of their pages' contents.
+func unreadStateBytes(b *testing.B, st *store) int64 {
+	var total int64
+	mustView(b, st, func(tx *bbolt.Tx) error {
+		for _, name := range []string{"unread", "unread_trash", "watermarks", "unread_below", "read_above"} {
+			if bucket := tx.Bucket([]byte(name)); bucket != nil {
+				s := bucket.Stats()
+				total += int64(s.LeafInuse + s.BranchInuse)
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+// BenchmarkSendToBigChannel sends a channel message through the store,
+// the committer and its disk sync included, to a channel of 10 to
+// 100,000 subscribers (the sender among them), and reports the pages
+// each send writes and the bytes of unread state it adds per subscriber.
+//
+//	go test -run XXX -bench SendToBigChannel
+func BenchmarkSendToBigChannel(b *testing.B) {
+	for _, n := range []int{10, 1_000, 10_000, 100_000} {
+		b.Run("subscribers="+strconv.Itoa(n), func(b *testing.B) {
+			e := newBenchEnv(b)
+			seedSubscribers(b, e.st, e.general, n-1)
+			mustSend(b, e.st, e.alice.user, e.general) // the first send of a channel creates its indexes' pages
+			bytesBefore, before := unreadStateBytes(b, e.st), e.st.db.Stats()
+			for b.Loop() {
+				if _, err := e.st.sendMessage(e.alice.user, channelRef{ID: e.general.ID}, "topic", "hello", "test"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPages(b, e.st, before)
+			b.ReportMetric(float64(unreadStateBytes(b, e.st)-bytesBefore)/float64(n)/float64(b.N), "unread-bytes/(user*msg)")
 		})
 	}
 }
