@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,26 +46,80 @@ func BenchmarkRemoveAPNsToken(b *testing.B) {
 }
 
 // BenchmarkMarkStreamAsRead is the second seed operation through the whole
-// handler, with 1 to 1,000,000 unread messages in the channel.
+// handler, with 1 to 1,000,000 unread messages in the channel, as sends
+// leave them (above the reader's watermark), and with 1,000,000 marked
+// unread one by one below it (exceptions=1000000).
+//
+//	go test -run XXX -bench MarkStreamAsRead
 func BenchmarkMarkStreamAsRead(b *testing.B) {
 	for _, n := range []int{1, 1_000, 100_000, 1_000_000} {
 		b.Run("unread="+strconv.Itoa(n), func(b *testing.B) {
 			e := newBenchEnv(b)
-			ids := make([]uint64, n)
-			for i := range ids {
-				ids[i] = uint64(i + 1)
-			}
+			seedIndex(b, e.st, e.general, n, 1)
 			body := "stream_id=" + strconv.FormatUint(e.general.ID, 10)
 			for b.Loop() {
 				b.StopTimer()
-				if err := e.st.db.Update(func(tx *bbolt.Tx) error { return addUnread(tx, e.alice.ID, e.general.ID, ids) }); err != nil {
-					b.Fatal(err)
-				}
+				mustUpdate(b, e.st, func(tx *bbolt.Tx) error { return rewindUnread(tx, e.alice.ID, e.general.ID, 0, nil) })
 				b.StartTimer()
 				e.serve(b, http.MethodPost, "/api/v1/mark_stream_as_read", body)
 			}
 		})
 	}
+	b.Run("exceptions=1000000", func(b *testing.B) {
+		e := newBenchEnv(b)
+		n := 1_000_000
+		seedIndex(b, e.st, e.general, 2*n, 1)
+		odd := make([]uint64, n)
+		for i := range odd {
+			odd[i] = uint64(2*i + 1)
+		}
+		body := "stream_id=" + strconv.FormatUint(e.general.ID, 10)
+		for b.Loop() {
+			b.StopTimer()
+			mustUpdate(b, e.st, func(tx *bbolt.Tx) error { return rewindUnread(tx, e.alice.ID, e.general.ID, uint64(2*n), odd) })
+			b.StartTimer()
+			e.serve(b, http.MethodPost, "/api/v1/mark_stream_as_read", body)
+		}
+	})
+}
+
+// seedIndex puts n message ids into the channel's index, from first on,
+// straight into the bucket, without the messages themselves: what marking
+// read and listing ids walk, and no more.
+func seedIndex(t testing.TB, st *store, ch channel, n int, first uint64) {
+	t.Helper()
+	const perTx = 500_000
+	for start := 0; start < n; start += perTx {
+		mustUpdate(t, st, func(tx *bbolt.Tx) error {
+			index := tx.Bucket(bucketChannelMessages)
+			index.FillPercent = 1.0 // ids only grow
+			for i := start; i < min(n, start+perTx); i++ {
+				if err := index.Put(append(itob(ch.ID), itob(first+uint64(i))...), nil); err != nil {
+					return err
+				}
+			}
+			messages := tx.Bucket(bucketMessages)
+			return messages.SetSequence(max(messages.Sequence(), first+uint64(min(n, start+perTx))-1))
+		})
+	}
+}
+
+// rewindUnread makes the user's unread state in the channel what it was
+// before they read anything: every message above watermark unread, and
+// of those at or below it, the ids unread (sorted), as if marked unread
+// one by one.
+func rewindUnread(tx *bbolt.Tx, userID, channelID, watermark uint64, unread []uint64) error {
+	key := unreadKey(userID, channelID)
+	if err := dropSet(tx.Bucket(bucketUnreadBelow), key); err != nil {
+		return err
+	}
+	if err := dropSet(tx.Bucket(bucketReadAbove), key); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketWatermarks).Put(key, itob(watermark)); err != nil {
+		return err
+	}
+	return addToSet(tx.Bucket(bucketUnreadBelow), key, unread)
 }
 
 type benchEnv struct {
@@ -98,7 +153,7 @@ func (e *benchEnv) serve(b *testing.B, method, path, body string) {
 // seedChannel stores n messages from sender in the channel, cycling
 // through the given number of topics, straight into the buckets (sending
 // a million messages through the API would only slow the benchmark).
-// Every message is unread for reader.
+// Every message is unread for reader, subscribed before them.
 func seedChannel(b *testing.B, st *store, sender, reader user, ch channel, n, topics int) {
 	b.Helper()
 	const perTx = 100_000
@@ -106,7 +161,6 @@ func seedChannel(b *testing.B, st *store, sender, reader user, ch channel, n, to
 		err := st.db.Update(func(tx *bbolt.Tx) error {
 			messages := tx.Bucket(bucketMessages)
 			messages.FillPercent = 1.0 // ids only grow
-			var ids []uint64
 			for i := start; i < min(n, start+perTx); i++ {
 				id, err := messages.NextSequence()
 				if err != nil {
@@ -119,9 +173,11 @@ func seedChannel(b *testing.B, st *store, sender, reader user, ch channel, n, to
 				if err := indexMessage(tx, m); err != nil {
 					return err
 				}
-				ids = append(ids, id)
 			}
-			return addUnread(tx, reader.ID, ch.ID, ids)
+			if m, ok := loadMark(tx, reader.ID, ch.ID); !ok || m.watermark >= uint64(start+1) {
+				return fmt.Errorf("seedChannel: %s is not subscribed to %s from before the messages", reader.Email, ch.Name)
+			}
+			return nil
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -152,14 +208,11 @@ func BenchmarkGetMessages_PageFromMillionMessageChannel(b *testing.B) {
 func BenchmarkUpdateFlagsForNarrow_5000(b *testing.B) {
 	e := newBenchEnv(b)
 	seedChannel(b, e.st, e.alice.user, e.alice.user, e.general, 20_000, 10)
-	all := mustUnread(b, e.st, e.alice.user, e.general)
 	body := "anchor=oldest&num_before=0&num_after=5000&op=add&flag=read&narrow=" + url.QueryEscape(`[["channel","general"],["is","unread"]]`)
 	before := e.st.db.Stats()
 	for b.Loop() {
 		b.StopTimer()
-		if err := e.st.db.Update(func(tx *bbolt.Tx) error { return addUnread(tx, e.alice.ID, e.general.ID, all) }); err != nil {
-			b.Fatal(err)
-		}
+		mustUpdate(b, e.st, func(tx *bbolt.Tx) error { return rewindUnread(tx, e.alice.ID, e.general.ID, 0, nil) })
 		b.StartTimer()
 		e.serve(b, http.MethodPost, "/api/v1/messages/flags/narrow", body)
 	}
@@ -201,6 +254,14 @@ func BenchmarkReadingAtScale(b *testing.B) {
 			}
 		})
 	}
+	b.Run("register_unread_msgs", func(b *testing.B) { // the newest 50,000 of 1,000,000, by topic
+		for b.Loop() {
+			sum, err := e.st.unreadSummary(e.alice.ID, maxUnreadMessages)
+			if err != nil || !sum.Truncated {
+				b.Fatalf("unreadSummary: %v, truncated %v", err, sum.Truncated)
+			}
+		}
+	})
 	b.Run("mark_one_old_message_unread", func(b *testing.B) {
 		e.serve(b, http.MethodPost, "/api/v1/messages/flags", "op=add&flag=read&messages=[5]")
 		before := e.st.db.Stats()
@@ -243,7 +304,7 @@ func BenchmarkRejectedToken(b *testing.B) {
 
 // BenchmarkCommitPages compares what a commit group writes for 64
 // concurrent token removals and for 64 concurrent mark_stream_as_read of
-// different (user, channel) unread sets. There are 15,000 sets: run it
+// different (user, channel) pairs with unread messages. There are 15,000 pairs: run it
 // with at most that many operations, or the marks beyond find nothing
 // unread and make no commit. bench/load shows the same figures (pages per
 // commit) for the real binary under load.
@@ -274,19 +335,18 @@ func BenchmarkCommitPages(b *testing.B) {
 						if err := st.addSubscription(tx, id, ch.ID); err != nil {
 							return err
 						}
-						if err := addUnread(tx, id, ch.ID, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}); err != nil {
-							return err
-						}
 					}
 				}
 				return nil
 			})
+			for i, ch := range channels { // ten messages each, unread for its subscribers
+				seedIndex(b, st, ch, 10, uint64(10*i+1))
+			}
 			for i := range b.N {
 				if err := st.addPushToken(users[i%len(users)].ID, pushToken{Kind: pushAPNs, Token: fmt.Sprintf("%064x", i)}); err != nil {
 					b.Fatal(err)
 				}
 			}
-			st.janitorOff.Store(true)
 			before, groups := st.db.Stats(), st.commitStats.groups.Load()
 			var next atomic.Int64
 			var wg sync.WaitGroup
@@ -319,4 +379,114 @@ func BenchmarkCommitPages(b *testing.B) {
 			b.ReportMetric(float64(after.TxStats.GetSplit()-before.TxStats.GetSplit())/float64(commits), "splits/commit")
 		})
 	}
+}
+
+// seedSubscribers adds n members, straight into the buckets, and
+// subscribes them to the channel (making 100,000 accounts through the API
+// would only slow the benchmark).
+func seedSubscribers(b *testing.B, st *store, ch channel, n int) {
+	b.Helper()
+	for start := 0; start < n; start += 10_000 {
+		mustUpdate(b, st, func(tx *bbolt.Tx) error {
+			users := tx.Bucket(bucketUsers)
+			users.FillPercent = 1.0 // ids only grow
+			for i := start; i < min(n, start+10_000); i++ {
+				id, err := users.NextSequence()
+				if err != nil {
+					return err
+				}
+				u := user{ID: id, Email: "member" + strconv.Itoa(i) + "@example.com", Role: roleMember, Active: true}
+				if err := putJSON(users, itob(id), u); err != nil {
+					return err
+				}
+				if err := st.addSubscription(tx, id, ch.ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// unreadStateBytes is what the buckets holding unread state use, in
+// bytes of their pages' contents.
+func unreadStateBytes(b *testing.B, st *store) int64 {
+	var total int64
+	mustView(b, st, func(tx *bbolt.Tx) error {
+		for _, name := range []string{"unread", "unread_trash", "watermarks", "unread_below", "read_above"} {
+			if bucket := tx.Bucket([]byte(name)); bucket != nil {
+				s := bucket.Stats()
+				total += int64(s.LeafInuse + s.BranchInuse)
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+// BenchmarkSendToBigChannel sends a channel message through the store,
+// the committer and its disk sync included, to a channel of 10 to
+// 100,000 subscribers (the sender among them), and reports the pages
+// each send writes and the bytes of unread state it adds per subscriber.
+//
+//	go test -run XXX -bench SendToBigChannel
+func BenchmarkSendToBigChannel(b *testing.B) {
+	for _, n := range []int{10, 1_000, 10_000, 100_000} {
+		b.Run("subscribers="+strconv.Itoa(n), func(b *testing.B) {
+			e := newBenchEnv(b)
+			seedSubscribers(b, e.st, e.general, n-1)
+			mustSend(b, e.st, e.alice.user, e.general) // the first send of a channel creates its indexes' pages
+			bytesBefore, before := unreadStateBytes(b, e.st), e.st.db.Stats()
+			runtime.GC() // the seeding's garbage is not the send's
+			for b.Loop() {
+				if _, err := e.st.sendMessage(e.alice.user, channelRef{ID: e.general.ID}, "topic", "hello", "test"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPages(b, e.st, before)
+			b.ReportMetric(float64(unreadStateBytes(b, e.st)-bytesBefore)/float64(n)/float64(b.N), "unread-bytes/(user*msg)")
+			b.ReportMetric(float64(unreadStateBytes(b, e.st))/float64(n), "unread-bytes/user")
+		})
+	}
+}
+
+// BenchmarkUnreadSummary_ReadOutOfOrder is register's unread_msgs for a
+// reader with 1,000,000 unread messages who read the newest 100,000
+// first: the summary walks down past them (read exceptions above the
+// watermark), one step each, before it finds what it answers.
+func BenchmarkUnreadSummary_ReadOutOfOrder(b *testing.B) {
+	e := newBenchEnv(b)
+	seedChannel(b, e.st, e.alice.user, e.alice.user, e.general, 1_100_000, 1000)
+	mustUpdate(b, e.st, func(tx *bbolt.Tx) error {
+		newest := make([]uint64, 100_000)
+		for i := range newest {
+			newest[i] = uint64(1_000_001 + i)
+		}
+		_, err := markRead(tx, e.alice.ID, e.general.ID, newest)
+		return err
+	})
+	if s := mustMarkStateB(b, e.st, e.alice.user, e.general); len(s) != 100_000 {
+		b.Fatalf("read above the watermark: got %d, want 100,000", len(s))
+	}
+	for b.Loop() {
+		sum, err := e.st.unreadSummary(e.alice.ID, maxUnreadMessages)
+		if err != nil || !sum.Truncated {
+			b.Fatalf("unreadSummary: %v, truncated %v", err, sum.Truncated)
+		}
+	}
+}
+
+// mustMarkStateB is the user's read_above set in the channel.
+func mustMarkStateB(b *testing.B, st *store, u user, ch channel) []uint64 {
+	var ids []uint64
+	mustView(b, st, func(tx *bbolt.Tx) error {
+		m, ok := loadMark(tx, u.ID, ch.ID)
+		if !ok || m.above() == nil {
+			return nil
+		}
+		var err error
+		ids, err = chunkIDs(m.above())
+		return err
+	})
+	return ids
 }

@@ -297,7 +297,7 @@ func schema1Sample() schema1File {
 
 // TestMigrate_Schema1FileOpensWithEveryUnreadTopicAndFlag builds a file
 // as schema 1 wrote it and opens it with today's openStore: it must come
-// out at schema 2 with every unread set, key and token as they were, the
+// out at today's schema (through 2) with every unread set, key and token as they were, the
 // topic index built for every message and nothing else, no personal flags,
 // a file bbolt finds consistent, and topic marking, flags and sends
 // working on it.
@@ -428,7 +428,7 @@ func TestMigrate_Schema1FileOpensWithEveryUnreadTopicAndFlag(t *testing.T) {
 		t.Errorf("alice's starred messages: got %v, want [3]", got)
 	}
 
-	// Reopened, the file is at schema 2 and is not indexed again.
+	// Reopened, the file is at today's schema and is not indexed again.
 	if err := st.close(); err != nil {
 		t.Fatal(err)
 	}
@@ -439,23 +439,28 @@ func TestMigrate_Schema1FileOpensWithEveryUnreadTopicAndFlag(t *testing.T) {
 	checkMigrated(t, st, f, wantTopicKeys(all), []string{hex.EncodeToString(schema1Key(be64(2), be64(3))) + "=01"})
 }
 
-// checkMigrated checks what opening a schema-1 file must leave: schema 2,
-// the same key secret, accounts and tokens, the new buckets, exactly the
-// given topic index, and exactly the given personal flags (key=value, in
-// hex): none but those set since.
+// checkMigrated checks what opening an older file must leave: today's
+// schema, the same key secret, accounts and tokens, the new buckets and
+// not the retired ones, exactly the given topic index, and exactly the
+// given personal flags (key=value, in hex).
 func checkMigrated(t *testing.T, st *store, f schema1File, topicKeys, flags []string) {
 	t.Helper()
 	mustView(t, st, func(tx *bbolt.Tx) error {
 		meta := tx.Bucket([]byte("meta"))
-		if got := binary.BigEndian.Uint64(meta.Get([]byte("schema_version"))); got != 2 {
-			t.Errorf("schema version: got %d, want 2", got)
+		if got := binary.BigEndian.Uint64(meta.Get([]byte("schema_version"))); got != 3 {
+			t.Errorf("schema version: got %d, want 3", got)
 		}
 		if !bytes.Equal(meta.Get([]byte("key_secret")), f.secret) {
 			t.Errorf("key secret: changed by the migration")
 		}
-		for _, name := range []string{"topic_messages", "flags", "passwords", "unread_trash"} {
+		for _, name := range []string{"topic_messages", "flags", "passwords", "user_settings", "watermarks", "unread_below", "read_above"} {
 			if tx.Bucket([]byte(name)) == nil {
 				t.Errorf("bucket %s: missing", name)
+			}
+		}
+		for _, name := range []string{"unread", "unread_trash"} {
+			if tx.Bucket([]byte(name)) != nil {
+				t.Errorf("bucket %s: still there", name)
 			}
 		}
 		var got []string

@@ -269,10 +269,10 @@ func (s *server) publishMessage(c messageSent) {
 		return raw
 	}
 	receives := func(q *eventQueue) bool {
-		return q.userID == c.Sender.ID || slices.Contains(c.Recipients, q.userID) || (q.allPublic && !c.Channel.Private)
+		return q.userID == c.Sender.ID || slices.Contains(c.Recipients(), q.userID) || (q.allPublic && !c.Channel.Private)
 	}
 	s.events.publish("message", receives, func(q *eventQueue) event {
-		m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender, Subscribed: slices.Contains(c.Recipients, q.userID)}
+		m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender, Subscribed: slices.Contains(c.Recipients(), q.userID)}
 		m.Unread = m.Subscribed && (q.userID != c.Sender.ID || !c.ReadBySender)
 		m.Topic = displayTopic(m.Topic, q.emptyTopicName) // a narrow matches the topic the client is shown
 		if !matchesNarrow(q.narrow, m) {

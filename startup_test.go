@@ -47,7 +47,7 @@ func BenchmarkStartup(b *testing.B) {
 				for j := range ids {
 					ids[j] = uint64(i*unreadEach + j + 1)
 				}
-				if err := addUnread(tx, id, ch.ID, ids); err != nil {
+				if err := addToSet(tx.Bucket(bucketUnreadBelow), unreadKey(id, ch.ID), ids); err != nil { // as if marked unread one by one
 					return err
 				}
 			}

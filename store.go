@@ -1,7 +1,7 @@
 package main
 
 // The store keeps everything in one bbolt file. Bucket layout, schema
-// version 2 (ids are big-endian uint64, so keys sort by id; "‖" joins):
+// version 3 (ids are big-endian uint64, so keys sort by id; "‖" joins):
 //
 //	meta             "schema_version" → uint64
 //	                 "key_secret"     → 32 random bytes, the BLAKE2b key for API keys
@@ -17,7 +17,9 @@ package main
 //	channel_names    lower-cased channel name → channel id
 //	subscriptions    user id ‖ channel id → subscription (JSON: colour, muting,
 //	                 pinning, notification settings)
-//	subscribers      channel id ‖ user id → empty
+//	subscribers      channel id ‖ user id → the subscription's start (uint64): the
+//	                 largest message id when the user joined (0 for those who
+//	                 joined before schema 3); later messages reached them
 //	messages         message id → message (JSON)
 //	channel_messages channel id ‖ message id → empty
 //	topic_messages   channel id ‖ lower-cased topic ‖ 0x00 ‖ message id → empty
@@ -26,11 +28,15 @@ package main
 //	passwords        user id → argon2id hash, PHC string (passwords.go)
 //	user_settings    user id → the user's settings that differ from Zulip's defaults, as a
 //	                 JSON object: setting name → value (api_settings.go has the defaults)
-//	unread_trash     sequence → holder bucket of unread sets marked read, which the
-//	                 janitor deletes off the request path (janitor.go)
-//	unread           user id ‖ channel id → bucket of unread chunks:
-//	                   first message id → count (uint32) ‖ last id (uint64) ‖ uvarint deltas
-//	                   (at most 1000 ids a chunk; unread.go says why)
+//	watermarks       user id ‖ channel id → read watermark (uint64), exactly while
+//	                 the user is subscribed: the channel's messages at or below it
+//	                 are read, those above it unread, but for the two sets below
+//	unread_below     user id ‖ channel id → bucket of the unread message ids at or
+//	                 below the watermark, in chunks
+//	read_above       user id ‖ channel id → bucket of the read message ids above the
+//	                 watermark, in chunks
+//	                   (a chunk: first message id → count (uint32) ‖ last id (uint64) ‖
+//	                   uvarint deltas, at most 1000 ids; unread.go says why)
 //	presence         user id → last active ‖ last connected (Unix seconds, uint64 each, 0: never)
 //	                 ‖ update id (uint64); written at most every presenceWriteInterval per
 //	                 user, from memory (store_presence.go)
@@ -49,8 +55,10 @@ package main
 // reserved so far (store_presence.go).
 //
 // Users, channels and messages take their ids from their own bucket's
-// NextSequence. The read flag is not stored apart: a message is read
-// unless it is in the unread bucket. Every store method is one
+// NextSequence. The read flag is not stored per message: a message is
+// unread for a user when it is in a channel they are subscribed to and
+// above their watermark there and not in read_above, or in unread_below
+// (unread.go). Every store method is one
 // transaction. Writes go through one committer so that concurrent
 // requests share a commit: every function
 // given to update may run more than once, and makes all its checks before
@@ -79,7 +87,14 @@ import (
 	"golang.org/x/crypto/blake2b"
 )
 
-// schemaVersion 2 added topic_messages and flags to schema 1's buckets:
+// schemaVersion 3 keeps unread state as a watermark and exceptions per
+// (user, channel) instead of schema 2's unread bucket, which held every
+// unread id (user id ‖ channel id → bucket of chunks): opening a schema-2
+// file converts it (migrateUnread) and drops unread and unread_trash, the
+// janitor's bucket of sets waiting to be deleted. It also records each
+// subscription's start as the subscribers index's value, empty before.
+//
+// Schema 2 added topic_messages and flags to schema 1's buckets:
 // opening a schema-1 file builds topic_messages from messages
 // (indexTopics) and starts flags empty, as schema 1 kept no personal
 // flags. passwords, unread_trash and user_settings came later with no change of
@@ -87,8 +102,8 @@ import (
 //
 // Every schema change comes with a test that builds a file of the schema
 // before it with bbolt alone, opens it with openStore, and checks what
-// migrate made of it, as migrate_test.go does for schema 1.
-const schemaVersion = 2
+// migrate made of it, as migrate_test.go does for schemas 1 and 2.
+const schemaVersion = 3
 
 var (
 	bucketMeta             = []byte("meta")
@@ -102,11 +117,9 @@ var (
 	bucketSubscribers      = []byte("subscribers")
 	bucketMessages         = []byte("messages")
 	bucketChannelMessages  = []byte("channel_messages")
-	bucketUnread           = []byte("unread")
 	bucketTopicMessages    = []byte("topic_messages")
 	bucketFlags            = []byte("flags")
 	bucketPasswords        = []byte("passwords")
-	bucketUnreadTrash      = []byte("unread_trash")
 	bucketUserSettings     = []byte("user_settings")
 	bucketPresence         = []byte("presence")
 	bucketUserStatus       = []byte("user_status")
@@ -114,15 +127,21 @@ var (
 	bucketAttachmentOwners = []byte("attachment_owners")
 	bucketAttachmentRefs   = []byte("attachment_refs")
 	bucketAvatarBlobs      = []byte("avatar_blobs")
+	bucketWatermarks       = []byte("watermarks")
+	bucketUnreadBelow      = []byte("unread_below")
+	bucketReadAbove        = []byte("read_above")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
-		bucketMessages, bucketChannelMessages, bucketUnread, bucketTopicMessages, bucketFlags,
-		bucketPasswords, bucketUnreadTrash, bucketUserSettings,
+		bucketMessages, bucketChannelMessages, bucketTopicMessages, bucketFlags,
+		bucketPasswords, bucketUserSettings, bucketWatermarks, bucketUnreadBelow, bucketReadAbove,
 		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs,
 		bucketAvatarBlobs,
 	}
+
+	// retiredBuckets are older schemas' buckets that migrate removes.
+	retiredBuckets = [][]byte{[]byte("unread"), []byte("unread_trash")}
 
 	keySchemaVersion = []byte("schema_version")
 	keyKeySecret     = []byte("key_secret")
@@ -235,9 +254,6 @@ type store struct {
 	now          func() time.Time
 
 	commits     chan commitRequest // to the committer (commit.go)
-	trashed     chan struct{}      // wakes the janitor (janitor.go)
-	janitorOff  atomic.Bool        // tests that count pages written hold the janitor
-	swept       chan struct{}      // closed when the janitor has stopped
 	stop        chan struct{}      // closed by close
 	finished    chan struct{}      // closed when the committer has stopped
 	feed        changeFeed         // committed changes, to the publisher (changes.go)
@@ -289,7 +305,7 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s := &store{db: db, path: path, now: time.Now, commits: make(chan commitRequest, maxCommitGroup), stop: make(chan struct{}), finished: make(chan struct{}),
-		trashed: make(chan struct{}, 1), swept: make(chan struct{}), published: make(chan struct{}), feed: changeFeed{wake: make(chan struct{}, 1)}}
+		published: make(chan struct{}), feed: changeFeed{wake: make(chan struct{}, 1)}}
 	if err := os.Chmod(path, 0o600); err != nil { // bbolt sets the mode only on files it creates
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -303,7 +319,6 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 	}
 	go s.committer()
 	go s.publisher()
-	go s.janitor()
 	return s, nil
 }
 
@@ -326,6 +341,11 @@ func (s *store) migrateIfNeeded(db *bbolt.DB) error {
 				return nil
 			}
 		}
+		for _, name := range retiredBuckets {
+			if tx.Bucket(name) != nil {
+				return nil
+			}
+		}
 		current = true
 		s.load(tx)
 		return nil
@@ -345,11 +365,25 @@ func (s *store) migrate(tx *bbolt.Tx) error {
 		}
 	}
 	meta := tx.Bucket(bucketMeta)
-	if v := meta.Get(keySchemaVersion); v != nil && btoi(v) > schemaVersion {
+	v := meta.Get(keySchemaVersion)
+	if v != nil && btoi(v) > schemaVersion {
 		return fmt.Errorf("schema version %d is newer than this zulite understands (%d)", btoi(v), schemaVersion)
-	} else if v != nil && btoi(v) < 2 {
+	}
+	if v != nil && btoi(v) < 2 {
 		if err := indexTopics(tx); err != nil {
 			return fmt.Errorf("migrate to schema 2: %w", err)
+		}
+	}
+	if v != nil && btoi(v) < 3 {
+		if err := migrateUnread(tx); err != nil {
+			return fmt.Errorf("migrate to schema 3: %w", err)
+		}
+	}
+	for _, name := range retiredBuckets { // emptied by the migrations above
+		if tx.Bucket(name) != nil {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
 		}
 	}
 	if err := meta.Put(keySchemaVersion, itob(schemaVersion)); err != nil {
@@ -383,13 +417,12 @@ func (s *store) close() error {
 	return s.db.Close()
 }
 
-// quiesce stops the store's own writers, the committer and the janitor,
-// and the publisher once it has handed on every committed change;
+// quiesce stops the store's writer, the committer, and the publisher
+// once it has handed on every committed change;
 // writes after it fail with errStoreClosed. (Tests check the file then:
 // bbolt's check is only exact while nothing writes.)
 func (s *store) quiesce() {
 	s.closeOnce.Do(func() { close(s.stop) })
-	<-s.swept
 	<-s.finished
 	<-s.published
 }

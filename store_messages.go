@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.etcd.io/bbolt"
 )
@@ -35,16 +36,55 @@ type outgoingMessage struct {
 	LocalID *string
 }
 
-// sentMessage is a stored message with its channel and who receives it:
-// the channel's subscribers at the time of sending, and what the
-// sender's queue is told.
+// sentMessage is a stored message with its channel and what the
+// sender's queue is told. Who receives it (Recipients) is not worked out
+// by the send: that would cost the committer a step per subscriber.
 type sentMessage struct {
 	message
 	Channel      channel
-	Recipients   []uint64
 	ReadBySender bool
 	QueueID      string
 	LocalID      *string
+	recipients   *recipients
+}
+
+// recipients are a message's recipients, read once, when first asked.
+type recipients struct {
+	once sync.Once
+	read func() []uint64
+	ids  []uint64
+}
+
+// Recipients are the channel's subscribers when the message was sent,
+// sorted: those subscribed now whose subscription started before it. They
+// are read from the committed file when first asked (by the event hub,
+// off the committer, and only when someone listens), so a subscriber who
+// left between the send's commit and that moment is not among them.
+func (m sentMessage) Recipients() []uint64 {
+	if m.recipients == nil {
+		return nil
+	}
+	m.recipients.once.Do(func() { m.recipients.ids = m.recipients.read() })
+	return m.recipients.ids
+}
+
+// recipientsOf reads who received message id of the channel.
+func (s *store) recipientsOf(channelID, id uint64) func() []uint64 {
+	return func() []uint64 {
+		var ids []uint64
+		s.view(func(tx *bbolt.Tx) error {
+			ids = nil
+			prefix := itob(channelID)
+			c := tx.Bucket(bucketSubscribers).Cursor()
+			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				if len(v) < 8 || btoi(v) < id {
+					ids = append(ids, btoi(k[8:]))
+				}
+			}
+			return nil
+		})
+		return ids
+	}
 }
 
 // sendMessage stores a channel message as one of Zulip's own apps
@@ -57,9 +97,11 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 // none of their own yet, so every channel inherits the realm's.
 func (ch channel) topicsPolicy() string { return topicsPolicyInherit }
 
-// postMessage stores a channel message and makes it unread for every
-// subscriber but, when ReadBySender, the sender, after checking the
-// channel, the sender's access and the channel's topics policy.
+// postMessage stores a channel message, unread for every subscriber
+// but, when ReadBySender, the sender, after checking the channel, the
+// sender's access and the channel's topics policy. It writes the message
+// and its indexes, and the sender's unread state: nothing per subscriber
+// (unread.go).
 func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, error) {
 	var sent sentMessage
 	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
@@ -88,18 +130,16 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 			return err
 		}
 		m := message{ID: id, SenderID: sender.ID, ChannelID: ch.ID, Topic: out.Topic, Content: out.Content, Timestamp: s.now().Unix(), Client: out.Client}
-		sent = sentMessage{message: m, Channel: ch, Recipients: subscriberIDs(tx, ch.ID), ReadBySender: out.ReadBySender, QueueID: out.QueueID, LocalID: out.LocalID}
+		sent = sentMessage{message: m, Channel: ch, ReadBySender: out.ReadBySender, QueueID: out.QueueID, LocalID: out.LocalID,
+			recipients: &recipients{read: s.recipientsOf(ch.ID, id)}}
 		if err := putJSON(messages, itob(id), m); err != nil {
 			return err
 		}
 		if err := indexMessage(tx, m); err != nil {
 			return err
 		}
-		for _, subscriberID := range sent.Recipients {
-			if subscriberID == sender.ID && out.ReadBySender {
-				continue
-			}
-			if err := addUnread(tx, subscriberID, ch.ID, []uint64{id}); err != nil {
+		if out.ReadBySender { // unread for every subscriber: above their watermarks already
+			if _, err := markRead(tx, sender.ID, ch.ID, []uint64{id}); err != nil {
 				return err
 			}
 		}
@@ -114,10 +154,12 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 }
 
 // markChannelRead makes every unread message of the channel read for the
-// user, after checking that the channel exists and is accessible. The ids
-// that were unread are collected for events only when the user has a
-// queue listening: collecting costs decoding them, and without it the
-// cost does not depend on how many there were.
+// user, after checking that the channel exists and is accessible: one
+// watermark moved and the user's exceptions there dropped, however many
+// messages were unread. The ids that were unread are collected for
+// events only when the user has a queue listening: collecting costs a
+// walk over them, and without it the cost does not depend on how many
+// there were.
 //
 // When nothing is unread there is nothing to write: the checks run in a
 // read transaction and no commit is made.
@@ -131,15 +173,14 @@ func (s *store) markChannelRead(u user, channelID uint64) error {
 		if !canAccess(tx, u, ch) {
 			return errNoSuchChannel
 		}
-		nothing = tx.Bucket(bucketUnread).Bucket(unreadKey(u.ID, ch.ID)) == nil
+		m, ok := loadMark(tx, u.ID, ch.ID)
+		nothing = !ok || !m.hasUnread()
 		return nil
 	})
 	if err != nil || nothing {
 		return err
 	}
-	trashed := false
-	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		trashed = false // a run may repeat
+	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		ch, err := s.channelByID(tx, channelID)
 		if err != nil {
 			return err
@@ -156,16 +197,12 @@ func (s *store) markChannelRead(u user, channelID uint64) error {
 		} else {
 			change.Uncollected, change.ListenSeq = true, seq
 		}
-		if trashed, err = removeAllUnread(tx, u.ID, ch.ID); err != nil {
+		if _, err := readAll(tx, u.ID, ch.ID); err != nil {
 			return err
 		}
 		report(change)
 		return nil
 	})
-	if trashed { // a large set was moved aside: the janitor deletes it
-		s.wakeJanitor()
-	}
-	return err
 }
 
 func (s *store) listens(userID uint64) (bool, uint64) {
@@ -260,17 +297,9 @@ func (s *store) updateFlags(u user, ids []uint64, change flagChange) (changed, u
 func (s *store) applyFlag(tx *bbolt.Tx, userID, channelID uint64, ids []uint64, change flagChange) ([]uint64, error) {
 	switch {
 	case change.Flag == "read" && change.Add:
-		return removeUnread(tx, userID, channelID, ids)
+		return markRead(tx, userID, channelID, ids)
 	case change.Flag == "read": // callers skip channels the user is not subscribed to
-		already, err := unreadAmong(tx, userID, channelID, ids)
-		if err != nil {
-			return nil, err
-		}
-		fresh := slices.DeleteFunc(slices.Clone(ids), func(id uint64) bool {
-			_, found := slices.BinarySearch(already, id)
-			return found
-		})
-		return fresh, addUnread(tx, userID, channelID, fresh)
+		return markUnread(tx, userID, channelID, ids)
 	}
 	bit := flagStarred
 	if change.Flag == "collapsed" {
@@ -308,7 +337,7 @@ func (s *store) applyFlag(tx *bbolt.Tx, userID, channelID uint64, ids []uint64, 
 // markTopicRead marks the user's unread messages of one topic read. The
 // topic's unread ids are found in a read transaction (a topic's history
 // may be long, and only this caller should wait for it); the commit then
-// removes just those ids, which removeUnread does only where they are
+// marks just those ids read, which markRead does only where they are
 // still unread.
 func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64, error) {
 	var unread []uint64
@@ -338,7 +367,7 @@ func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64,
 	var read []uint64
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		var err error
-		if read, err = removeUnread(tx, u.ID, channelID, unread); err != nil {
+		if read, err = markRead(tx, u.ID, channelID, unread); err != nil {
 			return err
 		}
 		return reportFlags(tx, report, u, flagChange{Flag: "read", Add: true}, read)
@@ -346,21 +375,25 @@ func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64,
 	return read, err
 }
 
-// markAllRead marks every message read for the user.
+// markAllRead marks every message read for the user: in each channel
+// they are subscribed to with something unread, the watermark moves and
+// the exceptions go.
 func (s *store) markAllRead(u user) error {
-	trashed := false
-	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		var err error
-		if trashed, err = removeAllUnreadOf(tx, u.ID); err != nil {
-			return err
+	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		prefix := itob(u.ID)
+		var channels []uint64
+		c := tx.Bucket(bucketWatermarks).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			channels = append(channels, btoi(k[8:]))
+		}
+		for _, channelID := range channels { // written after the walk: no writes under a live cursor
+			if _, err := readAll(tx, u.ID, channelID); err != nil {
+				return err
+			}
 		}
 		report(flagsChanged{User: u, Change: flagChange{Flag: "read", Add: true}, All: true})
 		return nil
 	})
-	if trashed { // large sets were moved aside: the janitor deletes them
-		s.wakeJanitor()
-	}
-	return err
 }
 
 // reportFlags reports a flag change on ids (sorted), with where the
@@ -396,17 +429,24 @@ type unreadTopic struct {
 	IDs       []uint64
 }
 
+// unreadSummary walks the user's unread messages down from the newest,
+// every channel's at once, and stops after max: its cost is what it
+// answers (and the read exceptions it passes over), not the user's
+// history, however many messages are unread.
 func (s *store) unreadSummary(userID uint64, max int) (unreadSummary, error) {
 	var sum unreadSummary
 	err := s.view(func(tx *bbolt.Tx) error {
 		sum = unreadSummary{}
-		ids, err := allUnreadIDs(tx, userID)
-		if err != nil {
-			return err
+		var ids []uint64
+		next := userUnread(tx, userID).iter(largestMessageID, false)
+		for id, ok := next(); ok; id, ok = next() {
+			if len(ids) == max {
+				sum.Truncated = true
+				break
+			}
+			ids = append(ids, id)
 		}
-		if len(ids) > max {
-			ids, sum.Truncated = ids[len(ids)-max:], true
-		}
+		slices.Reverse(ids)
 		index := map[string]int{}
 		for _, id := range ids {
 			m, err := messageByID(tx, id)

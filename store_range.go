@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"container/heap"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -12,7 +13,7 @@ import (
 
 // Reading messages: a narrow (narrow.go), an anchor and a range around
 // it. The store walks one index (a topic's, a channel's, the user's
-// unread ids, or every message) from the anchor outwards and keeps the
+// unread messages, or every message) from the anchor outwards and keeps the
 // messages that the user may see and that match every term, so a page
 // costs about what it returns, not what the channel holds.
 
@@ -152,11 +153,11 @@ type rangeReader struct {
 	channels map[uint64]channel
 	access   map[uint64]bool
 	senders  map[uint64]user
-	chunks   map[uint64][]uint64 // channel → the unread chunk decoded last
+	marks    map[uint64]*markView // channel → the user's unread state there
 }
 
 func (s *store) selectRange(tx *bbolt.Tx, u user, q messageRange) (messagePage, error) {
-	r := &rangeReader{store: s, tx: tx, user: u, channels: map[uint64]channel{}, access: map[uint64]bool{}, senders: map[uint64]user{}, chunks: map[uint64][]uint64{}}
+	r := &rangeReader{store: s, tx: tx, user: u, channels: map[uint64]channel{}, access: map[uint64]bool{}, senders: map[uint64]user{}, marks: map[uint64]*markView{}}
 	if err := r.resolve(q.Narrow); err != nil {
 		return messagePage{}, err
 	}
@@ -292,12 +293,15 @@ func (r *rangeReader) source(withUnread bool) idSource {
 		return idList{messageID}
 	case channelID != 0 && !r.canSee(channelID):
 		return idList{} // nothing of it is visible: no need to look
-	case channelID != 0 && topic != nil: // is:unread is checked per id, on a cached chunk
+	case channelID != 0 && topic != nil: // is:unread is checked per id, against the watermark
 		return indexSource{r.tx.Bucket(bucketTopicMessages), topicPrefix(channelID, *topic)}
 	case unread && channelID != 0:
-		return r.unreadSource(unreadKey(r.user.ID, channelID))
+		if m, ok := loadMark(r.tx, r.user.ID, channelID); ok {
+			return m.unread()
+		}
+		return idList{} // not subscribed: nothing is unread there
 	case unread:
-		return r.unreadSource(itob(r.user.ID))
+		return userUnread(r.tx, r.user.ID)
 	case starred:
 		return indexSource{r.tx.Bucket(bucketFlags), itob(r.user.ID)}
 	case channelID != 0:
@@ -310,23 +314,6 @@ func (r *rangeReader) source(withUnread bool) idSource {
 	prefix := itob(r.user.ID)
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		parts = append(parts, indexSource{r.tx.Bucket(bucketChannelMessages), slices.Clone(k[8:])})
-	}
-	return parts
-}
-
-// unreadSource walks the unread chunks of the user's channels under
-// prefix (one channel, or all of them).
-func (r *rangeReader) unreadSource(prefix []byte) idSource {
-	var parts mergeSource
-	unread := r.tx.Bucket(bucketUnread)
-	c := unread.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if b := unread.Bucket(k); b != nil {
-			parts = append(parts, chunkSource{b})
-		}
-	}
-	if len(parts) == 1 {
-		return parts[0]
 	}
 	return parts
 }
@@ -396,31 +383,63 @@ func (r *rangeReader) sender(id uint64) (user, error) {
 	return u, nil
 }
 
-// isUnread looks the id up in the one chunk that could hold it, keeping
-// the chunk decoded for the neighbours that a page asks about next.
+// markView is the user's unread state in one channel as a selection
+// reads it: the watermark, and the exception sets with the chunk of each
+// decoded last, kept for the neighbours that a page asks about next.
+type markView struct {
+	subscribed bool
+	watermark  uint64
+	below      cachedSet // unread at or below the watermark
+	above      cachedSet // read above it
+}
+
+// isUnread checks the id against the watermark and the one exception
+// chunk that could hold it.
 func (r *rangeReader) isUnread(channelID, id uint64) bool {
-	if ids := r.chunks[channelID]; len(ids) > 0 && ids[0] <= id && id <= ids[len(ids)-1] {
-		_, found := slices.BinarySearch(ids, id)
-		return found
+	v := r.marks[channelID]
+	if v == nil {
+		v = &markView{}
+		if m, ok := loadMark(r.tx, r.user.ID, channelID); ok {
+			*v = markView{subscribed: true, watermark: m.watermark, below: cachedSet{b: m.below()}, above: cachedSet{b: m.above()}}
+		}
+		r.marks[channelID] = v
 	}
-	b := r.tx.Bucket(bucketUnread).Bucket(unreadKey(r.user.ID, channelID))
-	if b == nil {
+	switch {
+	case !v.subscribed:
+		return false
+	case id > v.watermark:
+		return !v.above.contains(id)
+	}
+	return v.below.contains(id)
+}
+
+// cachedSet looks ids up in an exception set (nil: empty), keeping the
+// chunk it decoded last.
+type cachedSet struct {
+	b     *bbolt.Bucket
+	chunk []uint64
+}
+
+func (s *cachedSet) contains(id uint64) bool {
+	if s.b == nil {
 		return false
 	}
-	c := b.Cursor()
-	k, v := c.Seek(itob(id))
-	if k == nil || btoi(k) > id {
-		k, v = c.Prev()
+	if len(s.chunk) == 0 || id < s.chunk[0] || id > s.chunk[len(s.chunk)-1] {
+		c := s.b.Cursor()
+		k, v := c.Seek(itob(id))
+		if k == nil || btoi(k) > id {
+			k, v = c.Prev()
+		}
+		if k == nil || chunkLast(v) < id {
+			return false
+		}
+		ids, err := decodeChunk(s.chunk[:0], btoi(k), v)
+		if err != nil {
+			return false
+		}
+		s.chunk = ids
 	}
-	if k == nil || chunkLast(v) < id {
-		return false
-	}
-	ids, err := decodeChunk(nil, btoi(k), v)
-	if err != nil {
-		return false
-	}
-	r.chunks[channelID] = ids
-	_, found := slices.BinarySearch(ids, id)
+	_, found := slices.BinarySearch(s.chunk, id)
 	return found
 }
 
@@ -461,7 +480,55 @@ func (s indexSource) iter(from uint64, up bool) func() (uint64, bool) {
 	}
 }
 
-// chunkSource walks one (user, channel) unread set, decoding a chunk at a
+// boundedSource is a source's ids from lo up.
+type boundedSource struct {
+	src idSource
+	lo  uint64
+}
+
+func (s boundedSource) iter(from uint64, up bool) func() (uint64, bool) {
+	if up {
+		return s.src.iter(max(from, s.lo), true)
+	}
+	if from < s.lo {
+		return func() (uint64, bool) { return 0, false }
+	}
+	next := s.src.iter(from, false)
+	return func() (uint64, bool) {
+		id, ok := next()
+		if !ok || id < s.lo {
+			return 0, false
+		}
+		return id, true
+	}
+}
+
+// exceptSource is a source's ids less those of another, both walked in
+// step.
+type exceptSource struct {
+	src, minus idSource
+}
+
+func (s exceptSource) iter(from uint64, up bool) func() (uint64, bool) {
+	next, skip := s.src.iter(from, up), s.minus.iter(from, up)
+	head, live := skip()
+	return func() (uint64, bool) {
+		for {
+			id, ok := next()
+			if !ok {
+				return 0, false
+			}
+			for live && (up && head < id || !up && head > id) {
+				head, live = skip()
+			}
+			if !live || head != id {
+				return id, true
+			}
+		}
+	}
+}
+
+// chunkSource walks one exception set, decoding a chunk at a
 // time.
 type chunkSource struct{ b *bbolt.Bucket }
 
@@ -543,32 +610,64 @@ func (l idList) iter(from uint64, up bool) func() (uint64, bool) {
 }
 
 // mergeSource walks several sources as one, in order, without repeats.
+// The sources' next ids are kept in a heap, so each id costs a step of
+// its own source and log(sources), however many sources there are (one
+// per subscription for "every unread message").
 type mergeSource []idSource
 
 func (m mergeSource) iter(from uint64, up bool) func() (uint64, bool) {
-	nexts := make([]func() (uint64, bool), len(m))
-	heads := make([]uint64, len(m))
-	live := make([]bool, len(m))
-	for i, s := range m {
-		nexts[i] = s.iter(from, up)
-		heads[i], live[i] = nexts[i]()
+	h := &sourceHeap{up: up}
+	for _, s := range m {
+		next := s.iter(from, up)
+		if id, ok := next(); ok {
+			h.heads = append(h.heads, sourceHead{id, next})
+		}
 	}
+	heap.Init(h)
+	last, started := uint64(0), false
 	return func() (uint64, bool) {
-		best := -1
-		for i := range m {
-			if live[i] && (best < 0 || (up && heads[i] < heads[best]) || (!up && heads[i] > heads[best])) {
-				best = i
+		for h.Len() > 0 {
+			top := &h.heads[0]
+			id := top.id
+			if next, ok := top.next(); ok {
+				top.id = next
+				heap.Fix(h, 0)
+			} else {
+				heap.Pop(h)
 			}
-		}
-		if best < 0 {
-			return 0, false
-		}
-		id := heads[best]
-		for i := range m { // the same id from several sources counts once
-			for live[i] && heads[i] == id {
-				heads[i], live[i] = nexts[i]()
+			if started && id == last { // the same id from several sources counts once
+				continue
 			}
+			last, started = id, true
+			return id, true
 		}
-		return id, true
+		return 0, false
 	}
+}
+
+type sourceHead struct {
+	id   uint64
+	next func() (uint64, bool)
+}
+
+// sourceHeap orders sources by their next id: smallest first walking up,
+// largest first walking down.
+type sourceHeap struct {
+	heads []sourceHead
+	up    bool
+}
+
+func (h *sourceHeap) Len() int { return len(h.heads) }
+func (h *sourceHeap) Less(i, j int) bool {
+	if h.up {
+		return h.heads[i].id < h.heads[j].id
+	}
+	return h.heads[i].id > h.heads[j].id
+}
+func (h *sourceHeap) Swap(i, j int) { h.heads[i], h.heads[j] = h.heads[j], h.heads[i] }
+func (h *sourceHeap) Push(x any)    { h.heads = append(h.heads, x.(sourceHead)) }
+func (h *sourceHeap) Pop() any {
+	last := h.heads[len(h.heads)-1]
+	h.heads = h.heads[:len(h.heads)-1]
+	return last
 }

@@ -293,7 +293,9 @@ func (s *store) addSubscription(tx *bbolt.Tx, userID, channelID uint64) error {
 }
 
 // addColoredSubscription subscribes the user with the given colour, or
-// the channel's own when none is given.
+// the channel's own when none is given. The subscription starts at the
+// largest message id so far: later messages reach the user, unread,
+// earlier ones are read (their watermark starts there).
 func (s *store) addColoredSubscription(tx *bbolt.Tx, userID, channelID uint64, color string) error {
 	if color == "" {
 		color = channelColor(channelID)
@@ -302,7 +304,11 @@ func (s *store) addColoredSubscription(tx *bbolt.Tx, userID, channelID uint64, c
 	if err := putJSON(tx.Bucket(bucketSubscriptions), append(itob(userID), itob(channelID)...), sub); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketSubscribers).Put(append(itob(channelID), itob(userID)...), nil)
+	start := tx.Bucket(bucketMessages).Sequence()
+	if err := tx.Bucket(bucketSubscribers).Put(append(itob(channelID), itob(userID)...), itob(start)); err != nil {
+		return err
+	}
+	return startUnread(tx, userID, channelID, start)
 }
 
 // unsubscribe removes the user from each named channel; names of
@@ -318,9 +324,8 @@ func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []strin
 // administrator or, with metadata access, a member of the channel's
 // can_administer_channel_group or can_remove_subscribers_group.
 func (s *store) unsubscribeUsers(caller user, names []string, principalIDs []uint64, principalEmails []string) (removed, notRemoved []string, left []channel, read []uint64, err error) {
-	trashed := false
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		removed, notRemoved, left, read, trashed = nil, nil, nil, nil, false
+		removed, notRemoved, left, read = nil, nil, nil, nil
 		users, err := s.principals(tx, subscribeRequest{Caller: caller, PrincipalIDs: principalIDs, PrincipalEmails: principalEmails})
 		if err != nil {
 			return err
@@ -362,11 +367,9 @@ func (s *store) unsubscribeUsers(caller user, names []string, principalIDs []uin
 				if err != nil {
 					return err
 				}
-				moved, err := removeAllUnread(tx, target.ID, ch.ID)
-				if err != nil {
+				if err := dropUnread(tx, target.ID, ch.ID); err != nil {
 					return err
 				}
-				trashed = trashed || moved
 				removed = append(removed, ch.Name)
 				gone = append(gone, ch)
 				if target.ID == caller.ID {
@@ -389,9 +392,6 @@ func (s *store) unsubscribeUsers(caller user, names []string, principalIDs []uin
 		slices.Sort(read)
 		return reportFlags(tx, report, caller, flagChange{Flag: "read", Add: true}, read)
 	})
-	if trashed { // large sets were moved aside: the janitor deletes them
-		s.wakeJanitor()
-	}
 	return removed, notRemoved, left, read, err
 }
 

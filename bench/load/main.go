@@ -6,15 +6,21 @@
 // channels and realistic unread state. Each is driven at concurrency 1,
 // 16 and 64 over keep-alive connections, and a table shows requests/s,
 // p50 and p99, and zulite's ratio to the matching ceiling, with zulite's
-// peak anonymous memory. Any unexpected status fails the run.
+// peak anonymous memory. Then it compares mark_stream_as_read with
+// 1,000,000 unread messages against 1 (-big-unread), and a send to a
+// channel of 100,000 subscribers against one of 10 (-big-channel). Any
+// unexpected status fails the run.
 //
 // Run it from the repository root: go run ./bench/load
+// (go run ./bench/load -sweep=false runs the comparisons alone.)
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -43,7 +49,9 @@ func main() {
 	db := flag.String("db", "", "internal: the write ceiling's database")
 	requests := flag.Int("requests", 20000, "requests per read scenario (writes use a quarter)")
 	bigUnread := flag.Int("big-unread", 1_000_000, "unread messages in the channel of the mark_stream_as_read comparison (0 skips it)")
+	bigChannel := flag.Int("big-channel", 100_000, "subscribers of the channel in the send comparison, against one of 10 (0 skips it)")
 	rounds := flag.Int("rounds", 3, "rounds of the whole sweep (at least 1); the table shows each scenario's median")
+	sweep := flag.Bool("sweep", true, "run the sweep of scenarios and its table (false: only the comparisons)")
 	flag.Parse()
 	if *rounds < 1 {
 		fmt.Fprintln(os.Stderr, "load: -rounds must be at least 1")
@@ -59,7 +67,7 @@ func main() {
 			err = serveCeiling(h)
 		}
 	default:
-		err = run(*requests, *bigUnread, *rounds)
+		err = run(*requests, *bigUnread, *bigChannel, *rounds, *sweep)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
@@ -240,6 +248,30 @@ func startZulite(dir string) (*process, string, error) {
 	return &process{cmd, addr}, key, nil
 }
 
+// restartZulite starts the zulite built by startZulite again on its
+// database, which has its owner already.
+func restartZulite(dir string) (*process, error) {
+	args := []string{"serve", "--db", filepath.Join(dir, "z.db"), "--addr", "127.0.0.1:0"}
+	if help, _ := exec.Command(filepath.Join(dir, "zulite"), "serve", "--help").CombinedOutput(); strings.Contains(string(help), "-rate-limit") {
+		args = append(args, "--rate-limit", "off")
+	}
+	cmd := exec.Command(filepath.Join(dir, "zulite"), args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	addrc := make(chan string, 1)
+	go scanFor(stderr, listening, addrc)
+	select {
+	case addr := <-addrc:
+		return &process{cmd, addr}, nil
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		return nil, errors.New("zulite did not start again within 10 s")
+	}
+}
+
 func scanFor(r io.Reader, re *regexp.Regexp, found chan<- string) {
 	s := bufio.NewScanner(r)
 	for s.Scan() {
@@ -255,7 +287,7 @@ type account struct {
 	channels   []int // ids of channels subscribed to
 }
 
-func run(requests, bigUnread, rounds int) error {
+func run(requests, bigUnread, bigChannel, rounds int, sweepToo bool) error {
 	dir, err := os.MkdirTemp("", "zulite-load-")
 	if err != nil {
 		return err
@@ -276,7 +308,7 @@ func run(requests, bigUnread, rounds int) error {
 	if err != nil {
 		return err
 	}
-	defer zulite.stop()
+	defer func() { zulite.stop() }() // the one running at the end: the send comparison restarts it
 
 	fmt.Println("seeding zulite: 1,000 users, 100 channels, subscriptions, messages, push tokens ...")
 	start := time.Now()
@@ -291,6 +323,9 @@ func run(requests, bigUnread, rounds int) error {
 	writeT := &target{base: "http://" + write.addr, pid: write.cmd.Process.Pid}
 	var peakKiB int
 	var table [][]row // a round each
+	if !sweepToo {
+		rounds = 0
+	}
 	for round := range rounds {
 		if err := refill(z, accounts, requests); err != nil {
 			return err
@@ -301,9 +336,12 @@ func run(requests, bigUnread, rounds int) error {
 		peakKiB = max(peakKiB, peak())
 		fmt.Printf("round %d of %d: %v\n", round+1, rounds, time.Since(start).Round(time.Millisecond))
 	}
-	fmt.Println()
-	printTable(table)
 	failed := false
+	if sweepToo {
+		fmt.Println()
+		printTable(table)
+		fmt.Printf("\nzulite peak RssAnon under load: %.1f MiB (target: below 30 MiB)\n", float64(peakKiB)/1024)
+	}
 	for _, rows := range table {
 		for _, r := range rows {
 			if r.result.err != nil {
@@ -312,10 +350,26 @@ func run(requests, bigUnread, rounds int) error {
 			}
 		}
 	}
-	fmt.Printf("\nzulite peak RssAnon under load: %.1f MiB (target: below 30 MiB)\n", float64(peakKiB)/1024)
 
 	if bigUnread > 0 {
 		if err := compareMarkRead(z, accounts, bigUnread); err != nil {
+			fmt.Println("FAILED:", err)
+			failed = true
+		}
+	}
+	if bigChannel > 0 {
+		restart := func(meanwhile func() error) error {
+			zulite.stop()
+			if err := meanwhile(); err != nil {
+				return err
+			}
+			var err error
+			if zulite, err = restartZulite(dir); err == nil {
+				z.base, z.pid = "http://"+zulite.addr, zulite.cmd.Process.Pid
+			}
+			return err
+		}
+		if err := compareSend(z, filepath.Join(dir, "z.db"), ownerKey, bigChannel, restart); err != nil {
 			fmt.Println("FAILED:", err)
 			failed = true
 		}
@@ -486,12 +540,15 @@ func parallel(workers, n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// compareMarkRead times mark_stream_as_read on a channel where one user
-// has bigUnread unread messages against one where they have one.
+// compareMarkRead times mark_stream_as_read on a channel where a user
+// has bigUnread unread messages against one where they have one: 21
+// readers share the big channel, so that each side is a median of 21
+// marks, taken alternately.
 func compareMarkRead(z *target, accounts []account, bigUnread int) error {
-	reader, writer := accounts[0], accounts[1]
+	const marks = 21
+	readers, writer := accounts[:marks], accounts[marks]
 	for _, name := range []string{"big", "small"} {
-		for _, a := range []account{reader, writer} {
+		for _, a := range append(slices.Clone(readers), writer) {
 			if r := drive(z, 1, 1, 200, func(int) *http.Request {
 				return newRequest(z, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"` + name + `"}]`}}, a.email, a.key)
 			}); r.err != nil {
@@ -504,7 +561,7 @@ func compareMarkRead(z *target, accounts []account, bigUnread int) error {
 		var body struct {
 			StreamID int `json:"stream_id"`
 		}
-		if err := getJSON(z, "/api/v1/get_stream_id?stream="+name, reader, &body); err != nil {
+		if err := getJSON(z, "/api/v1/get_stream_id?stream="+name, readers[0], &body); err != nil {
 			return err
 		}
 		ids[name] = strconv.Itoa(body.StreamID)
@@ -520,31 +577,220 @@ func compareMarkRead(z *target, accounts []account, bigUnread int) error {
 		return r.err
 	}
 	fmt.Printf("sent in %v\n", time.Since(start).Round(time.Millisecond))
-	mark := func(channel string) func(int) *http.Request {
+	mark := func(channel string, reader account) func(int) *http.Request {
 		return func(int) *http.Request {
 			return newRequest(z, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {channel}}, reader.email, reader.key)
 		}
 	}
-	big := drive(z, 1, 1, 200, mark(ids["big"]))
-	var small []time.Duration
-	for range 21 {
+	var big, small []time.Duration
+	for i := range marks {
+		r := drive(z, 1, 1, 200, mark(ids["big"], readers[i]))
+		if r.err != nil {
+			return r.err
+		}
+		big = append(big, r.p50)
 		if r := drive(z, 1, 1, 200, send(ids["small"])); r.err != nil {
 			return r.err
 		}
-		r := drive(z, 1, 1, 200, mark(ids["small"]))
-		if r.err != nil {
+		if r = drive(z, 1, 1, 200, mark(ids["small"], readers[0])); r.err != nil {
 			return r.err
 		}
 		small = append(small, r.p50)
 	}
+	slices.Sort(big)
 	slices.Sort(small)
-	ratio := float64(big.p50) / float64(small[len(small)/2])
-	fmt.Printf("mark_stream_as_read: %d unread %v, 1 unread %v (median of 21): %.2fx (target: within 3x)\n",
-		bigUnread, big.p50.Round(time.Microsecond), small[len(small)/2].Round(time.Microsecond), ratio)
-	if big.err != nil {
-		return big.err
-	}
+	ratio := float64(big[marks/2]) / float64(small[marks/2])
+	fmt.Printf("mark_stream_as_read, median of %d each, alternating: %d unread %v, 1 unread %v: %.2fx (target: within 3x)\n",
+		marks, bigUnread, big[marks/2].Round(time.Microsecond), small[marks/2].Round(time.Microsecond), ratio)
 	return nil
+}
+
+// compareSend times a send to a channel of n subscribers against a send
+// to one of 10, alternately, one at a time, and counts the pages each
+// commits (from /metrics): both must not grow with the subscribers. The
+// accounts are made through the admin socket, as `zulite user add`
+// makes them, without its process for each. The small channel's members
+// join through the API; the big channel's are written into the file
+// while the server is stopped (seedSubscribers says why), and the API
+// must then count them all, and show the sends unread to one of them.
+func compareSend(z *target, db, ownerKey string, n int, restart func(meanwhile func() error) error) error {
+	fmt.Printf("\nmaking %d accounts through the admin socket for the send comparison ...\n", n-1)
+	start := time.Now()
+	emails := make([]string, n-1)
+	var mu sync.Mutex
+	var firstErr error
+	var lastKey string
+	parallel(16, n-1, func(i int) {
+		emails[i] = fmt.Sprintf("member%d@example.com", i)
+		key, err := adminUserAdd(db+".sock", emails[i])
+		mu.Lock()
+		defer mu.Unlock()
+		firstErr = cmp.Or(firstErr, err)
+		if i == n-2 {
+			lastKey = key
+		}
+	})
+	if firstErr != nil {
+		return fmt.Errorf("user add: %w", firstErr)
+	}
+	fmt.Printf("made in %v\n", time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	owner := account{email: "owner@zulite.localhost", key: ownerKey}
+	subscribe := func(name string, principals []string) error {
+		params := url.Values{"subscriptions": {`[{"name":"` + name + `"}]`}}
+		if principals != nil {
+			list, _ := json.Marshal(principals)
+			params.Set("principals", string(list))
+		}
+		r := drive(z, 1, 1, 200, func(int) *http.Request {
+			return newRequest(z, http.MethodPost, "/api/v1/users/me/subscriptions", params, owner.email, owner.key)
+		})
+		return r.err
+	}
+	ids := map[string]string{}
+	for _, name := range []string{"few", "crowd"} { // the owner makes them, and is their sender
+		if err := subscribe(name, nil); err != nil {
+			return err
+		}
+		var body struct {
+			StreamID int `json:"stream_id"`
+		}
+		if err := getJSON(z, "/api/v1/get_stream_id?stream="+name, owner, &body); err != nil {
+			return err
+		}
+		ids[name] = strconv.Itoa(body.StreamID)
+	}
+	if err := subscribe("few", emails[:9]); err != nil {
+		return err
+	}
+	crowdID, _ := strconv.ParseUint(ids["crowd"], 10, 64)
+	if err := restart(func() error { return seedSubscribers(db, crowdID, emails) }); err != nil {
+		return err
+	}
+	var counted struct {
+		Stream struct {
+			SubscriberCount int `json:"subscriber_count"`
+		} `json:"stream"`
+	}
+	if err := getJSON(z, "/api/v1/streams/"+ids["crowd"], owner, &counted); err != nil {
+		return err
+	}
+	if counted.Stream.SubscriberCount != n {
+		return fmt.Errorf("the big channel has %d subscribers, want %d", counted.Stream.SubscriberCount, n)
+	}
+	fmt.Printf("subscribed in %v\n", time.Since(start).Round(time.Millisecond))
+
+	const sends = 200
+	times := map[string][]time.Duration{}
+	pages := map[string]float64{}
+	for i := range 2 * sends {
+		name := []string{"few", "crowd"}[i%2]
+		before, err := commitGroups(z, ownerKey)
+		if err != nil {
+			return err
+		}
+		r := drive(z, 1, 1, 200, func(int) *http.Request {
+			return newRequest(z, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {ids[name]}, "topic": {"t"}, "content": {"hello"}}, owner.email, owner.key)
+		})
+		if r.err != nil {
+			return r.err
+		}
+		after, err := commitGroups(z, ownerKey)
+		if err != nil {
+			return err
+		}
+		times[name] = append(times[name], r.p50)
+		pages[name] += after.pages - before.pages
+	}
+	var unread struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	narrow := url.QueryEscape(`[["channel","crowd"],["is","unread"]]`)
+	if err := getJSON(z, "/api/v1/messages?anchor=newest&num_before=1000&num_after=0&narrow="+narrow, account{email: emails[n-2], key: lastKey}, &unread); err != nil {
+		return err
+	}
+	if len(unread.Messages) != sends {
+		return fmt.Errorf("%s has %d unread messages in the big channel, want %d", emails[n-2], len(unread.Messages), sends)
+	}
+	median := func(d []time.Duration) time.Duration {
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	few, crowd := median(times["few"]), median(times["crowd"])
+	fmt.Printf("send, median of %d each, alternating: 10 subscribers %v (%.1f pages), %d subscribers %v (%.1f pages): %.2fx (target: within 2x)\n",
+		sends, few.Round(time.Microsecond), pages["few"]/sends, n, crowd.Round(time.Microsecond), pages["crowd"]/sends, float64(crowd)/float64(few))
+	return nil
+}
+
+// seedSubscribers subscribes the accounts of emails to the channel
+// straight in the database file, writing what zulite's subscribe writes
+// (the subscription's record, the subscribers index with the
+// subscription's start, and, from schema 3 on, the read watermark),
+// while no server holds the file. Through the API, each joiner costs a
+// walk over every account (the subscription event's figures), so a
+// channel of 100,000 would take hours to fill.
+func seedSubscribers(db string, channelID uint64, emails []string) error {
+	d, err := bbolt.Open(db, 0o600, &bbolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	be := func(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+	return d.Update(func(tx *bbolt.Tx) error {
+		start := be(tx.Bucket([]byte("messages")).Sequence())
+		subscription := fmt.Sprintf(`{"color":"#76ce90","joined":%d}`, time.Now().Unix())
+		watermarks := tx.Bucket([]byte("watermarks")) // nil before schema 3
+		for _, email := range emails {
+			id := tx.Bucket([]byte("user_emails")).Get([]byte(strings.ToLower(email)))
+			if id == nil {
+				return fmt.Errorf("seed subscribers: no account %s", email)
+			}
+			pair, byChannel := append(slices.Clone(id), be(channelID)...), append(be(channelID), id...)
+			if err := tx.Bucket([]byte("subscriptions")).Put(pair, []byte(subscription)); err != nil {
+				return err
+			}
+			value := start
+			if watermarks == nil {
+				value = nil
+			}
+			if err := tx.Bucket([]byte("subscribers")).Put(byChannel, value); err != nil {
+				return err
+			}
+			if watermarks != nil {
+				if err := watermarks.Put(pair, start); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// adminUserAdd makes an account through the admin socket at sock, as
+// `zulite user add EMAIL` does while a server holds the database, and
+// answers its API key.
+func adminUserAdd(sock, email string) (string, error) {
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	req := map[string]any{"command": "user add", "args": []string{email}, "options": map[string]any{}}
+	if err := json.NewEncoder(conn).Encode(req); err != nil {
+		return "", err
+	}
+	var resp struct {
+		Output string `json:"output"`
+		Error  string `json:"error"`
+	}
+	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
+		return "", err
+	}
+	if resp.Error != "" {
+		return "", errors.New(resp.Error)
+	}
+	return strings.TrimSpace(resp.Output), nil
 }
 
 // ---- driving load ----
