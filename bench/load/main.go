@@ -8,7 +8,8 @@
 // p50 and p99, and zulite's ratio to the matching ceiling, with zulite's
 // peak anonymous memory. Any unexpected status fails the run.
 //
-// Run it from the repository root: go run ./bench/load
+// Run it from the repository root: go run ./bench/load (go run ./bench/load
+// -fanout 1000,10000 measures event fan-out instead: fanout.go)
 package main
 
 import (
@@ -44,6 +45,11 @@ func main() {
 	requests := flag.Int("requests", 20000, "requests per read scenario (writes use a quarter)")
 	bigUnread := flag.Int("big-unread", 1_000_000, "unread messages in the channel of the mark_stream_as_read comparison (0 skips it)")
 	rounds := flag.Int("rounds", 3, "rounds of the whole sweep (at least 1); the table shows each scenario's median")
+	fanout := flag.String("fanout", "", "instead of the sweep, the fan-out mode (fanout.go): the numbers of listening queues to measure, e.g. 1000,10000")
+	fanoutAccounts := flag.Int("fanout-accounts", 500, "fan-out: accounts sharing the queues (each holds at most 20)")
+	sends := flag.Int("sends", 10, "fan-out: channel messages sent, with and without listeners")
+	sendEvery := flag.Duration("send-every", time.Second, "fan-out: time between sends")
+	contentBytes := flag.Int("content-bytes", 500, "fan-out: bytes of each message's content")
 	flag.Parse()
 	if *rounds < 1 {
 		fmt.Fprintln(os.Stderr, "load: -rounds must be at least 1")
@@ -57,6 +63,15 @@ func main() {
 		var h http.Handler
 		if h, err = writeCeiling(*db); err == nil {
 			err = serveCeiling(h)
+		}
+	case "":
+		if *fanout == "" {
+			err = run(*requests, *bigUnread, *rounds)
+			break
+		}
+		var sizes []int
+		if sizes, err = parseSizes(*fanout); err == nil {
+			err = runFanout(fanoutConfig{sizes: sizes, accounts: *fanoutAccounts, sends: *sends, every: *sendEvery, contentBytes: *contentBytes})
 		}
 	default:
 		err = run(*requests, *bigUnread, *rounds)
