@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -15,6 +16,15 @@ import (
 // A server restart loses every queue, and clients re-register when told
 // BAD_EVENT_QUEUE_ID, as Zulip clients do. No storage transaction is ever
 // held while a poll waits.
+//
+// Fan-out costs what its recipients cost, not what the server holds:
+// queues are found by their user (and all_public_streams queues in a
+// list of their own), and an event is encoded once for every queue that
+// gets the same bytes (sharedEvent); what differs per queue (its event
+// id, its flags, local_message_id, the empty topic's name) is written
+// around those bytes when a poll answers. The committer never waits for
+// any of it: committed changes reach the hub from the store's publisher
+// goroutine (changes.go).
 const (
 	queueIdleTimeout  = 10 * time.Minute // a queue not polled for this long is dropped
 	maxQueuesPerUser  = 20               // registering one more drops the user's oldest
@@ -22,11 +32,16 @@ const (
 	pollTimeout       = 50 * time.Second // a poll with nothing to say answers a heartbeat
 )
 
-// event is one event as a client receives it; "id" is set per queue.
+// event is one event as a client receives it, but for its "id", which
+// each queue gives it.
 type event map[string]any
 
 // Bounds on what queues may hold, so that idle clients cannot exhaust a
 // small device: a queue over either is dropped (its client re-registers).
+// A queue counts the events it holds as its poll would answer them; the
+// total counts memory held: the bytes that queues share once, and what
+// each queue holds alone (queuedEventSize an event), so that a message to
+// a big channel does not evict its readers' queues.
 const (
 	maxQueueBytes      = 256 << 10 // encoded events waiting in one queue
 	maxTotalQueueBytes = 8 << 20   // in all queues together
@@ -53,19 +68,89 @@ type eventQueue struct {
 	userSettingsObject bool
 
 	// guarded by hub.mu
-	events   []queuedEvent
-	bytes    int
-	nextID   int64
+	events   []queuedEvent // ids firstID, firstID+1, ...
+	firstID  int64
+	bytes    int // the events' size as a poll answers them
 	lastPoll time.Time
 	polls    int           // polls waiting on it; it does not expire meanwhile
-	wake     chan struct{} // closed when events arrive, then replaced
+	wake     chan struct{} // made by a poll that waits, closed when events arrive
 	gone     chan struct{} // closed when the queue is removed
+	offered  uint64        // the hub's offer that last reached it (one event a queue)
 }
 
-// queuedEvent is an event encoded once, when it is queued.
+// sharedEvent is an event encoded once for every queue that gets these
+// bytes: a JSON object without its closing brace. Each queue adds one of
+// tails (its own members: a message's flags, local_message_id) and its
+// "id" when a poll answers.
+type sharedEvent struct {
+	raw   []byte
+	tails []string
+	// subject is, in a message event whose topic is empty, the offset in
+	// raw of the subject's "": queues without the empty_topic_name
+	// capability are shown emptyTopicDisplayName there. 0 when none.
+	subject int
+	holders int // queues holding it (hub.mu): its bytes count once
+}
+
+// queuedEvent is a queue's hold on a shared event; its id is its place.
 type queuedEvent struct {
-	id  int64
-	raw json.RawMessage
+	shared *sharedEvent
+	tail   uint8 // index in shared.tails
+	named  bool  // show the empty subject as emptyTopicDisplayName
+}
+
+// queuedEventSize is what a queue holds alone for an event (a
+// queuedEvent), counted in the total.
+const queuedEventSize = 16
+
+// displayNameJSON is emptyTopicDisplayName as a JSON string.
+var displayNameJSON = func() []byte { b, _ := json.Marshal(emptyTopicDisplayName); return b }()
+
+// heartbeat is the event a poll answers after waiting the poll timeout.
+var heartbeat = &sharedEvent{raw: []byte(`{"type":"heartbeat"`), tails: []string{""}}
+
+// encodeEvent encodes e once, for every queue that hears it alike.
+func encodeEvent(e event) *sharedEvent {
+	raw, err := json.Marshal(e)
+	if err != nil || len(raw) < 3 { // an event always has a type
+		return nil
+	}
+	return &sharedEvent{raw: raw[:len(raw)-1], tails: []string{""}}
+}
+
+// size is the event's length as a poll answers it with the given id.
+func (e queuedEvent) size(id int64) int {
+	n := len(e.shared.raw) + len(e.shared.tails[e.tail]) + len(`,"id":}`) + digits(id)
+	if e.named && e.shared.subject > 0 {
+		n += len(displayNameJSON) - len(`""`)
+	}
+	return n
+}
+
+func digits(id int64) int {
+	n := 1
+	if id < 0 {
+		n, id = 2, -id
+	}
+	for ; id >= 10; id /= 10 {
+		n++
+	}
+	return n
+}
+
+// appendJSON writes the event as the queue's client receives it.
+func (e queuedEvent) appendJSON(b []byte, id int64) []byte {
+	raw := e.shared.raw
+	if at := e.shared.subject; e.named && at > 0 {
+		b = append(b, raw[:at]...)
+		b = append(b, displayNameJSON...)
+		raw = raw[at+len(`""`):]
+	}
+	b = append(b, raw...)
+	b = append(b, e.shared.tails[e.tail]...)
+	b = append(b, `,"id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	return append(b, '}')
 }
 
 // capabilityOn tells whether register's client_capabilities (decoded,
@@ -83,17 +168,25 @@ func (q *eventQueue) wants(eventType string) bool {
 type eventHub struct {
 	mu          sync.Mutex
 	queues      map[string]*eventQueue
-	regSeq      map[uint64]uint64 // user → registrations so far
+	byUser      map[uint64][]*eventQueue // each user's queues, oldest first
+	allPublic   []*eventQueue            // all_public_streams queues
+	offers      uint64                   // offers made, to reach each queue once an offer
 	totalBytes  int
 	idleTimeout time.Duration
 	pollTimeout time.Duration
 	now         func() time.Time
 	done        chan struct{} // closed at shutdown: waiting polls answer at once
 	closed      bool
+
+	// seqMu guards what the committer asks (listening), so that it never
+	// waits for a fan-out holding mu. Taken after mu, never before.
+	seqMu     sync.Mutex
+	regSeq    map[uint64]uint64 // user → registrations so far
+	flagHears map[uint64]int    // user → queues that hear update_message_flags
 }
 
 func newEventHub() *eventHub {
-	return &eventHub{queues: map[string]*eventQueue{}, regSeq: map[uint64]uint64{},
+	return &eventHub{queues: map[string]*eventQueue{}, byUser: map[uint64][]*eventQueue{}, regSeq: map[uint64]uint64{}, flagHears: map[uint64]int{},
 		idleTimeout: queueIdleTimeout, pollTimeout: pollTimeout, now: time.Now, done: make(chan struct{})}
 }
 
@@ -106,19 +199,22 @@ func (h *eventHub) register(q *eventQueue) {
 	defer h.mu.Unlock()
 	q.id = hex.EncodeToString(id)
 	q.created, q.lastPoll = h.now(), h.now()
-	q.wake, q.gone = make(chan struct{}), make(chan struct{})
+	q.gone = make(chan struct{})
+	if mine := h.byUser[q.userID]; len(mine) >= maxQueuesPerUser {
+		h.removeLocked(mine[0])
+	}
+	h.seqMu.Lock()
 	h.regSeq[q.userID]++
 	q.regSeq = h.regSeq[q.userID]
-	var mine []*eventQueue
-	for _, other := range h.queues {
-		if other.userID == q.userID {
-			mine = append(mine, other)
-		}
+	if q.wants("update_message_flags") {
+		h.flagHears[q.userID]++
 	}
-	if len(mine) >= maxQueuesPerUser {
-		h.removeLocked(slices.MinFunc(mine, func(a, b *eventQueue) int { return a.created.Compare(b.created) }))
-	}
+	h.seqMu.Unlock()
 	h.queues[q.id] = q
+	h.byUser[q.userID] = append(h.byUser[q.userID], q)
+	if q.allPublic {
+		h.allPublic = append(h.allPublic, q)
+	}
 }
 
 // queue finds the user's queue; another user's queue does not exist.
@@ -136,18 +232,49 @@ func (h *eventHub) removeLocked(q *eventQueue) {
 		return
 	}
 	delete(h.queues, q.id)
-	h.totalBytes -= q.bytes
+	mine := slices.DeleteFunc(h.byUser[q.userID], func(o *eventQueue) bool { return o == q })
+	if len(mine) == 0 {
+		delete(h.byUser, q.userID)
+	} else {
+		h.byUser[q.userID] = mine
+	}
+	if q.allPublic {
+		h.allPublic = slices.DeleteFunc(h.allPublic, func(o *eventQueue) bool { return o == q })
+	}
+	if q.wants("update_message_flags") {
+		h.seqMu.Lock()
+		if h.flagHears[q.userID]--; h.flagHears[q.userID] <= 0 {
+			delete(h.flagHears, q.userID)
+		}
+		h.seqMu.Unlock()
+	}
+	h.releaseLocked(q, len(q.events))
+	q.events = nil
 	close(q.gone)
+}
+
+// releaseLocked lets go of the queue's first n events (acknowledged, or
+// the queue removed); h.mu is held.
+func (h *eventHub) releaseLocked(q *eventQueue, n int) {
+	for i, e := range q.events[:n] {
+		q.bytes -= e.size(q.firstID + int64(i))
+		h.totalBytes -= queuedEventSize
+		if e.shared.holders--; e.shared.holders == 0 {
+			h.totalBytes -= len(e.shared.raw)
+		}
+	}
+	q.firstID += int64(n)
+	rest := copy(q.events, q.events[n:])
+	clear(q.events[rest:]) // the shared bytes are not kept alive by a stale hold
+	q.events = q.events[:rest]
 }
 
 // removeAll deletes every queue of the user, ending their waiting polls.
 func (h *eventHub) removeAll(userID uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, q := range h.queues {
-		if q.userID == userID {
-			h.removeLocked(q)
-		}
+	for _, q := range slices.Clone(h.byUser[userID]) {
+		h.removeLocked(q)
 	}
 }
 
@@ -163,16 +290,12 @@ func (h *eventHub) remove(userID uint64, id string) bool {
 }
 
 // listening reports whether any queue of the user hears flag changes,
-// with the number of the user's latest registration.
+// with the number of the user's latest registration. The committer asks
+// it, so it takes only seqMu, which no fan-out holds.
 func (h *eventHub) listening(userID uint64) (bool, uint64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, q := range h.queues {
-		if q.userID == userID && q.wants("update_message_flags") {
-			return true, h.regSeq[userID]
-		}
-	}
-	return false, h.regSeq[userID]
+	h.seqMu.Lock()
+	defer h.seqMu.Unlock()
+	return h.flagHears[userID] > 0, h.regSeq[userID]
 }
 
 // dropNewerThan removes the user's queues registered after seq: a change
@@ -181,43 +304,135 @@ func (h *eventHub) listening(userID uint64) (bool, uint64) {
 func (h *eventHub) dropNewerThan(userID, seq uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, q := range h.queues {
-		if q.userID == userID && q.regSeq > seq {
+	for _, q := range slices.Clone(h.byUser[userID]) {
+		if q.regSeq > seq {
 			h.removeLocked(q)
 		}
 	}
 }
 
+// audience is who hears an event: every queue of the recipients, then of
+// the others (told apart for a message's flags: its sender when not
+// subscribed), then, with allPublic, every all_public_streams queue. A
+// queue reached twice hears the event once.
+type audience struct {
+	recipients, others []uint64
+	allPublic          bool
+}
+
+func usersAudience(userIDs ...uint64) audience { return audience{recipients: userIDs} }
+
+// offer gives an event to its audience's queues that want its type; pick
+// says what each queue holds of it (false: nothing), recipient whether
+// the queue's user is among the recipients. It runs under h.mu, so pick
+// encodes at most once per variant and touches no storage. The waiting
+// polls of the queues that got it are woken once the lock is let go.
+func (h *eventHub) offer(eventType string, to audience, pick func(q *eventQueue, recipient bool) (queuedEvent, bool)) {
+	var woken []chan struct{}
+	var over []*eventQueue
+	h.mu.Lock()
+	h.offers++
+	offer := h.offers
+	give := func(q *eventQueue, recipient bool) {
+		if q.offered == offer || !q.wants(eventType) {
+			return
+		}
+		q.offered = offer
+		e, ok := pick(q, recipient)
+		if !ok || e.shared == nil {
+			return
+		}
+		wake, fits := h.enqueueLocked(q, e)
+		if !fits {
+			over = append(over, q)
+		} else if wake != nil {
+			woken = append(woken, wake)
+		}
+	}
+	for _, id := range to.recipients {
+		for _, q := range h.byUser[id] {
+			give(q, true)
+		}
+	}
+	for _, id := range to.others {
+		for _, q := range h.byUser[id] {
+			give(q, false)
+		}
+	}
+	if to.allPublic {
+		for _, q := range h.allPublic {
+			give(q, false)
+		}
+	}
+	for _, q := range over { // dropped after the walk, which they would upset
+		h.removeLocked(q)
+	}
+	h.mu.Unlock()
+	for _, w := range woken {
+		close(w) // every waiting poll of the queue wakes
+	}
+}
+
+// tell gives the same event to every queue of the audience that wants
+// its type and that only accepts (nil: every one), encoded once.
+func (h *eventHub) tell(eventType string, to audience, e event, only func(q *eventQueue) bool) {
+	shared := encodeEvent(e)
+	h.offer(eventType, to, func(q *eventQueue, _ bool) (queuedEvent, bool) {
+		return queuedEvent{shared: shared}, only == nil || only(q)
+	})
+}
+
 // publish offers an event to every queue that match accepts and that
 // wants its type; build makes that queue's copy (nil skips the queue).
+// It looks at every queue and encodes for each: for the rare events of
+// one user (their settings); fan-out goes through offer.
 func (h *eventHub) publish(eventType string, match func(q *eventQueue) bool, build func(q *eventQueue) event) {
+	var woken []chan struct{}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	for _, q := range h.queues {
 		if !q.wants(eventType) || !match(q) {
 			continue
 		}
-		if e := build(q); e != nil {
-			h.enqueueLocked(q, e)
+		e := build(q)
+		if e == nil {
+			continue
 		}
+		if shared := encodeEvent(e); shared != nil {
+			wake, fits := h.enqueueLocked(q, queuedEvent{shared: shared})
+			if !fits {
+				h.removeLocked(q) // deleting from a map while ranging over it is safe
+			} else if wake != nil {
+				woken = append(woken, wake)
+			}
+		}
+	}
+	h.mu.Unlock()
+	for _, w := range woken {
+		close(w)
 	}
 }
 
-// enqueueLocked adds an event to a queue; h.mu is held. A queue that has
-// fallen too far behind is dropped: its client re-registers.
-func (h *eventHub) enqueueLocked(q *eventQueue, e event) {
-	e["id"] = q.nextID
-	raw, err := json.Marshal(e)
-	if err != nil || len(q.events) >= maxEventsPerQueue || q.bytes+len(raw) > maxQueueBytes || h.totalBytes+len(raw) > maxTotalQueueBytes {
-		h.removeLocked(q)
-		return
+// enqueueLocked adds an event to a queue and answers the wake channel of
+// its waiting polls (nil when none waits), for the caller to close once
+// h.mu is let go; h.mu is held. It answers false, adding nothing, when
+// the queue has fallen too far behind: the caller drops it (its client
+// re-registers).
+func (h *eventHub) enqueueLocked(q *eventQueue, e queuedEvent) (chan struct{}, bool) {
+	id := q.firstID + int64(len(q.events))
+	size, held := e.size(id), queuedEventSize
+	if e.shared.holders == 0 {
+		held += len(e.shared.raw)
 	}
-	q.nextID++
-	q.events = append(q.events, queuedEvent{e["id"].(int64), raw})
-	q.bytes += len(raw)
-	h.totalBytes += len(raw)
-	close(q.wake) // every waiting poll wakes
-	q.wake = make(chan struct{})
+	if len(q.events) >= maxEventsPerQueue || q.bytes+size > maxQueueBytes || h.totalBytes+held > maxTotalQueueBytes {
+		return nil, false
+	}
+	e.shared.holders++
+	q.events = append(q.events, e)
+	q.bytes += size
+	h.totalBytes += held
+	wake := q.wake
+	q.wake = nil
+	return wake, true
 }
 
 // poll answers the events after lastEventID, waiting up to the poll
@@ -225,8 +440,12 @@ func (h *eventHub) enqueueLocked(q *eventQueue, e event) {
 // heartbeat. It answers false when the queue does not exist (or stops
 // existing while it waits).
 func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEventID int64, dontBlock bool) ([]json.RawMessage, bool) {
-	deadline := time.NewTimer(h.pollTimeout)
-	defer deadline.Stop()
+	var deadline *time.Timer
+	defer func() {
+		if deadline != nil {
+			deadline.Stop()
+		}
+	}()
 	for {
 		h.mu.Lock()
 		q, ok := h.queue(userID, id)
@@ -235,46 +454,68 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 			return nil, false
 		}
 		q.lastPoll = h.now()
-		acked := 0 // events up to lastEventID are acknowledged: drop them
-		for acked < len(q.events) && q.events[acked].id <= lastEventID {
-			q.bytes -= len(q.events[acked].raw)
-			h.totalBytes -= len(q.events[acked].raw)
-			acked++
-		}
-		q.events = q.events[acked:]
+		// Events up to lastEventID are acknowledged: let them go.
+		h.releaseLocked(q, int(min(max(lastEventID-q.firstID+1, 0), int64(len(q.events)))))
 		if len(q.events) > 0 || dontBlock || h.closed {
-			pending := make([]json.RawMessage, len(q.events))
-			for i, e := range q.events {
-				pending[i] = e.raw
-			}
+			pending, first := slices.Clone(q.events), q.firstID
 			h.mu.Unlock()
-			return pending, true
+			return render(pending, first), true
+		}
+		if q.wake == nil {
+			q.wake = make(chan struct{})
 		}
 		q.polls++
 		wake, gone := q.wake, q.gone
 		h.mu.Unlock()
-		heartbeat := false
+		if deadline == nil {
+			deadline = time.NewTimer(h.pollTimeout)
+		}
+		heartbeatDue := false
 		select {
 		case <-wake:
 		case <-gone:
 		case <-h.done:
 		case <-deadline.C:
-			heartbeat = true
+			heartbeatDue = true
 		case <-ctx.Done():
 		}
 		h.mu.Lock()
 		q.polls--
 		q.lastPoll = h.now()
-		if heartbeat {
+		var woken chan struct{}
+		if heartbeatDue {
 			if _, still := h.queues[q.id]; still {
-				h.enqueueLocked(q, event{"type": "heartbeat"})
+				fits := false
+				if woken, fits = h.enqueueLocked(q, queuedEvent{shared: heartbeat}); !fits {
+					h.removeLocked(q)
+				}
 			}
 		}
 		h.mu.Unlock()
+		if woken != nil {
+			close(woken)
+		}
 		if ctx.Err() != nil {
 			return nil, true
 		}
 	}
+}
+
+// render writes the events, the first with id first, as their queue's
+// client receives them, in one buffer.
+func render(events []queuedEvent, first int64) []json.RawMessage {
+	n := 0
+	for i, e := range events {
+		n += e.size(first + int64(i))
+	}
+	buf := make([]byte, 0, n)
+	out := make([]json.RawMessage, len(events))
+	for i, e := range events {
+		start := len(buf)
+		buf = e.appendJSON(buf, first+int64(i))
+		out[i] = buf[start:len(buf):len(buf)]
+	}
+	return out
 }
 
 // expire drops queues not polled for the idle timeout; a queue with a
