@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -67,15 +68,19 @@ type eventQueue struct {
 	// capability, so it hears of settings only in user_settings events.
 	userSettingsObject bool
 
-	// guarded by hub.mu
+	offered uint64 // the hub's offer that last reached it (hub.offerMu)
+
+	// mu guards what follows: a queue's polls and the fan-out meet here,
+	// not on the hub's lock.
+	mu       sync.Mutex
 	events   []queuedEvent // ids firstID, firstID+1, ...
 	firstID  int64
 	bytes    int // the events' size as a poll answers them
 	lastPoll time.Time
 	polls    int           // polls waiting on it; it does not expire meanwhile
 	wake     chan struct{} // made by a poll that waits, closed when events arrive
-	gone     chan struct{} // closed when the queue is removed
-	offered  uint64        // the hub's offer that last reached it (one event a queue)
+	dropped  bool          // removed or over a bound: it hears nothing more
+	gone     chan struct{} // closed when dropped
 }
 
 // sharedEvent is an event encoded once for every queue that gets these
@@ -89,7 +94,7 @@ type sharedEvent struct {
 	// raw of the subject's "": queues without the empty_topic_name
 	// capability are shown emptyTopicDisplayName there. 0 when none.
 	subject int
-	holders int // queues holding it (hub.mu): its bytes count once
+	holders atomic.Int32 // queues holding it: its bytes count once
 }
 
 // queuedEvent is a queue's hold on a shared event; its id is its place.
@@ -164,22 +169,28 @@ func (q *eventQueue) wants(eventType string) bool {
 	return q.types == nil || slices.Contains(q.types, eventType)
 }
 
-// eventHub holds every queue of the server.
+// eventHub holds every queue of the server. Locks are taken in this
+// order: offerMu, mu, a queue's mu; seqMu alone.
 type eventHub struct {
-	mu          sync.Mutex
-	queues      map[string]*eventQueue
-	byUser      map[uint64][]*eventQueue // each user's queues, oldest first
-	allPublic   []*eventQueue            // all_public_streams queues
-	offers      uint64                   // offers made, to reach each queue once an offer
-	totalBytes  int
+	// mu guards the index of queues: by id, by user and the
+	// all_public_streams ones. Fan-out and polls only read it.
+	mu        sync.RWMutex
+	queues    map[string]*eventQueue
+	byUser    map[uint64][]*eventQueue // each user's queues, oldest first
+	allPublic []*eventQueue            // all_public_streams queues
+
+	offerMu    sync.Mutex // one offer at a time: each reaches a queue once
+	offers     uint64     // offers made
+	totalBytes atomic.Int64
+
 	idleTimeout time.Duration
 	pollTimeout time.Duration
 	now         func() time.Time
 	done        chan struct{} // closed at shutdown: waiting polls answer at once
-	closed      bool
+	closed      atomic.Bool
 
 	// seqMu guards what the committer asks (listening), so that it never
-	// waits for a fan-out holding mu. Taken after mu, never before.
+	// waits for a fan-out.
 	seqMu     sync.Mutex
 	regSeq    map[uint64]uint64 // user → registrations so far
 	flagHears map[uint64]int    // user → queues that hear update_message_flags
@@ -218,6 +229,7 @@ func (h *eventHub) register(q *eventQueue) {
 }
 
 // queue finds the user's queue; another user's queue does not exist.
+// h.mu is held.
 func (h *eventHub) queue(userID uint64, id string) (*eventQueue, bool) {
 	q, ok := h.queues[id]
 	if !ok || q.userID != userID {
@@ -226,7 +238,7 @@ func (h *eventHub) queue(userID uint64, id string) (*eventQueue, bool) {
 	return q, true
 }
 
-// removeLocked drops a queue and tells its waiting polls; h.mu is held.
+// removeLocked takes a queue out of the index and drops it; h.mu is held.
 func (h *eventHub) removeLocked(q *eventQueue) {
 	if _, ok := h.queues[q.id]; !ok {
 		return
@@ -241,6 +253,9 @@ func (h *eventHub) removeLocked(q *eventQueue) {
 	if q.allPublic {
 		h.allPublic = slices.DeleteFunc(h.allPublic, func(o *eventQueue) bool { return o == q })
 	}
+	q.mu.Lock()
+	h.dropLocked(q)
+	q.mu.Unlock()
 	if q.wants("update_message_flags") {
 		h.seqMu.Lock()
 		if h.flagHears[q.userID]--; h.flagHears[q.userID] <= 0 {
@@ -248,21 +263,33 @@ func (h *eventHub) removeLocked(q *eventQueue) {
 		}
 		h.seqMu.Unlock()
 	}
+}
+
+// dropLocked lets go of a queue's events and tells its waiting polls it
+// is gone; q.mu is held. Whoever drops a queue takes it out of the index
+// too (removeLocked), once it may take h.mu.
+func (h *eventHub) dropLocked(q *eventQueue) {
+	if q.dropped {
+		return
+	}
+	q.dropped = true
 	h.releaseLocked(q, len(q.events))
 	q.events = nil
 	close(q.gone)
 }
 
 // releaseLocked lets go of the queue's first n events (acknowledged, or
-// the queue removed); h.mu is held.
+// the queue dropped); q.mu is held.
 func (h *eventHub) releaseLocked(q *eventQueue, n int) {
+	held := 0
 	for i, e := range q.events[:n] {
 		q.bytes -= e.size(q.firstID + int64(i))
-		h.totalBytes -= queuedEventSize
-		if e.shared.holders--; e.shared.holders == 0 {
-			h.totalBytes -= len(e.shared.raw)
+		held += queuedEventSize
+		if e.shared.holders.Add(-1) == 0 {
+			held += len(e.shared.raw)
 		}
 	}
+	h.totalBytes.Add(-int64(held))
 	q.firstID += int64(n)
 	rest := copy(q.events, q.events[n:])
 	clear(q.events[rest:]) // the shared bytes are not kept alive by a stale hold
@@ -287,6 +314,18 @@ func (h *eventHub) remove(userID uint64, id string) bool {
 		h.removeLocked(q)
 	}
 	return ok
+}
+
+// removeDropped takes queues dropped for falling behind out of the index.
+func (h *eventHub) removeDropped(dropped []*eventQueue) {
+	if len(dropped) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, q := range dropped {
+		h.removeLocked(q)
+	}
 }
 
 // listening reports whether any queue of the user hears flag changes,
@@ -324,31 +363,26 @@ func usersAudience(userIDs ...uint64) audience { return audience{recipients: use
 
 // offer gives an event to its audience's queues that want its type; pick
 // says what each queue holds of it (false: nothing), recipient whether
-// the queue's user is among the recipients. It runs under h.mu, so pick
-// encodes at most once per variant and touches no storage. The waiting
-// polls of the queues that got it are woken once the lock is let go.
+// the queue's user is among the recipients. Offers run one at a time, so
+// pick may encode once per variant; it touches no storage. Each queue is
+// locked only while the event is added, and its waiting polls are woken
+// at once.
 func (h *eventHub) offer(eventType string, to audience, pick func(q *eventQueue, recipient bool) (queuedEvent, bool)) {
-	var woken []chan struct{}
-	var over []*eventQueue
-	h.mu.Lock()
+	h.offerMu.Lock()
+	defer h.offerMu.Unlock()
 	h.offers++
 	offer := h.offers
+	var over []*eventQueue
 	give := func(q *eventQueue, recipient bool) {
 		if q.offered == offer || !q.wants(eventType) {
 			return
 		}
 		q.offered = offer
-		e, ok := pick(q, recipient)
-		if !ok || e.shared == nil {
-			return
-		}
-		wake, fits := h.enqueueLocked(q, e)
-		if !fits {
+		if e, ok := pick(q, recipient); ok && e.shared != nil && !h.add(q, e) {
 			over = append(over, q)
-		} else if wake != nil {
-			woken = append(woken, wake)
 		}
 	}
+	h.mu.RLock()
 	for _, id := range to.recipients {
 		for _, q := range h.byUser[id] {
 			give(q, true)
@@ -364,13 +398,28 @@ func (h *eventHub) offer(eventType string, to audience, pick func(q *eventQueue,
 			give(q, false)
 		}
 	}
-	for _, q := range over { // dropped after the walk, which they would upset
-		h.removeLocked(q)
+	h.mu.RUnlock()
+	h.removeDropped(over)
+}
+
+// add gives the event to the queue and wakes its waiting polls. It
+// answers false when the queue was over a bound and is now dropped: the
+// caller takes it out of the index.
+func (h *eventHub) add(q *eventQueue, e queuedEvent) bool {
+	q.mu.Lock()
+	if q.dropped {
+		q.mu.Unlock()
+		return true // whoever dropped it removes it
 	}
-	h.mu.Unlock()
-	for _, w := range woken {
-		close(w) // every waiting poll of the queue wakes
+	wake, fits := h.enqueueLocked(q, e)
+	if !fits {
+		h.dropLocked(q)
 	}
+	q.mu.Unlock()
+	if wake != nil {
+		close(wake) // every waiting poll of the queue wakes
+	}
+	return fits
 }
 
 // tell gives the same event to every queue of the audience that wants
@@ -387,49 +436,39 @@ func (h *eventHub) tell(eventType string, to audience, e event, only func(q *eve
 // It looks at every queue and encodes for each: for the rare events of
 // one user (their settings); fan-out goes through offer.
 func (h *eventHub) publish(eventType string, match func(q *eventQueue) bool, build func(q *eventQueue) event) {
-	var woken []chan struct{}
-	h.mu.Lock()
+	var over []*eventQueue
+	h.mu.RLock()
 	for _, q := range h.queues {
 		if !q.wants(eventType) || !match(q) {
 			continue
 		}
-		e := build(q)
-		if e == nil {
-			continue
-		}
-		if shared := encodeEvent(e); shared != nil {
-			wake, fits := h.enqueueLocked(q, queuedEvent{shared: shared})
-			if !fits {
-				h.removeLocked(q) // deleting from a map while ranging over it is safe
-			} else if wake != nil {
-				woken = append(woken, wake)
+		if e := build(q); e != nil {
+			if shared := encodeEvent(e); shared != nil && !h.add(q, queuedEvent{shared: shared}) {
+				over = append(over, q)
 			}
 		}
 	}
-	h.mu.Unlock()
-	for _, w := range woken {
-		close(w)
-	}
+	h.mu.RUnlock()
+	h.removeDropped(over)
 }
 
 // enqueueLocked adds an event to a queue and answers the wake channel of
-// its waiting polls (nil when none waits), for the caller to close once
-// h.mu is let go; h.mu is held. It answers false, adding nothing, when
-// the queue has fallen too far behind: the caller drops it (its client
-// re-registers).
+// its waiting polls (nil when none waits), for the caller to close; q.mu
+// is held. It answers false, adding nothing, when the queue has fallen
+// too far behind: the caller drops it (its client re-registers).
 func (h *eventHub) enqueueLocked(q *eventQueue, e queuedEvent) (chan struct{}, bool) {
 	id := q.firstID + int64(len(q.events))
 	size, held := e.size(id), queuedEventSize
-	if e.shared.holders == 0 {
+	if e.shared.holders.Add(1) == 1 {
 		held += len(e.shared.raw)
 	}
-	if len(q.events) >= maxEventsPerQueue || q.bytes+size > maxQueueBytes || h.totalBytes+held > maxTotalQueueBytes {
+	if len(q.events) >= maxEventsPerQueue || q.bytes+size > maxQueueBytes || h.totalBytes.Load()+int64(held) > maxTotalQueueBytes {
+		e.shared.holders.Add(-1)
 		return nil, false
 	}
-	e.shared.holders++
 	q.events = append(q.events, e)
 	q.bytes += size
-	h.totalBytes += held
+	h.totalBytes.Add(int64(held))
 	wake := q.wake
 	q.wake = nil
 	return wake, true
@@ -440,6 +479,12 @@ func (h *eventHub) enqueueLocked(q *eventQueue, e queuedEvent) (chan struct{}, b
 // heartbeat. It answers false when the queue does not exist (or stops
 // existing while it waits).
 func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEventID int64, dontBlock bool) ([]json.RawMessage, bool) {
+	h.mu.RLock()
+	q, ok := h.queue(userID, id)
+	h.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
 	var deadline *time.Timer
 	defer func() {
 		if deadline != nil {
@@ -447,53 +492,51 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 		}
 	}()
 	for {
-		h.mu.Lock()
-		q, ok := h.queue(userID, id)
-		if !ok {
-			h.mu.Unlock()
+		q.mu.Lock()
+		if q.dropped {
+			q.mu.Unlock()
 			return nil, false
 		}
 		q.lastPoll = h.now()
 		// Events up to lastEventID are acknowledged: let them go.
 		h.releaseLocked(q, int(min(max(lastEventID-q.firstID+1, 0), int64(len(q.events)))))
-		if len(q.events) > 0 || dontBlock || h.closed {
+		if len(q.events) > 0 || dontBlock || h.closed.Load() {
 			pending, first := slices.Clone(q.events), q.firstID
-			h.mu.Unlock()
+			q.mu.Unlock()
 			return render(pending, first), true
 		}
 		if q.wake == nil {
 			q.wake = make(chan struct{})
 		}
 		q.polls++
-		wake, gone := q.wake, q.gone
-		h.mu.Unlock()
+		wake := q.wake
+		q.mu.Unlock()
 		if deadline == nil {
 			deadline = time.NewTimer(h.pollTimeout)
 		}
 		heartbeatDue := false
 		select {
 		case <-wake:
-		case <-gone:
+		case <-q.gone:
 		case <-h.done:
 		case <-deadline.C:
 			heartbeatDue = true
 		case <-ctx.Done():
 		}
-		h.mu.Lock()
+		q.mu.Lock()
 		q.polls--
 		q.lastPoll = h.now()
-		var woken chan struct{}
-		if heartbeatDue {
-			if _, still := h.queues[q.id]; still {
-				fits := false
-				if woken, fits = h.enqueueLocked(q, queuedEvent{shared: heartbeat}); !fits {
-					h.removeLocked(q)
-				}
+		over := false
+		if heartbeatDue && !q.dropped {
+			// No poll waits on it now: there is no one to wake.
+			if _, fits := h.enqueueLocked(q, queuedEvent{shared: heartbeat}); !fits {
+				h.dropLocked(q)
+				over = true
 			}
 		}
-		h.mu.Unlock()
-		if woken != nil {
-			close(woken)
+		q.mu.Unlock()
+		if over {
+			h.removeDropped([]*eventQueue{q})
 		}
 		if ctx.Err() != nil {
 			return nil, true
@@ -525,7 +568,10 @@ func (h *eventHub) expire() {
 	defer h.mu.Unlock()
 	now := h.now()
 	for _, q := range h.queues {
-		if q.polls == 0 && now.Sub(q.lastPoll) >= h.idleTimeout {
+		q.mu.Lock()
+		idle := q.polls == 0 && now.Sub(q.lastPoll) >= h.idleTimeout
+		q.mu.Unlock()
+		if idle {
 			h.removeLocked(q)
 		}
 	}
@@ -547,10 +593,7 @@ func (h *eventHub) run(ctx context.Context) {
 
 // close makes every waiting poll answer at once, for a prompt shutdown.
 func (h *eventHub) close() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.closed {
-		h.closed = true
+	if h.closed.CompareAndSwap(false, true) {
 		close(h.done)
 	}
 }
