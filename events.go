@@ -78,7 +78,9 @@ type eventQueue struct {
 	bytes    int // the events' size as a poll answers them
 	lastPoll time.Time
 	polls    int           // polls waiting on it; it does not expire meanwhile
-	wake     chan struct{} // made by a poll that waits, closed when events arrive
+	wake     chan struct{} // made by a poll that waits, closed to wake it (wakeQueues)
+	wakeDue  bool          // in the hub's list of queues to wake
+	woken    bool          // woken holding a wake slot, which its first poll to run gives back
 	dropped  bool          // removed or over a bound: it hears nothing more
 	gone     chan struct{} // closed when dropped
 }
@@ -183,6 +185,15 @@ type eventHub struct {
 	offers     uint64     // offers made
 	totalBytes atomic.Int64
 
+	// Waking is paced (wakeQueues): at most cap(wakeSlots) woken polls
+	// wait for the processor at a time, so that a request that comes in
+	// meanwhile (a send, a write) runs after a few of them, not after
+	// ten thousand.
+	wakeMu    sync.Mutex
+	toWake    []*eventQueue
+	waking    bool          // a goroutine is waking them
+	wakeSlots chan struct{} // a token for each woken poll not yet running
+
 	idleTimeout time.Duration
 	pollTimeout time.Duration
 	now         func() time.Time
@@ -198,8 +209,11 @@ type eventHub struct {
 
 func newEventHub() *eventHub {
 	return &eventHub{queues: map[string]*eventQueue{}, byUser: map[uint64][]*eventQueue{}, regSeq: map[uint64]uint64{}, flagHears: map[uint64]int{},
-		idleTimeout: queueIdleTimeout, pollTimeout: pollTimeout, now: time.Now, done: make(chan struct{})}
+		idleTimeout: queueIdleTimeout, pollTimeout: pollTimeout, now: time.Now, done: make(chan struct{}), wakeSlots: make(chan struct{}, wakeSlots)}
 }
+
+// wakeSlots bounds the woken polls that wait for a processor at a time.
+const wakeSlots = 32
 
 // register makes a queue for the user, dropping their oldest queue when
 // they already have the most allowed.
@@ -372,14 +386,21 @@ func (h *eventHub) offer(eventType string, to audience, pick func(q *eventQueue,
 	defer h.offerMu.Unlock()
 	h.offers++
 	offer := h.offers
-	var over []*eventQueue
+	var over, woken []*eventQueue
 	give := func(q *eventQueue, recipient bool) {
 		if q.offered == offer || !q.wants(eventType) {
 			return
 		}
 		q.offered = offer
-		if e, ok := pick(q, recipient); ok && e.shared != nil && !h.add(q, e) {
+		e, ok := pick(q, recipient)
+		if !ok || e.shared == nil {
+			return
+		}
+		switch wake, fits := h.add(q, e); {
+		case !fits:
 			over = append(over, q)
+		case wake:
+			woken = append(woken, q)
 		}
 	}
 	h.mu.RLock()
@@ -399,27 +420,72 @@ func (h *eventHub) offer(eventType string, to audience, pick func(q *eventQueue,
 		}
 	}
 	h.mu.RUnlock()
+	h.wakeQueues(woken)
 	h.removeDropped(over)
 }
 
-// add gives the event to the queue and wakes its waiting polls. It
-// answers false when the queue was over a bound and is now dropped: the
-// caller takes it out of the index.
-func (h *eventHub) add(q *eventQueue, e queuedEvent) bool {
+// add gives the event to the queue. It answers whether the queue's
+// waiting polls are to be woken (wakeQueues), and false when the queue
+// was over a bound and is now dropped: the caller takes it out of the
+// index.
+func (h *eventHub) add(q *eventQueue, e queuedEvent) (wake, fits bool) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.dropped {
-		q.mu.Unlock()
-		return true // whoever dropped it removes it
+		return false, true // whoever dropped it removes it
 	}
-	wake, fits := h.enqueueLocked(q, e)
+	wake, fits = h.enqueueLocked(q, e)
 	if !fits {
 		h.dropLocked(q)
 	}
-	q.mu.Unlock()
-	if wake != nil {
-		close(wake) // every waiting poll of the queue wakes
+	return wake, fits
+}
+
+// wakeQueues wakes the waiting polls of the queues, in order, from a
+// goroutine of its own that takes a wake slot for each: a fan-out to
+// thousands of queues does not put thousands of goroutines at once
+// between the processor and the next request.
+func (h *eventHub) wakeQueues(queues []*eventQueue) {
+	if len(queues) == 0 {
+		return
 	}
-	return fits
+	h.wakeMu.Lock()
+	defer h.wakeMu.Unlock()
+	h.toWake = append(h.toWake, queues...)
+	if !h.waking {
+		h.waking = true
+		go h.waker()
+	}
+}
+
+// waker wakes the queues listed until there are none left.
+func (h *eventHub) waker() {
+	for {
+		h.wakeMu.Lock()
+		queues := h.toWake
+		h.toWake = nil
+		if len(queues) == 0 {
+			h.waking = false
+			h.wakeMu.Unlock()
+			return
+		}
+		h.wakeMu.Unlock()
+		for _, q := range queues {
+			h.wakeSlots <- struct{}{}
+			q.mu.Lock()
+			q.wakeDue = false
+			took := false
+			if q.wake != nil && q.polls > 0 {
+				close(q.wake) // every waiting poll of the queue wakes
+				q.wake = nil
+				took, q.woken = !q.woken, true
+			}
+			if !took {
+				<-h.wakeSlots
+			}
+			q.mu.Unlock()
+		}
+	}
 }
 
 // tell gives the same event to every queue of the audience that wants
@@ -436,27 +502,33 @@ func (h *eventHub) tell(eventType string, to audience, e event, only func(q *eve
 // It looks at every queue and encodes for each: for the rare events of
 // one user (their settings); fan-out goes through offer.
 func (h *eventHub) publish(eventType string, match func(q *eventQueue) bool, build func(q *eventQueue) event) {
-	var over []*eventQueue
+	var over, woken []*eventQueue
 	h.mu.RLock()
 	for _, q := range h.queues {
 		if !q.wants(eventType) || !match(q) {
 			continue
 		}
 		if e := build(q); e != nil {
-			if shared := encodeEvent(e); shared != nil && !h.add(q, queuedEvent{shared: shared}) {
-				over = append(over, q)
+			if shared := encodeEvent(e); shared != nil {
+				switch wake, fits := h.add(q, queuedEvent{shared: shared}); {
+				case !fits:
+					over = append(over, q)
+				case wake:
+					woken = append(woken, q)
+				}
 			}
 		}
 	}
 	h.mu.RUnlock()
+	h.wakeQueues(woken)
 	h.removeDropped(over)
 }
 
-// enqueueLocked adds an event to a queue and answers the wake channel of
-// its waiting polls (nil when none waits), for the caller to close; q.mu
-// is held. It answers false, adding nothing, when the queue has fallen
-// too far behind: the caller drops it (its client re-registers).
-func (h *eventHub) enqueueLocked(q *eventQueue, e queuedEvent) (chan struct{}, bool) {
+// enqueueLocked adds an event to a queue and answers whether its waiting
+// polls are to be woken (it is not yet listed to be); q.mu is held. It
+// answers false, adding nothing, when the queue has fallen too far
+// behind: the caller drops it (its client re-registers).
+func (h *eventHub) enqueueLocked(q *eventQueue, e queuedEvent) (wake, fits bool) {
 	id := q.firstID + int64(len(q.events))
 	size, held := e.size(id), queuedEventSize
 	if e.shared.holders.Add(1) == 1 {
@@ -464,13 +536,13 @@ func (h *eventHub) enqueueLocked(q *eventQueue, e queuedEvent) (chan struct{}, b
 	}
 	if len(q.events) >= maxEventsPerQueue || q.bytes+size > maxQueueBytes || h.totalBytes.Load()+int64(held) > maxTotalQueueBytes {
 		e.shared.holders.Add(-1)
-		return nil, false
+		return false, false
 	}
 	q.events = append(q.events, e)
 	q.bytes += size
 	h.totalBytes.Add(int64(held))
-	wake := q.wake
-	q.wake = nil
+	wake = q.wake != nil && !q.wakeDue
+	q.wakeDue = q.wakeDue || wake
 	return wake, true
 }
 
@@ -525,11 +597,15 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 		}
 		q.mu.Lock()
 		q.polls--
+		if q.woken { // this poll runs: another queue's may wake
+			q.woken = false
+			<-h.wakeSlots
+		}
 		q.lastPoll = h.now()
-		over := false
+		over, wakeOthers := false, false
 		if heartbeatDue && !q.dropped {
-			// No poll waits on it now: there is no one to wake.
-			if _, fits := h.enqueueLocked(q, queuedEvent{shared: heartbeat}); !fits {
+			var fits bool
+			if wakeOthers, fits = h.enqueueLocked(q, queuedEvent{shared: heartbeat}); !fits {
 				h.dropLocked(q)
 				over = true
 			}
@@ -537,6 +613,9 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 		q.mu.Unlock()
 		if over {
 			h.removeDropped([]*eventQueue{q})
+		}
+		if wakeOthers { // another poll waits on the queue too
+			h.wakeQueues([]*eventQueue{q})
 		}
 		if ctx.Err() != nil {
 			return nil, true
