@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -118,11 +119,23 @@ var heartbeat = &sharedEvent{raw: []byte(`{"type":"heartbeat"`), tails: []string
 
 // encodeEvent encodes e once, for every queue that hears it alike.
 func encodeEvent(e event) *sharedEvent {
-	raw, err := json.Marshal(e)
+	raw, err := marshalUnescaped(e)
 	if err != nil || len(raw) < 3 { // an event always has a type
 		return nil
 	}
 	return &sharedEvent{raw: raw[:len(raw)-1], tails: []string{""}}
+}
+
+// marshalUnescaped encodes v as the envelope encodes answers: without
+// HTML escaping, as Zulip (orjson) does.
+func marshalUnescaped(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // size is the event's length as a poll answers it with the given id.

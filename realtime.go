@@ -192,13 +192,22 @@ func (s *server) getEvents(r *apiRequest) (any, error) {
 	if !ok {
 		return nil, badQueue(id)
 	}
-	if events == nil {
-		events = []json.RawMessage{}
+	// The events are written as the hub rendered them, not encoded again.
+	n := len(`"events":[],"queue_id":""`) + len(id)
+	for _, e := range events {
+		n += len(e) + 1
 	}
-	return struct {
-		Events  []json.RawMessage `json:"events"`
-		QueueID string            `json:"queue_id"`
-	}{events, id}, nil
+	b := make([]byte, 0, n)
+	b = append(b, `"events":[`...)
+	for i, e := range events {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e...)
+	}
+	b = append(b, `],"queue_id":`...)
+	quoted, _ := json.Marshal(id) // the id of an existing queue: hex
+	return encodedMembers(append(b, quoted...)), nil
 }
 
 // deleteQueue serves DELETE /api/v1/events.
@@ -307,7 +316,7 @@ func (s *server) publishMessage(c messageSent) {
 // queue without empty_topic_name is shown the topic's name there.
 func encodeMessageEvent(c messageSent, applyMarkdown, clientGravatar bool, tails []string) *sharedEvent {
 	m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender}
-	object, err := json.Marshal(newMessageObject(m, applyMarkdown, clientGravatar, true))
+	object, err := marshalUnescaped(newMessageObject(m, applyMarkdown, clientGravatar, true))
 	if err != nil {
 		return nil
 	}
