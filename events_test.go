@@ -682,3 +682,19 @@ func BenchmarkEvents_PublishMessage(b *testing.B) {
 		})
 	}
 }
+
+// A poll answers its events as the envelope writes every answer: without
+// HTML escaping (as Zulip's orjson writes them), as GET /messages shows
+// the same message.
+func TestEvents_PollWritesEventsAsTheEnvelopeWritesAnswers(t *testing.T) {
+	e := newTestEnv(t)
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"a <b> & c"}, "content": {"x < y & z"}}, &e.alice))
+	r := e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queue}, "dont_block": {"true"}}, &e.bob)
+	wantAPISuccess(t, r)
+	for _, want := range []string{`"content":"x < y & z"`, `"subject":"a <b> & c"`, `"queue_id":"` + queue + `"`} {
+		if !strings.Contains(r.raw, want) {
+			t.Errorf("poll answer: got %s, want it to hold %s", r.raw, want)
+		}
+	}
+}
