@@ -22,17 +22,20 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +43,10 @@ import (
 	"sync/atomic"
 	"time"
 )
+
+// zuliteEnv is the environment zulite runs with (-zulite-env), beside
+// PATH: a setting of Go's runtime to compare, such as GOGC=100.
+var zuliteEnv []string
 
 type fanoutConfig struct {
 	sizes        []int
@@ -68,10 +75,102 @@ type fanoutRow struct {
 	afterKiB, peakKiB                 int
 	connections                       int // zulite_open_connections while listening
 	sendNone, sendListening           time.Duration
+	serverNone, serverListening       time.Duration // as zulite's request log has them
+	serverCPU, clientCPU              time.Duration // while sending to listeners
 	receiptP50, receiptP99            time.Duration
 	delivered, expected               int
 	messageBytes                      int // one message event as a queue receives it
 	failures                          []string
+}
+
+// The sender is a process of its own (this program again, -serve sender),
+// as a sending client is: its send's answer does not wait behind the
+// thousands of polls this process reads meanwhile.
+
+// senderProcess sends a message each time it is asked.
+type senderProcess struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startSender(base, channelID, content string, a account) (*senderProcess, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "-serve", "sender")
+	// The account's key goes by the environment, not the command line.
+	cmd.Env = append(os.Environ(), "LOAD_SENDER="+strings.Join([]string{base, channelID, a.email, a.key, content}, "\n"))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return &senderProcess{cmd, in, bufio.NewReader(out)}, nil
+}
+
+func (p *senderProcess) stop() {
+	p.in.Close()
+	p.cmd.Wait()
+}
+
+// send sends one message: its id, when the send began and how long its
+// answer took.
+func (p *senderProcess) send() (uint64, time.Time, time.Duration, error) {
+	if _, err := io.WriteString(p.in, "send\n"); err != nil {
+		return 0, time.Time{}, 0, err
+	}
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		return 0, time.Time{}, 0, fmt.Errorf("sender: %w", err)
+	}
+	var id uint64
+	var began, took int64
+	if _, err := fmt.Sscan(line, &id, &began, &took); err != nil {
+		return 0, time.Time{}, 0, fmt.Errorf("sender: %s", strings.TrimSpace(line))
+	}
+	return id, time.Unix(0, began), time.Duration(took), nil
+}
+
+// serveSender is the sender process: a send for each line on stdin,
+// answered on stdout as "id began-unix-ns took-ns".
+func serveSender() error {
+	f := strings.Split(os.Getenv("LOAD_SENDER"), "\n")
+	if len(f) != 5 {
+		return errors.New("sender: LOAD_SENDER is not set")
+	}
+	t := &target{base: f[0]}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		req := newRequest(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {f[1]}, "topic": {"fanout"}, "content": {f[4]}}, f[2], f[3])
+		began := time.Now()
+		resp, err := t.httpClient().Do(req)
+		var body struct {
+			ID uint64 `json:"id"`
+		}
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode != 200 {
+				err = fmt.Errorf("got status %d", resp.StatusCode)
+			}
+		}
+		took := time.Since(began)
+		if err != nil {
+			fmt.Printf("error: %v\n", err)
+			continue
+		}
+		fmt.Printf("%d %d %d\n", body.ID, began.UnixNano(), took.Nanoseconds())
+	}
+	return in.Err()
 }
 
 func runFanout(c fanoutConfig) error {
@@ -137,20 +236,65 @@ func buildZulite(dir string) (string, error) {
 	return bin, nil
 }
 
+// serverLog keeps, from zulite's request log, how long it took to answer
+// each send, so that the table can tell the server's time from the time
+// the send's answer waited for the client to read it.
+type serverLog struct {
+	mu    sync.Mutex
+	sends []time.Duration
+}
+
+var sendDuration = regexp.MustCompile(`route="POST /api/v1/messages" status=200 duration=(\S+)`)
+
+func (l *serverLog) scan(r io.Reader, addr chan<- string) {
+	s := bufio.NewScanner(r)
+	for s.Scan() {
+		line := s.Text()
+		if m := listening.FindStringSubmatch(line); m != nil {
+			addr <- m[1]
+		} else if m := sendDuration.FindStringSubmatch(line); m != nil {
+			if d, err := time.ParseDuration(m[1]); err == nil {
+				l.mu.Lock()
+				l.sends = append(l.sends, d)
+				l.mu.Unlock()
+			}
+		}
+	}
+}
+
+// since answers the send durations logged after the first n.
+func (l *serverLog) since(n int) []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.sends[min(n, len(l.sends)):])
+}
+
+func (l *serverLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.sends)
+}
+
 // launch starts zulite on db; with bootstrap, it waits for the owner's
 // key too (a fresh database prints it).
 func launch(bin, db string, bootstrap bool, extra ...string) (*process, string, error) {
+	p, key, _, err := launchLogged(bin, db, bootstrap, extra...)
+	return p, key, err
+}
+
+func launchLogged(bin, db string, bootstrap bool, extra ...string) (*process, string, *serverLog, error) {
 	args := append([]string{"serve", "--db", db, "--addr", "127.0.0.1:0", "--rate-limit", "off"}, extra...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, zuliteEnv...)
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	keyc, addrc := make(chan string, 1), make(chan string, 1)
+	log := &serverLog{}
 	go scanFor(stdout, bootstrapKey, keyc)
-	go scanFor(stderr, listening, addrc)
+	go log.scan(stderr, addrc)
 	var key, addr string
 	for (bootstrap && key == "") || addr == "" {
 		select {
@@ -158,10 +302,10 @@ func launch(bin, db string, bootstrap bool, extra ...string) (*process, string, 
 		case addr = <-addrc:
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
-			return nil, "", errors.New("zulite did not start within 10 s")
+			return nil, "", nil, errors.New("zulite did not start within 10 s")
 		}
 	}
-	return &process{cmd, addr}, key, nil
+	return &process{cmd, addr}, key, log, nil
 }
 
 // seedCrowd makes the accounts and a sender, all subscribed to the
@@ -184,7 +328,11 @@ func seedCrowd(bin, db string, n int) ([]account, account, account, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("user add: %w", err)
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(exit.Stderr)))
+			}
+			firstErr = fmt.Errorf("user add %s: %w", email, err)
 		}
 		all[i] = account{email: email, key: strings.TrimSpace(string(out))}
 	})
@@ -216,7 +364,7 @@ func copyFile(from, to string) error {
 func fanoutRun(c fanoutConfig, bin, db string, n int, listeners []account, sender, owner account) (fanoutRow, error) {
 	maxConns := n + 256
 	share := max(16, maxConns/4)
-	z, _, err := launch(bin, db, false, "--max-connections", strconv.Itoa(maxConns))
+	z, _, log, err := launchLogged(bin, db, false, "--max-connections", strconv.Itoa(maxConns))
 	if err != nil {
 		return fanoutRow{}, err
 	}
@@ -237,24 +385,12 @@ func fanoutRun(c fanoutConfig, bin, db string, n int, listeners []account, sende
 		}
 		channelID = strconv.Itoa(body.StreamID)
 	}
-	send := func() (uint64, time.Time, time.Duration, error) {
-		req := newRequest(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {channelID}, "topic": {"fanout"}, "content": {content}}, sender.email, sender.key)
-		began := time.Now()
-		resp, err := t.httpClient().Do(req)
-		if err != nil {
-			return 0, began, 0, err
-		}
-		var body struct {
-			ID uint64 `json:"id"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
-		took := time.Since(began)
-		if err == nil && resp.StatusCode != 200 {
-			err = fmt.Errorf("send: got status %d", resp.StatusCode)
-		}
-		return body.ID, began, took, err
+	sending, err := startSender(t.base, channelID, content, sender)
+	if err != nil {
+		return row, err
 	}
+	defer sending.stop()
+	send := sending.send
 	sendSeries := func() ([]time.Duration, map[uint64]time.Time, error) {
 		var took []time.Duration
 		began := map[uint64]time.Time{}
@@ -279,11 +415,14 @@ func fanoutRun(c fanoutConfig, bin, db string, n int, listeners []account, sende
 	}
 	time.Sleep(time.Second)
 	row.idleKiB = rssAnon(pid)
+	logged := log.count()
 	none, _, err := sendSeries()
 	if err != nil {
 		return row, err
 	}
 	row.sendNone = median(none)
+	time.Sleep(100 * time.Millisecond) // the log lines arrive
+	row.serverNone = median(log.since(logged))
 
 	// Register the queues, as an app does (all event types, rendered
 	// content), fetching only what a message needs: the state is not
@@ -347,7 +486,10 @@ func fanoutRun(c fanoutConfig, bin, db string, n int, listeners []account, sende
 	row.listenKiB = rssAnon(pid)
 	row.connections = openConnections(t, owner)
 
+	fmt.Printf("%d polls waiting; sending\n", n)
 	peak := watchRSS(pid)
+	logged = log.count()
+	serverCPU, clientCPU := cpuTime(pid), cpuTime(os.Getpid())
 	listening, began, err := sendSeries()
 	if err != nil {
 		peak()
@@ -365,16 +507,20 @@ func fanoutRun(c fanoutConfig, bin, db string, n int, listeners []account, sende
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	row.serverCPU, row.clientCPU = cpuTime(pid)-serverCPU, cpuTime(os.Getpid())-clientCPU
 	time.Sleep(time.Second)
 	row.peakKiB = peak()
 	row.afterKiB = rssAnon(pid)
+	row.serverListening = median(log.since(logged))
 
 	var delays []time.Duration
+	last := map[uint64]time.Duration{} // each send's last receipt
 	for _, p := range pollers {
 		p.mu.Lock()
 		for _, r := range p.receipts {
 			if at, ok := began[r.id]; ok {
 				delays = append(delays, r.at.Sub(at))
+				last[r.id] = max(last[r.id], r.at.Sub(at))
 				row.delivered++
 			}
 		}
@@ -384,6 +530,11 @@ func fanoutRun(c fanoutConfig, bin, db string, n int, listeners []account, sende
 		row.messageBytes = max(row.messageBytes, p.messageBytes)
 		p.mu.Unlock()
 	}
+	var lasts []string
+	for _, id := range slices.Sorted(maps.Keys(last)) {
+		lasts = append(lasts, fmt.Sprintf("%.0f", float64(last[id])/float64(time.Millisecond)))
+	}
+	fmt.Printf("each send's last receipt, ms: %s; send latencies, ms: %s\n", strings.Join(lasts, " "), msList(listening))
 	slices.Sort(delays)
 	if len(delays) > 0 {
 		row.receiptP50, row.receiptP99 = delays[len(delays)/2], delays[min(len(delays)-1, len(delays)*99/100)]
@@ -407,6 +558,14 @@ func fanoutContent(n int) string {
 		fmt.Fprintf(&b, "word%d ", i)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+func msList(d []time.Duration) string {
+	var s []string
+	for _, x := range d {
+		s = append(s, fmt.Sprintf("%.1f", float64(x)/float64(time.Millisecond)))
+	}
+	return strings.Join(s, " ")
 }
 
 func median(d []time.Duration) time.Duration {
@@ -487,6 +646,37 @@ func (p *poller) fail(err error) {
 	p.mu.Unlock()
 }
 
+// readResponse reads one answer: zulite always sends Content-Length.
+func (p *poller) readResponse(body []byte) (int, []byte, error) {
+	line, err := p.r.ReadSlice('\n')
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return 0, nil, fmt.Errorf("poll: bad status line %q", line)
+	}
+	status, _ := strconv.Atoi(string(line[9:12]))
+	length := -1
+	for {
+		line, err := p.r.ReadSlice('\n')
+		if err != nil {
+			return 0, nil, err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			break
+		}
+		if name, value, ok := bytes.Cut(line, []byte(":")); ok && bytes.EqualFold(name, []byte("Content-Length")) {
+			length, _ = strconv.Atoi(string(bytes.TrimSpace(value)))
+		}
+	}
+	if length < 0 {
+		return 0, nil, errors.New("poll: an answer without Content-Length")
+	}
+	body = slices.Grow(body[:0], length)[:length]
+	_, err = io.ReadFull(p.r, body)
+	return status, body, err
+}
+
 func (p *poller) run() {
 	var body struct {
 		Events []struct {
@@ -498,26 +688,22 @@ func (p *poller) run() {
 		} `json:"events"`
 		Code string `json:"code"`
 	}
+	var raw []byte
 	for {
 		if _, err := io.WriteString(p.conn, p.request+strconv.FormatInt(p.last, 10)+p.tail); err != nil {
 			p.fail(err)
 			return
 		}
-		resp, err := http.ReadResponse(p.r, nil)
-		if err != nil {
-			p.fail(err)
-			return
-		}
-		raw, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		status, got, err := p.readResponse(raw)
 		at := time.Now()
 		if err != nil {
 			p.fail(err)
 			return
 		}
-		body.Events, body.Code = nil, ""
-		if err := json.Unmarshal(raw, &body); err != nil || resp.StatusCode != 200 {
-			p.fail(fmt.Errorf("poll: got status %d %s", resp.StatusCode, body.Code))
+		raw = got
+		body.Events, body.Code = body.Events[:0], ""
+		if err := json.Unmarshal(raw, &body); err != nil || status != 200 {
+			p.fail(fmt.Errorf("poll: got status %d %s", status, body.Code))
 			return
 		}
 		p.mu.Lock()
@@ -549,5 +735,7 @@ func printFanout(c fanoutConfig, rows []fanoutRow) {
 	for _, r := range rows {
 		fmt.Printf("%d queues: a message event is %d bytes as a poll answers it; RSS after the sends minus while waiting: %+.1f MiB (%+.0f KiB a send)\n",
 			r.queues, r.messageBytes, float64(r.afterKiB-r.listenKiB)/1024, float64(r.afterKiB-r.listenKiB)/float64(c.sends))
+		fmt.Printf("%d queues: send median in zulite's request log: %s with none, %s listening; CPU while sending: zulite %v (%.0f µs an event delivered), this client %v\n",
+			r.queues, ms(r.serverNone), ms(r.serverListening), r.serverCPU, float64(r.serverCPU)/float64(time.Microsecond)/float64(max(r.delivered, 1)), r.clientCPU)
 	}
 }

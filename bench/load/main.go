@@ -40,7 +40,7 @@ import (
 )
 
 func main() {
-	serveMode := flag.String("serve", "", "internal: run a ceiling server (plain or write) and print its address")
+	serveMode := flag.String("serve", "", "internal: run a ceiling server (plain or write) and print its address, or the fan-out's sender")
 	db := flag.String("db", "", "internal: the write ceiling's database")
 	requests := flag.Int("requests", 20000, "requests per read scenario (writes use a quarter)")
 	bigUnread := flag.Int("big-unread", 1_000_000, "unread messages in the channel of the mark_stream_as_read comparison (0 skips it)")
@@ -50,7 +50,9 @@ func main() {
 	sends := flag.Int("sends", 10, "fan-out: channel messages sent, with and without listeners")
 	sendEvery := flag.Duration("send-every", time.Second, "fan-out: time between sends")
 	contentBytes := flag.Int("content-bytes", 500, "fan-out: bytes of each message's content")
+	env := flag.String("zulite-env", "", "fan-out: settings of zulite's environment to compare, space-separated (GOGC=100 GOMEMLIMIT=150MiB)")
 	flag.Parse()
+	zuliteEnv = strings.Fields(*env)
 	if *rounds < 1 {
 		fmt.Fprintln(os.Stderr, "load: -rounds must be at least 1")
 		os.Exit(2)
@@ -64,6 +66,8 @@ func main() {
 		if h, err = writeCeiling(*db); err == nil {
 			err = serveCeiling(h)
 		}
+	case "sender":
+		err = serveSender()
 	case "":
 		if *fanout == "" {
 			err = run(*requests, *bigUnread, *rounds)
