@@ -78,12 +78,14 @@ type eventQueue struct {
 	firstID  int64
 	bytes    int // the events' size as a poll answers them
 	lastPoll time.Time
-	polls    int           // polls waiting on it; it does not expire meanwhile
-	wake     chan struct{} // made by a poll that waits, closed to wake it (wakeQueues)
-	wakeDue  bool          // in the hub's list of queues to wake
-	woken    bool          // woken holding a wake slot, which its first poll to run gives back
-	dropped  bool          // removed or over a bound: it hears nothing more
-	gone     chan struct{} // closed when dropped
+	polls    int // polls waiting on it; it does not expire meanwhile
+	// wake is made by a poll that waits and closed to wake it: for events
+	// (wakeQueues), when the queue is dropped and at shutdown. One channel,
+	// not three, for a waiting poll holds a goroutine's place on each.
+	wake    chan struct{}
+	wakeDue bool // in the hub's list of queues to wake
+	woken   bool // woken holding a wake slot, which its first poll to run gives back
+	dropped bool // removed or over a bound: it hears nothing more
 }
 
 // sharedEvent is an event encoded once for every queue that gets these
@@ -210,8 +212,7 @@ type eventHub struct {
 	idleTimeout time.Duration
 	pollTimeout time.Duration
 	now         func() time.Time
-	done        chan struct{} // closed at shutdown: waiting polls answer at once
-	closed      atomic.Bool
+	closed      atomic.Bool // at shutdown: polls answer at once
 
 	// seqMu guards what the committer asks (listening), so that it never
 	// waits for a fan-out.
@@ -222,7 +223,7 @@ type eventHub struct {
 
 func newEventHub() *eventHub {
 	return &eventHub{queues: map[string]*eventQueue{}, byUser: map[uint64][]*eventQueue{}, regSeq: map[uint64]uint64{}, flagHears: map[uint64]int{},
-		idleTimeout: queueIdleTimeout, pollTimeout: pollTimeout, now: time.Now, done: make(chan struct{}), wakeSlots: make(chan struct{}, wakeSlots)}
+		idleTimeout: queueIdleTimeout, pollTimeout: pollTimeout, now: time.Now, wakeSlots: make(chan struct{}, wakeSlots)}
 }
 
 // wakeSlots bounds the woken polls that wait for a processor at a time.
@@ -237,7 +238,6 @@ func (h *eventHub) register(q *eventQueue) {
 	defer h.mu.Unlock()
 	q.id = hex.EncodeToString(id)
 	q.created, q.lastPoll = h.now(), h.now()
-	q.gone = make(chan struct{})
 	if mine := h.byUser[q.userID]; len(mine) >= maxQueuesPerUser {
 		h.removeLocked(mine[0])
 	}
@@ -302,7 +302,10 @@ func (h *eventHub) dropLocked(q *eventQueue) {
 	q.dropped = true
 	h.releaseLocked(q, len(q.events))
 	q.events = nil
-	close(q.gone)
+	if q.wake != nil {
+		close(q.wake)
+		q.wake = nil
+	}
 }
 
 // releaseLocked lets go of the queue's first n events (acknowledged, or
@@ -602,8 +605,6 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 		heartbeatDue := false
 		select {
 		case <-wake:
-		case <-q.gone:
-		case <-h.done:
 		case <-deadline.C:
 			heartbeatDue = true
 		case <-ctx.Done():
@@ -685,7 +686,17 @@ func (h *eventHub) run(ctx context.Context) {
 
 // close makes every waiting poll answer at once, for a prompt shutdown.
 func (h *eventHub) close() {
-	if h.closed.CompareAndSwap(false, true) {
-		close(h.done)
+	if !h.closed.CompareAndSwap(false, true) {
+		return
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, q := range h.queues {
+		q.mu.Lock()
+		if q.wake != nil {
+			close(q.wake)
+			q.wake = nil
+		}
+		q.mu.Unlock()
 	}
 }
