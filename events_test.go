@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"runtime"
 	"slices"
@@ -697,4 +699,98 @@ func TestEvents_PollWritesEventsAsTheEnvelopeWritesAnswers(t *testing.T) {
 			t.Errorf("poll answer: got %s, want it to hold %s", r.raw, want)
 		}
 	}
+}
+
+// BenchmarkEvents_WaitingPollMemory measures what a queue and a poll
+// waiting on it cost zulite, through the whole HTTP stack on real
+// connections (the server as serve configures it, without TLS): the heap
+// and the goroutine stacks held, after a collection, per queue
+// registered and per poll waiting. The polls' clients are raw
+// connections of this process, whose sockets (about 0.3 KiB each) are
+// counted in; run it with -benchtime=1x.
+func BenchmarkEvents_WaitingPollMemory(b *testing.B) {
+	const users, perUser = 50, maxQueuesPerUser // 1,000 queues
+	for b.Loop() {
+		e := newTestEnv(b)
+		limited := newConnLimiter(mustListen(b), 4*users*perUser, func(netip.Addr) bool { return true })
+		srv := &http.Server{Handler: serving(e.handler), ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout: 30 * time.Second, WriteTimeout: 90 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
+			ConnState: limited.connState}
+		go srv.Serve(limited)
+		measure := func() (heap, stack uint64) {
+			var m runtime.MemStats
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&m)
+			return m.HeapInuse, m.StackInuse
+		}
+		heap0, _ := measure()
+		type poll struct {
+			a     account
+			queue string
+		}
+		var polls []poll
+		for i := range users {
+			u, key := mustCreateUser(b, e.st, fmt.Sprintf("poller%d@example.com", i), roleMember, false)
+			for range perUser {
+				req := httptest.NewRequest(http.MethodPost, "/api/v1/register", strings.NewReader(url.Values{"apply_markdown": {"true"}, "fetch_event_types": {`["message"]`}}.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.SetBasicAuth(u.Email, key)
+				rec := httptest.NewRecorder()
+				e.handler.ServeHTTP(rec, req)
+				var body struct {
+					QueueID string `json:"queue_id"`
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.QueueID == "" {
+					b.Fatalf("register: %d %s", rec.Code, rec.Body)
+				}
+				polls = append(polls, poll{account{u, key}, body.QueueID})
+			}
+		}
+		heap1, stack1 := measure()
+		var conns []net.Conn
+		for _, p := range polls {
+			c, err := net.Dial("tcp", limited.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			req, _ := http.NewRequest(http.MethodGet, "http://zulite.test/api/v1/events?queue_id="+p.queue+"&last_event_id=-1", nil)
+			req.SetBasicAuth(p.a.Email, p.a.key)
+			if err := req.Write(c); err != nil {
+				b.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		for waiting := 0; waiting < len(polls); { // every poll waits
+			time.Sleep(10 * time.Millisecond)
+			waiting = 0
+			e.server.events.mu.RLock()
+			for _, q := range e.server.events.queues {
+				q.mu.Lock()
+				waiting += q.polls
+				q.mu.Unlock()
+			}
+			e.server.events.mu.RUnlock()
+		}
+		heap2, stack2 := measure()
+		n := float64(len(polls))
+		kib := func(a, b uint64) float64 { return (float64(b) - float64(a)) / 1024 / n }
+		b.ReportMetric(kib(heap0, heap1), "heap-KiB/queue")
+		b.ReportMetric(kib(heap1, heap2), "heap-KiB/poll")
+		b.ReportMetric(kib(stack1, stack2), "stack-KiB/poll")
+		b.ReportMetric(kib(heap1, heap2)+kib(stack1, stack2), "KiB/poll")
+		for _, c := range conns {
+			c.Close()
+		}
+		srv.Close()
+	}
+}
+
+func mustListen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }

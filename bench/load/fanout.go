@@ -49,6 +49,7 @@ import (
 var zuliteEnv []string
 
 type fanoutConfig struct {
+	ceiling      bool // measure the long-poll ceiling too
 	sizes        []int
 	accounts     int
 	sends        int
@@ -70,6 +71,7 @@ func parseSizes(s string) ([]int, error) {
 
 // fanoutRow is one size's figures.
 type fanoutRow struct {
+	server                            string
 	queues, accounts                  int
 	idleKiB, registeredKiB, listenKiB int
 	afterKiB, peakKiB                 int
@@ -203,19 +205,41 @@ func runFanout(c fanoutConfig) error {
 		if err := copyFile(seedDB, db); err != nil {
 			return err
 		}
-		row, err := fanoutRun(c, bin, db, n, listeners, sender, owner)
+		maxConns := n + 256
+		z, _, log, err := launchLogged(bin, db, false, "--max-connections", strconv.Itoa(maxConns))
+		if err != nil {
+			return err
+		}
+		row, err := fanoutRun(c, "zulite", z, log, n, maxConns, listeners, sender, owner)
+		z.stop()
 		if err != nil {
 			return fmt.Errorf("%d queues: %w", n, err)
 		}
 		rows = append(rows, row)
 		os.Remove(db)
+		if c.ceiling {
+			ceiling, log, err := launchCeiling()
+			if err != nil {
+				return err
+			}
+			row, err := fanoutRun(c, "net/http alone", ceiling, log, n, maxConns, listeners, sender, owner)
+			ceiling.stop()
+			if err != nil {
+				return fmt.Errorf("%d queues, the ceiling: %w", n, err)
+			}
+			rows = append(rows, row)
+		}
 	}
 	fmt.Println()
 	printFanout(c, rows)
 	failed := false
 	for _, r := range rows {
 		for _, f := range r.failures {
-			fmt.Printf("FAILED at %d queues: %s\n", r.queues, f)
+			if r.server != "zulite" { // a comparison, not what is measured
+				fmt.Printf("(%s at %d queues: %s)\n", r.server, r.queues, f)
+				continue
+			}
+			fmt.Printf("FAILED: %s at %d queues: %s\n", r.server, r.queues, f)
 			failed = true
 		}
 	}
@@ -308,6 +332,32 @@ func launchLogged(bin, db string, bootstrap bool, extra ...string) (*process, st
 	return &process{cmd, addr}, key, log, nil
 }
 
+// launchCeiling starts the long-poll ceiling (longpoll.go): this
+// program again, -serve longpoll.
+func launchCeiling() (*process, *serverLog, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(self, "-serve", "longpoll")
+	// It collects garbage as zulite does by default (GOGC=200, main.go).
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "GOGC=200"}, zuliteEnv...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	addrc := make(chan string, 1)
+	log := &serverLog{}
+	go log.scan(stderr, addrc)
+	select {
+	case addr := <-addrc:
+		return &process{cmd, addr}, log, nil
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		return nil, nil, errors.New("the long-poll ceiling did not start within 10 s")
+	}
+}
+
 // seedCrowd makes the accounts and a sender, all subscribed to the
 // channel "crowd", and stops zulite.
 func seedCrowd(bin, db string, n int) ([]account, account, account, error) {
@@ -361,18 +411,14 @@ func copyFile(from, to string) error {
 }
 
 // fanoutRun measures one size on a fresh zulite.
-func fanoutRun(c fanoutConfig, bin, db string, n int, listeners []account, sender, owner account) (fanoutRow, error) {
-	maxConns := n + 256
+// fanoutRun measures one size on a server just started: zulite (with
+// --max-connections maxConns) or the ceiling.
+func fanoutRun(c fanoutConfig, server string, z *process, log *serverLog, n, maxConns int, listeners []account, sender, owner account) (fanoutRow, error) {
 	share := max(16, maxConns/4)
-	z, _, log, err := launchLogged(bin, db, false, "--max-connections", strconv.Itoa(maxConns))
-	if err != nil {
-		return fanoutRow{}, err
-	}
-	defer z.stop()
 	pid := z.cmd.Process.Pid
 	t := &target{base: "http://" + z.addr, pid: pid}
-	row := fanoutRow{queues: n, accounts: min(n, len(listeners)), expected: n * c.sends}
-	fmt.Printf("\n%d queues: %d accounts, --max-connections %d, polls from %d source addresses\n", n, row.accounts, maxConns, (n+share-17)/(share-16))
+	row := fanoutRow{server: server, queues: n, accounts: min(n, len(listeners)), expected: n * c.sends}
+	fmt.Printf("\n%s, %d queues: %d accounts, --max-connections %d, polls from %d source addresses\n", server, n, row.accounts, maxConns, (n+share-17)/(share-16))
 
 	content := fanoutContent(c.contentBytes)
 	var channelID string
@@ -724,18 +770,18 @@ func printFanout(c fanoutConfig, rows []fanoutRow) {
 	mib := func(kib int) string { return fmt.Sprintf("%.0f MiB", float64(kib)/1024) }
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 	fmt.Printf("%d sends of one channel message (%d bytes of content) every %v; RssAnon of zulite\n", c.sends, c.contentBytes, c.every)
-	fmt.Printf("| listening queues | RSS idle | RSS, queues registered | RSS while they wait | a waiting poll | RSS after %d sends (peak) | send median, none | send median, listening | ratio | send-to-receipt p50 | p99 | delivered |\n", c.sends)
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Printf("| server | listening queues | RSS idle | RSS, queues registered | RSS while they wait | a waiting poll | RSS after %d sends (peak) | send median, none | send median, listening | ratio | send-to-receipt p50 | p99 | delivered |\n", c.sends)
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Printf("| %d (%d × %d) | %s | %s | %s | %.1f KiB | %s (%s) | %s | %s | %.2f× | %s | %s | %d of %d |\n",
-			r.queues, r.accounts, (r.queues+r.accounts-1)/r.accounts, mib(r.idleKiB), mib(r.registeredKiB), mib(r.listenKiB),
+		fmt.Printf("| %s | %d (%d × %d) | %s | %s | %s | %.1f KiB | %s (%s) | %s | %s | %.2f× | %s | %s | %d of %d |\n",
+			r.server, r.queues, r.accounts, (r.queues+r.accounts-1)/r.accounts, mib(r.idleKiB), mib(r.registeredKiB), mib(r.listenKiB),
 			float64(r.listenKiB-r.registeredKiB)/float64(r.queues), mib(r.afterKiB), mib(r.peakKiB),
 			ms(r.sendNone), ms(r.sendListening), float64(r.sendListening)/float64(r.sendNone), ms(r.receiptP50), ms(r.receiptP99), r.delivered, r.expected)
 	}
 	for _, r := range rows {
-		fmt.Printf("%d queues: a message event is %d bytes as a poll answers it; RSS after the sends minus while waiting: %+.1f MiB (%+.0f KiB a send)\n",
-			r.queues, r.messageBytes, float64(r.afterKiB-r.listenKiB)/1024, float64(r.afterKiB-r.listenKiB)/float64(c.sends))
-		fmt.Printf("%d queues: send median in zulite's request log: %s with none, %s listening; CPU while sending: zulite %v (%.0f µs an event delivered), this client %v\n",
-			r.queues, ms(r.serverNone), ms(r.serverListening), r.serverCPU, float64(r.serverCPU)/float64(time.Microsecond)/float64(max(r.delivered, 1)), r.clientCPU)
+		fmt.Printf("%s, %d queues: a message event is %d bytes as a poll answers it; RSS after the sends minus while waiting: %+.1f MiB (%+.0f KiB a send)\n",
+			r.server, r.queues, r.messageBytes, float64(r.afterKiB-r.listenKiB)/1024, float64(r.afterKiB-r.listenKiB)/float64(c.sends))
+		fmt.Printf("%s, %d queues: send median as the server logs it: %s with none, %s listening; CPU while sending: the server %v (%.0f µs an event delivered), this client %v\n",
+			r.server, r.queues, ms(r.serverNone), ms(r.serverListening), r.serverCPU, float64(r.serverCPU)/float64(time.Microsecond)/float64(max(r.delivered, 1)), r.clientCPU)
 	}
 }

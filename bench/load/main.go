@@ -40,7 +40,7 @@ import (
 )
 
 func main() {
-	serveMode := flag.String("serve", "", "internal: run a ceiling server (plain or write) and print its address, or the fan-out's sender")
+	serveMode := flag.String("serve", "", "internal: run a ceiling server (plain, write or longpoll) and print its address, or the fan-out's sender")
 	db := flag.String("db", "", "internal: the write ceiling's database")
 	requests := flag.Int("requests", 20000, "requests per read scenario (writes use a quarter)")
 	bigUnread := flag.Int("big-unread", 1_000_000, "unread messages in the channel of the mark_stream_as_read comparison (0 skips it)")
@@ -50,6 +50,7 @@ func main() {
 	sends := flag.Int("sends", 10, "fan-out: channel messages sent, with and without listeners")
 	sendEvery := flag.Duration("send-every", time.Second, "fan-out: time between sends")
 	contentBytes := flag.Int("content-bytes", 500, "fan-out: bytes of each message's content")
+	ceiling := flag.Bool("fanout-ceiling", true, "fan-out: measure net/http alone too (longpoll.go), for comparison")
 	env := flag.String("zulite-env", "", "fan-out: settings of zulite's environment to compare, space-separated (GOGC=100 GOMEMLIMIT=150MiB)")
 	flag.Parse()
 	zuliteEnv = strings.Fields(*env)
@@ -68,6 +69,8 @@ func main() {
 		}
 	case "sender":
 		err = serveSender()
+	case "longpoll":
+		err = serveLongPoll()
 	case "":
 		if *fanout == "" {
 			err = run(*requests, *bigUnread, *rounds)
@@ -75,7 +78,7 @@ func main() {
 		}
 		var sizes []int
 		if sizes, err = parseSizes(*fanout); err == nil {
-			err = runFanout(fanoutConfig{sizes: sizes, accounts: *fanoutAccounts, sends: *sends, every: *sendEvery, contentBytes: *contentBytes})
+			err = runFanout(fanoutConfig{ceiling: *ceiling, sizes: sizes, accounts: *fanoutAccounts, sends: *sends, every: *sendEvery, contentBytes: *contentBytes})
 		}
 	default:
 		err = run(*requests, *bigUnread, *rounds)
