@@ -546,7 +546,7 @@ func fanoutRun(c fanoutConfig, server string, z *process, log *serverLog, n, max
 	for time.Now().Before(deadline) {
 		got := 0
 		for _, p := range pollers {
-			got += p.received()
+			got += p.received(began)
 		}
 		if got >= row.expected {
 			break
@@ -677,10 +677,17 @@ func (p *poller) stop() {
 	p.conn.Close()
 }
 
-func (p *poller) received() int {
+// received counts the receipts of the messages sent.
+func (p *poller) received(sent map[uint64]time.Time) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.receipts)
+	n := 0
+	for _, r := range p.receipts {
+		if _, ok := sent[r.id]; ok {
+			n++
+		}
+	}
+	return n
 }
 
 func (p *poller) fail(err error) {

@@ -50,8 +50,13 @@ func longPollCeiling(open *atomic.Int64) http.Handler {
 		w.Write([]byte(body))
 	}
 	mux := http.NewServeMux()
+	// A queue is the events from its registration on: its id is their
+	// number then.
 	mux.HandleFunc("POST /api/v1/register", func(w http.ResponseWriter, r *http.Request) {
-		answer(w, `{"result":"success","msg":"","queue_id":"q","last_event_id":-1}`)
+		mu.Lock()
+		start := len(events)
+		mu.Unlock()
+		answer(w, `{"result":"success","msg":"","queue_id":"`+strconv.Itoa(start)+`","last_event_id":-1}`)
 	})
 	mux.HandleFunc("GET /api/v1/get_stream_id", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, `{"result":"success","msg":"","stream_id":1}`)
@@ -79,12 +84,15 @@ func longPollCeiling(open *atomic.Int64) http.Handler {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
 		}
-		last, _ := strconv.Atoi(r.URL.Query().Get("last_event_id"))
+		query := r.URL.Query()
+		start, _ := strconv.Atoi(query.Get("queue_id"))
+		last, _ := strconv.Atoi(query.Get("last_event_id"))
 		timeout := time.NewTimer(50 * time.Second)
 		defer timeout.Stop()
 		for {
 			mu.Lock()
-			pending, waiting := events[min(max(last+1, 0), len(events)):], wake
+			first := min(start+max(last+1, 0), len(events)) // event ids count from the queue's start
+			pending, waiting := events[first:], wake
 			mu.Unlock()
 			var b strings.Builder
 			if len(pending) > 0 {
@@ -94,9 +102,9 @@ func longPollCeiling(open *atomic.Int64) http.Handler {
 						b.WriteByte(',')
 					}
 					b.Write(e)
-					fmt.Fprintf(&b, `,"id":%d}`, last+1+i)
+					fmt.Fprintf(&b, `,"id":%d}`, first-start+i)
 				}
-				b.WriteString(`],"queue_id":"q"}`)
+				b.WriteString(`],"queue_id":"` + strconv.Itoa(start) + `"}`)
 				answer(w, b.String())
 				return
 			}
@@ -104,7 +112,7 @@ func longPollCeiling(open *atomic.Int64) http.Handler {
 			case <-waiting:
 			case <-timeout.C:
 				// A heartbeat without an id of its own: the ceiling keeps none.
-				answer(w, `{"result":"success","msg":"","events":[{"type":"heartbeat","id":`+strconv.Itoa(last)+`}],"queue_id":"q"}`)
+				answer(w, `{"result":"success","msg":"","events":[{"type":"heartbeat","id":`+strconv.Itoa(last)+`}],"queue_id":"`+strconv.Itoa(start)+`"}`)
 				return
 			case <-r.Context().Done():
 				return
