@@ -78,7 +78,7 @@ func checkRealmGroup(name string, id int) error {
 // organisation permission setting changed (Zulip's realm update_dict).
 func (s *server) publishRealmGroup(c realmGroupChanged) {
 	e := event{"type": "realm", "op": "update_dict", "property": "default", "data": map[string]any{c.Setting: c.Group}}
-	s.events.publish("realm", func(*eventQueue) bool { return true }, func(*eventQueue) event { return cloneEvent(e) })
+	s.events.tellEveryone("realm", nil, e)
 }
 
 // mayCreateChannels answers whether the user may create a channel of

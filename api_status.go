@@ -158,5 +158,5 @@ func (s *server) publishUserStatus(c userStatusChanged) {
 		e["emoji_code"] = *c.Change.EmojiCode
 		e["reaction_type"] = *c.Change.EmojiRT
 	}
-	s.events.publish("user_status", func(*eventQueue) bool { return true }, func(*eventQueue) event { return cloneEvent(e) })
+	s.events.tellEveryone("user_status", nil, e)
 }

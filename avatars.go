@@ -281,5 +281,5 @@ func (s *server) publishAvatar(c avatarChanged) {
 	person := map[string]any{"user_id": c.User.ID, "avatar_source": avatarSource(c.User), "avatar_url": avatarURL(c.User, false),
 		"avatar_url_medium": avatarURL(c.User, true), "avatar_version": avatarVersion(c.User)}
 	e := event{"type": "realm_user", "op": "update", "person": person}
-	s.events.publish("realm_user", func(*eventQueue) bool { return true }, func(*eventQueue) event { return cloneEvent(e) })
+	s.events.tellEveryone("realm_user", nil, e)
 }

@@ -12,7 +12,7 @@ package main
 func (s *server) publishSubscriptions(c subscriptionsChanged) {
 	for _, news := range c.Created {
 		e := event{"type": "stream", "op": "create", "streams": []streamObject{newStreamObject(news.Channel)}}
-		s.events.publish("stream", ownedByAny(news.Audience), func(*eventQueue) event { return cloneEvent(e) })
+		s.events.tell("stream", usersAudience(news.Audience...), e, nil)
 	}
 	for _, m := range c.Members {
 		var list []any
@@ -37,15 +37,15 @@ func (s *server) publishSubscriptions(c subscriptionsChanged) {
 			}
 		}
 		e := event{"type": "subscription", "op": c.Op, "subscriptions": list}
-		s.events.publish("subscription", ownedBy(m.User.ID), func(*eventQueue) event { return cloneEvent(e) })
+		s.events.tell("subscription", usersAudience(m.User.ID), e, nil)
 	}
 	for _, news := range c.Deleted {
 		e := event{"type": "stream", "op": "delete", "streams": []any{map[string]any{"stream_id": news.Channel.ID}}, "stream_ids": []uint64{news.Channel.ID}}
-		s.events.publish("stream", ownedByAny(news.Audience), func(*eventQueue) event { return cloneEvent(e) })
+		s.events.tell("stream", usersAudience(news.Audience...), e, nil)
 	}
 	for _, peers := range c.Peers {
 		e := event{"type": "subscription", "op": "peer_" + c.Op, "stream_ids": []uint64{peers.ChannelID}, "user_ids": peers.UserIDs}
-		s.events.publish("subscription", ownedByAny(peers.Audience), func(*eventQueue) event { return cloneEvent(e) })
+		s.events.tell("subscription", usersAudience(peers.Audience...), e, nil)
 	}
 }
 
@@ -70,14 +70,6 @@ func (s *server) publishSubscriptionProperty(c subscriptionPropertyChanged) {
 		update(c.Property, c.Bool)
 	}
 	for _, e := range events {
-		s.events.publish("subscription", ownedBy(c.User.ID), func(*eventQueue) event { return cloneEvent(e) })
+		s.events.tell("subscription", usersAudience(c.User.ID), e, nil)
 	}
-}
-
-func ownedByAny(userIDs []uint64) func(q *eventQueue) bool {
-	set := make(map[uint64]bool, len(userIDs))
-	for _, id := range userIDs {
-		set[id] = true
-	}
-	return func(q *eventQueue) bool { return set[q.userID] }
 }

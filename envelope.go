@@ -108,16 +108,25 @@ func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err er
 	writeBody(w, ae.status, b.Bytes())
 }
 
+// encodedMembers is data a handler has encoded itself: JSON object
+// members, spliced as they are (a poll's events, whose bytes many queues
+// share, are not encoded and checked again for each poll).
+type encodedMembers []byte
+
 // writeSuccess writes {"result":"success","msg":"",<data>...,
 // "ignored_parameters_unsupported":[...]}. data is a struct or map whose
-// JSON object members are spliced in order; ignored may be nil.
+// JSON object members are spliced in order, or encodedMembers; ignored
+// may be nil.
 func writeSuccess(w http.ResponseWriter, data any, ignored []string) error {
 	out := envelopes.Get().(*envelopeBuffers)
 	defer envelopes.Put(out)
 	b := &out.body
 	b.Reset()
 	b.WriteString(`{"result":"success","msg":""`)
-	if data != nil {
+	if members, ok := data.(encodedMembers); ok {
+		b.WriteByte(',')
+		b.Write(members)
+	} else if data != nil {
 		out.data.Reset()
 		if err := out.enc.Encode(data); err != nil {
 			return err

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,6 +18,15 @@ import (
 // A server restart loses every queue, and clients re-register when told
 // BAD_EVENT_QUEUE_ID, as Zulip clients do. No storage transaction is ever
 // held while a poll waits.
+//
+// Fan-out costs what its recipients cost, not what the server holds:
+// queues are found by their user (and all_public_streams queues in a
+// list of their own), and an event is encoded once for every queue that
+// gets the same bytes (sharedEvent); what differs per queue (its event
+// id, its flags, local_message_id, the empty topic's name) is written
+// around those bytes when a poll answers. The committer never waits for
+// any of it: committed changes reach the hub from the store's publisher
+// goroutine (changes.go).
 const (
 	queueIdleTimeout  = 10 * time.Minute // a queue not polled for this long is dropped
 	maxQueuesPerUser  = 20               // registering one more drops the user's oldest
@@ -22,11 +34,16 @@ const (
 	pollTimeout       = 50 * time.Second // a poll with nothing to say answers a heartbeat
 )
 
-// event is one event as a client receives it; "id" is set per queue.
+// event is one event as a client receives it, but for its "id", which
+// each queue gives it.
 type event map[string]any
 
 // Bounds on what queues may hold, so that idle clients cannot exhaust a
 // small device: a queue over either is dropped (its client re-registers).
+// A queue counts the events it holds as its poll would answer them; the
+// total counts memory held: the bytes that queues share once, and what
+// each queue holds alone (queuedEventSize an event), so that a message to
+// a big channel does not evict its readers' queues.
 const (
 	maxQueueBytes      = 256 << 10 // encoded events waiting in one queue
 	maxTotalQueueBytes = 8 << 20   // in all queues together
@@ -59,43 +76,158 @@ type eventQueue struct {
 	// capability, the only clients told of typing in channels (typing.go).
 	streamTyping bool
 
-	// guarded by hub.mu
-	events   []queuedEvent
-	bytes    int
-	nextID   int64
+	offered uint64 // the hub's offer that last reached it (hub.offerMu)
+
+	// mu guards what follows: a queue's polls and the fan-out meet here,
+	// not on the hub's lock.
+	mu       sync.Mutex
+	events   []queuedEvent // ids firstID, firstID+1, ...
+	firstID  int64
+	bytes    int // the events' size as a poll answers them
 	lastPoll time.Time
-	polls    int           // polls waiting on it; it does not expire meanwhile
-	wake     chan struct{} // closed when events arrive, then replaced
-	gone     chan struct{} // closed when the queue is removed
+	polls    int // polls waiting on it; it does not expire meanwhile
+	// wake is made by a poll that waits and closed to wake it: for events
+	// (wakeQueues), when the queue is dropped and at shutdown. One channel,
+	// not three, for a waiting poll holds a goroutine's place on each.
+	wake    chan struct{}
+	wakeDue bool // in the hub's list of queues to wake
+	woken   bool // woken holding a wake slot, which its first poll to run gives back
+	dropped bool // removed or over a bound: it hears nothing more
 }
 
-// queuedEvent is an event encoded once, when it is queued.
+// sharedEvent is an event encoded once for every queue that gets these
+// bytes: a JSON object without its closing brace. Each queue adds one of
+// tails (its own members: a message's flags, local_message_id) and its
+// "id" when a poll answers.
+type sharedEvent struct {
+	raw   []byte
+	tails []string
+	// subject is, in a message event whose topic is empty, the offset in
+	// raw of the subject's "": queues without the empty_topic_name
+	// capability are shown emptyTopicDisplayName there. 0 when none.
+	subject int
+	holders atomic.Int32 // queues holding it: its bytes count once
+}
+
+// queuedEvent is a queue's hold on a shared event; its id is its place.
 type queuedEvent struct {
-	id  int64
-	raw json.RawMessage
+	shared *sharedEvent
+	tail   uint8 // index in shared.tails
+	named  bool  // show the empty subject as emptyTopicDisplayName
+}
+
+// queuedEventSize is what a queue holds alone for an event (a
+// queuedEvent), counted in the total.
+const queuedEventSize = 16
+
+// displayNameJSON is emptyTopicDisplayName as a JSON string.
+var displayNameJSON = func() []byte { b, _ := json.Marshal(emptyTopicDisplayName); return b }()
+
+// heartbeat is the event a poll answers after waiting the poll timeout.
+var heartbeat = &sharedEvent{raw: []byte(`{"type":"heartbeat"`), tails: []string{""}}
+
+// encodeEvent encodes e once, for every queue that hears it alike.
+func encodeEvent(e event) *sharedEvent {
+	raw, err := marshalUnescaped(e)
+	if err != nil || len(raw) < 3 { // an event always has a type
+		return nil
+	}
+	return &sharedEvent{raw: raw[:len(raw)-1], tails: []string{""}}
+}
+
+// marshalUnescaped encodes v as the envelope encodes answers: without
+// HTML escaping, as Zulip (orjson) does.
+func marshalUnescaped(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// size is the event's length as a poll answers it with the given id.
+func (e queuedEvent) size(id int64) int {
+	n := len(e.shared.raw) + len(e.shared.tails[e.tail]) + len(`,"id":}`) + digits(id)
+	if e.named && e.shared.subject > 0 {
+		n += len(displayNameJSON) - len(`""`)
+	}
+	return n
+}
+
+func digits(id int64) int {
+	n := 1
+	if id < 0 {
+		n, id = 2, -id
+	}
+	for ; id >= 10; id /= 10 {
+		n++
+	}
+	return n
+}
+
+// appendJSON writes the event as the queue's client receives it.
+func (e queuedEvent) appendJSON(b []byte, id int64) []byte {
+	raw := e.shared.raw
+	if at := e.shared.subject; e.named && at > 0 {
+		b = append(b, raw[:at]...)
+		b = append(b, displayNameJSON...)
+		raw = raw[at+len(`""`):]
+	}
+	b = append(b, raw...)
+	b = append(b, e.shared.tails[e.tail]...)
+	b = append(b, `,"id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	return append(b, '}')
 }
 
 func (q *eventQueue) wants(eventType string) bool {
 	return q.types == nil || slices.Contains(q.types, eventType)
 }
 
-// eventHub holds every queue of the server.
+// eventHub holds every queue of the server. Locks are taken in this
+// order: offerMu, mu, a queue's mu; seqMu alone.
 type eventHub struct {
-	mu          sync.Mutex
-	queues      map[string]*eventQueue
-	regSeq      map[uint64]uint64 // user → registrations so far
-	totalBytes  int
+	// mu guards the index of queues: by id, by user and the
+	// all_public_streams ones. Fan-out and polls only read it.
+	mu        sync.RWMutex
+	queues    map[string]*eventQueue
+	byUser    map[uint64][]*eventQueue // each user's queues, oldest first
+	allPublic []*eventQueue            // all_public_streams queues
+
+	offerMu    sync.Mutex // one offer at a time: each reaches a queue once
+	offers     uint64     // offers made
+	totalBytes atomic.Int64
+
+	// Waking is paced (wakeQueues): at most cap(wakeSlots) woken polls
+	// wait for the processor at a time, so that a request that comes in
+	// meanwhile (a send, a write) runs after a few of them, not after
+	// ten thousand.
+	wakeMu    sync.Mutex
+	toWake    []*eventQueue
+	waking    bool          // a goroutine is waking them
+	wakeSlots chan struct{} // a token for each woken poll not yet running
+
 	idleTimeout time.Duration
 	pollTimeout time.Duration
 	now         func() time.Time
-	done        chan struct{} // closed at shutdown: waiting polls answer at once
-	closed      bool
+	closed      atomic.Bool // at shutdown: polls answer at once
+
+	// seqMu guards what the committer asks (listening), so that it never
+	// waits for a fan-out.
+	seqMu     sync.Mutex
+	regSeq    map[uint64]uint64 // user → registrations so far
+	flagHears map[uint64]int    // user → queues that hear update_message_flags
 }
 
 func newEventHub() *eventHub {
-	return &eventHub{queues: map[string]*eventQueue{}, regSeq: map[uint64]uint64{},
-		idleTimeout: queueIdleTimeout, pollTimeout: pollTimeout, now: time.Now, done: make(chan struct{})}
+	return &eventHub{queues: map[string]*eventQueue{}, byUser: map[uint64][]*eventQueue{}, regSeq: map[uint64]uint64{}, flagHears: map[uint64]int{},
+		idleTimeout: queueIdleTimeout, pollTimeout: pollTimeout, now: time.Now, wakeSlots: make(chan struct{}, wakeSlots)}
 }
+
+// wakeSlots bounds the woken polls that wait for a processor at a time.
+const wakeSlots = 32
 
 // register makes a queue for the user, dropping their oldest queue when
 // they already have the most allowed.
@@ -106,22 +238,25 @@ func (h *eventHub) register(q *eventQueue) {
 	defer h.mu.Unlock()
 	q.id = hex.EncodeToString(id)
 	q.created, q.lastPoll = h.now(), h.now()
-	q.wake, q.gone = make(chan struct{}), make(chan struct{})
+	if mine := h.byUser[q.userID]; len(mine) >= maxQueuesPerUser {
+		h.removeLocked(mine[0])
+	}
+	h.seqMu.Lock()
 	h.regSeq[q.userID]++
 	q.regSeq = h.regSeq[q.userID]
-	var mine []*eventQueue
-	for _, other := range h.queues {
-		if other.userID == q.userID {
-			mine = append(mine, other)
-		}
+	if q.wants("update_message_flags") {
+		h.flagHears[q.userID]++
 	}
-	if len(mine) >= maxQueuesPerUser {
-		h.removeLocked(slices.MinFunc(mine, func(a, b *eventQueue) int { return a.created.Compare(b.created) }))
-	}
+	h.seqMu.Unlock()
 	h.queues[q.id] = q
+	h.byUser[q.userID] = append(h.byUser[q.userID], q)
+	if q.allPublic {
+		h.allPublic = append(h.allPublic, q)
+	}
 }
 
 // queue finds the user's queue; another user's queue does not exist.
+// h.mu is held.
 func (h *eventHub) queue(userID uint64, id string) (*eventQueue, bool) {
 	q, ok := h.queues[id]
 	if !ok || q.userID != userID {
@@ -130,24 +265,73 @@ func (h *eventHub) queue(userID uint64, id string) (*eventQueue, bool) {
 	return q, true
 }
 
-// removeLocked drops a queue and tells its waiting polls; h.mu is held.
+// removeLocked takes a queue out of the index and drops it; h.mu is held.
 func (h *eventHub) removeLocked(q *eventQueue) {
 	if _, ok := h.queues[q.id]; !ok {
 		return
 	}
 	delete(h.queues, q.id)
-	h.totalBytes -= q.bytes
-	close(q.gone)
+	mine := slices.DeleteFunc(h.byUser[q.userID], func(o *eventQueue) bool { return o == q })
+	if len(mine) == 0 {
+		delete(h.byUser, q.userID)
+	} else {
+		h.byUser[q.userID] = mine
+	}
+	if q.allPublic {
+		h.allPublic = slices.DeleteFunc(h.allPublic, func(o *eventQueue) bool { return o == q })
+	}
+	q.mu.Lock()
+	h.dropLocked(q)
+	q.mu.Unlock()
+	if q.wants("update_message_flags") {
+		h.seqMu.Lock()
+		if h.flagHears[q.userID]--; h.flagHears[q.userID] <= 0 {
+			delete(h.flagHears, q.userID)
+		}
+		h.seqMu.Unlock()
+	}
+}
+
+// dropLocked lets go of a queue's events and tells its waiting polls it
+// is gone; q.mu is held. Whoever drops a queue takes it out of the index
+// too (removeLocked), once it may take h.mu.
+func (h *eventHub) dropLocked(q *eventQueue) {
+	if q.dropped {
+		return
+	}
+	q.dropped = true
+	h.releaseLocked(q, len(q.events))
+	q.events = nil
+	if q.wake != nil {
+		close(q.wake)
+		q.wake = nil
+	}
+}
+
+// releaseLocked lets go of the queue's first n events (acknowledged, or
+// the queue dropped); q.mu is held.
+func (h *eventHub) releaseLocked(q *eventQueue, n int) {
+	held := 0
+	for i, e := range q.events[:n] {
+		q.bytes -= e.size(q.firstID + int64(i))
+		held += queuedEventSize
+		if e.shared.holders.Add(-1) == 0 {
+			held += len(e.shared.raw)
+		}
+	}
+	h.totalBytes.Add(-int64(held))
+	q.firstID += int64(n)
+	rest := copy(q.events, q.events[n:])
+	clear(q.events[rest:]) // the shared bytes are not kept alive by a stale hold
+	q.events = q.events[:rest]
 }
 
 // removeAll deletes every queue of the user, ending their waiting polls.
 func (h *eventHub) removeAll(userID uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, q := range h.queues {
-		if q.userID == userID {
-			h.removeLocked(q)
-		}
+	for _, q := range slices.Clone(h.byUser[userID]) {
+		h.removeLocked(q)
 	}
 }
 
@@ -162,17 +346,25 @@ func (h *eventHub) remove(userID uint64, id string) bool {
 	return ok
 }
 
-// listening reports whether any queue of the user hears flag changes,
-// with the number of the user's latest registration.
-func (h *eventHub) listening(userID uint64) (bool, uint64) {
+// removeDropped takes queues dropped for falling behind out of the index.
+func (h *eventHub) removeDropped(dropped []*eventQueue) {
+	if len(dropped) == 0 {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, q := range h.queues {
-		if q.userID == userID && q.wants("update_message_flags") {
-			return true, h.regSeq[userID]
-		}
+	for _, q := range dropped {
+		h.removeLocked(q)
 	}
-	return false, h.regSeq[userID]
+}
+
+// listening reports whether any queue of the user hears flag changes,
+// with the number of the user's latest registration. The committer asks
+// it, so it takes only seqMu, which no fan-out holds.
+func (h *eventHub) listening(userID uint64) (bool, uint64) {
+	h.seqMu.Lock()
+	defer h.seqMu.Unlock()
+	return h.flagHears[userID] > 0, h.regSeq[userID]
 }
 
 // dropNewerThan removes the user's queues registered after seq: a change
@@ -181,43 +373,221 @@ func (h *eventHub) listening(userID uint64) (bool, uint64) {
 func (h *eventHub) dropNewerThan(userID, seq uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, q := range h.queues {
-		if q.userID == userID && q.regSeq > seq {
+	for _, q := range slices.Clone(h.byUser[userID]) {
+		if q.regSeq > seq {
 			h.removeLocked(q)
 		}
 	}
 }
 
-// publish offers an event to every queue that match accepts and that
-// wants its type; build makes that queue's copy (nil skips the queue).
-func (h *eventHub) publish(eventType string, match func(q *eventQueue) bool, build func(q *eventQueue) event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, q := range h.queues {
-		if !q.wants(eventType) || !match(q) {
-			continue
+// audience is who hears an event: every queue of the recipients, then of
+// the others (told apart for a message's flags: its sender when not
+// subscribed), then, with allPublic, every all_public_streams queue. A
+// queue reached twice hears the event once.
+type audience struct {
+	recipients, others []uint64
+	allPublic          bool
+}
+
+func usersAudience(userIDs ...uint64) audience { return audience{recipients: userIDs} }
+
+// offer gives an event to its audience's queues that want its type; pick
+// says what each queue holds of it (false: nothing), recipient whether
+// the queue's user is among the recipients. Offers run one at a time, so
+// pick may encode once per variant; it touches no storage. Each queue is
+// locked only while the event is added, and its waiting polls are woken
+// at once.
+func (h *eventHub) offer(eventType string, to audience, pick func(q *eventQueue, recipient bool) (queuedEvent, bool)) {
+	h.offerMu.Lock()
+	defer h.offerMu.Unlock()
+	h.offers++
+	offer := h.offers
+	var over, woken []*eventQueue
+	give := func(q *eventQueue, recipient bool) {
+		if q.offered == offer || !q.wants(eventType) {
+			return
 		}
-		if e := build(q); e != nil {
-			h.enqueueLocked(q, e)
+		q.offered = offer
+		e, ok := pick(q, recipient)
+		if !ok || e.shared == nil {
+			return
+		}
+		switch wake, fits := h.add(q, e); {
+		case !fits:
+			over = append(over, q)
+		case wake:
+			woken = append(woken, q)
+		}
+	}
+	h.mu.RLock()
+	for _, id := range to.recipients {
+		for _, q := range h.byUser[id] {
+			give(q, true)
+		}
+	}
+	for _, id := range to.others {
+		for _, q := range h.byUser[id] {
+			give(q, false)
+		}
+	}
+	if to.allPublic {
+		for _, q := range h.allPublic {
+			give(q, false)
+		}
+	}
+	h.mu.RUnlock()
+	h.wakeQueues(woken)
+	h.removeDropped(over)
+}
+
+// add gives the event to the queue. It answers whether the queue's
+// waiting polls are to be woken (wakeQueues), and false when the queue
+// was over a bound and is now dropped: the caller takes it out of the
+// index.
+func (h *eventHub) add(q *eventQueue, e queuedEvent) (wake, fits bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dropped {
+		return false, true // whoever dropped it removes it
+	}
+	wake, fits = h.enqueueLocked(q, e)
+	if !fits {
+		h.dropLocked(q)
+	}
+	return wake, fits
+}
+
+// wakeQueues wakes the waiting polls of the queues, in order, from a
+// goroutine of its own that takes a wake slot for each: a fan-out to
+// thousands of queues does not put thousands of goroutines at once
+// between the processor and the next request.
+func (h *eventHub) wakeQueues(queues []*eventQueue) {
+	if len(queues) == 0 {
+		return
+	}
+	h.wakeMu.Lock()
+	defer h.wakeMu.Unlock()
+	h.toWake = append(h.toWake, queues...)
+	if !h.waking {
+		h.waking = true
+		go h.waker()
+	}
+}
+
+// waker wakes the queues listed until there are none left.
+func (h *eventHub) waker() {
+	for {
+		h.wakeMu.Lock()
+		queues := h.toWake
+		h.toWake = nil
+		if len(queues) == 0 {
+			h.waking = false
+			h.wakeMu.Unlock()
+			return
+		}
+		h.wakeMu.Unlock()
+		for _, q := range queues {
+			h.wakeSlots <- struct{}{}
+			q.mu.Lock()
+			q.wakeDue = false
+			took := false
+			if q.wake != nil && q.polls > 0 {
+				close(q.wake) // every waiting poll of the queue wakes
+				q.wake = nil
+				took, q.woken = !q.woken, true
+			}
+			if !took {
+				<-h.wakeSlots
+			}
+			q.mu.Unlock()
 		}
 	}
 }
 
-// enqueueLocked adds an event to a queue; h.mu is held. A queue that has
-// fallen too far behind is dropped: its client re-registers.
-func (h *eventHub) enqueueLocked(q *eventQueue, e event) {
-	e["id"] = q.nextID
-	raw, err := json.Marshal(e)
-	if err != nil || len(q.events) >= maxEventsPerQueue || q.bytes+len(raw) > maxQueueBytes || h.totalBytes+len(raw) > maxTotalQueueBytes {
-		h.removeLocked(q)
-		return
+// tell gives the same event to every queue of the audience that wants
+// its type and that only accepts (nil: every one), encoded once.
+func (h *eventHub) tell(eventType string, to audience, e event, only func(q *eventQueue) bool) {
+	shared := encodeEvent(e)
+	h.offer(eventType, to, func(q *eventQueue, _ bool) (queuedEvent, bool) {
+		return queuedEvent{shared: shared}, only == nil || only(q)
+	})
+}
+
+// publish offers an event to every queue that match accepts and that
+// wants its type; build makes that queue's copy (nil skips the queue).
+// It encodes for each queue: for the rare events of one user (their
+// settings); fan-out goes through offer, and events for everyone
+// through tellEveryone.
+func (h *eventHub) publish(eventType string, match func(q *eventQueue) bool, build func(q *eventQueue) event) {
+	h.everyQueue(eventType, func(q *eventQueue) *sharedEvent {
+		if !match(q) {
+			return nil
+		}
+		if e := build(q); e != nil {
+			return encodeEvent(e)
+		}
+		return nil
+	})
+}
+
+// tellEveryone gives every queue that wants its type one of the event's
+// variants (a queue's key picks it), each encoded once.
+func (h *eventHub) tellEveryone(eventType string, key func(q *eventQueue) int, variants ...event) {
+	shared := make([]*sharedEvent, len(variants))
+	for i, e := range variants {
+		shared[i] = encodeEvent(e)
 	}
-	q.nextID++
-	q.events = append(q.events, queuedEvent{e["id"].(int64), raw})
-	q.bytes += len(raw)
-	h.totalBytes += len(raw)
-	close(q.wake) // every waiting poll wakes
-	q.wake = make(chan struct{})
+	h.everyQueue(eventType, func(q *eventQueue) *sharedEvent {
+		if key == nil {
+			return shared[0]
+		}
+		return shared[key(q)]
+	})
+}
+
+// everyQueue gives every queue that wants the event type what pick
+// makes of it (nil: nothing).
+func (h *eventHub) everyQueue(eventType string, pick func(q *eventQueue) *sharedEvent) {
+	var over, woken []*eventQueue
+	h.mu.RLock()
+	for _, q := range h.queues {
+		if !q.wants(eventType) {
+			continue
+		}
+		if shared := pick(q); shared != nil {
+			switch wake, fits := h.add(q, queuedEvent{shared: shared}); {
+			case !fits:
+				over = append(over, q)
+			case wake:
+				woken = append(woken, q)
+			}
+		}
+	}
+	h.mu.RUnlock()
+	h.wakeQueues(woken)
+	h.removeDropped(over)
+}
+
+// enqueueLocked adds an event to a queue and answers whether its waiting
+// polls are to be woken (it is not yet listed to be); q.mu is held. It
+// answers false, adding nothing, when the queue has fallen too far
+// behind: the caller drops it (its client re-registers).
+func (h *eventHub) enqueueLocked(q *eventQueue, e queuedEvent) (wake, fits bool) {
+	id := q.firstID + int64(len(q.events))
+	size, held := e.size(id), queuedEventSize
+	if e.shared.holders.Add(1) == 1 {
+		held += len(e.shared.raw)
+	}
+	if len(q.events) >= maxEventsPerQueue || q.bytes+size > maxQueueBytes || h.totalBytes.Load()+int64(held) > maxTotalQueueBytes {
+		e.shared.holders.Add(-1)
+		return false, false
+	}
+	q.events = append(q.events, e)
+	q.bytes += size
+	h.totalBytes.Add(int64(held))
+	wake = q.wake != nil && !q.wakeDue
+	q.wakeDue = q.wakeDue || wake
+	return wake, true
 }
 
 // poll answers the events after lastEventID, waiting up to the poll
@@ -225,56 +595,91 @@ func (h *eventHub) enqueueLocked(q *eventQueue, e event) {
 // heartbeat. It answers false when the queue does not exist (or stops
 // existing while it waits).
 func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEventID int64, dontBlock bool) ([]json.RawMessage, bool) {
-	deadline := time.NewTimer(h.pollTimeout)
-	defer deadline.Stop()
+	h.mu.RLock()
+	q, ok := h.queue(userID, id)
+	h.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	var deadline *time.Timer
+	defer func() {
+		if deadline != nil {
+			deadline.Stop()
+		}
+	}()
 	for {
-		h.mu.Lock()
-		q, ok := h.queue(userID, id)
-		if !ok {
-			h.mu.Unlock()
+		q.mu.Lock()
+		if q.dropped {
+			q.mu.Unlock()
 			return nil, false
 		}
 		q.lastPoll = h.now()
-		acked := 0 // events up to lastEventID are acknowledged: drop them
-		for acked < len(q.events) && q.events[acked].id <= lastEventID {
-			q.bytes -= len(q.events[acked].raw)
-			h.totalBytes -= len(q.events[acked].raw)
-			acked++
+		// Events up to lastEventID are acknowledged: let them go.
+		h.releaseLocked(q, int(min(max(lastEventID-q.firstID+1, 0), int64(len(q.events)))))
+		if len(q.events) > 0 || dontBlock || h.closed.Load() {
+			pending, first := slices.Clone(q.events), q.firstID
+			q.mu.Unlock()
+			return render(pending, first), true
 		}
-		q.events = q.events[acked:]
-		if len(q.events) > 0 || dontBlock || h.closed {
-			pending := make([]json.RawMessage, len(q.events))
-			for i, e := range q.events {
-				pending[i] = e.raw
-			}
-			h.mu.Unlock()
-			return pending, true
+		if q.wake == nil {
+			q.wake = make(chan struct{})
 		}
 		q.polls++
-		wake, gone := q.wake, q.gone
-		h.mu.Unlock()
-		heartbeat := false
+		wake := q.wake
+		q.mu.Unlock()
+		if deadline == nil {
+			deadline = time.NewTimer(h.pollTimeout)
+		}
+		heartbeatDue := false
 		select {
 		case <-wake:
-		case <-gone:
-		case <-h.done:
 		case <-deadline.C:
-			heartbeat = true
+			heartbeatDue = true
 		case <-ctx.Done():
 		}
-		h.mu.Lock()
+		q.mu.Lock()
 		q.polls--
+		if q.woken { // this poll runs: another queue's may wake
+			q.woken = false
+			<-h.wakeSlots
+		}
 		q.lastPoll = h.now()
-		if heartbeat {
-			if _, still := h.queues[q.id]; still {
-				h.enqueueLocked(q, event{"type": "heartbeat"})
+		over, wakeOthers := false, false
+		if heartbeatDue && !q.dropped {
+			var fits bool
+			if wakeOthers, fits = h.enqueueLocked(q, queuedEvent{shared: heartbeat}); !fits {
+				h.dropLocked(q)
+				over = true
 			}
 		}
-		h.mu.Unlock()
+		q.mu.Unlock()
+		if over {
+			h.removeDropped([]*eventQueue{q})
+		}
+		if wakeOthers { // another poll waits on the queue too
+			h.wakeQueues([]*eventQueue{q})
+		}
 		if ctx.Err() != nil {
 			return nil, true
 		}
 	}
+}
+
+// render writes the events, the first with id first, as their queue's
+// client receives them, in one buffer.
+func render(events []queuedEvent, first int64) []json.RawMessage {
+	n := 0
+	for i, e := range events {
+		n += e.size(first + int64(i))
+	}
+	buf := make([]byte, 0, n)
+	out := make([]json.RawMessage, len(events))
+	for i, e := range events {
+		start := len(buf)
+		buf = e.appendJSON(buf, first+int64(i))
+		out[i] = buf[start:len(buf):len(buf)]
+	}
+	return out
 }
 
 // expire drops queues not polled for the idle timeout; a queue with a
@@ -284,7 +689,10 @@ func (h *eventHub) expire() {
 	defer h.mu.Unlock()
 	now := h.now()
 	for _, q := range h.queues {
-		if q.polls == 0 && now.Sub(q.lastPoll) >= h.idleTimeout {
+		q.mu.Lock()
+		idle := q.polls == 0 && now.Sub(q.lastPoll) >= h.idleTimeout
+		q.mu.Unlock()
+		if idle {
 			h.removeLocked(q)
 		}
 	}
@@ -306,10 +714,17 @@ func (h *eventHub) run(ctx context.Context) {
 
 // close makes every waiting poll answer at once, for a prompt shutdown.
 func (h *eventHub) close() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.closed {
-		h.closed = true
-		close(h.done)
+	if !h.closed.CompareAndSwap(false, true) {
+		return
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, q := range h.queues {
+		q.mu.Lock()
+		if q.wake != nil {
+			close(q.wake)
+			q.wake = nil
+		}
+		q.mu.Unlock()
 	}
 }

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -499,4 +503,294 @@ func TestEvents_EmptyTopicShownByNameToQueuesWithoutTheCapability(t *testing.T) 
 			t.Errorf("queue %s: message_details got %v, want %v", c.queue, details, want)
 		}
 	}
+}
+
+// listeners makes n accounts subscribed to general, each with perUser
+// queues (as apps register them, rendered content), and answers them
+// with their queues.
+func (e *testEnv) listeners(t testing.TB, n, perUser int) (accounts []account, queues [][]string) {
+	t.Helper()
+	for i := range n {
+		u, key := mustCreateUser(t, e.st, fmt.Sprintf("listener%d@example.com", i), roleMember, false)
+		mustSubscribe(t, e.st, u, "general")
+		a := account{u, key}
+		var mine []string
+		for range perUser {
+			q := &eventQueue{userID: u.ID, applyMarkdown: true}
+			e.server.events.register(q)
+			mine = append(mine, q.id)
+		}
+		accounts, queues = append(accounts, a), append(queues, mine)
+	}
+	return accounts, queues
+}
+
+// A message to a big channel is held once, however many queues hold it:
+// the total bound counts shared bytes once, so the channel's readers keep
+// their queues (each holding what it alone would answer).
+func TestEvents_ABigChannelDoesNotEvictItsReadersQueues(t *testing.T) {
+	e := newTestEnv(t)
+	accounts, queues := e.listeners(t, 12, maxQueuesPerUser) // 240 queues
+	big := strings.Repeat("x", maxMessageLength-100)
+	const sends = 5 // 5 × 240 × ~10 KB: 12 MB if each queue held its own copy, over the 8 MiB bound
+	var sent []uint64
+	for range sends {
+		r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {big}}, &e.alice)
+		wantAPISuccess(t, r)
+		sent = append(sent, uint64(r.body["id"].(float64)))
+	}
+	for i, a := range accounts {
+		for _, q := range queues[i] {
+			r := e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {q}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &a)
+			if r.status != http.StatusOK {
+				t.Fatalf("%s queue %s: got %d %v, want its %d messages", a.Email, q, r.status, r.body["code"], sends)
+			}
+			var got []uint64
+			for _, x := range r.body["events"].([]any) {
+				ev := x.(map[string]any)
+				if ev["type"] == "message" { // later listeners' joining is told too
+					got = append(got, uint64(ev["message"].(map[string]any)["id"].(float64)))
+				}
+			}
+			if !slices.Equal(got, sent) {
+				t.Fatalf("%s queue %s: got messages %v, want %v", a.Email, q, got, sent)
+			}
+		}
+	}
+	// A queue still answers for what it alone holds: five of these fill it.
+	for range maxQueueBytes/(maxMessageLength-100) + 1 - sends {
+		wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {big}}, &e.alice))
+	}
+	r := e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queues[0][0]}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &accounts[0])
+	wantAPIError(t, r, 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+queues[0][0])
+}
+
+// A message is encoded once per rendering, not once per queue: a send to
+// 200 listening queues allocates little more than a send to none.
+func TestEvents_AMessageIsEncodedOnceForEveryQueue(t *testing.T) {
+	e := newTestEnv(t)
+	big := strings.Repeat("y", maxMessageLength-100)
+	send := func() uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {big}}, &e.alice))
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	send() // the first send reads the channel's pages in
+	none := send()
+	e.listeners(t, 10, maxQueuesPerUser)
+	listened := send()
+	perQueue := (float64(listened) - float64(none)) / 200
+	t.Logf("a send of a %d-byte message allocates %d bytes with no queue listening, %d with 200: %.0f bytes a queue", len(big), none, listened, perQueue)
+	if perQueue > 1000 {
+		t.Errorf("a send allocates %.0f bytes more for each listening queue, want under 1000 (the message is %d bytes: it is not to be copied per queue)", perQueue, len(big))
+	}
+}
+
+// The committer asks the hub whether a user listens (to collect a flag
+// change's ids) without waiting for a fan-out: a write by anyone commits
+// while the hub is busy.
+func TestEvents_AWriteNeverWaitsForAFanOut(t *testing.T) {
+	e := newTestEnv(t)
+	e.registerQueue(t, &e.alice, nil)
+	e.sendAs(t, e.bob, e.general, "t") // unread for alice
+	hub := e.server.events
+	hub.mu.Lock() // a fan-out that takes its time
+	locked := true
+	defer func() {
+		if locked {
+			hub.mu.Unlock()
+		}
+	}()
+	marked := make(chan response, 1)
+	go func() {
+		marked <- e.request(t, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.FormatUint(e.general.ID, 10)}}, &e.alice)
+	}()
+	time.Sleep(100 * time.Millisecond) // the mark reaches the committer
+	stored := make(chan error, 1)
+	go func() {
+		stored <- e.st.addPushToken(e.bob.ID, pushToken{Kind: pushAPNs, Token: "0a0b", AppID: "org.zulip.Zulip"})
+	}()
+	select {
+	case err := <-stored:
+		if err != nil {
+			t.Errorf("bob's write: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("bob's write waited 5 s for the hub: the committer waits for fan-out")
+	}
+	hub.mu.Unlock()
+	locked = false
+	select {
+	case r := <-marked:
+		wantAPISuccess(t, r)
+	case <-time.After(5 * time.Second):
+		t.Fatal("alice's mark did not answer once the hub was free")
+	}
+}
+
+// BenchmarkEvents_PublishMessage publishes a channel message (500 bytes)
+// as the publisher does after its commit: to 2 recipients with no other
+// queue, to 2 recipients among 10,000 other queues (500 users × 20),
+// whose cost should not grow with them, and to 10,000 recipient queues.
+// Queues are drained, untimed, every 10 messages (a queue dropped for
+// falling behind fails the benchmark).
+func BenchmarkEvents_PublishMessage(b *testing.B) {
+	for _, c := range []struct {
+		name              string
+		recipients, other int // users, each with maxQueuesPerUser queues
+	}{{"2 recipients", 2, 0}, {"2 recipients among 10000 queues", 2, 500}, {"10000 recipient queues", 500, 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			e := newTestEnv(b)
+			hub := e.server.events
+			type listener struct {
+				user  uint64
+				queue string
+				last  int64
+			}
+			var queues []*listener
+			var ids []uint64
+			for u := range uint64(c.recipients + c.other) {
+				userID := 1000 + u
+				if int(u) < c.recipients {
+					ids = append(ids, userID)
+				}
+				for range maxQueuesPerUser {
+					q := &eventQueue{userID: userID, applyMarkdown: true, types: []string{"message"}}
+					hub.register(q)
+					queues = append(queues, &listener{userID, q.id, -1})
+				}
+			}
+			content := strings.Repeat("word ", 100)
+			id := uint64(0)
+			for b.Loop() {
+				id++
+				e.server.publishChange(messageSent{sentMessage: sentMessage{message: message{ID: id, SenderID: e.alice.ID, ChannelID: e.general.ID, Topic: "t", Content: content, Timestamp: 1700000000},
+					Channel: e.general, recipients: &recipients{read: func() []uint64 { return ids }}, ReadBySender: true}, Sender: e.alice.user})
+				if id%10 == 0 {
+					b.StopTimer()
+					for _, l := range queues {
+						events, ok := hub.poll(context.Background(), l.user, l.queue, l.last, true)
+						if !ok {
+							b.Fatalf("queue %s was dropped", l.queue)
+						}
+						l.last += int64(len(events))
+					}
+					b.StartTimer()
+				}
+			}
+		})
+	}
+}
+
+// A poll answers its events as the envelope writes every answer: without
+// HTML escaping (as Zulip's orjson writes them), as GET /messages shows
+// the same message.
+func TestEvents_PollWritesEventsAsTheEnvelopeWritesAnswers(t *testing.T) {
+	e := newTestEnv(t)
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"a <b> & c"}, "content": {"x < y & z"}}, &e.alice))
+	r := e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queue}, "dont_block": {"true"}}, &e.bob)
+	wantAPISuccess(t, r)
+	for _, want := range []string{`"content":"x < y & z"`, `"subject":"a <b> & c"`, `"queue_id":"` + queue + `"`} {
+		if !strings.Contains(r.raw, want) {
+			t.Errorf("poll answer: got %s, want it to hold %s", r.raw, want)
+		}
+	}
+}
+
+// BenchmarkEvents_WaitingPollMemory measures what a queue and a poll
+// waiting on it cost zulite, through the whole HTTP stack on real
+// connections (the server as serve configures it, without TLS): the heap
+// and the goroutine stacks held, after a collection, per queue
+// registered and per poll waiting. The polls' clients are raw
+// connections of this process, whose sockets (about 0.3 KiB each) are
+// counted in; run it with -benchtime=1x.
+func BenchmarkEvents_WaitingPollMemory(b *testing.B) {
+	const users, perUser = 50, maxQueuesPerUser // 1,000 queues
+	for b.Loop() {
+		e := newTestEnv(b)
+		limited := newConnLimiter(mustListen(b), 4*users*perUser, func(netip.Addr) bool { return true })
+		srv := &http.Server{Handler: serving(e.handler), ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout: 30 * time.Second, WriteTimeout: 90 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
+			ConnState: limited.connState}
+		go srv.Serve(limited)
+		measure := func() (heap, stack uint64) {
+			var m runtime.MemStats
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&m)
+			return m.HeapInuse, m.StackInuse
+		}
+		heap0, _ := measure()
+		type poll struct {
+			a     account
+			queue string
+		}
+		var polls []poll
+		for i := range users {
+			u, key := mustCreateUser(b, e.st, fmt.Sprintf("poller%d@example.com", i), roleMember, false)
+			for range perUser {
+				req := httptest.NewRequest(http.MethodPost, "/api/v1/register", strings.NewReader(url.Values{"apply_markdown": {"true"}, "fetch_event_types": {`["message"]`}}.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.SetBasicAuth(u.Email, key)
+				rec := httptest.NewRecorder()
+				e.handler.ServeHTTP(rec, req)
+				var body struct {
+					QueueID string `json:"queue_id"`
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.QueueID == "" {
+					b.Fatalf("register: %d %s", rec.Code, rec.Body)
+				}
+				polls = append(polls, poll{account{u, key}, body.QueueID})
+			}
+		}
+		heap1, stack1 := measure()
+		var conns []net.Conn
+		for _, p := range polls {
+			c, err := net.Dial("tcp", limited.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			req, _ := http.NewRequest(http.MethodGet, "http://zulite.test/api/v1/events?queue_id="+p.queue+"&last_event_id=-1", nil)
+			req.SetBasicAuth(p.a.Email, p.a.key)
+			if err := req.Write(c); err != nil {
+				b.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		for waiting := 0; waiting < len(polls); { // every poll waits
+			time.Sleep(10 * time.Millisecond)
+			waiting = 0
+			e.server.events.mu.RLock()
+			for _, q := range e.server.events.queues {
+				q.mu.Lock()
+				waiting += q.polls
+				q.mu.Unlock()
+			}
+			e.server.events.mu.RUnlock()
+		}
+		heap2, stack2 := measure()
+		n := float64(len(polls))
+		kib := func(a, b uint64) float64 { return (float64(b) - float64(a)) / 1024 / n }
+		b.ReportMetric(kib(heap0, heap1), "heap-KiB/queue")
+		b.ReportMetric(kib(heap1, heap2), "heap-KiB/poll")
+		b.ReportMetric(kib(stack1, stack2), "stack-KiB/poll")
+		b.ReportMetric(kib(heap1, heap2)+kib(stack1, stack2), "KiB/poll")
+		for _, c := range conns {
+			c.Close()
+		}
+		srv.Close()
+	}
+}
+
+func mustListen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }

@@ -220,12 +220,7 @@ func (s *server) publishPresence(u user, rec presenceRecord, now time.Time) {
 	legacyEntry := legacyPresenceOf(row)
 	legacy := event{"type": "presence", "user_id": u.ID, "email": u.Email, "server_timestamp": serverTimestamp(now),
 		"presence": map[string]legacyPresence{"website": legacyEntry}}
-	s.events.publish("presence", func(*eventQueue) bool { return true }, func(q *eventQueue) event {
-		if q.simplifiedPresence {
-			return cloneEvent(modern)
-		}
-		return cloneEvent(legacy)
-	})
+	s.events.tellEveryone("presence", func(q *eventQueue) int { return b2i(q.simplifiedPresence) }, legacy, modern)
 }
 
 // addPresenceState adds register's presence fetch type: presences keyed

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -194,13 +195,22 @@ func (s *server) getEvents(r *apiRequest) (any, error) {
 	if !ok {
 		return nil, badQueue(id)
 	}
-	if events == nil {
-		events = []json.RawMessage{}
+	// The events are written as the hub rendered them, not encoded again.
+	n := len(`"events":[],"queue_id":""`) + len(id)
+	for _, e := range events {
+		n += len(e) + 1
 	}
-	return struct {
-		Events  []json.RawMessage `json:"events"`
-		QueueID string            `json:"queue_id"`
-	}{events, id}, nil
+	b := make([]byte, 0, n)
+	b = append(b, `"events":[`...)
+	for i, e := range events {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e...)
+	}
+	b = append(b, `],"queue_id":`...)
+	quoted, _ := json.Marshal(id) // the id of an existing queue: hex
+	return encodedMembers(append(b, quoted...)), nil
 }
 
 // deleteQueue serves DELETE /api/v1/events.
@@ -253,41 +263,88 @@ func (s *server) publishChange(change any) {
 // publishMessage gives a new message to the queues of its recipients
 // (the channel's subscribers and the sender) and of all_public_streams
 // queues for a public channel, each with that user's flags (none for a
-// queue whose user does not receive it). The message object is encoded
-// once per rendering the queues ask for. The sender's queue named in
-// the send (queue_id) hears the send's local_id as local_message_id.
+// queue whose user does not receive it). The message event is encoded
+// once per rendering (Markdown or not, gravatar or not) and shared by
+// every queue that asks for it; a queue's flags, the empty topic's name
+// for a queue without empty_topic_name, and local_message_id for the
+// sender's queue named in the send (queue_id) are written around those
+// bytes when the queue is polled.
 func (s *server) publishMessage(c messageSent) {
-	rendered := map[[3]bool]json.RawMessage{}
-	render := func(q *eventQueue) json.RawMessage {
-		key := [3]bool{q.applyMarkdown, q.clientGravatar, q.emptyTopicName}
-		if raw, ok := rendered[key]; ok {
-			return raw
-		}
-		m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender}
-		raw, _ := json.Marshal(newMessageObject(m, q.applyMarkdown, q.clientGravatar, q.emptyTopicName))
-		rendered[key] = raw
-		return raw
+	sender := c.Sender.ID
+	senderSubscribed := slices.Contains(c.Recipients(), sender)
+	to := audience{recipients: c.Recipients(), allPublic: !c.Channel.Private}
+	if !senderSubscribed {
+		to.others = []uint64{sender}
 	}
-	receives := func(q *eventQueue) bool {
-		return q.userID == c.Sender.ID || slices.Contains(c.Recipients(), q.userID) || (q.allPublic && !c.Channel.Private)
+	// The queues' own members: their flags, by whether the queue's user is
+	// subscribed and is the sender, then the sender's with local_id.
+	tails := make([]string, 5)
+	for subscribed := range 2 {
+		for isSender := range 2 {
+			flags := []string{}
+			if subscribed == 1 || isSender == 1 {
+				m := pagedMessage{Subscribed: subscribed == 1}
+				m.Unread = m.Subscribed && (isSender == 0 || !c.ReadBySender)
+				flags = messageFlags(m)
+			}
+			raw, _ := json.Marshal(flags)
+			tails[subscribed*2+isSender] = `,"flags":` + string(raw)
+		}
 	}
-	s.events.publish("message", receives, func(q *eventQueue) event {
-		m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender, Subscribed: slices.Contains(c.Recipients(), q.userID)}
-		m.Unread = m.Subscribed && (q.userID != c.Sender.ID || !c.ReadBySender)
-		m.Topic = displayTopic(m.Topic, q.emptyTopicName) // a narrow matches the topic the client is shown
-		if !matchesNarrow(q.narrow, m) {
-			return nil
+	const localTail = 4
+	if c.LocalID != nil {
+		raw, _ := json.Marshal(*c.LocalID)
+		tails[localTail] = tails[b2i(senderSubscribed)*2+1] + `,"local_message_id":` + string(raw)
+	}
+	var rendered [2][2]*sharedEvent // by apply_markdown, client_gravatar
+	s.events.offer("message", to, func(q *eventQueue, recipient bool) (queuedEvent, bool) {
+		isSender := q.userID == sender
+		if q.narrow != nil {
+			m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender, Subscribed: recipient}
+			m.Unread = recipient && (!isSender || !c.ReadBySender)
+			m.Topic = displayTopic(m.Topic, q.emptyTopicName) // a narrow matches the topic the client is shown
+			if !matchesNarrow(q.narrow, m) {
+				return queuedEvent{}, false
+			}
 		}
-		flags := []string{}
-		if m.Subscribed || q.userID == c.Sender.ID {
-			flags = messageFlags(m)
+		r := &rendered[b2i(q.applyMarkdown)][b2i(q.clientGravatar)]
+		if *r == nil {
+			*r = encodeMessageEvent(c, q.applyMarkdown, q.clientGravatar, tails)
 		}
-		e := event{"type": "message", "message": render(q), "flags": flags}
-		if c.LocalID != nil && q.id == c.QueueID && q.userID == c.Sender.ID {
-			e["local_message_id"] = *c.LocalID
+		e := queuedEvent{shared: *r, tail: uint8(b2i(recipient)*2 + b2i(isSender)), named: !q.emptyTopicName}
+		if c.LocalID != nil && q.id == c.QueueID && isSender {
+			e.tail = localTail
 		}
-		return e
+		return e, true
 	})
+}
+
+// encodeMessageEvent encodes a message event but for each queue's own
+// members: {"type":"message","message":{...}. The subject of a message
+// whose topic is empty is encoded as "" and its place kept, so that a
+// queue without empty_topic_name is shown the topic's name there.
+func encodeMessageEvent(c messageSent, applyMarkdown, clientGravatar bool, tails []string) *sharedEvent {
+	m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender}
+	object, err := marshalUnescaped(newMessageObject(m, applyMarkdown, clientGravatar, true))
+	if err != nil {
+		return nil
+	}
+	e := &sharedEvent{raw: append([]byte(`{"type":"message","message":`), object...), tails: tails}
+	if c.Topic == "" {
+		// Only the key can hold "subject": unescaped: quotes inside
+		// strings are escaped.
+		if at := bytes.Index(e.raw, []byte(`"subject":""`)); at > 0 {
+			e.subject = at + len(`"subject":`)
+		}
+	}
+	return e
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // publishFlags tells the user's queues that a flag changed on messages.
@@ -302,19 +359,23 @@ func (s *server) publishFlags(c flagsChanged) {
 		op = "add"
 	}
 	e := event{"type": "update_message_flags", "op": op, "operation": op, "flag": c.Change.Flag, "messages": nonNilIDs(c.IDs), "all": c.All}
-	details := func(allowEmptyTopic bool) map[string]any {
-		byID := map[string]any{}
-		for _, m := range c.Details {
-			byID[strconv.FormatUint(m.ID, 10)] = map[string]any{"type": "stream", "stream_id": m.ChannelID, "topic": displayTopic(m.Topic, allowEmptyTopic), "unmuted_stream_msg": true}
-		}
-		return byID
+	if c.Details == nil {
+		s.events.tell("update_message_flags", usersAudience(c.User.ID), e, nil)
+		return
 	}
-	s.events.publish("update_message_flags", ownedBy(c.User.ID), func(q *eventQueue) event {
-		qe := cloneEvent(e)
-		if c.Details != nil {
-			qe["message_details"] = details(q.emptyTopicName)
+	var encoded [2]*sharedEvent // by empty_topic_name
+	s.events.offer("update_message_flags", usersAudience(c.User.ID), func(q *eventQueue, _ bool) (queuedEvent, bool) {
+		r := &encoded[b2i(q.emptyTopicName)]
+		if *r == nil {
+			byID := map[string]any{}
+			for _, m := range c.Details {
+				byID[strconv.FormatUint(m.ID, 10)] = map[string]any{"type": "stream", "stream_id": m.ChannelID, "topic": displayTopic(m.Topic, q.emptyTopicName), "unmuted_stream_msg": true}
+			}
+			qe := cloneEvent(e)
+			qe["message_details"] = byID
+			*r = encodeEvent(qe)
 		}
-		return qe
+		return queuedEvent{shared: *r}, true
 	})
 }
 

@@ -81,7 +81,7 @@ func (s *server) publishDirectTyping(sender user, op string, participants []user
 		recipients = append(recipients, typingPerson{u.ID, u.Email})
 	}
 	e := event{"type": "typing", "op": op, "message_type": "direct", "sender": typingPerson{sender.ID, sender.Email}, "recipients": recipients}
-	s.events.publish("typing", ownedByAny(audience), func(*eventQueue) event { return cloneEvent(e) })
+	s.events.tell("typing", usersAudience(audience...), e, nil)
 }
 
 // publishChannelTyping tells the channel's listening subscribers whose
@@ -89,11 +89,18 @@ func (s *server) publishDirectTyping(sender user, op string, participants []user
 // typing to no other client), the empty topic by name to those without
 // empty_topic_name.
 func (s *server) publishChannelTyping(sender user, op string, channelID uint64, topic string, audience []uint64) {
-	listens := ownedByAny(audience)
 	e := event{"type": "typing", "op": op, "message_type": "stream", "sender": typingPerson{sender.ID, sender.Email}, "stream_id": channelID}
-	s.events.publish("typing", func(q *eventQueue) bool { return q.streamTyping && listens(q) }, func(q *eventQueue) event {
-		qe := cloneEvent(e)
-		qe["topic"] = displayTopic(topic, q.emptyTopicName)
-		return qe
+	var shared [2]*sharedEvent // by empty_topic_name
+	s.events.offer("typing", usersAudience(audience...), func(q *eventQueue, _ bool) (queuedEvent, bool) {
+		if !q.streamTyping {
+			return queuedEvent{}, false
+		}
+		r := &shared[b2i(q.emptyTopicName)]
+		if *r == nil {
+			qe := cloneEvent(e)
+			qe["topic"] = displayTopic(topic, q.emptyTopicName)
+			*r = encodeEvent(qe)
+		}
+		return queuedEvent{shared: *r}, true
 	})
 }

@@ -12,7 +12,9 @@
 // unexpected status fails the run.
 //
 // Run it from the repository root: go run ./bench/load
-// (go run ./bench/load -sweep=false runs the comparisons alone.)
+// (go run ./bench/load -sweep=false runs the comparisons alone;
+// go run ./bench/load -fanout 1000,10000 measures event fan-out instead:
+// fanout.go)
 package main
 
 import (
@@ -45,14 +47,22 @@ import (
 )
 
 func main() {
-	serveMode := flag.String("serve", "", "internal: run a ceiling server (plain or write) and print its address")
+	serveMode := flag.String("serve", "", "internal: run a ceiling server (plain, write or longpoll) and print its address, or the fan-out's sender")
 	db := flag.String("db", "", "internal: the write ceiling's database")
 	requests := flag.Int("requests", 20000, "requests per read scenario (writes use a quarter)")
 	bigUnread := flag.Int("big-unread", 1_000_000, "unread messages in the channel of the mark_stream_as_read comparison (0 skips it)")
 	bigChannel := flag.Int("big-channel", 100_000, "subscribers of the channel in the send comparison, against one of 10 (0 skips it)")
 	rounds := flag.Int("rounds", 3, "rounds of the whole sweep (at least 1); the table shows each scenario's median")
 	sweep := flag.Bool("sweep", true, "run the sweep of scenarios and its table (false: only the comparisons)")
+	fanout := flag.String("fanout", "", "instead of the sweep, the fan-out mode (fanout.go): the numbers of listening queues to measure, e.g. 1000,10000")
+	fanoutAccounts := flag.Int("fanout-accounts", 500, "fan-out: accounts sharing the queues (each holds at most 20)")
+	sends := flag.Int("sends", 10, "fan-out: channel messages sent, with and without listeners")
+	sendEvery := flag.Duration("send-every", time.Second, "fan-out: time between sends")
+	contentBytes := flag.Int("content-bytes", 500, "fan-out: bytes of each message's content")
+	ceiling := flag.Bool("fanout-ceiling", true, "fan-out: measure net/http alone too (longpoll.go), for comparison")
+	env := flag.String("zulite-env", "", "fan-out: settings of zulite's environment to compare, space-separated (GOGC=100 GOMEMLIMIT=150MiB)")
 	flag.Parse()
+	zuliteEnv = strings.Fields(*env)
 	if *rounds < 1 {
 		fmt.Fprintln(os.Stderr, "load: -rounds must be at least 1")
 		os.Exit(2)
@@ -65,6 +75,19 @@ func main() {
 		var h http.Handler
 		if h, err = writeCeiling(*db); err == nil {
 			err = serveCeiling(h)
+		}
+	case "sender":
+		err = serveSender()
+	case "longpoll":
+		err = serveLongPoll()
+	case "":
+		if *fanout == "" {
+			err = run(*requests, *bigUnread, *bigChannel, *rounds, *sweep)
+			break
+		}
+		var sizes []int
+		if sizes, err = parseSizes(*fanout); err == nil {
+			err = runFanout(fanoutConfig{ceiling: *ceiling, sizes: sizes, accounts: *fanoutAccounts, sends: *sends, every: *sendEvery, contentBytes: *contentBytes})
 		}
 	default:
 		err = run(*requests, *bigUnread, *bigChannel, *rounds, *sweep)
