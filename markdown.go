@@ -305,6 +305,12 @@ func isFenceLangByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_+,-./#", c) >= 0
 }
 
+// maxFenceDepth bounds how deep fenced blocks nest: a quote fence
+// quotes every line inside it once more, so deeper fences would make
+// the work grow with the square of the message. Deeper fence lines stay
+// text (Zulip sets no bound, but fails to render such a message).
+const maxFenceDepth = 16
+
 // fenceHandler is one open fenced block (Zulip's fenced_code.py
 // handlers): the outer text, a code block, a quote or a spoiler.
 type fenceHandler struct {
@@ -325,7 +331,7 @@ func (r *markdownRenderer) fencedBlocks(lines []string) []string {
 	handlers := []*fenceHandler{{kind: "outer", output: &output}}
 	open := func(line string, into *[]string) {
 		fence, lang, header, ok := matchFence(line)
-		if !ok {
+		if !ok || len(handlers) > maxFenceDepth {
 			*into = append(*into, line)
 			return
 		}
@@ -550,7 +556,7 @@ func (r *markdownRenderer) parseBlocks(parent *mdElement, blocks []string) {
 			blocks = r.listIndent(parent, blocks)
 		case strings.HasPrefix(block, "    "):
 			blocks = r.codeBlock(parent, blocks)
-		case hashHeader.MatchString(block):
+		case mayHaveHeader(block) && hashHeader.MatchString(block):
 			blocks = r.hashHeader(parent, blocks)
 		case testTable(block) != nil:
 			blocks = r.table(parent, blocks, testTable(block))
@@ -715,6 +721,12 @@ func (r *markdownRenderer) indentedCode(e *mdElement) {
 // hashHeader is Zulip's heading: one to six #, a space, the heading.
 var hashHeader = regexp.MustCompile(`(?:^|\n)(#{1,6})[` + pyWhitespace + `]((?:\\.|[^\\])*?)#*(?:\n|\z)`)
 
+// mayHaveHeader is a quick test before hashHeader's: a line starting
+// with #.
+func mayHaveHeader(block string) bool {
+	return strings.HasPrefix(block, "#") || strings.Contains(block, "\n#")
+}
+
 func (r *markdownRenderer) hashHeader(parent *mdElement, blocks []string) []string {
 	block := blocks[0]
 	blocks = blocks[1:]
@@ -736,13 +748,17 @@ func (r *markdownRenderer) hashHeader(parent *mdElement, blocks []string) []stri
 // them), or -1.
 func hrLine(block string) int {
 	at := 0
-	for _, line := range strings.Split(block, "\n") {
+	for rest := block; ; {
+		line, more, found := strings.Cut(rest, "\n")
 		if isRule(line) {
 			return at
 		}
+		if !found {
+			return -1
+		}
 		at += len(line) + 1
+		rest = more
 	}
-	return -1
 }
 
 func isRule(line string) bool {
@@ -1020,10 +1036,15 @@ type tableShape struct {
 // testTable answers the table a block starts, or nil: a header row and
 // a separator row of as many cells, made of | : - and spaces.
 func testTable(block string) *tableShape {
-	rows := strings.Split(block, "\n")
-	if len(rows) < 2 {
+	first, rest, ok := strings.Cut(block, "\n")
+	if !ok {
 		return nil
 	}
+	second, _, _ := strings.Cut(rest, "\n")
+	if !strings.Contains(first, "|") && !strings.Contains(second, "|") {
+		return nil // no pipe, no row of more than one cell, no border
+	}
+	rows := strings.Split(block, "\n")
 	for i := range rows {
 		rows[i] = strings.Trim(rows[i], " ")
 	}

@@ -28,6 +28,14 @@ type inlineNode struct {
 type inlinePattern struct {
 	name     string
 	newStyle bool
+	// resumes: no match can begin before a replaced match's start that
+	// could not before, so the next search may start there instead of
+	// at the beginning, as Python-Markdown's does (same result, without
+	// the quadratic cost).
+	resumes bool
+	// streams: the pattern looks neither behind nor past its match, so
+	// one pass replaces every match.
+	streams bool
 	// find answers the first match at or after from.
 	find func(in *inliner, data string, from int) (patternMatch, bool)
 	// handle makes the node for a match and says what it replaces;
@@ -56,32 +64,37 @@ var inlinePatterns []inlinePattern
 
 func init() {
 	inlinePatterns = []inlinePattern{
-		{name: "backtick", newStyle: true, find: findBacktick, handle: handleBacktick},
+		{name: "backtick", newStyle: true, resumes: true, find: findBacktick, handle: handleBacktick},
 		{name: "strong_em", find: findStrongEm, handle: handleStrongEm},
-		{name: "usermention", newStyle: true, find: findUserMention, handle: handleUserMention},
-		{name: "stream_topic_message", newStyle: true, find: findChannelMessageLink, handle: handleChannelMessageLink},
-		{name: "topic", newStyle: true, find: findChannelTopicLink, handle: handleChannelTopicLink},
-		{name: "stream", newStyle: true, find: findChannelLink, handle: handleChannelLink},
-		{name: "link", newStyle: true, find: findLink, handle: handleLink},
+		{name: "usermention", newStyle: true, resumes: true, find: findUserMention, handle: handleUserMention},
+		{name: "stream_topic_message", newStyle: true, resumes: true, find: findChannelMessageLink, handle: handleChannelMessageLink},
+		{name: "topic", newStyle: true, resumes: true, find: findChannelTopicLink, handle: handleChannelTopicLink},
+		{name: "stream", newStyle: true, resumes: true, find: findChannelLink, handle: handleChannelLink},
+		{name: "link", newStyle: true, resumes: true, find: findLink, handle: handleLink},
 		{name: "autolink", find: findAutolink, handle: handleAutolink},
-		{name: "entity", newStyle: true, find: findEntity, handle: handleEntity},
-		{name: "strong", find: findStrong, handle: handleTag("strong")},
+		{name: "entity", newStyle: true, resumes: true, find: findEntity, handle: handleEntity},
+		{name: "strong", resumes: true, find: findStrong, handle: handleTag("strong")},
 		{name: "emphasis", find: findEmphasis, handle: handleTag("em")},
-		{name: "del", find: findDel, handle: handleTag("del")},
-		{name: "emoji", find: findEmoji, handle: handleEmoji},
-		{name: "nl2br", find: findNewline, handle: handleNewline},
-		{name: "unicodeemoji", newStyle: true, find: findUnicodeEmoji, handle: handleUnicodeEmoji},
+		{name: "del", resumes: true, find: findDel, handle: handleTag("del")},
+		{name: "emoji", resumes: true, streams: true, find: findEmoji, handle: handleEmoji},
+		{name: "nl2br", resumes: true, streams: true, find: findNewline, handle: handleNewline},
+		{name: "unicodeemoji", newStyle: true, resumes: true, streams: true, find: findUnicodeEmoji, handle: handleUnicodeEmoji},
 	}
 }
 
 // handle is __handleInline: every pattern from idx on, each until it
 // matches no more.
 func (in *inliner) handle(data string, idx int) string {
+	from := 0
 	for idx < len(inlinePatterns) {
 		var matched bool
-		data, matched = in.apply(idx, data)
+		var at int
+		data, matched, at = in.apply(idx, data, from)
+		from = 0
 		if !matched {
 			idx++
+		} else if inlinePatterns[idx].resumes {
+			from = at
 		}
 	}
 	return data
@@ -90,15 +103,17 @@ func (in *inliner) handle(data string, idx int) string {
 // apply is __applyPattern: the pattern's first accepted match is
 // replaced by a placeholder, its node's text worked on by the patterns
 // after it.
-func (in *inliner) apply(idx int, data string) (string, bool) {
+func (in *inliner) apply(idx int, data string, from int) (string, bool, int) {
 	p := inlinePatterns[idx]
+	if p.streams {
+		return in.stream(idx, data), false, 0
+	}
 	var node inlineNode
 	var start, end int
-	from := 0
 	for {
 		m, ok := p.find(in, data, from)
 		if !ok {
-			return data, false
+			return data, false, 0
 		}
 		var accepted bool
 		node, start, end, accepted = p.handle(in, data, m)
@@ -106,21 +121,58 @@ func (in *inliner) apply(idx int, data string) (string, bool) {
 			break
 		}
 		if !p.newStyle {
-			return data, false // Python's "matched, continue at the end"
+			return data, false, 0 // Python's "matched, continue at the end"
 		}
 		from = max(m.end, m.start+1)
 	}
-	if node.el != nil && !node.el.atomic {
-		for _, child := range append([]*mdElement{node.el}, node.el.children...) {
-			if child.text != "" {
-				child.text = in.handle(child.text, idx+1)
+	in.nested(node, idx)
+	return data[:start] + in.put(node) + data[end:], true, start
+}
+
+// stream replaces every match of a streaming pattern in one pass.
+func (in *inliner) stream(idx int, data string) string {
+	p := inlinePatterns[idx]
+	var b strings.Builder
+	done, from := 0, 0
+	for {
+		m, ok := p.find(in, data, from)
+		if !ok {
+			break
+		}
+		node, start, end, accepted := p.handle(in, data, m)
+		if !accepted {
+			if !p.newStyle {
+				break
 			}
-			if child.tail != "" {
-				child.tail = in.handle(child.tail, idx)
-			}
+			from = max(m.end, m.start+1)
+			continue
+		}
+		in.nested(node, idx)
+		b.WriteString(data[done:start])
+		b.WriteString(in.put(node))
+		done, from = end, end
+	}
+	if done == 0 {
+		return data
+	}
+	b.WriteString(data[done:])
+	return b.String()
+}
+
+// nested works on a made node's own text with the patterns after idx
+// (and on its children's tails with idx on).
+func (in *inliner) nested(node inlineNode, idx int) {
+	if node.el == nil || node.el.atomic {
+		return
+	}
+	for _, child := range append([]*mdElement{node.el}, node.el.children...) {
+		if child.text != "" {
+			child.text = in.handle(child.text, idx+1)
+		}
+		if child.tail != "" {
+			child.tail = in.handle(child.tail, idx)
 		}
 	}
-	return data[:start] + in.put(node) + data[end:], true
 }
 
 func (in *inliner) put(n inlineNode) string {
@@ -362,8 +414,12 @@ func findEmphasis(_ *inliner, data string, from int) (patternMatch, bool) {
 func findStarred(data string, from, n int) (patternMatch, bool) {
 	marker := strings.Repeat("*", n)
 	for i := from; i+n < len(data); i++ {
-		if !strings.HasPrefix(data[i:], marker) {
-			continue
+		next := strings.Index(data[i:], marker)
+		if next < 0 {
+			break
+		}
+		if i += next; i+n >= len(data) {
+			break
 		}
 		c := i + n
 		if r, _ := utf8.DecodeRuneInString(data[c:]); isPySpace(r) {
@@ -852,6 +908,12 @@ func linkTarget(in *inliner, data string, index int) (href, title string, hasTit
 		}
 	}
 	if bracketCount != 0 && backtrackCount == 0 {
+		if lastBracket < 0 {
+			// A "(" inside a title used up the backtrack count before any
+			// ")": Python slices with -1 and -2, that is from the end.
+			href = data[start:max(start, len(data)-2)]
+			return in.finishLink(href, title, hasTitle, len(data)-1)
+		}
 		href = data[start : lastBracket-1]
 		index = lastBracket
 		bracketCount = 0

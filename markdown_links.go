@@ -200,18 +200,31 @@ func encodeChannel(id uint64, name string) string {
 // punctuation up to white space or the end.
 func autolinkAt(data string, from int) (start, end int, ok bool) {
 	for p := from; p < len(data); {
+		if data[p] == stx[0] { // a placeholder: no link starts inside one
+			if end := strings.IndexByte(data[p:], etx[0]); end > 0 {
+				p += end + 1
+				continue
+			}
+		}
 		if p == 0 || startsLink(data, p) {
 			if e, ok := urlAt(data, p); ok {
 				return p, e, true
 			}
 		}
-		_, n := utf8.DecodeRuneInString(data[p:])
-		p += n
+		if data[p] < utf8.RuneSelf {
+			p++
+		} else {
+			_, n := utf8.DecodeRuneInString(data[p:])
+			p += n
+		}
 	}
 	return 0, 0, false
 }
 
 func startsLink(data string, p int) bool {
+	if c := data[p-1]; c < utf8.RuneSelf {
+		return c == ' ' || c >= '\t' && c <= '\r' || c >= 0x1c && c <= 0x1f || strings.IndexByte(`'"(,:<`, c) >= 0
+	}
 	r, _ := utf8.DecodeLastRuneInString(data[:p])
 	return isPySpace(r) || strings.ContainsRune(`'"(,:<`, r)
 }

@@ -83,3 +83,29 @@ func TestMarkdown_ZulipFixturesShare(t *testing.T) {
 		t.Errorf("got %d exact matches, want at least %d", matched, minimum)
 	}
 }
+
+// TestCheckRenderedHTML_RefusesWhatZuliteNeverWrites shows that the
+// fuzz target's check would catch a tag, an attribute, a class or a
+// scheme zulite does not write.
+func TestCheckRenderedHTML_RefusesWhatZuliteNeverWrites(t *testing.T) {
+	for _, bad := range []string{
+		`<p><script>alert(1)</script></p>`,
+		`<p><a href="javascript:alert(1)">x</a></p>`,
+		`<p><a href=" JavaScript:alert(1)">x</a></p>`,
+		`<p><a href="java&#x09;script:alert(1)">x</a></p>`,
+		`<p><a href="data:text/html,x">x</a></p>`,
+		`<p onclick="x">y</p>`,
+		`<p><span class="evil">x</span></p>`,
+		`<p><img src="http://evil/x.png"></p>`,
+		`<!-- x --><p>y</p>`,
+		`<p><iframe></iframe></p>`,
+	} {
+		if err := checkRenderedHTML(bad); err == nil {
+			t.Errorf("checkRenderedHTML(%q) accepted it", bad)
+		}
+	}
+	good := renderMarkdown("**a** [b](http://c.d) :zulip: `e`\n\n| f |\n|:-:|\n| g |", fixtureInput()).HTML
+	if err := checkRenderedHTML(good); err != nil {
+		t.Errorf("checkRenderedHTML refused zulite's own %q: %v", good, err)
+	}
+}
