@@ -270,6 +270,9 @@ func (s *server) publishMessage(c messageSent) {
 	}
 	s.events.publish("message", receives, func(q *eventQueue) event {
 		m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender, Subscribed: slices.Contains(c.Recipients, q.userID)}
+		if m.Subscribed {
+			m.Flags = c.Mentions.flagsFor(q.userID)
+		}
 		m.Unread = m.Subscribed && (q.userID != c.Sender.ID || !c.ReadBySender)
 		m.Topic = displayTopic(m.Topic, q.emptyTopicName) // a narrow matches the topic the client is shown
 		if !matchesNarrow(q.narrow, m) {

@@ -18,11 +18,15 @@ package main
 //	subscriptions    user id ‖ channel id → subscription (JSON: colour, muting,
 //	                 pinning, notification settings)
 //	subscribers      channel id ‖ user id → empty
-//	messages         message id → message (JSON)
+//	messages         message id → message (JSON, with its content rendered to HTML
+//	                 when it was sent: markdown.go)
 //	channel_messages channel id ‖ message id → empty
 //	topic_messages   channel id ‖ lower-cased topic ‖ 0x00 ‖ message id → empty
 //	                 (topics hold no control characters, so 0x00 ends the topic)
-//	flags            user id ‖ message id → one byte of personal flags (starred, collapsed)
+//	flags            user id ‖ message id → one byte of personal flags (starred, collapsed,
+//	                 and the mention flags set when it was sent: mentions.go)
+//	reactions        message id ‖ sequence → reaction (JSON: user id, emoji name, code and
+//	                 type), in the order they were added (store_reactions.go)
 //	passwords        user id → argon2id hash, PHC string (passwords.go)
 //	user_settings    user id → the user's settings that differ from Zulip's defaults, as a
 //	                 JSON object: setting name → value (api_settings.go has the defaults)
@@ -67,7 +71,9 @@ import (
 // opening a schema-1 file builds topic_messages from messages
 // (indexTopics) and starts flags empty, as schema 1 kept no personal
 // flags. passwords, unread_trash and user_settings came later with no change of
-// schema: they are new buckets, made empty on open.
+// schema: they are new buckets, made empty on open; so is reactions. A
+// message stored before messages kept their rendering is rendered when
+// it is read, without its mentions' names (markdown.go).
 //
 // Every schema change comes with a test that builds a file of the schema
 // before it with bbolt alone, opens it with openStore, and checks what
@@ -92,12 +98,13 @@ var (
 	bucketPasswords       = []byte("passwords")
 	bucketUnreadTrash     = []byte("unread_trash")
 	bucketUserSettings    = []byte("user_settings")
+	bucketReactions       = []byte("reactions")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
 		bucketMessages, bucketChannelMessages, bucketUnread, bucketTopicMessages, bucketFlags,
-		bucketPasswords, bucketUnreadTrash, bucketUserSettings,
+		bucketPasswords, bucketUnreadTrash, bucketUserSettings, bucketReactions,
 	}
 
 	keySchemaVersion = []byte("schema_version")
@@ -194,6 +201,7 @@ type message struct {
 	Content   string `json:"content"`
 	Timestamp int64  `json:"timestamp"`
 	Client    string `json:"client,omitempty"`
+	Rendered  string `json:"rendered,omitempty"` // the content as HTML (markdown.go)
 }
 
 type store struct {

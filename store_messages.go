@@ -33,6 +33,9 @@ type outgoingMessage struct {
 	// message with local_message_id, and that id (nil when not sent).
 	QueueID string
 	LocalID *string
+	// RealmURL: links in the content to the realm itself are rendered
+	// relative (markdown.go).
+	RealmURL string
 }
 
 // sentMessage is a stored message with its channel and who receives it:
@@ -45,6 +48,7 @@ type sentMessage struct {
 	ReadBySender bool
 	QueueID      string
 	LocalID      *string
+	Mentions     mentionSet // what its mentions mean for its recipients (mentions.go)
 }
 
 // sendMessage stores a channel message as one of Zulip's own apps
@@ -61,8 +65,12 @@ func (ch channel) topicsPolicy() string { return topicsPolicyInherit }
 // subscriber but, when ReadBySender, the sender, after checking the
 // channel, the sender's access and the channel's topics policy.
 func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, error) {
+	rendering, err := s.renderForSend(sender, out)
+	if err != nil {
+		return sentMessage{}, err
+	}
 	var sent sentMessage
-	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		var ch channel
 		var err error
 		if out.To.Name != "" {
@@ -82,13 +90,18 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 		if err := checkTopicsPolicy(ch.topicsPolicy(), out.Topic); err != nil {
 			return err
 		}
+		if err := s.checkRendering(tx, sender, ch, rendering); err != nil {
+			return err
+		}
 		messages := tx.Bucket(bucketMessages)
 		id, err := messages.NextSequence()
 		if err != nil {
 			return err
 		}
-		m := message{ID: id, SenderID: sender.ID, ChannelID: ch.ID, Topic: out.Topic, Content: out.Content, Timestamp: s.now().Unix(), Client: out.Client}
-		sent = sentMessage{message: m, Channel: ch, Recipients: subscriberIDs(tx, ch.ID), ReadBySender: out.ReadBySender, QueueID: out.QueueID, LocalID: out.LocalID}
+		m := message{ID: id, SenderID: sender.ID, ChannelID: ch.ID, Topic: out.Topic, Content: out.Content, Timestamp: s.now().Unix(), Client: out.Client,
+			Rendered: rendering.HTML}
+		sent = sentMessage{message: m, Channel: ch, Recipients: subscriberIDs(tx, ch.ID), ReadBySender: out.ReadBySender, QueueID: out.QueueID, LocalID: out.LocalID,
+			Mentions: rendering.Mentions}
 		if err := putJSON(messages, itob(id), m); err != nil {
 			return err
 		}
@@ -102,6 +115,9 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 			if err := addUnread(tx, subscriberID, ch.ID, []uint64{id}); err != nil {
 				return err
 			}
+		}
+		if err := setMentionFlags(tx, id, sent.Recipients, rendering.Mentions); err != nil {
+			return err
 		}
 		report(messageSent{sent, sender})
 		return nil
@@ -202,7 +218,8 @@ func indexTopics(tx *bbolt.Tx) error {
 	})
 }
 
-// Personal flags other than read, one bit each in the flags bucket.
+// Personal flags other than read, one bit each in the flags bucket (and
+// the mention flags: mentions.go).
 const (
 	flagStarred   byte = 1 << 0
 	flagCollapsed byte = 1 << 1
