@@ -244,6 +244,8 @@ func (s *server) publishChange(change any) {
 		s.publishUserSettings(c)
 	case subscriptionPropertyChanged:
 		s.publishSubscriptionProperty(c)
+	case reactionChanged:
+		s.publishReaction(c)
 	}
 }
 
