@@ -232,7 +232,7 @@ func hangingListItem(line string) (item, bullet bool) {
 // four columns, lines of spaces emptied.
 func normalizeWhitespace(lines []string) []string {
 	source := strings.Join(lines, "\n")
-	source = strings.NewReplacer(stx, "", etx, "", "\r\n", "\n", "\r", "\n").Replace(source) + "\n\n"
+	source = whitespaceNormalizer.Replace(source) + "\n\n"
 	source = expandTabs(source, 4)
 	out := strings.Split(source, "\n")
 	for i := 1; i < len(out); i++ {
@@ -242,6 +242,8 @@ func normalizeWhitespace(lines []string) []string {
 	}
 	return out
 }
+
+var whitespaceNormalizer = strings.NewReplacer(stx, "", etx, "", "\r\n", "\n", "\r", "\n")
 
 // expandTabs is Python's str.expandtabs.
 func expandTabs(s string, size int) string {
@@ -406,9 +408,9 @@ func formatCode(lang, text string) string {
 		b.WriteString(` data-code-language="`)
 		b.WriteString(escapeAttr(codeLanguageName(lang)))
 		b.WriteString(`"`)
-		text = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(text)
+		text = codeEscaper.Replace(text)
 	} else {
-		text = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;").Replace(text)
+		text = htmlEscaper.Replace(text) // Pygments': quotes too
 	}
 	b.WriteString("><pre><span></span><code>")
 	b.WriteString(text)

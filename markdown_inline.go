@@ -323,8 +323,10 @@ func elementNode(tag, text string, atomic bool) inlineNode {
 
 // codeEscape is Python-Markdown's code_escape.
 func codeEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	return codeEscaper.Replace(s)
 }
+
+var codeEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // ---- backticks ----
 
@@ -1147,6 +1149,13 @@ func handleNewline(_ *inliner, _ string, m patternMatch) (inlineNode, int, int, 
 
 func findUnicodeEmoji(_ *inliner, data string, from int) (patternMatch, bool) {
 	for i := from; i < len(data); {
+		// An ASCII emoji (a digit, # or *) is one only as a keycap: one
+		// followed by ASCII would be a sequence of itself alone, which
+		// names no emoji, so the search goes on past it either way.
+		if c := data[i]; c < utf8.RuneSelf && (i+1 == len(data) || data[i+1] < utf8.RuneSelf) {
+			i++
+			continue
+		}
 		if end, ok := emojiSequenceAt(data, i); ok {
 			return patternMatch{start: i, end: end}, true
 		}

@@ -47,7 +47,7 @@ type urlParts struct{ scheme, netloc, path, query, fragment string }
 // lower-cased; a netloc with unbalanced or bad brackets is an error.
 func urlSplit(url string) (urlParts, bool) {
 	url = strings.TrimLeftFunc(url, func(r rune) bool { return r <= ' ' })
-	url = strings.NewReplacer("\t", "", "\r", "", "\n", "").Replace(url)
+	url = urlControlRemover.Replace(url)
 	var p urlParts
 	if i := strings.IndexByte(url, ':'); i > 0 && isASCIILetter(url[0]) {
 		scheme := url[:i]
@@ -97,6 +97,8 @@ func bracketedHostOK(netloc string) bool {
 	ip, err := netip.ParseAddr(addr)
 	return err == nil && ip.Is6()
 }
+
+var urlControlRemover = strings.NewReplacer("\t", "", "\r", "", "\n", "")
 
 // usesNetloc is Python's urllib.parse.uses_netloc.
 var usesNetloc = map[string]bool{"": true, "ftp": true, "http": true, "gopher": true, "nntp": true, "telnet": true,

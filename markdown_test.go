@@ -198,3 +198,37 @@ func TestMarkdown_ZulipsRulesBeyondTheFixtures(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRenderMarkdown: a typical message, Zulip's in-scope fixtures
+// one after the other, and the slowest 10 KB message found (e-mail
+// addresses, each linked, each a restart of the link pattern).
+func BenchmarkRenderMarkdown(b *testing.B) {
+	raw, err := os.ReadFile("testdata/markdown/zulip_cases.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cases zulipCases
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		b.Fatal(err)
+	}
+	in := fixtureInput()
+	b.Run("typical", func(b *testing.B) {
+		msg := "Hi @**Alice**, the **build** is green: see https://ci.example.com/runs/42 :tada:\n\n* `make test`\n* `make lint`"
+		for b.Loop() {
+			renderMarkdown(msg, in)
+		}
+	})
+	b.Run("fixtures", func(b *testing.B) {
+		for b.Loop() {
+			for _, c := range cases.Regular {
+				renderMarkdown(c.Input, in)
+			}
+		}
+	})
+	b.Run("worst-10KB", func(b *testing.B) {
+		msg := strings.Repeat("a@b.c ", 1600)
+		for b.Loop() {
+			renderMarkdown(msg, in)
+		}
+	})
+}

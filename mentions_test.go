@@ -282,3 +282,32 @@ func TestMentions_RenderingTooLargeIsRefused(t *testing.T) {
 		t.Errorf("errUnableToRender: got %d %s %q, want Zulip's 400 BAD_REQUEST \"Unable to render message\"", ae.status, ae.code, ae.msg)
 	}
 }
+
+// BenchmarkPostMessage: storing a message as a client sends it, plain
+// or with a mention and an @**all** (rendered, resolved, flagged).
+func BenchmarkPostMessage(b *testing.B) {
+	st := mustOpenStore(b)
+	sender, _ := mustCreateUser(b, st, "sender@example.com", roleAdmin, false)
+	ch := mustCreateChannel(b, st, "general", false)
+	mustSubscribe(b, st, sender, "general")
+	for i := range 10 {
+		u, _, err := st.createUser("member"+strconv.Itoa(i)+"@example.com", "Member "+strconv.Itoa(i), roleMember, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		mustSubscribe(b, st, u, "general")
+	}
+	for _, c := range []struct{ name, content string }{
+		{"plain", "hello there"},
+		{"markdown", "**hello** `there`, see https://example.com :smile:"},
+		{"mentions", "@**Member 3** and @**all**: the **build** is green"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := st.postMessage(sender, outgoingMessage{To: channelRef{ID: ch.ID}, Topic: "t", Content: c.content, ReadBySender: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
