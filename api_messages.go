@@ -169,7 +169,7 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	queueID, _ := r.params.lookup("queue_id")
 	localID, hasLocalID := r.params.lookup("local_id")
 	out := outgoingMessage{To: to, Topic: truncateTopic(topic), Content: truncateContent(content), Client: clientName(r),
-		ReadBySender: readBySender, QueueID: queueID}
+		ReadBySender: readBySender, QueueID: queueID, RealmURL: s.baseURL}
 	if hasLocalID {
 		out.LocalID = &localID
 	}
@@ -420,8 +420,7 @@ type messageObject struct {
 }
 
 // reaction is one emoji reaction of a message object, without the
-// deprecated user dictionary (removed at feature level 328). zulite has
-// no reactions yet, so the list is always empty.
+// deprecated user dictionary (removed at feature level 328).
 type reaction struct {
 	EmojiName    string `json:"emoji_name"`
 	EmojiCode    string `json:"emoji_code"`
@@ -462,7 +461,7 @@ func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar, allowEmptyT
 		DisplayRecipient: m.Channel.Name,
 		ID:               m.ID,
 		IsMeMessage:      strings.HasPrefix(m.Content, "/me "),
-		Reactions:        []reaction{},
+		Reactions:        reactionObjects(m.Reactions),
 		RecipientID:      recipientID(recipientChannel, m.ChannelID),
 		SenderEmail:      m.Sender.Email,
 		SenderFullName:   m.Sender.FullName,
@@ -483,9 +482,19 @@ func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar, allowEmptyT
 		o.AvatarURL = &avatar
 	}
 	if applyMarkdown {
-		o.Content, o.ContentType = renderContent(m.Content), "text/html"
+		o.Content, o.ContentType = renderedContent(m.message), "text/html"
 	}
 	return o
+}
+
+// reactionObjects is a message's reactions as message objects list
+// them, oldest first.
+func reactionObjects(list []storedReaction) []reaction {
+	out := make([]reaction, 0, len(list))
+	for _, r := range list {
+		out = append(out, reaction{EmojiName: r.EmojiName, EmojiCode: r.EmojiCode, ReactionType: r.ReactionType, UserID: r.UserID})
+	}
+	return out
 }
 
 // messageFlags lists the caller's flags on a message, in Zulip's words.
@@ -501,30 +510,30 @@ func messageFlags(m pagedMessage) []string {
 	if m.Flags&flagCollapsed != 0 {
 		flags = append(flags, "collapsed")
 	}
+	if m.Flags&flagMentioned != 0 {
+		flags = append(flags, "mentioned")
+	}
+	if m.Flags&flagStreamWildcardMentioned != 0 {
+		flags = append(flags, "stream_wildcard_mentioned")
+	}
+	if m.Flags&flagTopicWildcardMentioned != 0 {
+		flags = append(flags, "topic_wildcard_mentioned")
+	}
 	if !m.Subscribed {
 		flags = append(flags, "historical")
 	}
 	return flags
 }
 
-// renderContent is the minimal safe rendering of a message, as the binary
-// carries no Markdown library: the text HTML-escaped, paragraphs (split
-// at blank lines) in <p>, other line breaks as <br>.
-func renderContent(text string) string {
-	var b strings.Builder
-	for _, para := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n\n") {
-		para = strings.Trim(para, "\n")
-		if para == "" {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString("<p>")
-		b.WriteString(strings.ReplaceAll(htmlEscaper.Replace(para), "\n", "<br>\n"))
-		b.WriteString("</p>")
+// renderedContent is a message's content as HTML: as it was rendered
+// when it was sent (markdown.go), or, for a message stored before
+// zulite rendered Markdown, rendered now without its mentions and
+// channel links (which name what they named then, not now).
+func renderedContent(m message) string {
+	if m.Rendered != "" {
+		return m.Rendered
 	}
-	return b.String()
+	return renderMarkdown(m.Content, nil).HTML
 }
 
 // readRange reads the anchor, the counts and the narrow, shared by GET

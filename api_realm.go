@@ -3,10 +3,12 @@ package main
 // The organisation's settings an administrator may change: for now, who
 // may create channels (Zulip's can_create_public_channel_group and
 // can_create_private_channel_group; by default every member may, as in
+// Zulip) and who may use wildcard mentions in large channels
+// (can_mention_many_users_group; by default administrators, as in
 // Zulip). The other settings stay at the values register reports.
 
 // realmChangeable are the organisation settings PATCH /realm changes.
-var realmChangeable = []string{"can_create_public_channel_group", "can_create_private_channel_group"}
+var realmChangeable = []string{"can_create_public_channel_group", "can_create_private_channel_group", "can_mention_many_users_group"}
 
 // updateRealm serves PATCH /api/v1/realm for administrators. A group
 // setting's value is Zulip's {"new": value, "old": value} (old

@@ -6,7 +6,6 @@ package main
 // zerver/actions/user_status.py).
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -15,30 +14,10 @@ import (
 // maxStatusTextLength is Zulip's limit on status_text, after trimming.
 const maxStatusTextLength = 60
 
-// optionalString reads an optional string parameter; nil when absent.
-func optionalString(p *params, name string) *string {
-	v, ok := p.lookup(name)
-	if !ok {
-		return nil
-	}
-	return &v
-}
-
-// unicodeEmojiCode is an emoji code of the unicode_emoji type: code
-// points in lower-case hex joined by "-", as Zulip writes them.
-var unicodeEmojiCode = regexp.MustCompile(`^[0-9a-f]{4,6}(-[0-9a-f]{4,6})*$`)
-
-// emojiName is the shape of Zulip's emoji names.
-var emojiName = regexp.MustCompile(`^[0-9a-z_+-]+$`)
-
 // setStatus serves POST /api/v1/users/me/status (humans only), checking
 // parameters in Zulip's order: away, emoji_code, emoji_name,
 // reaction_type, status_text, then check_update_user_status.
-//
-// zulite carries no table of emoji names: an emoji is taken with its
-// code and type (as the apps send it); a name alone is known only for
-// "zulip", and a unicode_emoji code is checked for its shape, not
-// against Unicode's list.
+// Emoji are checked against the same table as reactions (emoji.go).
 func (s *server) setStatus(r *apiRequest) (any, error) {
 	var c statusChange
 	if _, ok := r.params.lookup("away"); ok {
@@ -67,15 +46,15 @@ func (s *server) setStatus(r *apiRequest) (any, error) {
 		c.EmojiCode, c.EmojiRT = &none, &unicode
 	case c.EmojiName != nil:
 		if c.EmojiCode == nil || c.EmojiRT == nil {
-			if *c.EmojiName != "zulip" {
-				return nil, errEmojiDoesNotExist(*c.EmojiName)
+			code, kind, err := emojiFor(*c.EmojiName)
+			if err != nil {
+				return nil, err
 			}
-			zulip, extra := "zulip", "zulip_extra_emoji"
 			if c.EmojiCode == nil {
-				c.EmojiCode = &zulip
+				c.EmojiCode = &code
 			}
 			if c.EmojiRT == nil {
-				c.EmojiRT = &extra
+				c.EmojiRT = &kind
 			}
 		}
 		if err := checkEmoji(*c.EmojiName, *c.EmojiCode, *c.EmojiRT); err != nil {
@@ -86,32 +65,6 @@ func (s *server) setStatus(r *apiRequest) (any, error) {
 	}
 	c.Client = clientName(r)
 	return nil, s.store.setUserStatus(r.user, c)
-}
-
-// checkEmoji is Zulip's check_emoji_request for the emoji zulite knows:
-// no custom emoji, "zulip", and Unicode emoji by the shape of their code.
-func checkEmoji(name, code, reactionType string) error {
-	switch reactionType {
-	case "realm_emoji":
-		return errInvalidCustomEmoji
-	case "zulip_extra_emoji":
-		if code != "zulip" {
-			return errInvalidEmojiCode
-		}
-		if name != code {
-			return errInvalidEmojiName
-		}
-	case "unicode_emoji":
-		if !unicodeEmojiCode.MatchString(code) {
-			return errInvalidEmojiCode
-		}
-		if !emojiName.MatchString(name) {
-			return errInvalidEmojiName
-		}
-	default:
-		return errInvalidEmojiType
-	}
-	return nil
 }
 
 // userStatus serves GET /api/v1/users/{user_id}/status (feature level 262).

@@ -48,6 +48,11 @@ func TestStatus_SetSeenByEveryoneAndInRegister(t *testing.T) {
 	if _, ok := object(r.body["user_status"])[idKey(e.bob)]; ok {
 		t.Errorf("bob set nothing, but register lists him: %v", r.body["user_status"])
 	}
+	// A name alone is looked up in the emoji table, as Zulip's get_emoji_data.
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/status", url.Values{"emoji_name": {"car"}}, &e.bob))
+	if st, _ := e.st.statusOf(e.bob.ID); st.EmojiCode != "1f697" || st.ReactionType != "unicode_emoji" {
+		t.Errorf("bob's status after naming car alone: %+v", st)
+	}
 	// One's own status is one's own: bob's request never changes alice's.
 	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/status", url.Values{"status_text": {"bob's"}}, &e.bob))
 	if st, _ := e.st.statusOf(e.alice.ID); st.StatusText != "" || !st.Away {
@@ -69,7 +74,7 @@ func TestStatus_Refusals(t *testing.T) {
 		{"away is a boolean", url.Values{"away": {"yes"}}, &e.alice, "away is not valid JSON"},
 		{"a text of at most 60 characters", url.Values{"status_text": {strings.Repeat("é", 61)}}, &e.alice, "status_text is too long (limit: 60 characters)"},
 		{"a code needs a name", url.Values{"status_text": {"x"}, "emoji_code": {"1f697"}}, &e.alice, "Client must pass emoji_name if they pass either emoji_code or reaction_type."},
-		{"a name alone must be known", url.Values{"emoji_name": {"car"}}, &e.alice, "Emoji 'car' does not exist"},
+		{"a name alone must be known", url.Values{"emoji_name": {"no_such_emoji"}}, &e.alice, "Emoji 'no_such_emoji' does not exist"},
 		{"no custom emoji", url.Values{"emoji_name": {"party"}, "emoji_code": {"1"}, "reaction_type": {"realm_emoji"}}, &e.alice, "Invalid custom emoji."},
 		{"a unicode code is hex", url.Values{"emoji_name": {"car"}, "emoji_code": {"car"}, "reaction_type": {"unicode_emoji"}}, &e.alice, "Invalid emoji code."},
 		{"zulip's own emoji", url.Values{"emoji_name": {"zulip"}, "emoji_code": {"other"}, "reaction_type": {"zulip_extra_emoji"}}, &e.alice, "Invalid emoji code."},

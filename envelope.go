@@ -260,6 +260,33 @@ var (
 	errNotSubscribedToChannel = &rejection{"not subscribed", func(id string) *apiError { return badRequest("Not subscribed to channel ID " + echoed(id)) }}
 	errCannotPost             = &rejection{"may not post", always(badRequest("You do not have permission to post in this channel."))}
 
+	// Mentions (zerver/lib/exceptions.py's StreamWildcardMentionNotAllowedError
+	// and TopicWildcardMentionNotAllowedError).
+	errChannelWildcardMentionNotAllowed = &rejection{"channel wildcard mention not allowed", always(&apiError{status: http.StatusBadRequest,
+		code: "STREAM_WILDCARD_MENTION_NOT_ALLOWED", msg: "You do not have permission to use channel wildcard mentions in this channel."})}
+	errTopicWildcardMentionNotAllowed = &rejection{"topic wildcard mention not allowed", always(&apiError{status: http.StatusBadRequest,
+		code: "TOPIC_WILDCARD_MENTION_NOT_ALLOWED", msg: "You do not have permission to use topic wildcard mentions in this topic."})}
+
+	// zerver/lib/message.py's answer when Markdown rendering fails (zulite:
+	// the rendering would be over 100 times the longest message, Zulip's
+	// own bound).
+	errUnableToRender = &rejection{"unable to render", always(badRequest("Unable to render message"))}
+
+	// Reactions (zerver/lib/exceptions.py's ReactionExistsError and
+	// ReactionDoesNotExistError).
+	errReactionExists       = &rejection{"reaction exists", always(&apiError{status: http.StatusBadRequest, code: "REACTION_ALREADY_EXISTS", msg: "Reaction already exists."})}
+	errReactionDoesNotExist = &rejection{"reaction does not exist", always(&apiError{status: http.StatusBadRequest, code: "REACTION_DOES_NOT_EXIST", msg: "Reaction doesn't exist."})}
+	// zerver/lib/emoji.py's get_emoji_data for a name it does not know;
+	// zerver/views/reactions.py's remove_reaction without a name or a
+	// code.
+	errNoSuchEmoji          = &rejection{"no such emoji", func(name string) *apiError { return badRequest("Emoji '" + echoed(name) + "' does not exist") }}
+	errEmojiArgumentMissing = &rejection{"no emoji given", always(badRequest("At least one of the following arguments must be present: emoji_name, emoji_code"))}
+	// zerver/lib/emoji.py's check_emoji_request.
+	errInvalidEmojiCode   = &rejection{"invalid emoji code", always(badRequest("Invalid emoji code."))}
+	errInvalidEmojiName   = &rejection{"invalid emoji name", always(badRequest("Invalid emoji name."))}
+	errInvalidEmojiType   = &rejection{"invalid emoji type", always(badRequest("Invalid emoji type."))}
+	errInvalidCustomEmoji = &rejection{"invalid custom emoji", always(badRequest("Invalid custom emoji."))}
+
 	errNarrowUnknownChannel = &rejection{"unknown channel in narrow", func(name string) *apiError { return badNarrow("unknown channel " + echoed(name)) }}
 	errNarrowUnknownUser    = &rejection{"unknown user in narrow", func(name string) *apiError { return badNarrow("unknown user " + echoed(name)) }}
 	errNarrowBadWith        = &rejection{"invalid 'with' operand", always(badNarrow("Invalid 'with' operand"))}
@@ -552,18 +579,10 @@ func errInvalidTypingUser(id int64) *apiError {
 // User status and emoji (zerver/lib/user_status.py, zerver/lib/emoji.py,
 // zerver/lib/typed_endpoint.py).
 var (
-	errNoNewValues        = badRequest("Client did not pass any new values.")
-	errEmojiNameMissing   = badRequest("Client must pass emoji_name if they pass either emoji_code or reaction_type.")
-	errStatusTextTooLong  = badRequest("status_text is too long (limit: " + strconv.Itoa(maxStatusTextLength) + " characters)")
-	errInvalidCustomEmoji = badRequest("Invalid custom emoji.")
-	errInvalidEmojiCode   = badRequest("Invalid emoji code.")
-	errInvalidEmojiName   = badRequest("Invalid emoji name.")
-	errInvalidEmojiType   = badRequest("Invalid emoji type.")
+	errNoNewValues       = badRequest("Client did not pass any new values.")
+	errEmojiNameMissing  = badRequest("Client must pass emoji_name if they pass either emoji_code or reaction_type.")
+	errStatusTextTooLong = badRequest("status_text is too long (limit: " + strconv.Itoa(maxStatusTextLength) + " characters)")
 )
-
-func errEmojiDoesNotExist(name string) *apiError {
-	return badRequest("Emoji '" + echoed(name) + "' does not exist")
-}
 
 // Uploads (zerver/views/upload.py, zerver/lib/upload/__init__.py). The
 // missing and forbidden file errors are the texts of Zulip's HTML

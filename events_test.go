@@ -110,7 +110,7 @@ func TestEvents_MessagesFlagsAndSubscriptionsReachTheRightQueues(t *testing.T) {
 		queue   string
 		flags   []string
 		content string
-	}{{&e.alice, alice, []string{"read"}, "*hi*"}, {&e.bob, bob, []string{}, "<p>*hi*</p>"}} {
+	}{{&e.alice, alice, []string{"read"}, "*hi*"}, {&e.bob, bob, []string{}, "<p><em>hi</em></p>"}} {
 		events := e.pollNow(t, c.who, c.queue, -1)
 		if len(events) != 1 || events[0]["type"] != "message" || events[0]["id"] != 0.0 {
 			t.Fatalf("%s: got %v, want one message event with id 0", c.who.Email, events)

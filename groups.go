@@ -147,10 +147,11 @@ type permissionSetting struct {
 // with Zulip's defaults. zulite holds a permission with Zulip's default
 // group where it has the feature, and with role:nobody where it does
 // not: nobody can invite, add custom emoji, create bots or groups,
-// delete, move or resolve messages, send direct messages, summarize
-// topics or use wildcard mentions (they notify nobody here). Members
-// create channels and subscribe others. An administrator may change who
-// creates channels (PATCH /realm; store.realmGroup).
+// delete, move or resolve messages, send direct messages or summarize
+// topics. Members create channels and subscribe others; administrators
+// may use wildcard mentions in large channels and topics (mentions.go).
+// An administrator may change who creates channels and who may use
+// wildcard mentions (PATCH /realm; store.realmGroup).
 var realmPermissionSettings = []permissionSetting{
 	{name: "create_multiuse_invite_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
 	{name: "can_access_all_users_group", value: groupEveryone, requireSystemGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone",
@@ -169,7 +170,7 @@ var realmPermissionSettings = []permissionSetting{
 	{name: "can_invite_users_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	{name: "can_manage_all_groups", value: groupOwners, defaultGroupName: "role:owners"},
 	{name: "can_manage_billing_group", value: groupAdministrators, defaultGroupName: "role:administrators"},
-	{name: "can_mention_many_users_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},
+	{name: "can_mention_many_users_group", value: groupAdministrators, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},
 	{name: "can_move_messages_between_channels_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	{name: "can_move_messages_between_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
 	{name: "can_resolve_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},

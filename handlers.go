@@ -106,6 +106,8 @@ func (s *server) routes() http.Handler {
 	handle("POST /api/v1/messages", s.api(s.sendMessage))
 	handle("GET /api/v1/messages", s.api(s.getMessages))
 	handle("POST /api/v1/messages/flags", s.api(s.updateFlags))
+	handle("POST /api/v1/messages/{message_id}/reactions", s.api(s.addReaction))
+	handle("DELETE /api/v1/messages/{message_id}/reactions", s.api(s.removeReaction))
 	handle("POST /api/v1/messages/flags/narrow", s.api(s.updateFlagsForNarrow))
 	handle("POST /api/v1/mark_stream_as_read", s.api(s.markStreamAsRead))
 	handle("POST /api/v1/mark_topic_as_read", s.api(s.markTopicAsRead))

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"go.etcd.io/bbolt"
 )
 
 // TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings walks every route
@@ -22,6 +24,10 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	}
 	secretMsg, err := e.st.sendMessage(e.alice.user, channelRef{ID: e.secret.ID}, "plans", secretText, "")
 	if err != nil {
+		t.Fatal(err)
+	}
+	smile := "smile"
+	if err := e.st.addReaction(e.alice.user, secretMsg.ID, reactionRequest{Name: &smile}); err != nil {
 		t.Fatal(err)
 	}
 	e.sendAs(t, e.bob, e.general, "t") // something unread for alice
@@ -59,7 +65,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me)
+		var reactions []storedReaction
+		e.st.view(func(tx *bbolt.Tx) error { reactions = reactionsOf(tx, secretMsg.ID); return nil })
+		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions)
 	}
 
 	type attempt struct {
@@ -73,7 +81,8 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/get_stream_id", "POST /api/v1/messages", "GET /metrics", "GET /metrics", "POST /api/v1/messages/flags", "POST /api/v1/mark_stream_as_read", "POST /api/v1/mark_topic_as_read",
 		"POST /api/v1/users/me/subscriptions/properties", "GET /api/v1/users/me/{stream_id}/topics", "GET /api/v1/streams/{stream_id}",
 		"POST /api/v1/typing", "GET /api/v1/user_uploads/{realm_id}/{path...}", "GET /user_uploads/{realm_id}/{path...}",
-		"GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}", "POST /api/v1/users/me/avatar"} {
+		"GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}", "POST /api/v1/users/me/avatar",
+		"POST /api/v1/messages/{message_id}/reactions", "DELETE /api/v1/messages/{message_id}/reactions"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -104,6 +113,8 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/messages":                           {{"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["channel","secret"]]`}}}, {"GET", "/api/v1/messages", url.Values{"anchor": {msgID}, "num_before": {"5"}, "num_after": {"5"}, "narrow": {`[["with","` + msgID + `"]]`}}}, {"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["search","secret"]]`}}}},
 		"POST /api/v1/messages/flags":                    {{"POST", "/api/v1/messages/flags", url.Values{"messages": {"[" + msgID + "]"}, "op": {"add"}, "flag": {"starred"}}}},
 		"POST /api/v1/messages/flags/narrow":             {{"POST", "/api/v1/messages/flags/narrow", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["channel","` + secretID + `"]]`}, "op": {"add"}, "flag": {"read"}}}},
+		"POST /api/v1/messages/{message_id}/reactions":   {{"POST", "/api/v1/messages/" + msgID + "/reactions", url.Values{"emoji_name": {"octopus"}}}},
+		"DELETE /api/v1/messages/{message_id}/reactions": {{"DELETE", "/api/v1/messages/" + msgID + "/reactions", url.Values{"emoji_name": {"smile"}}}},
 		"POST /api/v1/mark_stream_as_read":               {{"POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {secretID}}}},
 		"POST /api/v1/mark_topic_as_read":                {{"POST", "/api/v1/mark_topic_as_read", url.Values{"stream_id": {secretID}, "topic_name": {"plans"}}}},
 		"POST /api/v1/mark_all_as_read":                  {{"POST", "/api/v1/mark_all_as_read", nil}},

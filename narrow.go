@@ -45,6 +45,8 @@ func matchesNarrow(terms []narrowTerm, m pagedMessage) bool {
 				ok = m.Unread
 			case "starred":
 				ok = m.Flags&flagStarred != 0
+			case "mentioned": // Zulip's is:mentioned: any mention flag
+				ok = m.Flags&flagsAnyMention != 0
 			case "resolved":
 				ok = strings.HasPrefix(m.Topic, "✔ ")
 			}

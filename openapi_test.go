@@ -567,6 +567,9 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		change["messages"] = []string{jsonIDs(msgID)}
 		wantAPISuccess(t, e.request(t, "POST", "/api/v1/messages/flags", change, &e.alice))
 	}
+	reactions := "/api/v1/messages/" + strconv.FormatUint(msgID, 10) + "/reactions"
+	wantAPISuccess(t, e.request(t, "POST", reactions, url.Values{"emoji_name": {"tada"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "DELETE", reactions, url.Values{"emoji_name": {"tada"}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"contract-events"}]`}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["contract-events"]`}}, &e.alice))
 	// Issue 16's events: presence (legacy: the queue has no capability),
@@ -630,6 +633,10 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", "/api/v1/messages/flags", url.Values{"messages": {jsonIDs(msgID)}, "op": {"toggle"}, "flag": {"starred"}}, &e.alice},
 		{false, "POST", "/api/v1/messages/flags/narrow", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"1000"}, "narrow": {narrow}, "op": {"add"}, "flag": {"read"}}, &e.alice},
 		{true, "POST", "/api/v1/messages/flags/narrow", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"1000"}, "op": {"add"}, "flag": {"read"}}, &e.alice},
+		{false, "POST", reactions, url.Values{"emoji_name": {"octopus"}}, &e.alice},
+		{true, "POST", reactions, url.Values{"emoji_name": {"octopus"}}, &e.alice},
+		{false, "DELETE", reactions, url.Values{"emoji_name": {"octopus"}}, &e.alice},
+		{true, "DELETE", reactions, url.Values{"emoji_name": {"octopus"}}, &e.alice},
 		{false, "POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {secret}}, &e.alice},
 		{true, "POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {"999999"}}, &e.alice},
 		{false, "POST", "/api/v1/mark_topic_as_read", url.Values{"stream_id": {general}, "topic_name": {"lunch"}}, &e.alice},

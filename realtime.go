@@ -257,6 +257,8 @@ func (s *server) publishChange(change any) {
 		s.publishUserStatus(c)
 	case avatarChanged:
 		s.publishAvatar(c)
+	case reactionChanged:
+		s.publishReaction(c)
 	}
 }
 
@@ -276,31 +278,44 @@ func (s *server) publishMessage(c messageSent) {
 	if !senderSubscribed {
 		to.others = []uint64{sender}
 	}
-	// The queues' own members: their flags, by whether the queue's user is
-	// subscribed and is the sender, then the sender's with local_id.
-	tails := make([]string, 5)
-	for subscribed := range 2 {
-		for isSender := range 2 {
-			flags := []string{}
-			if subscribed == 1 || isSender == 1 {
-				m := pagedMessage{Subscribed: subscribed == 1}
-				m.Unread = m.Subscribed && (isSender == 0 || !c.ReadBySender)
-				flags = messageFlags(m)
+	// The queues' own members: their flags, by the queue's user's mention
+	// flags (mentions.go; three bits), whether they are subscribed and
+	// whether they are the sender; then the sender's with local_id.
+	tail := func(mentions byte, subscribed, isSender bool) int {
+		return int(mentions/flagMentioned)*4 + b2i(subscribed)*2 + b2i(isSender)
+	}
+	localTail := tail(flagsAnyMention, true, true) + 1
+	tails := make([]string, localTail+1)
+	for mentions := byte(0); mentions <= flagsAnyMention; mentions += flagMentioned {
+		for subscribed := range 2 {
+			for isSender := range 2 {
+				flags := []string{}
+				if subscribed == 1 || isSender == 1 {
+					m := pagedMessage{Subscribed: subscribed == 1}
+					if m.Subscribed {
+						m.Flags = mentions
+					}
+					m.Unread = m.Subscribed && (isSender == 0 || !c.ReadBySender)
+					flags = messageFlags(m)
+				}
+				raw, _ := json.Marshal(flags)
+				tails[tail(mentions, subscribed == 1, isSender == 1)] = `,"flags":` + string(raw)
 			}
-			raw, _ := json.Marshal(flags)
-			tails[subscribed*2+isSender] = `,"flags":` + string(raw)
 		}
 	}
-	const localTail = 4
 	if c.LocalID != nil {
 		raw, _ := json.Marshal(*c.LocalID)
-		tails[localTail] = tails[b2i(senderSubscribed)*2+1] + `,"local_message_id":` + string(raw)
+		tails[localTail] = tails[tail(c.Mentions.flagsFor(sender), senderSubscribed, true)] + `,"local_message_id":` + string(raw)
 	}
 	var rendered [2][2]*sharedEvent // by apply_markdown, client_gravatar
 	s.events.offer("message", to, func(q *eventQueue, recipient bool) (queuedEvent, bool) {
 		isSender := q.userID == sender
+		var mentions byte
+		if recipient {
+			mentions = c.Mentions.flagsFor(q.userID)
+		}
 		if q.narrow != nil {
-			m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender, Subscribed: recipient}
+			m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender, Subscribed: recipient, Flags: mentions}
 			m.Unread = recipient && (!isSender || !c.ReadBySender)
 			m.Topic = displayTopic(m.Topic, q.emptyTopicName) // a narrow matches the topic the client is shown
 			if !matchesNarrow(q.narrow, m) {
@@ -311,9 +326,9 @@ func (s *server) publishMessage(c messageSent) {
 		if *r == nil {
 			*r = encodeMessageEvent(c, q.applyMarkdown, q.clientGravatar, tails)
 		}
-		e := queuedEvent{shared: *r, tail: uint8(b2i(recipient)*2 + b2i(isSender)), named: !q.emptyTopicName}
+		e := queuedEvent{shared: *r, tail: uint8(tail(mentions, recipient, isSender)), named: !q.emptyTopicName}
 		if c.LocalID != nil && q.id == c.QueueID && isSender {
-			e.tail = localTail
+			e.tail = uint8(localTail)
 		}
 		return e, true
 	})

@@ -151,7 +151,16 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		if err != nil {
 			return nil, err
 		}
-		state["unread_msgs"] = newUnreadMsgs(unread, o.capabilities.emptyTopicName)
+		msgs := newUnreadMsgs(unread, o.capabilities.emptyTopicName)
+		var ids []uint64
+		for _, t := range unread.Topics {
+			ids = append(ids, t.IDs...)
+		}
+		slices.Sort(ids)
+		if msgs.Mentions, err = s.store.unreadMentions(u.ID, ids); err != nil {
+			return nil, err
+		}
+		state["unread_msgs"] = msgs
 	}
 	if want("starred_messages") {
 		ids, err := s.store.starredMessageIDs(u.ID)
@@ -533,13 +542,14 @@ var giphyRatingOptions = map[string]map[string]any{
 }
 
 // emojiData serves server_emoji_data_url (emojiDataPath) without
-// authentication: the table of Unicode emoji codes and their names that
-// clients fetch once (zulip-flutter's ServerEmojiData). zulite carries
-// no emoji data yet, so the table is empty. The envelope's result and
-// msg ride along; clients read code_to_names only.
+// authentication: the table of Unicode emoji codes and their names
+// (canonical name first) that clients fetch once (zulip-flutter's
+// ServerEmojiData), Zulip's emoji_api.json from the same table the
+// renderer and reactions use (emoji.go). The envelope's result and msg
+// ride along; clients read code_to_names only.
 func (s *server) emojiData(r *apiRequest) (any, error) {
 	r.params.useAll()
 	return struct {
 		CodeToNames map[string][]string `json:"code_to_names"`
-	}{map[string][]string{}}, nil
+	}{emojiCodeToNames()}, nil
 }

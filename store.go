@@ -20,11 +20,15 @@ package main
 //	subscribers      channel id ‖ user id → the subscription's start (uint64): the
 //	                 largest message id when the user joined (0 for those who
 //	                 joined before schema 3); later messages reached them
-//	messages         message id → message (JSON)
+//	messages         message id → message (JSON, with its content rendered to HTML
+//	                 when it was sent: markdown.go)
 //	channel_messages channel id ‖ message id → empty
 //	topic_messages   channel id ‖ lower-cased topic ‖ 0x00 ‖ message id → empty
 //	                 (topics hold no control characters, so 0x00 ends the topic)
-//	flags            user id ‖ message id → one byte of personal flags (starred, collapsed)
+//	flags            user id ‖ message id → one byte of personal flags (starred, collapsed,
+//	                 and the mention flags set when it was sent: mentions.go)
+//	reactions        message id ‖ sequence → reaction (JSON: user id, emoji name, code and
+//	                 type), in the order they were added (store_reactions.go)
 //	passwords        user id → argon2id hash, PHC string (passwords.go)
 //	user_settings    user id → the user's settings that differ from Zulip's defaults, as a
 //	                 JSON object: setting name → value (api_settings.go has the defaults)
@@ -98,7 +102,9 @@ import (
 // opening a schema-1 file builds topic_messages from messages
 // (indexTopics) and starts flags empty, as schema 1 kept no personal
 // flags. passwords, unread_trash and user_settings came later with no change of
-// schema: they are new buckets, made empty on open.
+// schema: they are new buckets, made empty on open; so is reactions. A
+// message stored before messages kept their rendering is rendered when
+// it is read, without its mentions' names (markdown.go).
 //
 // Every schema change comes with a test that builds a file of the schema
 // before it with bbolt alone, opens it with openStore, and checks what
@@ -130,6 +136,7 @@ var (
 	bucketWatermarks       = []byte("watermarks")
 	bucketUnreadBelow      = []byte("unread_below")
 	bucketReadAbove        = []byte("read_above")
+	bucketReactions        = []byte("reactions")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
@@ -137,7 +144,7 @@ var (
 		bucketMessages, bucketChannelMessages, bucketTopicMessages, bucketFlags,
 		bucketPasswords, bucketUserSettings, bucketWatermarks, bucketUnreadBelow, bucketReadAbove,
 		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs,
-		bucketAvatarBlobs,
+		bucketAvatarBlobs, bucketReactions,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
@@ -242,6 +249,7 @@ type message struct {
 	Content   string `json:"content"`
 	Timestamp int64  `json:"timestamp"`
 	Client    string `json:"client,omitempty"`
+	Rendered  string `json:"rendered,omitempty"` // the content as HTML (markdown.go)
 }
 
 type store struct {

@@ -34,6 +34,9 @@ type outgoingMessage struct {
 	// message with local_message_id, and that id (nil when not sent).
 	QueueID string
 	LocalID *string
+	// RealmURL: links in the content to the realm itself are rendered
+	// relative (markdown.go).
+	RealmURL string
 }
 
 // sentMessage is a stored message with its channel and what the
@@ -46,6 +49,7 @@ type sentMessage struct {
 	QueueID      string
 	LocalID      *string
 	recipients   *recipients
+	Mentions     mentionSet // what its mentions mean for its recipients (mentions.go)
 }
 
 // recipients are a message's recipients, read once, when first asked.
@@ -103,8 +107,12 @@ func (ch channel) topicsPolicy() string { return topicsPolicyInherit }
 // and its indexes, and the sender's unread state: nothing per subscriber
 // (unread.go).
 func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, error) {
+	rendering, err := s.renderForSend(sender, out)
+	if err != nil {
+		return sentMessage{}, err
+	}
 	var sent sentMessage
-	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		var ch channel
 		var err error
 		if out.To.Name != "" {
@@ -124,14 +132,18 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 		if err := checkTopicsPolicy(ch.topicsPolicy(), out.Topic); err != nil {
 			return err
 		}
+		if err := s.checkRendering(tx, sender, ch, rendering); err != nil {
+			return err
+		}
 		messages := tx.Bucket(bucketMessages)
 		id, err := messages.NextSequence()
 		if err != nil {
 			return err
 		}
-		m := message{ID: id, SenderID: sender.ID, ChannelID: ch.ID, Topic: out.Topic, Content: out.Content, Timestamp: s.now().Unix(), Client: out.Client}
+		m := message{ID: id, SenderID: sender.ID, ChannelID: ch.ID, Topic: out.Topic, Content: out.Content, Timestamp: s.now().Unix(), Client: out.Client,
+			Rendered: rendering.HTML}
 		sent = sentMessage{message: m, Channel: ch, ReadBySender: out.ReadBySender, QueueID: out.QueueID, LocalID: out.LocalID,
-			recipients: &recipients{read: s.recipientsOf(ch.ID, id)}}
+			recipients: &recipients{read: s.recipientsOf(ch.ID, id)}, Mentions: rendering.Mentions}
 		if err := putJSON(messages, itob(id), m); err != nil {
 			return err
 		}
@@ -142,6 +154,9 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 			if _, err := markRead(tx, sender.ID, ch.ID, []uint64{id}); err != nil {
 				return err
 			}
+		}
+		if err := setMentionFlags(tx, ch.ID, id, rendering.Mentions); err != nil {
+			return err
 		}
 		report(messageSent{sent, sender})
 		return nil
@@ -239,7 +254,8 @@ func indexTopics(tx *bbolt.Tx) error {
 	})
 }
 
-// Personal flags other than read, one bit each in the flags bucket.
+// Personal flags other than read, one bit each in the flags bucket (and
+// the mention flags: mentions.go).
 const (
 	flagStarred   byte = 1 << 0
 	flagCollapsed byte = 1 << 1

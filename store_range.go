@@ -55,8 +55,9 @@ type pagedMessage struct {
 	Channel    channel
 	Sender     user
 	Unread     bool
-	Flags      byte // flagStarred, flagCollapsed
+	Flags      byte // flagStarred, flagCollapsed, the mention flags
 	Subscribed bool
+	Reactions  []storedReaction // oldest first (GET /messages only)
 }
 
 // messages answers a range of the messages the user may see.
@@ -65,6 +66,7 @@ func (s *store) messages(u user, q messageRange) (messagePage, error) {
 	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
 		page, err = s.selectRange(tx, u, q)
+		attachReactions(tx, page.Messages)
 		return err
 	})
 	return page, err
@@ -282,7 +284,7 @@ func (r *rangeReader) source(withUnread bool) idSource {
 			topic = &t.Name
 		case t.Operator == "is" && t.Name == "unread":
 			unread = true
-		case t.Operator == "is" && t.Name == "starred":
+		case t.Operator == "is" && (t.Name == "starred" || t.Name == "mentioned"): // flags index both
 			starred = true
 		case t.Operator == "id":
 			messageID = t.ID

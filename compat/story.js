@@ -427,6 +427,64 @@ async function main() {
     assert.ok(json.avatar_url.startsWith('/user_avatars/2/'), json.avatar_url);
   });
 
+  await step('mentions: @**name** and @**all** set the flags; is:mentioned and unread_msgs.mentions find them', async () => {
+    const me = succeeded('users.me', await call('users.me.getProfile', alice.users.me.getProfile()));
+    const named = succeeded('send', await call('messages.send', bob.messages.send({
+      type: 'stream', to: 'general', topic: 'plans', content: `@**${me.full_name}** are you coming?`,
+    })));
+    const wildcard = succeeded('send', await call('messages.send', bob.messages.send({
+      type: 'stream', to: 'general', topic: 'plans', content: '@**all** meeting at noon',
+    })));
+    const found = succeeded('messages', await call('messages.retrieve', alice.messages.retrieve({
+      anchor: 'newest', num_before: 10, num_after: 0, narrow: [{ operator: 'is', operand: 'mentioned' }],
+    })));
+    assert.deepEqual(found.messages.map((m) => m.id), [named.id, wildcard.id]);
+    assert.deepEqual(found.messages.map((m) => m.flags.filter((f) => f.endsWith('mentioned'))), [['mentioned'], ['stream_wildcard_mentioned']]);
+    assert.equal(found.messages[0].content, `<p><span class="user-mention" data-user-id="${me.user_id}">@${me.full_name}</span> are you coming?</p>`);
+    const state = succeeded('register', await call('queues.register', alice.queues.register({ event_types: ['message', 'update_message_flags'] })));
+    assert.deepEqual(state.unread_msgs.mentions, [named.id, wildcard.id]);
+    const events = succeeded('events', await call('events.retrieve', alice.events.retrieve({
+      queue_id: queue.queue_id, last_event_id: lastEventId, dont_block: true,
+    })));
+    const flags = events.events.filter((e) => e.type === 'message').map((e) => [e.message.id, e.flags]);
+    assert.deepEqual(flags.slice(-2), [[named.id, ['mentioned']], [wildcard.id, ['stream_wildcard_mentioned']]]);
+    lastEventId = events.events[events.events.length - 1].id;
+  });
+
+  await step('rendering: Zulip-flavoured Markdown as Zulip renders it', async () => {
+    const res = succeeded('send', await call('messages.send', bob.messages.send({
+      type: 'stream', to: 'general', topic: 'markdown',
+      content: '**bold** `code` [zulite](https://example.com) :octopus: <b>not html</b>\n```quote\nquoted\n```',
+    })));
+    const page = succeeded('messages', await call('messages.retrieve', alice.messages.retrieve({
+      anchor: res.id, num_before: 0, num_after: 0, apply_markdown: true,
+    })));
+    assert.equal(page.messages[0].content, '<p><strong>bold</strong> <code>code</code> <a href="https://example.com">zulite</a> ' +
+      '<span aria-label="octopus" class="emoji emoji-1f419" role="img" title="octopus">:octopus:</span> &lt;b&gt;not html&lt;/b&gt;</p>\n' +
+      '<blockquote>\n<p>quoted</p>\n</blockquote>');
+  });
+
+  await step('reactions.add and reactions.remove, with the reaction events', async () => {
+    const q = succeeded('register', await call('queues.register', alice.queues.register({ event_types: ['reaction'] })));
+    const bobProfile = succeeded('users.me', await call('users.me.getProfile', bob.users.me.getProfile()));
+    const target = sent[0];
+    succeeded('react', await call('reactions.add', bob.reactions.add({ message_id: target, emoji_name: 'octopus' })));
+    const page = succeeded('messages', await call('messages.retrieve', alice.messages.retrieve({
+      anchor: target, num_before: 0, num_after: 0,
+    })));
+    assert.deepEqual(page.messages[0].reactions, [{ emoji_name: 'octopus', emoji_code: '1f419', reaction_type: 'unicode_emoji', user_id: bobProfile.user_id }]);
+    const again = await call('reactions.add again', bob.reactions.add({ message_id: target, emoji_name: 'octopus' }));
+    assert.deepEqual(again, { result: 'error', msg: 'Reaction already exists.', code: 'REACTION_ALREADY_EXISTS' });
+    succeeded('unreact', await call('reactions.remove', bob.reactions.remove({ message_id: target, emoji_name: 'octopus' })));
+    const gone = await call('reactions.remove again', bob.reactions.remove({ message_id: target, emoji_name: 'octopus' }));
+    assert.deepEqual(gone, { result: 'error', msg: "Reaction doesn't exist.", code: 'REACTION_DOES_NOT_EXIST' });
+    const events = succeeded('events', await call('events.retrieve', alice.events.retrieve({
+      queue_id: q.queue_id, last_event_id: -1, dont_block: true,
+    })));
+    assert.deepEqual(events.events.map((e) => [e.type, e.op, e.message_id, e.emoji_name]), [
+      ['reaction', 'add', target, 'octopus'], ['reaction', 'remove', target, 'octopus']]);
+  });
+
   console.log(`${passed} passed, 0 failed`);
 }
 

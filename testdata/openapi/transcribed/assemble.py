@@ -29,6 +29,7 @@ responses = {
 parameters = {
   'ChannelIdInPath': {'name': 'stream_id', 'in': 'path', 'required': True, 'schema': {'type': 'integer'}},
   'UserId': {'name': 'user_id', 'in': 'path', 'required': True, 'schema': {'type': 'integer'}},
+  'MessageId': {'name': 'message_id', 'in': 'path', 'required': True, 'schema': {'type': 'integer'}},
 }
 doc = {'openapi': '3.0.1', 'paths': dict(sorted(paths.items())),
        'components': {'schemas': comps, 'responses': responses, 'parameters': parameters}}

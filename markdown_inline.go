@@ -1,0 +1,1177 @@
+package main
+
+// Inline Markdown: Python-Markdown's InlineProcessor with Zulip's
+// patterns, in Zulip's priority order. Each pattern in turn replaces its
+// matches in a text with placeholders for the nodes it makes; a node's
+// own text is then worked on by the patterns after it. The placeholders
+// are resolved into the tree at the end, with Python-Markdown's quirks
+// kept (the children of a made node are worked on once more from the
+// first pattern), so that the HTML is Zulip's.
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// inlineNode is what a pattern makes: an element, or text that no later
+// pattern may touch.
+type inlineNode struct {
+	el   *mdElement
+	text string
+}
+
+// inlinePattern is one of Zulip's inline patterns. newStyle patterns
+// (Python-Markdown's InlineProcessor) may refuse a match and let the
+// search go on after it; the others stop at the first match their
+// handler refuses.
+type inlinePattern struct {
+	name     string
+	newStyle bool
+	// resumes: no match can begin before a replaced match's start that
+	// could not before, so the next search may start there instead of
+	// at the beginning, as Python-Markdown's does (same result, without
+	// the quadratic cost).
+	resumes bool
+	// streams: the pattern looks neither behind nor past its match, so
+	// one pass replaces every match.
+	streams bool
+	// find answers the first match at or after from.
+	find func(in *inliner, data string, from int) (patternMatch, bool)
+	// handle makes the node for a match and says what it replaces;
+	// ok false refuses the match.
+	handle func(in *inliner, data string, m patternMatch) (node inlineNode, start, end int, ok bool)
+}
+
+// patternMatch is a match's bounds and the parts its handler needs.
+type patternMatch struct {
+	start, end int
+	parts      []string
+	flag       bool
+}
+
+type inliner struct {
+	r     *markdownRenderer
+	stash []inlineNode
+}
+
+func newInliner(r *markdownRenderer) *inliner { return &inliner{r: r} }
+
+// inlinePatterns is Zulip's registry, highest priority first (tex,
+// timestamp, user-group mentions, linkifiers and emoticons are left
+// out: their text stays as it is).
+var inlinePatterns []inlinePattern
+
+func init() {
+	inlinePatterns = []inlinePattern{
+		{name: "backtick", newStyle: true, resumes: true, find: findBacktick, handle: handleBacktick},
+		{name: "strong_em", find: findStrongEm, handle: handleStrongEm},
+		{name: "usermention", newStyle: true, resumes: true, find: findUserMention, handle: handleUserMention},
+		{name: "stream_topic_message", newStyle: true, resumes: true, find: findChannelMessageLink, handle: handleChannelMessageLink},
+		{name: "topic", newStyle: true, resumes: true, find: findChannelTopicLink, handle: handleChannelTopicLink},
+		{name: "stream", newStyle: true, resumes: true, find: findChannelLink, handle: handleChannelLink},
+		{name: "link", newStyle: true, resumes: true, find: findLink, handle: handleLink},
+		{name: "autolink", find: findAutolink, handle: handleAutolink},
+		{name: "entity", newStyle: true, resumes: true, find: findEntity, handle: handleEntity},
+		{name: "strong", resumes: true, find: findStrong, handle: handleTag("strong")},
+		{name: "emphasis", find: findEmphasis, handle: handleTag("em")},
+		{name: "del", resumes: true, find: findDel, handle: handleTag("del")},
+		{name: "emoji", resumes: true, streams: true, find: findEmoji, handle: handleEmoji},
+		{name: "nl2br", resumes: true, streams: true, find: findNewline, handle: handleNewline},
+		{name: "unicodeemoji", newStyle: true, resumes: true, streams: true, find: findUnicodeEmoji, handle: handleUnicodeEmoji},
+	}
+}
+
+// handle is __handleInline: every pattern from idx on, each until it
+// matches no more.
+func (in *inliner) handle(data string, idx int) string {
+	from := 0
+	for idx < len(inlinePatterns) {
+		var matched bool
+		var at int
+		data, matched, at = in.apply(idx, data, from)
+		from = 0
+		if !matched {
+			idx++
+		} else if inlinePatterns[idx].resumes {
+			from = at
+		}
+	}
+	return data
+}
+
+// apply is __applyPattern: the pattern's first accepted match is
+// replaced by a placeholder, its node's text worked on by the patterns
+// after it.
+func (in *inliner) apply(idx int, data string, from int) (string, bool, int) {
+	p := inlinePatterns[idx]
+	if p.streams {
+		return in.stream(idx, data), false, 0
+	}
+	var node inlineNode
+	var start, end int
+	for {
+		m, ok := p.find(in, data, from)
+		if !ok {
+			return data, false, 0
+		}
+		var accepted bool
+		node, start, end, accepted = p.handle(in, data, m)
+		if accepted {
+			break
+		}
+		if !p.newStyle {
+			return data, false, 0 // Python's "matched, continue at the end"
+		}
+		from = max(m.end, m.start+1)
+	}
+	in.nested(node, idx)
+	return data[:start] + in.put(node) + data[end:], true, start
+}
+
+// stream replaces every match of a streaming pattern in one pass.
+func (in *inliner) stream(idx int, data string) string {
+	p := inlinePatterns[idx]
+	var b strings.Builder
+	done, from := 0, 0
+	for {
+		m, ok := p.find(in, data, from)
+		if !ok {
+			break
+		}
+		node, start, end, accepted := p.handle(in, data, m)
+		if !accepted {
+			if !p.newStyle {
+				break
+			}
+			from = max(m.end, m.start+1)
+			continue
+		}
+		in.nested(node, idx)
+		b.WriteString(data[done:start])
+		b.WriteString(in.put(node))
+		done, from = end, end
+	}
+	if done == 0 {
+		return data
+	}
+	b.WriteString(data[done:])
+	return b.String()
+}
+
+// nested works on a made node's own text with the patterns after idx
+// (and on its children's tails with idx on).
+func (in *inliner) nested(node inlineNode, idx int) {
+	if node.el == nil || node.el.atomic {
+		return
+	}
+	for _, child := range append([]*mdElement{node.el}, node.el.children...) {
+		if child.text != "" {
+			child.text = in.handle(child.text, idx+1)
+		}
+		if child.tail != "" {
+			child.tail = in.handle(child.tail, idx)
+		}
+	}
+}
+
+func (in *inliner) put(n inlineNode) string {
+	in.stash = append(in.stash, n)
+	id := strconv.Itoa(len(in.stash) - 1)
+	if len(id) < 4 {
+		id = strings.Repeat("0", 4-len(id)) + id
+	}
+	return inlinePlaceholder + id + etx
+}
+
+// run is InlineProcessor.run: every element's text and tail, with the
+// made nodes put into the tree.
+func (in *inliner) run(root *mdElement) {
+	stack := []*mdElement{root}
+	for len(stack) > 0 {
+		cur := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		type queued struct {
+			el   *mdElement
+			kids []*mdElement
+		}
+		var later []queued
+		for i := 0; i < len(cur.children); i++ {
+			child := cur.children[i]
+			if child.text != "" && !child.atomic {
+				text := child.text
+				child.text = ""
+				kids := in.placeholders(in.handle(text, 0), child, true)
+				stack = append(stack, kids...)
+				later = append(later, queued{child, kids})
+			}
+			if child.tail != "" && !child.tailAtomic {
+				tail := in.handle(child.tail, 0)
+				holder := &mdElement{}
+				child.tail = ""
+				kids := in.placeholders(tail, holder, false)
+				child.tail = holder.tail
+				for k, kid := range kids {
+					cur.insert(i+1+k, kid)
+				}
+			}
+			if len(child.children) > 0 {
+				stack = append(stack, child)
+			}
+		}
+		for _, q := range later {
+			q.el.children = append(q.kids, q.el.children...)
+		}
+	}
+}
+
+// placeholders is __processPlaceholders: the text up to the first node
+// goes to the parent's text (or tail), each node's text is resolved in
+// turn, text after a node becomes its tail. It answers the nodes.
+func (in *inliner) placeholders(data string, parent *mdElement, isText bool) []*mdElement {
+	var result []*mdElement
+	linkText := func(text string) {
+		switch {
+		case text == "":
+		case len(result) > 0:
+			result[len(result)-1].tail += text
+		case !isText:
+			parent.tail += text
+		default:
+			parent.text += text
+		}
+	}
+	for data != "" {
+		i := strings.Index(data, inlinePlaceholder)
+		if i < 0 {
+			linkText(data)
+			break
+		}
+		n, end, ok := placeholderNumber(data, i+len(inlinePlaceholder))
+		if !ok || n >= len(in.stash) {
+			linkText(data[:i+len(inlinePlaceholder)])
+			data = data[i+len(inlinePlaceholder):]
+			continue
+		}
+		linkText(data[:i])
+		data = data[end:]
+		node := in.stash[n]
+		if node.el == nil {
+			linkText(node.text)
+			continue
+		}
+		el := node.el
+		for _, child := range append([]*mdElement{el}, el.children...) {
+			if pyStrip(child.tail) != "" {
+				in.elementText(el, child, false)
+			}
+			if pyStrip(child.text) != "" {
+				in.elementText(child, child, true)
+			}
+		}
+		result = append(result, el)
+	}
+	return result
+}
+
+// elementText is __processElementText: placeholders in a node's text
+// (or a child's tail) become children of the node.
+func (in *inliner) elementText(node, sub *mdElement, isText bool) {
+	var text string
+	if isText {
+		text, sub.text = sub.text, ""
+	} else {
+		text, sub.tail = sub.tail, ""
+	}
+	kids := in.placeholders(text, sub, isText)
+	pos := 0
+	if !isText && node != sub {
+		for i, c := range node.children {
+			if c == sub {
+				pos = i + 1
+				break
+			}
+		}
+	}
+	for k, kid := range kids {
+		node.insert(pos+k, kid)
+	}
+}
+
+// ---- helpers ----
+
+func prevRune(data string, i int) rune {
+	if i == 0 {
+		return -1
+	}
+	r, _ := utf8.DecodeLastRuneInString(data[:i])
+	return r
+}
+
+// mentionMayStart is BEFORE_MENTION_ALLOWED_REGEX: the start, white
+// space, or one of '"({[/<.
+func mentionMayStart(data string, i int) bool {
+	r := prevRune(data, i)
+	return r == -1 || isPySpace(r) || strings.ContainsRune(`'"({[/<`, r)
+}
+
+func textNode(s string) inlineNode { return inlineNode{text: s} }
+
+func elementNode(tag, text string, atomic bool) inlineNode {
+	return inlineNode{el: &mdElement{tag: tag, text: text, atomic: atomic}}
+}
+
+// codeEscape is Python-Markdown's code_escape.
+func codeEscape(s string) string {
+	return codeEscaper.Replace(s)
+}
+
+var codeEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// ---- backticks ----
+
+// findBacktick is BACKTICK_RE: pairs of backslashes before a backtick
+// (they stand for single backslashes), or a code span: a run of n
+// backticks, at least one character, and a run of exactly n backticks.
+func findBacktick(_ *inliner, data string, from int) (patternMatch, bool) {
+	var runs map[int][]int // backtick run length → starts, in order
+	closing := func(n, after int) int {
+		if runs == nil {
+			runs = map[int][]int{}
+			for i := 0; i < len(data); {
+				if data[i] != '`' {
+					i++
+					continue
+				}
+				j := i
+				for j < len(data) && data[j] == '`' {
+					j++
+				}
+				runs[j-i] = append(runs[j-i], i)
+				i = j
+			}
+		}
+		for _, s := range runs[n] {
+			if s >= after {
+				return s
+			}
+		}
+		return -1
+	}
+	for i := from; i < len(data); {
+		switch c := data[i]; {
+		case c == '\\' && (i == 0 || data[i-1] != '\\'):
+			j := i
+			for j < len(data) && data[j] == '\\' {
+				j++
+			}
+			if (j-i)%2 == 0 && j < len(data) && data[j] == '`' {
+				return patternMatch{start: i, end: j, flag: true}, true
+			}
+			i = j
+		case c == '`':
+			runEnd := i
+			for runEnd < len(data) && data[runEnd] == '`' {
+				runEnd++
+			}
+			at := i
+			if at > 0 && data[at-1] == '\\' {
+				at++ // the first backtick is escaped; the next may open
+			}
+			for n := runEnd - at; n >= 1; n-- {
+				if s := closing(n, at+n+1); s >= 0 {
+					return patternMatch{start: at, end: s + n, parts: []string{data[at+n : s]}}, true
+				}
+			}
+			i = runEnd
+		default:
+			i++
+		}
+	}
+	return patternMatch{}, false
+}
+
+func handleBacktick(_ *inliner, data string, m patternMatch) (inlineNode, int, int, bool) {
+	if m.flag {
+		return textNode(strings.Repeat(`\`, (m.end-m.start)/2)), m.start, m.end, true
+	}
+	return elementNode("code", codeEscape(m.parts[0]), true), m.start, m.end, true
+}
+
+// ---- bold and italics ----
+
+func isStarContent(c byte) bool { return c != '*' && c != '^' && c != '\n' }
+
+// findStrongEm is ***text***: not starting or ending with white space,
+// no *, ^ or line break inside.
+func findStrongEm(_ *inliner, data string, from int) (patternMatch, bool) {
+	return findStarred(data, from, 3)
+}
+
+// findEmphasis is *text*, likewise.
+func findEmphasis(_ *inliner, data string, from int) (patternMatch, bool) {
+	return findStarred(data, from, 1)
+}
+
+func findStarred(data string, from, n int) (patternMatch, bool) {
+	marker := strings.Repeat("*", n)
+	for i := from; i+n < len(data); i++ {
+		next := strings.Index(data[i:], marker)
+		if next < 0 {
+			break
+		}
+		if i += next; i+n >= len(data) {
+			break
+		}
+		c := i + n
+		if r, _ := utf8.DecodeRuneInString(data[c:]); isPySpace(r) {
+			continue
+		}
+		k := c
+		for k < len(data) && isStarContent(data[k]) {
+			k++
+		}
+		if k == c || !strings.HasPrefix(data[k:], marker) {
+			continue
+		}
+		if r, _ := utf8.DecodeLastRuneInString(data[:k]); isPySpace(r) {
+			continue
+		}
+		return patternMatch{start: i, end: k + n, parts: []string{data[c:k]}}, true
+	}
+	return patternMatch{}, false
+}
+
+func handleStrongEm(_ *inliner, _ string, m patternMatch) (inlineNode, int, int, bool) {
+	strong := &mdElement{tag: "strong"}
+	strong.sub("em").text = m.parts[0]
+	return inlineNode{el: strong}, m.start, m.end, true
+}
+
+// findStrong is **text**: at least one character, no line break.
+func findStrong(_ *inliner, data string, from int) (patternMatch, bool) {
+	for i := from; i+2 < len(data); i++ {
+		if data[i] != '*' || data[i+1] != '*' {
+			continue
+		}
+		for j := i + 3; j+1 < len(data); j++ {
+			if data[j-1] == '\n' {
+				break
+			}
+			if data[j] == '*' && data[j+1] == '*' {
+				return patternMatch{start: i, end: j + 2, parts: []string{data[i+2 : j]}}, true
+			}
+		}
+	}
+	return patternMatch{}, false
+}
+
+// findDel is ~~text~~: not next to a third ~, no ~ or line break inside.
+func findDel(_ *inliner, data string, from int) (patternMatch, bool) {
+	for i := from; i+2 < len(data); i++ {
+		if data[i] != '~' || data[i+1] != '~' || (i > 0 && data[i-1] == '~') {
+			continue
+		}
+		k := i + 2
+		for k < len(data) && data[k] != '~' && data[k] != '\n' {
+			k++
+		}
+		if k == i+2 || !strings.HasPrefix(data[k:], "~~") || (k+2 < len(data) && data[k+2] == '~') {
+			continue
+		}
+		return patternMatch{start: i, end: k + 2, parts: []string{data[i+2 : k]}}, true
+	}
+	return patternMatch{}, false
+}
+
+func handleTag(tag string) func(*inliner, string, patternMatch) (inlineNode, int, int, bool) {
+	return func(_ *inliner, _ string, m patternMatch) (inlineNode, int, int, bool) {
+		return elementNode(tag, m.parts[0], false), m.start, m.end, true
+	}
+}
+
+// ---- mentions and channel links ----
+
+// findUserMention is MENTIONS_RE: @**name** or, silent, @_**name**.
+func findUserMention(_ *inliner, data string, from int) (patternMatch, bool) {
+	for i := from; i < len(data); i++ {
+		if data[i] != '@' || !mentionMayStart(data, i) {
+			continue
+		}
+		silent := false
+		j := i + 1
+		if strings.HasPrefix(data[j:], "_**") {
+			silent, j = true, j+1
+		}
+		if !strings.HasPrefix(data[j:], "**") {
+			continue
+		}
+		k := j + 2
+		for k < len(data) && data[k] != '*' {
+			k++
+		}
+		if k == j+2 || !strings.HasPrefix(data[k:], "**") {
+			continue
+		}
+		return patternMatch{start: i, end: k + 2, parts: []string{data[j+2 : k]}, flag: silent}, true
+	}
+	return patternMatch{}, false
+}
+
+// channelWildcards and topicWildcard are Zulip's mention wildcards.
+var channelWildcards = []string{"all", "everyone", "stream", "channel"}
+
+const topicWildcard = "topic"
+
+func handleUserMention(in *inliner, _ string, m patternMatch) (inlineNode, int, int, bool) {
+	name, silent := m.parts[0], m.flag
+	r := in.r
+	topicWild := name == topicWildcard
+	channelWild := false
+	for _, w := range channelWildcards {
+		channelWild = channelWild || name == w
+	}
+	var user mentionUser
+	found := false
+	if fullName, id, ok := mentionIDSyntax(name); ok {
+		user, found = r.users.byID[id]
+		if fullName != "" && found && user.FullName != fullName {
+			return inlineNode{}, 0, 0, false
+		}
+	} else {
+		user, found = r.users.byName[strings.ToLower(name)]
+	}
+	span := &mdElement{tag: "span", atomic: true}
+	switch {
+	case channelWild:
+		if !silent {
+			r.result.ChannelWildcard = true
+		}
+		span.set("data-user-id", "*")
+		span.set("class", "user-mention channel-wildcard-mention")
+	case topicWild:
+		if !silent {
+			r.result.TopicWildcard = true
+		}
+		span.set("class", "topic-mention")
+	case found:
+		if !user.Active {
+			silent = true
+		}
+		if !silent {
+			r.result.MentionedIDs = append(r.result.MentionedIDs, user.ID)
+		}
+		name = user.FullName
+		span.set("data-user-id", strconv.FormatUint(user.ID, 10))
+		span.set("class", "user-mention")
+	default:
+		return inlineNode{}, 0, 0, false // not a user: stays text
+	}
+	span.text = "@" + name
+	if silent {
+		span.set("class", span.get("class")+" silent")
+		span.text = name
+	}
+	return inlineNode{el: span}, m.start, m.end, true
+}
+
+// mentionIDSyntax reads @**name|id** and @**|id**: (.+)?\|(\d+)$.
+func mentionIDSyntax(name string) (fullName string, id uint64, ok bool) {
+	s := strings.TrimSuffix(name, "\n")
+	bar := strings.LastIndexByte(s, '|')
+	if bar < 0 || bar == len(s)-1 || strings.Contains(s[:bar], "\n") {
+		return "", 0, false
+	}
+	digits := s[bar+1:]
+	for _, r := range digits {
+		if r < '0' || r > '9' {
+			return "", 0, false
+		}
+	}
+	id, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return s[:bar], id, true
+}
+
+// silenceMentions is what Zulip's blockquote does to the lines it
+// quotes: @**name** becomes @_**name** (and @*group* @_*group*).
+func silenceMentions(line string) string {
+	if !strings.Contains(line, "@") {
+		return line
+	}
+	var b strings.Builder
+	for i := 0; i < len(line); {
+		if line[i] == '@' && mentionMayStart(line, i) {
+			if m, ok := findUserMention(nil, line, i); ok && m.start == i {
+				b.WriteString("@_**" + m.parts[0] + "**")
+				i = m.end
+				continue
+			}
+			if end, name, ok := groupMentionAt(line, i); ok {
+				b.WriteString("@_*" + name + "*")
+				i = end
+				continue
+			}
+		}
+		b.WriteByte(line[i])
+		i++
+	}
+	return b.String()
+}
+
+// groupMentionAt is USER_GROUP_MENTIONS_RE at i: @*name* or @_*name*.
+func groupMentionAt(s string, i int) (end int, name string, ok bool) {
+	j := i + 1
+	if strings.HasPrefix(s[j:], "_*") {
+		j++
+	}
+	if !strings.HasPrefix(s[j:], "*") {
+		return 0, "", false
+	}
+	k := j + 1
+	for k < len(s) && s[k] != '*' {
+		k++
+	}
+	if k == j+1 || k >= len(s) {
+		return 0, "", false
+	}
+	return k + 1, s[j+1 : k], true
+}
+
+// channelLinkAt reads #**...** at i, after a character a mention may
+// follow: the text between the asterisks.
+func channelLinkAt(data string, i int) (inner string, end int, ok bool) {
+	if !strings.HasPrefix(data[i:], "#**") || !mentionMayStart(data, i) {
+		return "", 0, false
+	}
+	k := i + 3
+	for k < len(data) && data[k] != '*' {
+		k++
+	}
+	if !strings.HasPrefix(data[k:], "**") {
+		return "", 0, false
+	}
+	return data[i+3 : k], k + 2, true
+}
+
+func findChannelLinkWith(data string, from int, split func(inner string) ([]string, bool)) (patternMatch, bool) {
+	for i := strings.Index(data[from:], "#**"); i >= 0; {
+		at := from + i
+		if inner, end, ok := channelLinkAt(data, at); ok {
+			if parts, ok := split(inner); ok {
+				return patternMatch{start: at, end: end, parts: parts}, true
+			}
+		}
+		from = at + 1
+		i = strings.Index(data[from:], "#**")
+	}
+	return patternMatch{}, false
+}
+
+// splitTopicLink splits "channel>topic": a channel name without ">",
+// then any topic, perhaps empty.
+func splitTopicLink(inner string) ([]string, bool) {
+	ch, topic, ok := strings.Cut(inner, ">")
+	if !ok || ch == "" {
+		return nil, false
+	}
+	return []string{ch, topic}, true
+}
+
+// findChannelMessageLink is #**channel>topic@id**.
+func findChannelMessageLink(_ *inliner, data string, from int) (patternMatch, bool) {
+	return findChannelLinkWith(data, from, func(inner string) ([]string, bool) {
+		parts, ok := splitTopicLink(inner)
+		if !ok {
+			return nil, false
+		}
+		at := strings.LastIndexByte(parts[1], '@')
+		if at < 0 || at == len(parts[1])-1 {
+			return nil, false
+		}
+		for _, r := range parts[1][at+1:] {
+			if r < '0' || r > '9' {
+				return nil, false
+			}
+		}
+		return []string{parts[0], parts[1][:at], parts[1][at+1:]}, true
+	})
+}
+
+func findChannelTopicLink(_ *inliner, data string, from int) (patternMatch, bool) {
+	return findChannelLinkWith(data, from, splitTopicLink)
+}
+
+func findChannelLink(_ *inliner, data string, from int) (patternMatch, bool) {
+	return findChannelLinkWith(data, from, func(inner string) ([]string, bool) {
+		return []string{inner}, inner != ""
+	})
+}
+
+// topicLinkText is a topic link's text: "#channel > topic", the empty
+// topic shown as Zulip shows it, in italics.
+func topicLinkText(a *mdElement, channel, topic, suffix string) {
+	if topic == "" {
+		a.text = "#" + channel + " > "
+		em := a.sub("em")
+		em.text, em.atomic = emptyTopicDisplayName, true
+		em.tail, em.tailAtomic = suffix, true
+		return
+	}
+	a.text = "#" + channel + " > " + topic + suffix
+}
+
+func handleChannelMessageLink(in *inliner, _ string, m patternMatch) (inlineNode, int, int, bool) {
+	id, ok := in.r.in.channels[m.parts[0]]
+	if !ok {
+		return inlineNode{}, 0, 0, false
+	}
+	a := &mdElement{tag: "a", atomic: true}
+	a.set("class", "message-link")
+	a.set("href", "/#narrow/channel/"+encodeChannel(id, m.parts[0])+"/topic/"+hashEncode(m.parts[1])+"/near/"+m.parts[2])
+	topicLinkText(a, m.parts[0], m.parts[1], " @ 💬")
+	return inlineNode{el: a}, m.start, m.end, true
+}
+
+func handleChannelTopicLink(in *inliner, _ string, m patternMatch) (inlineNode, int, int, bool) {
+	id, ok := in.r.in.channels[m.parts[0]]
+	if !ok {
+		return inlineNode{}, 0, 0, false
+	}
+	a := &mdElement{tag: "a", atomic: true}
+	a.set("class", "stream-topic")
+	a.set("data-stream-id", strconv.FormatUint(id, 10))
+	href := "/#narrow/channel/" + encodeChannel(id, m.parts[0]) + "/topic/" + hashEncode(m.parts[1])
+	if in.r.in.topicStart != nil {
+		if first, ok := in.r.in.topicStart(id, m.parts[1]); ok {
+			href += "/with/" + strconv.FormatUint(first, 10)
+		}
+	}
+	a.set("href", href)
+	topicLinkText(a, m.parts[0], m.parts[1], "")
+	return inlineNode{el: a}, m.start, m.end, true
+}
+
+func handleChannelLink(in *inliner, _ string, m patternMatch) (inlineNode, int, int, bool) {
+	id, ok := in.r.in.channels[m.parts[0]]
+	if !ok {
+		return inlineNode{}, 0, 0, false
+	}
+	a := &mdElement{tag: "a", text: "#" + m.parts[0], atomic: true}
+	a.set("class", "stream")
+	a.set("data-stream-id", strconv.FormatUint(id, 10))
+	a.set("href", "/#narrow/channel/"+encodeChannel(id, m.parts[0]))
+	return inlineNode{el: a}, m.start, m.end, true
+}
+
+// ---- links ----
+
+// findLink is LINK_RE: a "[" not after "!".
+func findLink(_ *inliner, data string, from int) (patternMatch, bool) {
+	for i := from; i < len(data); i++ {
+		if data[i] == '[' && (i == 0 || data[i-1] != '!') {
+			return patternMatch{start: i, end: i + 1}, true
+		}
+	}
+	return patternMatch{}, false
+}
+
+// handleLink is Python-Markdown's LinkInlineProcessor with Zulip's
+// changes: the URL sanitized (a link with another scheme stays text),
+// the realm's own links relative, an empty text replaced by the URL,
+// and no pattern run on the text.
+func handleLink(in *inliner, data string, m patternMatch) (inlineNode, int, int, bool) {
+	text, index, ok := linkText(data, m.end)
+	if !ok {
+		return inlineNode{}, 0, 0, false
+	}
+	href, title, hasTitle, index, ok := linkTarget(in, data, index)
+	if !ok {
+		return inlineNode{}, 0, 0, false
+	}
+	href, allowed := sanitizeURL(in.unescape(pyStrip(href)))
+	if !allowed {
+		return inlineNode{}, 0, 0, false
+	}
+	href = in.r.in.relativeToRealm(href)
+	a := &mdElement{tag: "a", text: text, atomic: true}
+	a.set("href", href)
+	if hasTitle {
+		a.set("title", title)
+	}
+	if pyStrip(a.text) == "" {
+		a.text = href
+	}
+	return inlineNode{el: a}, m.start, index, true
+}
+
+// linkText is getText: the text up to the "]" that balances the "[".
+func linkText(data string, index int) (string, int, bool) {
+	depth := 1
+	for pos := index; pos < len(data); pos++ {
+		switch data[pos] {
+		case ']':
+			depth--
+		case '[':
+			depth++
+		}
+		if depth == 0 {
+			return data[index:pos], pos + 1, true
+		}
+	}
+	return "", index, false
+}
+
+// linkTarget is getLink: "(" then either <url> with an optional quoted
+// title, or a URL up to the balancing ")", a quoted title inside it
+// taken as the title.
+func linkTarget(in *inliner, data string, index int) (href, title string, hasTitle bool, end int, ok bool) {
+	if index >= len(data) || data[index] != '(' {
+		return "", "", false, 0, false
+	}
+	pos := index + 1
+	for pos < len(data) {
+		r, n := utf8.DecodeRuneInString(data[pos:])
+		if !isPySpace(r) {
+			break
+		}
+		pos += n
+	}
+	if strings.HasPrefix(data[pos:], "<") {
+		if h, t, has, e, ok := angleLink(data, pos); ok {
+			return in.finishLink(h, t, has, e)
+		}
+	}
+	// Track bracket nesting, and quotes that may hold a title.
+	bracketCount, backtrackCount := 1, 1
+	start := pos
+	index = pos
+	lastBracket := -1
+	var quote, altQuote byte
+	startQuote, exitQuote, startAltQuote, exitAltQuote := -1, -1, -1, -1
+	ignoreMatches := false
+	var last byte
+	for p := index; p < len(data); p++ {
+		c := data[p]
+		switch {
+		case c == '(':
+			if !ignoreMatches {
+				bracketCount++
+			} else if backtrackCount > 0 {
+				backtrackCount--
+			}
+		case c == ')':
+			switch {
+			case (exitQuote != -1 && quote == last) || (exitAltQuote != -1 && altQuote == last):
+				bracketCount = 0
+			case !ignoreMatches:
+				bracketCount--
+			case backtrackCount > 0:
+				backtrackCount--
+				if backtrackCount == 0 {
+					lastBracket = index + 1
+				}
+			}
+		case c == '\'' || c == '"':
+			switch {
+			case quote == 0:
+				ignoreMatches = true
+				backtrackCount = bracketCount
+				bracketCount = 1
+				startQuote = index + 1
+				quote = c
+			case c != quote && altQuote == 0:
+				startAltQuote = index + 1
+				altQuote = c
+			case c == quote:
+				exitQuote = index + 1
+			case altQuote != 0 && c == altQuote:
+				exitAltQuote = index + 1
+			}
+		}
+		index++
+		if bracketCount == 0 {
+			switch {
+			case exitQuote >= 0 && quote == last:
+				href = data[start : startQuote-1]
+				title, hasTitle = data[startQuote:exitQuote-1], true
+			case exitAltQuote >= 0 && altQuote == last:
+				href = data[start : startAltQuote-1]
+				title, hasTitle = data[startAltQuote:exitAltQuote-1], true
+			default:
+				href = data[start : index-1]
+			}
+			break
+		}
+		if c != ' ' {
+			last = c
+		}
+	}
+	if bracketCount != 0 && backtrackCount == 0 {
+		if lastBracket < 0 {
+			// A "(" inside a title used up the backtrack count before any
+			// ")": Python slices with -1 and -2, that is from the end.
+			href = data[start:max(start, len(data)-2)]
+			return in.finishLink(href, title, hasTitle, len(data)-1)
+		}
+		href = data[start : lastBracket-1]
+		index = lastBracket
+		bracketCount = 0
+	}
+	if bracketCount != 0 {
+		return "", "", false, 0, false
+	}
+	return in.finishLink(href, title, hasTitle, index)
+}
+
+// angleLink is RE_LINK's <url> form: <url>, then optionally a quoted
+// title, then ")".
+func angleLink(data string, pos int) (href, title string, hasTitle bool, end int, ok bool) {
+	close := strings.IndexAny(data[pos+1:], "<>")
+	if close < 0 || data[pos+1+close] != '>' {
+		return "", "", false, 0, false
+	}
+	href = data[pos : pos+1+close+1]
+	p := skipPySpace(data, pos+1+close+1)
+	if p < len(data) && (data[p] == '\'' || data[p] == '"') {
+		q := strings.IndexByte(data[p+1:], data[p])
+		if q >= 0 {
+			title, hasTitle = data[p:p+1+q+1], true
+			p = skipPySpace(data, p+1+q+1)
+		}
+	}
+	if p >= len(data) || data[p] != ')' {
+		return "", "", false, 0, false
+	}
+	href = strings.TrimSpace(href[1 : len(href)-1])
+	if hasTitle {
+		title = title[1 : len(title)-1]
+	}
+	return href, title, hasTitle, p + 1, true
+}
+
+func skipPySpace(data string, p int) int {
+	for p < len(data) {
+		r, n := utf8.DecodeRuneInString(data[p:])
+		if !isPySpace(r) {
+			break
+		}
+		p += n
+	}
+	return p
+}
+
+func (in *inliner) finishLink(href, title string, hasTitle bool, end int) (string, string, bool, int, bool) {
+	if hasTitle {
+		title = dequote(in.unescape(pyStrip(title)))
+		title = strings.Map(func(r rune) rune {
+			if isPySpace(r) {
+				return ' '
+			}
+			return r
+		}, title)
+	}
+	return pyStrip(in.unescape(href)), title, hasTitle, end, true
+}
+
+func dequote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' && s[len(s)-1] == '"' || s[0] == '\'' && s[len(s)-1] == '\'') {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// unescape is InlineProcessor.unescape: placeholders become their
+// text.
+func (in *inliner) unescape(s string) string {
+	if !strings.Contains(s, inlinePlaceholder) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, inlinePlaceholder)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		n, end, ok := placeholderNumber(s, i+len(inlinePlaceholder))
+		if !ok || n >= len(in.stash) {
+			b.WriteString(s[:i+len(inlinePlaceholder)])
+			s = s[i+len(inlinePlaceholder):]
+			continue
+		}
+		b.WriteString(s[:i])
+		if node := in.stash[n]; node.el == nil {
+			b.WriteString(node.text)
+		} else {
+			b.WriteString(node.el.itertext())
+		}
+		s = s[end:]
+	}
+}
+
+// itertext is ElementTree's itertext joined.
+func (e *mdElement) itertext() string {
+	var b strings.Builder
+	var walk func(e *mdElement, tail bool)
+	walk = func(e *mdElement, tail bool) {
+		b.WriteString(e.text)
+		for _, c := range e.children {
+			walk(c, true)
+		}
+		if tail {
+			b.WriteString(e.tail)
+		}
+	}
+	walk(e, false)
+	return b.String()
+}
+
+// findAutolink is Zulip's link regex (markdown_links.go).
+func findAutolink(_ *inliner, data string, from int) (patternMatch, bool) {
+	s, e, ok := autolinkAt(data, from)
+	return patternMatch{start: s, end: e}, ok
+}
+
+// handleAutolink is url_to_a: a link, or the text when the scheme is
+// not allowed.
+func handleAutolink(in *inliner, data string, m patternMatch) (inlineNode, int, int, bool) {
+	url := data[m.start:m.end]
+	href, ok := sanitizeURL(url)
+	if !ok {
+		return textNode(url), m.start, m.end, true
+	}
+	a := &mdElement{tag: "a", text: url, atomic: true}
+	a.set("href", in.r.in.relativeToRealm(href))
+	return inlineNode{el: a}, m.start, m.end, true
+}
+
+// findEntity is ENTITY_RE: &name; &#digits; &#xhex;, kept as written.
+func findEntity(_ *inliner, data string, from int) (patternMatch, bool) {
+	run := func(j int, ok func(byte) bool) int {
+		for j < len(data) && ok(data[j]) {
+			j++
+		}
+		return j
+	}
+	isDigit := func(c byte) bool { return c >= '0' && c <= '9' }
+	for i := from; i < len(data); i++ {
+		if data[i] != '&' {
+			continue
+		}
+		j, k := i+1, i+1
+		switch {
+		case strings.HasPrefix(data[j:], "#x"):
+			j += 2
+			k = run(j, isHexDigit)
+		case strings.HasPrefix(data[j:], "#"):
+			j++
+			k = run(j, isDigit)
+		default:
+			k = run(j, isASCIIAlnum)
+		}
+		if k > j && k < len(data) && data[k] == ';' {
+			return patternMatch{start: i, end: k + 1}, true
+		}
+	}
+	return patternMatch{}, false
+}
+
+func handleEntity(in *inliner, data string, m patternMatch) (inlineNode, int, int, bool) {
+	return textNode(in.r.stash(data[m.start:m.end])), m.start, m.end, true
+}
+
+// ---- emoji and line breaks ----
+
+// findEmoji is EMOJI_REGEX, :name: of word characters, + and -.
+func findEmoji(_ *inliner, data string, from int) (patternMatch, bool) {
+	for i := from; i < len(data); i++ {
+		if data[i] != ':' {
+			continue
+		}
+		j := i + 1
+		for j < len(data) {
+			r, n := utf8.DecodeRuneInString(data[j:])
+			if !isPyWord(r) && r != '-' && r != '+' {
+				break
+			}
+			j += n
+		}
+		if j > i+1 && j < len(data) && data[j] == ':' {
+			return patternMatch{start: i, end: j + 1, parts: []string{data[i+1 : j]}}, true
+		}
+	}
+	return patternMatch{}, false
+}
+
+// handleEmoji is Zulip's Emoji pattern: a known name becomes its emoji
+// (:zulip: Zulip's image); an unknown one stays text.
+func handleEmoji(_ *inliner, data string, m patternMatch) (inlineNode, int, int, bool) {
+	syntax, name := data[m.start:m.end], m.parts[0]
+	if name == zulipEmojiName {
+		img := &mdElement{tag: "img", atomic: true}
+		img.set("src", "/static/generated/emoji/images/emoji/unicode/zulip.png")
+		img.set("class", "emoji")
+		img.set("alt", syntax)
+		img.set("title", strings.ReplaceAll(name, "_", " "))
+		return inlineNode{el: img}, m.start, m.end, true
+	}
+	code, ok := emojiCodeForName(name)
+	if !ok {
+		return textNode(syntax), m.start, m.end, true
+	}
+	return inlineNode{el: emojiSpan(code, syntax)}, m.start, m.end, true
+}
+
+// emojiSpan is make_emoji.
+func emojiSpan(code, syntax string) *mdElement {
+	title := strings.ReplaceAll(syntax[1:len(syntax)-1], "_", " ")
+	span := &mdElement{tag: "span", text: syntax, atomic: true}
+	span.set("class", "emoji emoji-"+code)
+	span.set("title", title)
+	span.set("role", "img")
+	span.set("aria-label", title)
+	return span
+}
+
+func findNewline(_ *inliner, data string, from int) (patternMatch, bool) {
+	if i := strings.IndexByte(data[from:], '\n'); i >= 0 {
+		return patternMatch{start: from + i, end: from + i + 1}, true
+	}
+	return patternMatch{}, false
+}
+
+func handleNewline(_ *inliner, _ string, m patternMatch) (inlineNode, int, int, bool) {
+	return inlineNode{el: &mdElement{tag: "br", atomic: true}}, m.start, m.end, true
+}
+
+func findUnicodeEmoji(_ *inliner, data string, from int) (patternMatch, bool) {
+	for i := from; i < len(data); {
+		// An ASCII emoji (a digit, # or *) is one only as a keycap: one
+		// followed by ASCII would be a sequence of itself alone, which
+		// names no emoji, so the search goes on past it either way.
+		if c := data[i]; c < utf8.RuneSelf && (i+1 == len(data) || data[i+1] < utf8.RuneSelf) {
+			i++
+			continue
+		}
+		if end, ok := emojiSequenceAt(data, i); ok {
+			return patternMatch{start: i, end: end}, true
+		}
+		_, n := utf8.DecodeRuneInString(data[i:])
+		i += n
+	}
+	return patternMatch{}, false
+}
+
+// handleUnicodeEmoji is Zulip's UnicodeEmoji: an emoji typed as a
+// character is shown as Zulip's, by its canonical name.
+func handleUnicodeEmoji(_ *inliner, data string, m patternMatch) (inlineNode, int, int, bool) {
+	code, ok := renderableUnicodeEmoji(data[m.start:m.end])
+	if !ok {
+		return inlineNode{}, 0, 0, false
+	}
+	name, _ := emojiCanonicalName(code)
+	return inlineNode{el: emojiSpan(code, ":"+name+":")}, m.start, m.end, true
+}

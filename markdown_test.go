@@ -1,0 +1,234 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.etcd.io/bbolt"
+)
+
+// zulipCases are Zulip's own rendering fixtures within zulite's
+// rendering (testdata/markdown/zulip_cases.json names the source).
+type zulipCases struct {
+	Source  string `json:"source"`
+	Regular []struct {
+		Name     string `json:"name"`
+		Input    string `json:"input"`
+		Expected string `json:"expected_output"`
+	} `json:"regular_tests"`
+	Linkify [][3]string `json:"linkify_tests"`
+}
+
+// fixtureInput is how Zulip's test suite renders its fixtures: in a
+// realm at http://zulip.testserver.
+func fixtureInput() *renderInput { return &renderInput{realmURL: "http://zulip.testserver"} }
+
+// linkifyExpected is test_markdown.py's replaced(): the reference with
+// the URL linked (http:// added to a bare domain, mailto: to an
+// address).
+func linkifyExpected(reference, url string) string {
+	if !strings.Contains(reference, "%s") {
+		return reference
+	}
+	href := url
+	switch {
+	case strings.HasPrefix(url, "http"):
+	case strings.Contains(url, "@"):
+		href = "mailto:" + url
+	default:
+		href = "http://" + url
+	}
+	return strings.Replace(reference, "%s", `<a href="`+href+`">`+url+`</a>`, 1)
+}
+
+// markdownFixtureMismatches renders every case and answers those that
+// differ, with the number of cases.
+func markdownFixtureMismatches(t *testing.T) (mismatches []string, total int) {
+	raw, err := os.ReadFile("testdata/markdown/zulip_cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases zulipCases
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases.Regular {
+		total++
+		if got := renderMarkdown(c.Input, fixtureInput()).HTML; got != c.Expected {
+			mismatches = append(mismatches, fmt.Sprintf("%s: input %q\n got  %q\n want %q", c.Name, c.Input, got, c.Expected))
+		}
+	}
+	for _, c := range cases.Linkify {
+		total++
+		want := linkifyExpected(c[1], c[2])
+		if got := renderMarkdown(c[0], fixtureInput()).HTML; got != want {
+			mismatches = append(mismatches, fmt.Sprintf("linkify %q\n got  %q\n want %q", c[0], got, want))
+		}
+	}
+	return mismatches, total
+}
+
+// TestMarkdown_ZulipFixturesShare reports the share of Zulip's fixtures
+// that zulite renders exactly as Zulip does, and fails below the share
+// reached (so that a change that renders fewer of them right is seen).
+func TestMarkdown_ZulipFixturesShare(t *testing.T) {
+	mismatches, total := markdownFixtureMismatches(t)
+	matched := total - len(mismatches)
+	t.Logf("Zulip's rendering fixtures: %d of %d match exactly (%.1f%%)", matched, total, 100*float64(matched)/float64(total))
+	for _, m := range mismatches {
+		t.Log(m)
+	}
+	if minimum := 204; matched < minimum {
+		t.Errorf("got %d exact matches, want at least %d", matched, minimum)
+	}
+}
+
+// TestCheckRenderedHTML_RefusesWhatZuliteNeverWrites shows that the
+// fuzz target's check would catch a tag, an attribute, a class or a
+// scheme zulite does not write.
+func TestCheckRenderedHTML_RefusesWhatZuliteNeverWrites(t *testing.T) {
+	for _, bad := range []string{
+		`<p><script>alert(1)</script></p>`,
+		`<p><a href="javascript:alert(1)">x</a></p>`,
+		`<p><a href=" JavaScript:alert(1)">x</a></p>`,
+		`<p><a href="java&#x09;script:alert(1)">x</a></p>`,
+		`<p><a href="data:text/html,x">x</a></p>`,
+		`<p onclick="x">y</p>`,
+		`<p><span class="evil">x</span></p>`,
+		`<p><img src="http://evil/x.png"></p>`,
+		`<!-- x --><p>y</p>`,
+		`<p><iframe></iframe></p>`,
+	} {
+		if err := checkRenderedHTML(bad); err == nil {
+			t.Errorf("checkRenderedHTML(%q) accepted it", bad)
+		}
+	}
+	good := renderMarkdown("**a** [b](http://c.d) :zulip: `e`\n\n| f |\n|:-:|\n| g |", fixtureInput()).HTML
+	if err := checkRenderedHTML(good); err != nil {
+		t.Errorf("checkRenderedHTML refused zulite's own %q: %v", good, err)
+	}
+}
+
+func TestMarkdown_MessagesAreRenderedWhenSentAndShownAsAsked(t *testing.T) {
+	e := newTestEnv(t)
+	r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"},
+		"content": {"/me waves **hello** :octopus:"}}, &e.alice)
+	wantAPISuccess(t, r)
+	id := uint64(r.body["id"].(float64))
+	// A message stored before zulite rendered Markdown has no rendering:
+	// it is rendered when read.
+	old := message{ID: 9000, SenderID: e.alice.ID, ChannelID: e.general.ID, Topic: "t", Content: "an *old* one", Timestamp: 1}
+	mustUpdate(t, e.st, func(tx *bbolt.Tx) error {
+		if err := putJSON(tx.Bucket(bucketMessages), itob(old.ID), old); err != nil {
+			return err
+		}
+		return indexMessage(tx, old)
+	})
+	get := func(markdown string, anchor uint64) map[string]any {
+		page := e.request(t, http.MethodGet, "/api/v1/messages", url.Values{"anchor": {strconv.FormatUint(anchor, 10)}, "num_before": {"0"},
+			"num_after": {"0"}, "apply_markdown": {markdown}}, &e.alice)
+		wantAPISuccess(t, page)
+		return page.body["messages"].([]any)[0].(map[string]any)
+	}
+	octopus := `<span aria-label="octopus" class="emoji emoji-1f419" role="img" title="octopus">:octopus:</span>`
+	for _, c := range []struct {
+		markdown     string
+		id           uint64
+		content, typ string
+		me           bool
+	}{
+		{"true", id, "<p>/me waves <strong>hello</strong> " + octopus + "</p>", "text/html", true},
+		{"false", id, "/me waves **hello** :octopus:", "text/x-markdown", true},
+		{"true", old.ID, "<p>an <em>old</em> one</p>", "text/html", false},
+	} {
+		m := get(c.markdown, c.id)
+		if m["content"] != c.content || m["content_type"] != c.typ || m["is_me_message"] != c.me {
+			t.Errorf("apply_markdown=%s, message %d: got %q %v is_me_message %v, want %q %s %v", c.markdown, c.id, m["content"], m["content_type"], m["is_me_message"], c.content, c.typ, c.me)
+		}
+	}
+}
+
+func TestEmojiData_ServesZulipsNames(t *testing.T) {
+	e := newTestEnv(t)
+	r := e.request(t, http.MethodGet, "/static/generated/emoji/emoji_api.json", nil, nil)
+	wantAPISuccess(t, r)
+	names := r.body["code_to_names"].(map[string]any)
+	for code, want := range map[string][]any{
+		"1f642":            {"smile"},
+		"1f44d":            {"+1", "thumbs_up", "like"},
+		"1f937-200d-2640":  {"woman_shrugging"},
+		"1f441-200d-1f5e8": {"eye_in_speech_bubble", "speech", "witness"},
+	} {
+		if !jsonEqual(names[code], want) {
+			t.Errorf("code_to_names[%s]: got %v, want %v", code, names[code], want)
+		}
+	}
+	if len(names) != 1847 {
+		t.Errorf("code_to_names holds %d emoji, want Zulip's 1847", len(names))
+	}
+}
+
+// TestMarkdown_ZulipsRulesBeyondTheFixtures: what Zulip's own fixtures do
+// not show (its test_markdown.py does), rendered by the same rules.
+func TestMarkdown_ZulipsRulesBeyondTheFixtures(t *testing.T) {
+	in := &renderInput{realmURL: "http://zulite.test", users: []mentionUser{{ID: 7, FullName: "Alice", Active: true}, {ID: 8, FullName: "Gone", Active: false}},
+		channels: map[string]uint64{"general": 3}}
+	for _, c := range []struct{ rule, content, want string }{
+		{"a scheme Zulip does not allow stays text", "[a](javascript:alert(1)) [b](data:text/html,x) [c](vbscript:x)",
+			"<p>[a](javascript:alert(1)) [b](data:text/html,x) [c](vbscript:x)</p>"},
+		{"a scheme in any case, behind white space", "[a]( JavaScript:alert(1))", "<p>[a]( JavaScript:alert(1))</p>"},
+		{"HTML is text", `<img src=x onerror="alert(1)">`, `<p>&lt;img src=x onerror="alert(1)"&gt;</p>`},
+		{"a link's title", `[a](http://x.com "t")`, `<p><a href="http://x.com" title="t">a</a></p>`},
+		{"no scheme means http", "[a](example.com)", `<p><a href="http://example.com">a</a></p>`},
+		{"a quoted mention is silent", "```quote\n@**Alice**\n```", "<blockquote>\n<p><span class=\"user-mention silent\" data-user-id=\"7\">Alice</span></p>\n</blockquote>"},
+		{"a deactivated user's mention is silent", "@**Gone**", `<p><span class="user-mention silent" data-user-id="8">Gone</span></p>`},
+		{"the empty topic", "#**general>**", `<p><a class="stream-topic" data-stream-id="3" href="/#narrow/channel/3-general/topic/">#general &gt; <em>general chat</em></a></p>`},
+		{"a message link", "#**general>t@12**", `<p><a class="message-link" href="/#narrow/channel/3-general/topic/t/near/12">#general &gt; t @ 💬</a></p>`},
+		{"a spoiler's header is Markdown", "```spoiler **Big** news\nhidden\n```", "<div class=\"spoiler-block\"><div class=\"spoiler-header\">\n<p><strong>Big</strong> news</p>\n</div><div class=\"spoiler-content\" aria-hidden=\"true\">\n<p>hidden</p>\n</div></div>"},
+		{"a fenced block names its language", "```js\nx < 1\n```", "<div class=\"codehilite\" data-code-language=\"JavaScript\"><pre><span></span><code>x &lt; 1\n</code></pre></div>"},
+	} {
+		if got := renderMarkdown(c.content, in).HTML; got != c.want {
+			t.Errorf("%s: %q rendered %q, want %q", c.rule, c.content, got, c.want)
+		}
+	}
+}
+
+// BenchmarkRenderMarkdown: a typical message, Zulip's in-scope fixtures
+// one after the other, and the slowest 10 KB message found (e-mail
+// addresses, each linked, each a restart of the link pattern).
+func BenchmarkRenderMarkdown(b *testing.B) {
+	raw, err := os.ReadFile("testdata/markdown/zulip_cases.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cases zulipCases
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		b.Fatal(err)
+	}
+	in := fixtureInput()
+	b.Run("typical", func(b *testing.B) {
+		msg := "Hi @**Alice**, the **build** is green: see https://ci.example.com/runs/42 :tada:\n\n* `make test`\n* `make lint`"
+		for b.Loop() {
+			renderMarkdown(msg, in)
+		}
+	})
+	b.Run("fixtures", func(b *testing.B) {
+		for b.Loop() {
+			for _, c := range cases.Regular {
+				renderMarkdown(c.Input, in)
+			}
+		}
+	})
+	b.Run("worst-10KB", func(b *testing.B) {
+		msg := strings.Repeat("a@b.c ", 1600)
+		for b.Loop() {
+			renderMarkdown(msg, in)
+		}
+	})
+}

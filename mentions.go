@@ -1,0 +1,282 @@
+package main
+
+// Mentions: what a message's @-mentions mean for the people who receive
+// it, as Zulip records them, one personal flag each (UserMessage's
+// mentioned, stream_wildcard_mentioned and topic_wildcard_mentioned),
+// and the realm's rule for wildcards. The renderer (markdown.go) says
+// who is mentioned; the store records it when the message is stored.
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"go.etcd.io/bbolt"
+)
+
+// The mention flags, beside flagStarred and flagCollapsed in the flags
+// bucket.
+const (
+	flagMentioned               byte = 1 << 2
+	flagStreamWildcardMentioned byte = 1 << 3
+	flagTopicWildcardMentioned  byte = 1 << 4
+	flagsAnyMention                  = flagMentioned | flagStreamWildcardMentioned | flagTopicWildcardMentioned
+)
+
+// wildcardMentionThreshold is Zulip's Realm.WILDCARD_MENTION_THRESHOLD:
+// a channel of more subscribers (a topic of more participants) takes a
+// wildcard mention only from members of can_mention_many_users_group
+// (Zulip's default, and zulite's, is its administrators).
+const wildcardMentionThreshold = 15
+
+// maxRenderedLength is Zulip's bound on a rendering: a hundred times the
+// longest message.
+const maxRenderedLength = 100 * maxMessageLength
+
+// mentionSet is what a sent message's mentions mean.
+type mentionSet struct {
+	UserIDs []uint64 // mentioned by name, not silently; sorted
+	Channel bool     // @**all** and the like: every recipient
+	Topic   bool     // @**topic**: the topic's participants
+	// Participants are the topic's participants when Topic: who sent or
+	// reacted to a message of it, and the sender; sorted.
+	Participants []uint64
+}
+
+// flagsFor is the mention flags of one recipient.
+func (m mentionSet) flagsFor(userID uint64) byte {
+	var f byte
+	if _, ok := slices.BinarySearch(m.UserIDs, userID); ok {
+		f |= flagMentioned
+	}
+	if m.Channel {
+		f |= flagStreamWildcardMentioned
+	}
+	if _, ok := slices.BinarySearch(m.Participants, userID); ok && m.Topic {
+		f |= flagTopicWildcardMentioned
+	}
+	return f
+}
+
+// messageRendering is a message's HTML and its mentions, worked out
+// before it is stored.
+type messageRendering struct {
+	HTML     string
+	Mentions mentionSet
+}
+
+// renderForSend renders a message for its sender, as Zulip's
+// render_incoming_message does, in one read transaction: the users its
+// mentions may name, the channels (that the sender may read) its links
+// may name, the oldest message of each linked topic, and for a topic
+// wildcard the topic's participants.
+func (s *store) renderForSend(sender user, msg outgoingMessage) (messageRendering, error) {
+	var out messageRendering
+	err := s.view(func(tx *bbolt.Tx) error {
+		in, err := s.mentionCandidates(tx, sender, msg.Content)
+		if err != nil {
+			return err
+		}
+		in.realmURL = msg.RealmURL
+		r := renderMarkdown(msg.Content, in)
+		out = messageRendering{HTML: r.HTML, Mentions: mentionSet{UserIDs: r.MentionedIDs, Channel: r.ChannelWildcard, Topic: r.TopicWildcard}}
+		if !r.TopicWildcard {
+			return nil
+		}
+		var ch channel
+		if msg.To.Name != "" {
+			ch, err = s.channelByName(tx, msg.To.Name)
+		} else {
+			ch, err = s.channelByID(tx, msg.To.ID)
+		}
+		if err != nil {
+			return nil // postMessage refuses the send
+		}
+		out.Mentions.Participants = topicParticipants(tx, ch.ID, msg.Topic, sender.ID)
+		return nil
+	})
+	return out, err
+}
+
+// mentionCandidates is what the renderer may resolve: Zulip's
+// MentionData, fetched only for the syntax the message holds.
+func (s *store) mentionCandidates(tx *bbolt.Tx, sender user, content string) (*renderInput, error) {
+	in := &renderInput{channels: map[string]uint64{}}
+	names := map[string]bool{}
+	ids := map[uint64]bool{}
+	for i := 0; i < len(content); {
+		m, ok := findUserMention(nil, content, i)
+		if !ok {
+			break
+		}
+		if fullName, id, ok := mentionIDSyntax(m.parts[0]); ok {
+			ids[id] = true
+			if fullName != "" {
+				names[strings.ToLower(fullName)] = true
+			}
+		} else {
+			names[strings.ToLower(m.parts[0])] = true
+		}
+		i = m.end
+	}
+	if len(names) > 0 || len(ids) > 0 {
+		err := tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
+			var u user
+			if err := json.Unmarshal(v, &u); err != nil {
+				return err
+			}
+			if ids[u.ID] || names[strings.ToLower(u.FullName)] {
+				in.users = append(in.users, mentionUser{ID: u.ID, FullName: u.FullName, Active: u.Active})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		// Two accounts of one name: the oldest is the one @**name** means.
+		slices.Reverse(in.users)
+	}
+	for i := strings.Index(content, "#**"); i >= 0; {
+		if inner, _, ok := channelLinkAt(content, i); ok {
+			for _, name := range []string{inner, strings.SplitN(inner, ">", 2)[0]} {
+				if _, seen := in.channels[name]; seen || name == "" {
+					continue
+				}
+				ch, err := s.channelByName(tx, name)
+				if err == nil && ch.Name == name && canAccess(tx, sender, ch) {
+					in.channels[name] = ch.ID
+				}
+			}
+		}
+		next := strings.Index(content[i+1:], "#**")
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	in.topicStart = func(channelID uint64, topic string) (uint64, bool) {
+		prefix := topicPrefix(channelID, topic)
+		k, _ := tx.Bucket(bucketTopicMessages).Cursor().Seek(prefix)
+		if k == nil || !bytes.HasPrefix(k, prefix) {
+			return 0, false
+		}
+		return btoi(k[len(prefix):]), true
+	}
+	return in, nil
+}
+
+// topicParticipants is Zulip's participants_for_topic, and the sender:
+// who sent or reacted to a message of the topic.
+func topicParticipants(tx *bbolt.Tx, channelID uint64, topic string, senderID uint64) []uint64 {
+	seen := map[uint64]bool{senderID: true}
+	prefix := topicPrefix(channelID, topic)
+	c := tx.Bucket(bucketTopicMessages).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		id := btoi(k[len(prefix):])
+		if m, err := messageByID(tx, id); err == nil {
+			seen[m.SenderID] = true
+		}
+		for _, r := range reactionsOf(tx, id) {
+			seen[r.UserID] = true
+		}
+	}
+	list := make([]uint64, 0, len(seen))
+	for id := range seen {
+		list = append(list, id)
+	}
+	slices.Sort(list)
+	return list
+}
+
+// checkRendering refuses a rendering too large to keep, and applies
+// Zulip's rule for wildcard mentions: in a channel of more than
+// wildcardMentionThreshold subscribers (a topic of more participants),
+// only members of can_mention_many_users_group may notify everyone.
+func (s *store) checkRendering(tx *bbolt.Tx, sender user, ch channel, r messageRendering) error {
+	if len(r.HTML) > maxRenderedLength {
+		return errUnableToRender
+	}
+	m := r.Mentions
+	if (!m.Channel && !m.Topic) || inGroup(sender, s.realmGroup("can_mention_many_users_group")) {
+		return nil
+	}
+	if m.Channel && len(subscriberIDs(tx, ch.ID)) > wildcardMentionThreshold {
+		return errChannelWildcardMentionNotAllowed
+	}
+	if m.Topic && len(m.Participants) > wildcardMentionThreshold {
+		return errTopicWildcardMentionNotAllowed
+	}
+	return nil
+}
+
+// setMentionFlags records the mention flags of a stored message of the
+// channel for each subscriber it concerns. A mention by name or of the
+// topic costs a write per mentioned subscriber (bounded by the content
+// and by the topic's participants); a channel-wide one a write per
+// subscriber, which wildcardMentionThreshold and the realm's
+// can_mention_many_users_group keep to those the realm allows.
+func setMentionFlags(tx *bbolt.Tx, channelID, messageID uint64, m mentionSet) error {
+	var concerned []uint64
+	switch {
+	case m.Channel:
+		concerned = subscriberIDs(tx, channelID)
+	case len(m.UserIDs) > 0 || m.Topic:
+		for _, id := range append(slices.Clone(m.UserIDs), m.Participants...) {
+			if isSubscribed(tx, id, channelID) {
+				concerned = append(concerned, id)
+			}
+		}
+	}
+	b := tx.Bucket(bucketFlags)
+	for _, userID := range concerned {
+		f := m.flagsFor(userID)
+		if f == 0 {
+			continue
+		}
+		k := append(itob(userID), itob(messageID)...)
+		if v := b.Get(k); v != nil {
+			f |= v[0]
+		}
+		if err := b.Put(k, []byte{f}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unreadMentions is register's unread_msgs.mentions among the unread
+// ids: those the user is mentioned in by name, and those with a
+// wildcard mention outside a channel the user muted (Zulip's
+// extract_unread_data_from_um_rows).
+func (s *store) unreadMentions(userID uint64, unread []uint64) ([]uint64, error) {
+	mentions := []uint64{}
+	err := s.view(func(tx *bbolt.Tx) error {
+		mentions = mentions[:0]
+		flags := tx.Bucket(bucketFlags)
+		muted := map[uint64]bool{}
+		prefix := itob(userID)
+		c := tx.Bucket(bucketSubscriptions).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var sub subscription
+			if json.Unmarshal(v, &sub) == nil && sub.Muted {
+				muted[btoi(k[8:])] = true
+			}
+		}
+		for _, id := range unread {
+			v := flags.Get(append(itob(userID), itob(id)...))
+			if v == nil || v[0]&flagsAnyMention == 0 {
+				continue
+			}
+			if v[0]&flagMentioned == 0 {
+				m, err := messageByID(tx, id)
+				if err != nil || muted[m.ChannelID] {
+					continue
+				}
+			}
+			mentions = append(mentions, id)
+		}
+		return nil
+	})
+	return mentions, err
+}
