@@ -333,7 +333,7 @@ func (s *store) editMessage(u user, e messageEdit) (int, error) {
 				return err
 			}
 			change.LosingAccess = losing
-			audience = mergeSorted(without(fromSubs, losing), toSubs)
+			audience = mergeSorted(minus(fromSubs, losing), toSubs)
 		}
 		if !slices.Contains(audience, u.ID) {
 			audience = mergeSorted(audience, []uint64{u.ID})
@@ -461,12 +461,12 @@ func moveUnread(tx *bbolt.Tx, ids []uint64, from, to channel, fromSubs, toSubs [
 		if err != nil {
 			return nil, err
 		}
-		if read := without(now, want); len(read) > 0 {
+		if read := minus(now, want); len(read) > 0 {
 			if _, err := markRead(tx, uid, to.ID, read); err != nil {
 				return nil, err
 			}
 		}
-		if unread := without(want, now); len(unread) > 0 {
+		if unread := minus(want, now); len(unread) > 0 {
 			if _, err := markUnread(tx, uid, to.ID, unread); err != nil {
 				return nil, err
 			}
@@ -618,4 +618,16 @@ func (s *store) canDelete(u user, m message, ch channel) bool {
 func (s *store) messageHistory(u user, id uint64) (message, error) {
 	m, _, err := s.readForEdit(u, id)
 	return m, err
+}
+
+// minus returns the ids of a (sorted) not in b (sorted); unlike
+// without, b need not be part of a.
+func minus(a, b []uint64) []uint64 {
+	var out []uint64
+	for _, id := range a {
+		if _, found := slices.BinarySearch(b, id); !found {
+			out = append(out, id)
+		}
+	}
+	return out
 }
