@@ -471,3 +471,77 @@ func TestRegister_RealmSaysMessagesCanBeEdited(t *testing.T) {
 		}
 	}
 }
+
+// seedSharedSubscribers subscribes n made-up users (no user records) (ids from first on) to the
+// channels, straight into the buckets, as of the largest message id.
+func seedSharedSubscribers(t testing.TB, st *store, n int, first uint64, channels ...channel) {
+	t.Helper()
+	mustUpdate(t, st, func(tx *bbolt.Tx) error {
+		start := tx.Bucket(bucketMessages).Sequence()
+		for i := range uint64(n) {
+			uid := first + i
+			for _, ch := range channels {
+				if err := tx.Bucket(bucketSubscriptions).Put(append(itob(uid), itob(ch.ID)...), []byte("{}")); err != nil {
+					return err
+				}
+				if err := tx.Bucket(bucketSubscribers).Put(append(itob(ch.ID), itob(uid)...), itob(start)); err != nil {
+					return err
+				}
+				if err := startUnread(tx, uid, ch.ID, start); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// BenchmarkEditMessage measures an edit of content (rendered again, the
+// mention flags reset for each subscriber), a move of one message
+// between two channels (each subscriber's unread state carried over) and
+// a delete, by the channels' subscribers.
+func BenchmarkEditMessage(b *testing.B) {
+	for _, n := range []int{10, 1_000, 10_000} {
+		setup := func(b *testing.B) (*benchEnv, channel, uint64) {
+			e := newBenchEnv(b)
+			other := mustCreateChannel(b, e.st, "other", false)
+			mustSubscribe(b, e.st, e.alice.user, "other")
+			id := mustSend(b, e.st, e.alice.user, e.general)
+			seedSharedSubscribers(b, e.st, n, 1000, e.general, other)
+			return e, other, id
+		}
+		b.Run("content/subscribers="+strconv.Itoa(n), func(b *testing.B) {
+			e, _, id := setup(b)
+			i := 0
+			for b.Loop() {
+				i++
+				content := "edit " + strconv.Itoa(i)
+				if _, err := e.st.editMessage(e.alice.user, messageEdit{MessageID: id, Content: &content, Propagate: changeOne}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("move-channel/subscribers="+strconv.Itoa(n), func(b *testing.B) {
+			e, other, id := setup(b)
+			to := []uint64{other.ID, e.general.ID}
+			i := 0
+			for b.Loop() {
+				if _, err := e.st.editMessage(e.alice.user, messageEdit{MessageID: id, ChannelID: &to[i%2], Propagate: changeOne}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+		b.Run("delete/subscribers="+strconv.Itoa(n), func(b *testing.B) {
+			e, _, _ := setup(b)
+			for b.Loop() {
+				b.StopTimer()
+				id := mustSend(b, e.st, e.alice.user, e.general)
+				b.StartTimer()
+				if err := e.st.deleteMessage(e.alice.user, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -322,7 +322,7 @@ func (s *store) editMessage(u user, e messageEdit) (int, error) {
 			}
 		}
 		if e.Content != nil {
-			if err := resetMentionFlags(tx, fromSubs, m.ID, rendering.Mentions); err != nil {
+			if err := resetMentionFlags(tx, mentionConcerned(tx, m, from.ID, fromSubs, rendering.Mentions), m.ID, rendering.Mentions); err != nil {
 				return err
 			}
 		}
@@ -339,9 +339,11 @@ func (s *store) editMessage(u user, e messageEdit) (int, error) {
 			audience = mergeSorted(audience, []uint64{u.ID})
 		}
 		change.Audience = audience
-		change.Flags = make(map[uint64][]string, len(audience))
-		for _, uid := range audience {
-			change.Flags[uid] = userFlags(tx, uid, change.Message)
+		change.Flags = map[uint64][]string{}
+		for _, uid := range audience { // only those listening are told: a walk of the subscribers, not a read each
+			if listening, _ := s.listens(uid); listening {
+				change.Flags[uid] = userFlags(tx, uid, change.Message)
+			}
 		}
 		changed = len(ids)
 		report(change)
@@ -426,6 +428,24 @@ func resetMentionFlags(tx *bbolt.Tx, subscribers []uint64, messageID uint64, m m
 	return nil
 }
 
+// mentionConcerned are the subscribers whose mention flags on message m
+// an edit to mentions may change: every subscriber when the old
+// rendering held a mention (its flags were set from it: mentions.go) or
+// the new one mentions the channel; otherwise only those the new one
+// mentions.
+func mentionConcerned(tx *bbolt.Tx, m message, channelID uint64, subscribers []uint64, mentions mentionSet) []uint64 {
+	if mentions.Channel || strings.Contains(m.Rendered, "mention") {
+		return subscribers
+	}
+	var concerned []uint64
+	for _, uid := range append(slices.Clone(mentions.UserIDs), mentions.Participants...) {
+		if isSubscribed(tx, uid, channelID) {
+			concerned = append(concerned, uid)
+		}
+	}
+	return concerned
+}
+
 // moveUnread carries the unread state of messages moved (ids, sorted,
 // already in to's index and out of from's) from one channel to another,
 // as Zulip keeps UserMessage rows: a subscriber of both keeps each
@@ -480,7 +500,7 @@ func moveUnread(tx *bbolt.Tx, ids []uint64, from, to channel, fromSubs, toSubs [
 // first message above the watermark is never in read_above.
 func forgetInChannel(tx *bbolt.Tx, userID, channelID uint64, ids []uint64) error {
 	m, ok := loadMark(tx, userID, channelID)
-	if !ok {
+	if !ok || (m.below() == nil && m.above() == nil) {
 		return nil
 	}
 	if _, err := removeFromSet(m.belowSets(), m.key, ids); err != nil {
