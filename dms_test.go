@@ -146,8 +146,8 @@ func TestSendDM_RealmSettingsDecideWhoMayWrite(t *testing.T) {
 
 	set("direct_message_permission_group", groupNobody)
 	wantAPIError(t, send(&e.alice, e.bob.ID), http.StatusBadRequest, "BAD_REQUEST", "Direct messages are disabled in this organization.")
-	wantAPISuccess(t, send(&e.alice, e.alice.ID))        // to oneself
-	wantAPISuccess(t, send(&e.alice, e.bot.ID))          // to bots
+	wantAPISuccess(t, send(&e.alice, e.alice.ID))         // to oneself
+	wantAPISuccess(t, send(&e.alice, e.bot.ID))           // to bots
 	wantAPISuccess(t, send(&e.bot, e.alice.ID, e.bob.ID)) // bots write freely
 
 	set("direct_message_permission_group", groupAdministrators)
