@@ -375,3 +375,24 @@ func TestRegister_DirectMessageState(t *testing.T) {
 		t.Errorf("the admin, in no conversation, got %d recent conversations", n)
 	}
 }
+
+func TestDM_ReactionsForParticipantsOnly(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.sendDM(t, &e.alice, jsonIDs(e.bob.ID), "react to me")
+	types := url.Values{"event_types": {`["reaction"]`}}
+	bobQ := e.registerQueue(t, &e.bob, types).str("queue_id")
+	ownerQ := e.registerQueue(t, &e.owner, types).str("queue_id")
+	path := "/api/v1/messages/" + utoa(id) + "/reactions"
+	wantAPIError(t, e.request(t, http.MethodPost, path, url.Values{"emoji_name": {"octopus"}}, &e.owner), http.StatusBadRequest, "BAD_REQUEST", "Invalid message(s)")
+	wantAPISuccess(t, e.request(t, http.MethodPost, path, url.Values{"emoji_name": {"octopus"}}, &e.bob))
+	got := e.messagesAs(t, &e.alice, `[["id","`+utoa(id)+`"]]`)
+	if len(got) != 1 || len(got[0]["reactions"].([]any)) != 1 {
+		t.Fatalf("alice's view of the reaction: got %v", got)
+	}
+	if ev := e.pollNow(t, &e.bob, bobQ, -1); len(ev) != 1 || ev[0]["type"] != "reaction" {
+		t.Errorf("bob's events: got %v", ev)
+	}
+	if ev := e.pollNow(t, &e.owner, ownerQ, -1); len(ev) != 0 {
+		t.Errorf("the owner heard of a reaction in a conversation they are not in: %v", ev)
+	}
+}

@@ -336,6 +336,16 @@ func (s *store) recentConversations(userID uint64) ([]recentConversation, error)
 	return out, err
 }
 
+// messageAudience is who hears of a change to a message: a direct
+// message's participants, or reactionAudience for a channel message.
+func messageAudience(tx *bbolt.Tx, m message, channelID, userID uint64) []uint64 {
+	if m.isDirect() {
+		ids, _ := conversationParticipants(tx, m.ConversationID)
+		return ids
+	}
+	return reactionAudience(tx, channelID, userID)
+}
+
 // ---- reading ----
 
 // seeDirect fills a direct message's participants for the reading user
