@@ -396,3 +396,44 @@ func TestDM_ReactionsForParticipantsOnly(t *testing.T) {
 		t.Errorf("the owner heard of a reaction in a conversation they are not in: %v", ev)
 	}
 }
+
+// BenchmarkSendDirect stores direct messages to conversations of 2, 3
+// and 10 participants (the conversation exists), beside a channel
+// message to 10 subscribers for comparison: a direct message writes an
+// entry per participant in dm_messages, a channel message nothing per
+// subscriber.
+func BenchmarkSendDirect(b *testing.B) {
+	for _, n := range []int{2, 3, 10} {
+		b.Run("participants="+strconv.Itoa(n), func(b *testing.B) {
+			e := newBenchEnv(b)
+			var to directRecipients
+			for i := range n - 1 {
+				u, _ := mustCreateUser(b, e.st, "p"+strconv.Itoa(i)+"@example.com", roleMember, false)
+				to.IDs = append(to.IDs, u.ID)
+			}
+			out := outgoingDirect{To: to, Content: "hello", Client: "test", ReadBySender: true}
+			if _, err := e.st.postDirect(e.alice.user, out); err != nil { // makes the conversation
+				b.Fatal(err)
+			}
+			before := e.st.db.Stats()
+			for b.Loop() {
+				if _, err := e.st.postDirect(e.alice.user, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPages(b, e.st, before)
+		})
+	}
+	b.Run("channel, subscribers=10", func(b *testing.B) {
+		e := newBenchEnv(b)
+		seedSubscribers(b, e.st, e.general, 9)
+		mustSend(b, e.st, e.alice.user, e.general)
+		before := e.st.db.Stats()
+		for b.Loop() {
+			if _, err := e.st.sendMessage(e.alice.user, channelRef{ID: e.general.ID}, "topic", "hello", "test"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportPages(b, e.st, before)
+	})
+}
