@@ -437,3 +437,15 @@ func BenchmarkSendDirect(b *testing.B) {
 		reportPages(b, e.st, before)
 	})
 }
+
+func TestDM_LinkedUploadsForParticipantsOnly(t *testing.T) {
+	e := newTestEnv(t)
+	plan := e.mustUpload(t, &e.alice, "plan.txt", "between us")
+	e.sendDM(t, &e.alice, jsonIDs(e.bob.ID), "[plan]("+plan+")")
+	if rec := e.fetch(t, &e.bob, plan); rec.Code != http.StatusOK || rec.Body.String() != "between us" {
+		t.Errorf("bob, a participant: got %d %q, want 200 and the file", rec.Code, rec.Body.String())
+	}
+	if rec := e.fetch(t, &e.owner, plan); rec.Code == http.StatusOK {
+		t.Errorf("the owner, not a participant: got %d, want a refusal", rec.Code)
+	}
+}
