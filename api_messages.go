@@ -124,7 +124,7 @@ func checkTopicsPolicy(channelPolicy, topic string) error {
 }
 
 // sendMessage serves POST /api/v1/messages for channel messages, with
-// Zulip's checks in Zulip's order.
+// Zulip's checks in Zulip's order; direct messages go to sendDirect.
 func (s *server) sendMessage(r *apiRequest) (any, error) {
 	kind, err := r.params.requiredString("type")
 	if err != nil {
