@@ -54,6 +54,9 @@ package main
 //	                 "attachment_refs_through" → message id (uint64)
 //	avatar_blobs     SHA-256 (hex) of an avatar image in DB.uploads/ ‖ user id → empty: the
 //	                 avatars users show (store_avatars.go)
+//	web_sessions     BLAKE2b-256(secret, session id) → user id (uint64) ‖ expiry (Unix seconds,
+//	                 uint64) ‖ CSRF token: the web page's logins (store_sessions.go), kept on
+//	                 disk so that a restart logs nobody out; expired ones go at the next login
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go).
@@ -137,6 +140,7 @@ var (
 	bucketUnreadBelow      = []byte("unread_below")
 	bucketReadAbove        = []byte("read_above")
 	bucketReactions        = []byte("reactions")
+	bucketWebSessions      = []byte("web_sessions")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
@@ -144,7 +148,7 @@ var (
 		bucketMessages, bucketChannelMessages, bucketTopicMessages, bucketFlags,
 		bucketPasswords, bucketUserSettings, bucketWatermarks, bucketUnreadBelow, bucketReadAbove,
 		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs,
-		bucketAvatarBlobs, bucketReactions,
+		bucketAvatarBlobs, bucketReactions, bucketWebSessions,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
