@@ -75,10 +75,8 @@ func (s *server) authenticate(r *http.Request) (user, error) {
 	if strings.HasPrefix(r.URL.Path, "/json/") {
 		return s.sessionAuthenticate(r, true)
 	}
-	if isSessionPath(r) {
-		if _, err := r.Cookie(sessionCookieName); err == nil {
-			return s.sessionAuthenticate(r, false)
-		}
+	if isSessionPath(r) && hasSessionCookie(r) {
+		return s.sessionAuthenticate(r, false)
 	}
 	email, key, err := basicCredentials(r.Header.Get("Authorization"))
 	if err != nil {

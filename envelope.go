@@ -100,7 +100,7 @@ func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err er
 	}
 	b.WriteString("}\n")
 	if ae.status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Basic realm="zulip"`)
+		w.Header().Set("WWW-Authenticate", wwwAuthenticate(r))
 	}
 	if ae.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))

@@ -286,6 +286,22 @@ func (s *server) sessionAuthenticate(r *http.Request, needCSRF bool) (user, erro
 	return u, nil
 }
 
+// wwwAuthenticate is a 401's challenge: Basic for API clients, but
+// Session, as Zulip answers its /json routes, for the page's requests,
+// so that the browser does not open its own login dialog.
+func wwwAuthenticate(r *http.Request) string {
+	p := r.URL.Path
+	if strings.HasPrefix(p, "/json/") || strings.HasPrefix(p, "/accounts/") || isSessionPath(r) && hasSessionCookie(r) {
+		return `Session realm="zulip"`
+	}
+	return `Basic realm="zulip"`
+}
+
+func hasSessionCookie(r *http.Request) bool {
+	_, err := r.Cookie(sessionCookieName)
+	return err == nil
+}
+
 // isSessionPath tells the paths a session may read without a CSRF token
 // (an <img> sends none): files, and only when no Authorization is given.
 func isSessionPath(r *http.Request) bool {

@@ -169,7 +169,11 @@ func TestWeb_JSONTwinsNeedTheSessionAndItsCSRFToken(t *testing.T) {
 	wantAPIError(t, e.webRequest(t, http.MethodPost, "/json/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"forged"}}, cookie, ""),
 		403, "CSRF_FAILED", "CSRF error: CSRF token missing or incorrect.")
 	wantAPIError(t, e.webRequest(t, http.MethodGet, "/json/users/me", nil, cookie, "wrong"), 403, "CSRF_FAILED", "CSRF error: CSRF token missing or incorrect.")
-	wantAPIError(t, e.webRequest(t, http.MethodGet, "/json/users/me", nil, nil, csrf), 401, "UNAUTHORIZED", "Not logged in: API authentication or user session required")
+	noSession := e.webRequest(t, http.MethodGet, "/json/users/me", nil, nil, csrf)
+	wantAPIError(t, noSession, 401, "UNAUTHORIZED", "Not logged in: API authentication or user session required")
+	if got := noSession.header.Get("WWW-Authenticate"); got != `Session realm="zulip"` {
+		t.Errorf("/json without a session: WWW-Authenticate got %q, want Session (a browser opens its own dialog for Basic)", got)
+	}
 	wantAPIError(t, e.webRequest(t, http.MethodGet, "/json/users/me", nil, &http.Cookie{Name: sessionCookieName, Value: "made-up"}, csrf), 401, "UNAUTHORIZED", "Not logged in: API authentication or user session required")
 	// An API key opens /api/v1, not /json.
 	wantAPIError(t, e.request(t, http.MethodGet, "/json/users/me", nil, &e.alice), 401, "UNAUTHORIZED", "Not logged in: API authentication or user session required")

@@ -101,6 +101,8 @@ function loadState(s) {
   for (const u of s.realm_users) state.users.set(u.user_id, u);
   state.channels.clear();
   for (const sub of s.subscriptions) state.channels.set(sub.stream_id, sub);
+  state.joinable.clear();
+  for (const c of [...(s.never_subscribed || []), ...(s.unsubscribed || [])]) state.joinable.set(c.stream_id, c);
   state.unread.clear();
   const u = s.unread_msgs || {};
   for (const t of u.streams || []) {
@@ -178,6 +180,10 @@ function renderSidebar() {
       li.dataset.channel = c.name;
       return li;
     }));
+  $('joinable').replaceChildren(...[...state.joinable.values()].filter((c) => !state.channels.has(c.stream_id))
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((c) => el('li', { class: 'join', dataset: { channel: c.name } }, el('span', { class: 'label', text: `#${c.name}` }),
+      el('button', { type: 'button', 'aria-label': `Join #${c.name}`, text: 'Join', onclick: () => join(c.name) }))));
   $('dms').replaceChildren(...[...state.dms.entries()].sort((a, b) => b[1].maxID - a[1].maxID)
     .map(([key]) => navItem(dmTitle(key), unreadCount((w) => w.dm === key), n.kind === 'dm' && n.key === key, () => narrow({ kind: 'dm', key }))));
   renderPeople();
@@ -216,6 +222,14 @@ async function narrow(n) {
   if (n.kind === 'channel' && !state.topics.get(n.channel)?.size) loadTopics(n.channel);
   await view.open();
   renderTyping();
+}
+
+async function join(name) {
+  try {
+    await api('POST', '/users/me/subscriptions', { subscriptions: [{ name }] });
+  } catch (err) {
+    showError(err);
+  }
 }
 
 async function loadTopics(channel) {
@@ -308,8 +322,18 @@ function onEvent(e) {
     }
     case 'subscription':
       if (e.op === 'add') for (const sub of e.subscriptions) state.channels.set(sub.stream_id, sub);
-      if (e.op === 'remove') for (const sub of e.subscriptions) state.channels.delete(sub.stream_id);
+      if (e.op === 'remove') {
+        for (const sub of e.subscriptions) {
+          state.joinable.set(sub.stream_id, state.channels.get(sub.stream_id) || sub);
+          state.channels.delete(sub.stream_id);
+        }
+      }
       compose.fill();
+      renderSidebar();
+      break;
+    case 'stream':
+      if (e.op === 'create') for (const c of e.streams) state.joinable.set(c.stream_id, c);
+      if (e.op === 'delete') for (const c of e.streams) state.joinable.delete(c.stream_id);
       renderSidebar();
       break;
     case 'realm_user':
@@ -327,7 +351,8 @@ function onEvent(e) {
       break;
     }
     case 'presence':
-      if (e.user_id) state.active.set(e.user_id, Date.now());
+      if (e.presences) loadPresence(e.presences, Date.now() / 1000);
+      else if (e.user_id) state.active.set(e.user_id, Date.now());
       renderPeople();
       break;
   }

@@ -162,7 +162,9 @@ export class Compose {
     const pool = sigil === '@'
       ? [...state.users.values()].filter((u) => u.is_active !== false).map((u) => ({ label: u.full_name, detail: u.email, insert: `@**${u.full_name}** ` }))
       : [...state.channels.values()].map((c) => ({ label: `#${c.name}`, detail: '', insert: `#**${c.name}** ` }));
-    this.choices = pool.filter((c) => c.label.toLowerCase().replace('#', '').includes(q) || c.detail.toLowerCase().startsWith(q)).slice(0, 8);
+    // A word of the name or the e-mail starts with what was typed.
+    const fits = (c) => c.label.toLowerCase().replace('#', '').split(/\s+/).some((w) => w.startsWith(q)) || c.detail.toLowerCase().startsWith(q);
+    this.choices = pool.filter(fits).slice(0, 8);
     this.replaceFrom = before.length - sigil.length - query.length - (match[3] ? 2 : 0);
     if (!this.choices.length) return this.closeAutocomplete();
     this.choice = 0;

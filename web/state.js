@@ -6,6 +6,7 @@ export const state = {
   isAdmin: false,
   users: new Map(), // id → {user_id, full_name, email, is_bot, is_active}
   channels: new Map(), // subscribed: id → {stream_id, name, color}
+  joinable: new Map(), // channels one could join: id → {stream_id, name}
   topics: new Map(), // channel id → Map(lower-cased name → {name, maxID})
   unread: new Map(), // message id → {channel, topic} | {dm: key}
   dms: new Map(), // key → {ids, maxID}
