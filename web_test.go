@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -306,5 +307,37 @@ func TestWeb_SessionSurvivesARestartAndExpires(t *testing.T) {
 	}
 	if _, _, err := st.sessionUser("live", now.Add(2*time.Hour)); err != errNoSuchSession {
 		t.Errorf("session past its expiry: got %v, want errNoSuchSession", err)
+	}
+}
+
+// BenchmarkWeb_OpenMillionMessageChannel is what the page asks when one
+// opens a channel of 1,000,000 messages (1000 topics): its latest page of
+// 50, rendered, through the session and CSRF check, and its topic list
+// for the sidebar. Issue 23's budget: the latest page in under 100 ms.
+func BenchmarkWeb_OpenMillionMessageChannel(b *testing.B) {
+	e := newBenchEnv(b)
+	seedChannel(b, e.st, e.alice.user, e.alice.user, e.general, 1_000_000, 1000)
+	if err := e.st.startSession("bench-session", webSession{userID: e.alice.ID, expires: time.Now().Add(time.Hour).Unix(), csrf: "bench-csrf"}); err != nil {
+		b.Fatal(err)
+	}
+	id := strconv.FormatUint(e.general.ID, 10)
+	narrow := url.QueryEscape(`[{"operator":"channel","operand":` + id + `}]`)
+	for _, c := range []struct{ name, path string }{
+		{"latest_page", "/json/messages?anchor=newest&num_before=50&num_after=0&apply_markdown=true&client_gravatar=false&narrow=" + narrow},
+		{"topics", "/json/users/me/" + id + "/topics"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodGet, c.path, nil)
+				req.AddCookie(&http.Cookie{Name: sessionCookieName, Value: "bench-session"})
+				req.Header.Set(csrfHeader, "bench-csrf")
+				rec := httptest.NewRecorder()
+				e.handler.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("GET %s: got %d %s", c.path, rec.Code, rec.Body)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
+		})
 	}
 }
