@@ -60,13 +60,14 @@ function start() {
   $('app-view').hidden = false;
   view = new NarrowView($('messages'), { onRead: markRead, onError: showError, onEdit: (m) => compose.edit(m) });
   compose = new Compose({ onError: showError });
-  let first = true;
+  let first = view.latestPage();
+  first.catch(() => {}); // open() reports it
   loop = new EventLoop({
     onState: async (s) => {
       loadState(s);
       if (first) {
-        first = false;
-        narrow(state.narrow);
+        narrow(state.narrow, first);
+        first = null;
       } else {
         await view.catchUp();
       }
@@ -190,6 +191,25 @@ function renderSidebar() {
   renderTitle();
 }
 
+function fitsNarrow(w, n) {
+  if (n.kind === 'all') return true;
+  if (w.channel !== n.channel) return false;
+  return n.kind === 'channel' || w.topic.toLowerCase() === n.topic.toLowerCase();
+}
+
+// markNarrowRead marks the channel, topic or everything on screen read
+// with Zulip's routes for it; the events bring the counts down.
+$('mark-read').addEventListener('click', async () => {
+  const n = state.narrow;
+  try {
+    if (n.kind === 'all') await api('POST', '/mark_all_as_read');
+    else if (n.kind === 'channel') await api('POST', '/mark_stream_as_read', { stream_id: String(n.channel) });
+    else if (n.kind === 'topic') await api('POST', '/mark_topic_as_read', { stream_id: String(n.channel), topic_name: n.topic });
+  } catch (err) {
+    showError(err);
+  }
+});
+
 function renderPeople() {
   const people = [...state.users.values()].filter((u) => u.is_active !== false && !u.is_bot).sort((a, b) => a.full_name.localeCompare(b.full_name));
   $('people').replaceChildren(...people.map((u) => {
@@ -212,15 +232,16 @@ function renderTitle() {
     search: () => `Search: ${n.text}`,
   }[n.kind]();
   document.title = `${$('narrow-title').textContent} · zulite`;
+  $('mark-read').hidden = !(['all', 'channel', 'topic'].includes(n.kind) && unreadCount((w) => fitsNarrow(w, n)));
 }
 
-async function narrow(n) {
+async function narrow(n, prefetched) {
   state.narrow = n;
   compose.follow(n);
   closeMenu();
   renderSidebar();
   if (n.kind === 'channel' && !state.topics.get(n.channel)?.size) loadTopics(n.channel);
-  await view.open();
+  await view.open(prefetched);
   renderTyping();
 }
 
@@ -298,7 +319,7 @@ function onEvent(e) {
       if (e.op === 'add') {
         if (e.all) state.unread.clear();
         for (const id of e.messages) state.unread.delete(id);
-        view.markedRead(e.messages);
+        view.markedRead(e.all ? [...view.byID.keys()] : e.messages);
       } else {
         for (const id of e.messages) {
           const d = e.message_details?.[id];

@@ -29,6 +29,7 @@ export class EventLoop {
     });
     this.queueID = state.queue_id;
     this.lastEventID = state.last_event_id;
+    this.onStatus('');
     await this.onState(state);
   }
 

@@ -30,14 +30,20 @@ export class NarrowView {
     return api('GET', '/messages', { narrow: narrowFilter(state.narrow), apply_markdown: 'true', client_gravatar: 'false', ...params });
   }
 
-  async open() {
+  // latestPage asks for the narrow's newest page; start() asks for the
+  // first one while the page registers, so that both travel at once.
+  latestPage() {
+    return this.fetch({ anchor: 'newest', num_before: String(pageSize), num_after: '0' });
+  }
+
+  async open(prefetched) {
     const generation = ++this.generation;
     this.list.replaceChildren();
     this.byID.clear();
     this.foundOldest = false;
     this.list.setAttribute('aria-busy', 'true');
     try {
-      const page = await this.fetch({ anchor: 'newest', num_before: String(pageSize), num_after: '0' });
+      const page = await (prefetched || this.latestPage());
       if (generation !== this.generation) return;
       this.foundOldest = page.found_oldest;
       for (const m of page.messages) this.append(m);
