@@ -54,6 +54,11 @@ package main
 //	                 "attachment_refs_through" → message id (uint64)
 //	avatar_blobs     SHA-256 (hex) of an avatar image in DB.uploads/ ‖ user id → empty: the
 //	                 avatars users show (store_avatars.go)
+//	push_outbox      sequence (uint64) → pushJob (JSON): pushes to deliver, oldest first: a
+//	                 message to expand, a notification or a remove for a device (or, through
+//	                 the bouncer, a user) (push_outbox.go)
+//	push_sent        user id ‖ message id → channel id (uint64): a pushed message not yet
+//	                 read, for Zulip's remove notification
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go).
@@ -144,7 +149,7 @@ var (
 		bucketMessages, bucketChannelMessages, bucketTopicMessages, bucketFlags,
 		bucketPasswords, bucketUserSettings, bucketWatermarks, bucketUnreadBelow, bucketReadAbove,
 		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs,
-		bucketAvatarBlobs, bucketReactions,
+		bucketAvatarBlobs, bucketReactions, bucketPushOutbox, bucketPushSent,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
@@ -253,6 +258,7 @@ type message struct {
 }
 
 type store struct {
+	outbox    pushOutbox // whether sends queue pushes, and the push metrics (push_outbox.go)
 	db        *bbolt.DB
 	path      string // the database file, read without the db (which close clears)
 	keySecret []byte

@@ -1,0 +1,668 @@
+package main
+
+// Mobile push notifications, durably: the outbox (store side) and the
+// worker that delivers it.
+//
+// A message that may push is written to the push_outbox bucket in the
+// transaction that stores it: one small entry ("message") per message,
+// whatever the channel's size, so that a send costs the committer the
+// same with pushes on as off. The worker, off the committer, expands it:
+// it walks the message's recipients, keeps those Zulip would notify
+// (mentions, wildcard mentions, channels with push notifications on;
+// for direct messages every recipient), who are idle (pushIdleWindow),
+// have not read it and have a device, and replaces the entry by one
+// "notify" entry per device (per user through the bouncer), in one
+// transaction. Each of those is removed only once the provider has
+// acknowledged it (or refused it for good), so a restart or a SIGKILL
+// loses none; one acknowledged just before a crash is sent again, the
+// one duplicate the protocols cannot rule out. A pushed message is
+// remembered in push_sent until the user reads it: then the worker
+// queues Zulip's "remove" notification for the user's devices.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+var (
+	bucketPushOutbox = []byte("push_outbox")
+	bucketPushSent   = []byte("push_sent")
+)
+
+const (
+	// defaultPushIdle is Zulip's OFFLINE_THRESHOLD_SECS: a user none of
+	// whose event queues has been polled for this long is idle, and gets
+	// pushes.
+	defaultPushIdle = 140 * time.Second
+	// defaultPushOutboxMax bounds the outbox; a message past it is not
+	// queued (counted as dropped).
+	defaultPushOutboxMax = 100_000
+	// pushMaxAttempts: a delivery that fails this many times is given up
+	// (counted as failed). The waits double from pushRetryBase, at most
+	// pushRetryMax: about 25 minutes in all.
+	pushMaxAttempts = 10
+	pushRetryBase   = time.Second
+	pushRetryMax    = 5 * time.Minute
+	// maxRemoveIDs is Zulip's MAX_APNS_MESSAGE_IDS: a remove notification
+	// names the newest 200 messages read.
+	maxRemoveIDs = 200
+)
+
+// pushJob is one outbox entry.
+type pushJob struct {
+	// Kind: "message" (to expand into notify entries), "notify" (a message
+	// to one device, or to the bouncer for all the user's devices) or
+	// "remove".
+	Kind      string   `json:"kind"`
+	MessageID uint64   `json:"message_id,omitempty"`
+	SenderID  uint64   `json:"sender_id,omitempty"`
+	Users     []uint64 `json:"users,omitempty"` // a direct message's recipients (queuePushesTx)
+	UserID    uint64   `json:"user_id,omitempty"`
+	ChannelID uint64   `json:"channel_id,omitempty"`
+	// Device is the token a direct delivery goes to; nil: the bouncer,
+	// with every device of the user.
+	Device *pushToken `json:"device,omitempty"`
+	// APNs and FCM are Zulip's payloads (push_payload.go); FCMPriority
+	// its gcm_options' priority.
+	APNs        json.RawMessage `json:"apns,omitempty"`
+	FCM         json.RawMessage `json:"fcm,omitempty"`
+	FCMPriority string          `json:"fcm_priority,omitempty"`
+	Attempts    int             `json:"attempts,omitempty"`
+	Due         int64           `json:"due,omitempty"` // Unix ms; 0: now
+}
+
+// pushStats are the push metrics.
+type pushStats struct {
+	queued, sent, failed, dropped atomic.Int64
+}
+
+// pushOutbox is the store's side of pushes: whether messages are queued
+// at all (on: a way out is configured) and the bound.
+type pushOutbox struct {
+	max atomic.Int64 // 0: pushes are off, nothing is queued
+	// bouncer: token registrations and removals are forwarded to the
+	// bouncer (push_bouncer.go).
+	bouncer atomic.Bool
+	stats   pushStats
+}
+
+// queuePushesTx queues the pushes a stored message may cause, in the
+// transaction that stores it: one entry, or none when pushes are off or
+// no device is registered at all. recipients are a direct message's
+// recipients (the sender among them or not); nil for a channel message,
+// whose recipients the worker reads. The direct-message send path calls
+// it too.
+func (s *store) queuePushesTx(tx *bbolt.Tx, m message, recipients []uint64) error {
+	max := s.outbox.max.Load()
+	if max == 0 {
+		return nil
+	}
+	if k, _ := tx.Bucket(bucketPushTokens).Cursor().First(); k == nil {
+		return nil
+	}
+	b := tx.Bucket(bucketPushOutbox)
+	if outboxLen(b) >= uint64(max) {
+		s.outbox.stats.dropped.Add(1) // counted again if the commit group is rerun: rare
+		return nil
+	}
+	return putJob(b, pushJob{Kind: "message", MessageID: m.ID, SenderID: m.SenderID, ChannelID: m.ChannelID, Users: recipients})
+}
+
+// outboxLen is at least the outbox's entries: keys run from the first
+// one left to the last sequence given, so it costs a seek, not a count.
+func outboxLen(b *bbolt.Bucket) uint64 {
+	k, _ := b.Cursor().First()
+	if k == nil {
+		return 0
+	}
+	return b.Sequence() - btoi(k) + 1
+}
+
+func putJob(b *bbolt.Bucket, j pushJob) error {
+	id, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	return putJSON(b, itob(id), j)
+}
+
+// pushDevices is the user's registered tokens.
+func pushDevices(tx *bbolt.Tx, userID uint64) []pushToken {
+	var out []pushToken
+	prefix := itob(userID)
+	c := tx.Bucket(bucketPushTokens).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var t pushToken
+		if json.Unmarshal(v, &t) == nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func hasPushDevice(tx *bbolt.Tx, userID uint64) bool {
+	prefix := itob(userID)
+	k, _ := tx.Bucket(bucketPushTokens).Cursor().Seek(prefix)
+	return k != nil && bytes.HasPrefix(k, prefix)
+}
+
+// pushTransport is one way out: direct (APNs and FCM) or the bouncer.
+type pushTransport interface {
+	// deliver sends a notify or remove job; its answer says what became
+	// of it.
+	deliver(ctx context.Context, j pushJob, devices []pushToken) pushResult
+	// perDevice: jobs go to one device each (direct) rather than to the
+	// user (bouncer).
+	perDevice() bool
+}
+
+// pushResult is a provider's answer.
+type pushResult struct {
+	err error // nil: acknowledged
+	// retry: a failure that may pass (network, 429, 5xx).
+	retry bool
+	// dead are tokens the provider says no longer exist: removed as the
+	// seed's DELETE does.
+	dead []pushToken
+	// after: the provider's Retry-After, when it gave one.
+	after time.Duration
+}
+
+// pusher is the worker.
+type pusher struct {
+	st        *store
+	out       pushTransport
+	idleFor   func(userID uint64) bool
+	log       *slog.Logger
+	baseURL   string
+	realmName string
+	now       func() time.Time
+
+	wake chan struct{} // capacity 1
+
+	mu    sync.Mutex
+	reads map[uint64]bool // users who read something since the last look
+}
+
+func newPusher(st *store, out pushTransport, idle func(uint64) bool, log *slog.Logger, baseURL, realmName string, outboxMax int) *pusher {
+	st.outbox.max.Store(int64(max(outboxMax, 1)))
+	return &pusher{st: st, out: out, idleFor: idle, log: log, baseURL: baseURL, realmName: realmName, now: time.Now,
+		wake: make(chan struct{}, 1), reads: map[uint64]bool{}}
+}
+
+// poke wakes the worker.
+func (p *pusher) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// readChanged: the user read messages (any route); their pushed
+// messages are looked at for a remove notification.
+func (p *pusher) readChanged(userID uint64) {
+	p.mu.Lock()
+	p.reads[userID] = true
+	p.mu.Unlock()
+	p.poke()
+}
+
+// run delivers until ctx ends. At start it looks at every user with
+// pushed messages: a read whose remove was not yet queued when the
+// process stopped is found then.
+func (p *pusher) run(ctx context.Context) {
+	p.st.view(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketPushSent).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Seek(itob(btoi(k[:8]) + 1)) {
+			p.reads[btoi(k[:8])] = true
+		}
+		return nil
+	})
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		case <-timer.C:
+		}
+		p.removeRead()
+		next := p.drain(ctx)
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(next)
+	}
+}
+
+// drain handles every job due now and answers how long to wait for the
+// next one (at most a second: a direct message's entry is not poked).
+func (p *pusher) drain(ctx context.Context) time.Duration {
+	wait := time.Second
+	var after uint64
+	for ctx.Err() == nil {
+		type entry struct {
+			key uint64
+			job pushJob
+		}
+		var batch []entry
+		p.st.view(func(tx *bbolt.Tx) error {
+			c := tx.Bucket(bucketPushOutbox).Cursor()
+			for k, v := c.Seek(itob(after + 1)); k != nil && len(batch) < 64; k, v = c.Next() {
+				var j pushJob
+				if json.Unmarshal(v, &j) == nil {
+					batch = append(batch, entry{btoi(k), j})
+				}
+			}
+			return nil
+		})
+		if len(batch) == 0 {
+			return wait
+		}
+		now := p.now().UnixMilli()
+		for _, e := range batch {
+			after = e.key
+			if e.job.Due > now {
+				wait = min(wait, time.Duration(e.job.Due-now)*time.Millisecond)
+				continue
+			}
+			p.handle(ctx, e.key, e.job)
+		}
+	}
+	return wait
+}
+
+func (p *pusher) handle(ctx context.Context, key uint64, j pushJob) {
+	switch j.Kind {
+	case "message":
+		if err := p.expand(key, j); err != nil {
+			p.log.Error("push: expanding a message", "message_id", j.MessageID, "err", err)
+		}
+	case "notify", "remove", "register", "unregister":
+		p.send(ctx, key, j)
+	default:
+		p.finish(key, nil, nil)
+	}
+}
+
+// expand replaces a message entry by its deliveries.
+func (p *pusher) expand(key uint64, j pushJob) error {
+	var jobs []pushJob
+	err := p.st.view(func(tx *bbolt.Tx) error {
+		jobs = nil
+		m, err := messageByID(tx, j.MessageID)
+		if err != nil {
+			return nil // gone: nothing to push
+		}
+		var sender user
+		if err := getJSON(tx.Bucket(bucketUsers), itob(m.SenderID), &sender); err != nil {
+			return err
+		}
+		var ch channel
+		if j.Users == nil {
+			if ch, err = p.st.channelByID(tx, m.ChannelID); err != nil {
+				return nil
+			}
+		}
+		for _, uid := range p.candidates(tx, m, j) {
+			if uid == m.SenderID || !hasPushDevice(tx, uid) {
+				continue
+			}
+			var u user
+			if getJSON(tx.Bucket(bucketUsers), itob(uid), &u) != nil || !u.Active || u.Bot {
+				continue
+			}
+			trigger := "private_message"
+			if j.Users == nil {
+				if unread, _ := unreadAmong(tx, uid, ch.ID, []uint64{m.ID}); len(unread) == 0 {
+					continue // read already, or not the user's to read
+				}
+				if trigger = channelPushTrigger(tx, u, ch, m.ID); trigger == "" {
+					continue
+				}
+			}
+			if !p.idleFor(uid) {
+				continue
+			}
+			msg := pushMessage{message: m, sender: sender, channel: ch, trigger: trigger, recipients: j.Users}
+			apns, fcm := p.payloads(u, msg)
+			base := pushJob{Kind: "notify", MessageID: m.ID, UserID: uid, ChannelID: m.ChannelID, FCMPriority: "high"}
+			if !p.out.perDevice() {
+				base.APNs, base.FCM = apns, fcm
+				jobs = append(jobs, base)
+				continue
+			}
+			for _, d := range pushDevices(tx, uid) {
+				one := base
+				one.Device = &d
+				if d.Kind == pushAPNs {
+					one.APNs = apns
+				} else {
+					one.FCM = fcm
+				}
+				jobs = append(jobs, one)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	queued := 0
+	err = p.st.update(func(tx *bbolt.Tx) error {
+		queued = 0
+		b := tx.Bucket(bucketPushOutbox)
+		if b.Get(itob(key)) == nil {
+			return nil
+		}
+		if err := b.Delete(itob(key)); err != nil {
+			return err
+		}
+		for _, nj := range jobs {
+			if err := putJob(b, nj); err != nil {
+				return err
+			}
+		}
+		queued = len(jobs)
+		return nil
+	})
+	p.st.outbox.stats.queued.Add(int64(queued))
+	return err
+}
+
+// candidates are who may be pushed a message: a direct message's
+// recipients, or the channel's subscribers who received it.
+func (p *pusher) candidates(tx *bbolt.Tx, m message, j pushJob) []uint64 {
+	if j.Users != nil {
+		return j.Users
+	}
+	var ids []uint64
+	prefix := itob(m.ChannelID)
+	c := tx.Bucket(bucketSubscribers).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(v) < 8 || btoi(v) < m.ID {
+			ids = append(ids, btoi(k[8:]))
+		}
+	}
+	return ids
+}
+
+// channelPushTrigger is why a channel message is pushed to the user, as
+// Zulip's NotificationTriggers name it, or "" when it is not: a mention
+// (enable_offline_push_notifications), a wildcard mention
+// (wildcard_mentions_notify, the subscription's or the user's, outside a
+// muted channel), or the channel's push_notifications (the
+// subscription's, else enable_stream_push_notifications) outside a
+// muted channel.
+func channelPushTrigger(tx *bbolt.Tx, u user, ch channel, messageID uint64) string {
+	var sub subscription
+	if getJSON(tx.Bucket(bucketSubscriptions), append(itob(u.ID), itob(ch.ID)...), &sub) != nil {
+		return ""
+	}
+	overrides := map[string]json.RawMessage{}
+	if v := tx.Bucket(bucketUserSettings).Get(itob(u.ID)); v != nil {
+		json.Unmarshal(v, &overrides)
+	}
+	settings := personalSettings(overrides)
+	on := func(own *bool, setting string) bool {
+		if own != nil {
+			return *own
+		}
+		v, _ := settings[setting].(bool)
+		return v
+	}
+	var flags byte
+	if v := tx.Bucket(bucketFlags).Get(append(itob(u.ID), itob(messageID)...)); v != nil {
+		flags = v[0]
+	}
+	offline := on(nil, "enable_offline_push_notifications")
+	wildcards := offline && !sub.Muted && on(sub.WildcardMentionsNotify, "wildcard_mentions_notify")
+	switch {
+	case flags&flagMentioned != 0 && offline:
+		return "mentioned"
+	case flags&flagTopicWildcardMentioned != 0 && wildcards:
+		return "topic_wildcard_mentioned"
+	case flags&flagStreamWildcardMentioned != 0 && wildcards:
+		return "stream_wildcard_mentioned"
+	case !sub.Muted && on(sub.PushNotifications, "enable_stream_push_notifications"):
+		return "stream_push_notify"
+	}
+	return ""
+}
+
+// send delivers a notify or remove job, after checking it still stands:
+// the device is still registered, the message still unread.
+func (p *pusher) send(ctx context.Context, key uint64, j pushJob) {
+	var devices []pushToken
+	stands := true
+	p.st.view(func(tx *bbolt.Tx) error {
+		if j.Kind == "register" || j.Kind == "unregister" {
+			return nil // forwarded whatever became of the token since
+		}
+		devices = pushDevices(tx, j.UserID)
+		if j.Device != nil {
+			stands = slices.ContainsFunc(devices, func(d pushToken) bool {
+				return bytes.Equal(pushTokenKey(j.UserID, d.Kind, d.Token), pushTokenKey(j.UserID, j.Device.Kind, j.Device.Token))
+			})
+		} else if len(devices) == 0 {
+			stands = false
+		}
+		if stands && j.Kind == "notify" && j.ChannelID != 0 {
+			unread, _ := unreadAmong(tx, j.UserID, j.ChannelID, []uint64{j.MessageID})
+			stands = len(unread) > 0
+		}
+		return nil
+	})
+	if !stands {
+		p.finish(key, nil, nil)
+		return
+	}
+	res := p.out.deliver(ctx, j, devices)
+	switch {
+	case res.err == nil:
+		p.st.outbox.stats.sent.Add(1)
+		var sent *pushJob
+		if j.Kind == "notify" {
+			sent = &j
+		}
+		p.finish(key, sent, res.dead)
+	case res.retry && j.Attempts+1 < pushMaxAttempts && ctx.Err() == nil:
+		wait := min(pushRetryBase<<j.Attempts, pushRetryMax)
+		wait = max(wait, res.after)
+		p.log.Warn("push: delivery failed, will retry", "user_id", j.UserID, "attempt", j.Attempts+1, "in", wait.String(), "err", res.err)
+		j.Attempts++
+		j.Due = p.now().Add(wait).UnixMilli()
+		p.st.update(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketPushOutbox)
+			if b.Get(itob(key)) == nil {
+				return nil
+			}
+			return putJSON(b, itob(key), j)
+		})
+	case ctx.Err() != nil:
+		// shutting down: the entry stays for the next start
+	default:
+		p.st.outbox.stats.failed.Add(1)
+		p.log.Warn("push: delivery failed", "user_id", j.UserID, "err", res.err)
+		p.finish(key, nil, res.dead)
+	}
+}
+
+// finish removes an entry; when sent is a delivered notification, the
+// message is remembered as pushed (push_sent); dead tokens are removed.
+func (p *pusher) finish(key uint64, sent *pushJob, dead []pushToken) {
+	err := p.st.update(func(tx *bbolt.Tx) error {
+		if err := tx.Bucket(bucketPushOutbox).Delete(itob(key)); err != nil {
+			return err
+		}
+		if sent != nil && sent.ChannelID != 0 {
+			if err := tx.Bucket(bucketPushSent).Put(append(itob(sent.UserID), itob(sent.MessageID)...), itob(sent.ChannelID)); err != nil {
+				return err
+			}
+		}
+		for _, d := range dead {
+			if err := removeDeadToken(tx, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		p.log.Error("push: finishing a delivery", "err", err)
+	}
+	if len(dead) > 0 {
+		p.log.Info("push: removed tokens the provider says are gone", "count", len(dead))
+	}
+}
+
+// removeDeadToken removes a token wherever it is registered, as the
+// seed's DELETE removes it (store_push.go).
+func removeDeadToken(tx *bbolt.Tx, d pushToken) error {
+	b := tx.Bucket(bucketPushTokens)
+	var keys [][]byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var t pushToken
+		if json.Unmarshal(v, &t) == nil && t.Kind == d.Kind && bytes.Equal(k[9:], pushTokenKey(0, d.Kind, d.Token)[9:]) {
+			keys = append(keys, slices.Clone(k))
+		}
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeRead queues a remove notification for each user who read pushed
+// messages, and forgets those messages.
+func (p *pusher) removeRead() {
+	p.mu.Lock()
+	users := make([]uint64, 0, len(p.reads))
+	for u := range p.reads {
+		users = append(users, u)
+	}
+	clear(p.reads)
+	p.mu.Unlock()
+	for _, uid := range users {
+		queued := 0
+		err := p.st.update(func(tx *bbolt.Tx) error {
+			queued = 0
+			var read [][]byte
+			var ids []uint64
+			prefix := itob(uid)
+			c := tx.Bucket(bucketPushSent).Cursor()
+			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				id := btoi(k[8:])
+				if unread, _ := unreadAmong(tx, uid, btoi(v), []uint64{id}); len(unread) == 0 {
+					read = append(read, slices.Clone(k))
+					ids = append(ids, id)
+				}
+			}
+			if len(ids) == 0 {
+				return nil
+			}
+			for _, k := range read {
+				if err := tx.Bucket(bucketPushSent).Delete(k); err != nil {
+					return err
+				}
+			}
+			ids = ids[max(0, len(ids)-maxRemoveIDs):]
+			var u user
+			if err := getJSON(tx.Bucket(bucketUsers), itob(uid), &u); err != nil {
+				return nil
+			}
+			apns, fcm := p.removePayloads(u, ids)
+			base := pushJob{Kind: "remove", UserID: uid, FCMPriority: "normal"}
+			b := tx.Bucket(bucketPushOutbox)
+			if !p.out.perDevice() {
+				base.APNs, base.FCM = apns, fcm
+				queued = 1
+				return putJob(b, base)
+			}
+			for _, d := range pushDevices(tx, uid) {
+				one := base
+				one.Device = &d
+				if d.Kind == pushAPNs {
+					one.APNs = apns
+				} else {
+					one.FCM = fcm
+				}
+				if err := putJob(b, one); err != nil {
+					return err
+				}
+				queued++
+			}
+			return nil
+		})
+		p.st.outbox.stats.queued.Add(int64(queued))
+		if err != nil && !errors.Is(err, errStoreClosed) {
+			p.log.Error("push: queueing a remove", "user_id", uid, "err", err)
+		}
+	}
+}
+
+// outboxEntries counts the outbox, for the metrics.
+func (s *store) outboxEntries() int {
+	n := 0
+	s.view(func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bucketPushOutbox).Stats().KeyN
+		return nil
+	})
+	return n
+}
+
+// idleFor is Zulip's idle rule on zulite's event queues: a user is idle
+// when none of their queues has been polled within window (a poll
+// waiting counts as now); a user without queues is idle.
+func (h *eventHub) idleFor(window time.Duration) func(userID uint64) bool {
+	return func(userID uint64) bool {
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		now := h.now()
+		for _, q := range h.byUser[userID] {
+			q.mu.Lock()
+			active := q.polls > 0 || now.Sub(q.lastPoll) < window
+			q.mu.Unlock()
+			if active {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// writePushMetrics renders the push metrics in Prometheus's text format.
+func writePushMetrics(b io.Writer, st *store) {
+	stats := &st.outbox.stats
+	fmt.Fprintln(b, "# HELP zulite_push_outbox_entries Push deliveries waiting in the outbox (messages not yet expanded count one).")
+	fmt.Fprintln(b, "# TYPE zulite_push_outbox_entries gauge")
+	fmt.Fprintf(b, "zulite_push_outbox_entries %d\n", st.outboxEntries())
+	for _, c := range []struct {
+		name, help string
+		v          int64
+	}{
+		{"zulite_push_queued_total", "Push deliveries queued (a notification or a remove, per device or, through the bouncer, per user).", stats.queued.Load()},
+		{"zulite_push_sent_total", "Push deliveries the provider acknowledged.", stats.sent.Load()},
+		{"zulite_push_failed_total", "Push deliveries given up: refused, or failing after every retry.", stats.failed.Load()},
+		{"zulite_push_dropped_total", "Messages not queued for push because the outbox was full.", stats.dropped.Load()},
+	} {
+		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v)
+	}
+}
