@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 )
 
 // pushMessage is a message with what its payloads name.
@@ -145,7 +146,7 @@ func pushContent(rendered, source string) string {
 	if rendered == "" {
 		return source
 	}
-	nodes, err := html.ParseFragment(strings.NewReader(rendered), &html.Node{Type: html.ElementNode, Data: "div"})
+	nodes, err := html.ParseFragment(strings.NewReader(rendered), &html.Node{Type: html.ElementNode, Data: "div", DataAtom: atom.Div})
 	if err != nil {
 		return source
 	}
