@@ -69,7 +69,9 @@ type pushJob struct {
 	SenderID  uint64   `json:"sender_id,omitempty"`
 	Users     []uint64 `json:"users,omitempty"` // a direct message's recipients (queuePushesTx)
 	UserID    uint64   `json:"user_id,omitempty"`
-	ChannelID uint64   `json:"channel_id,omitempty"`
+	// ReadKey is where the message's unread state is kept: its channel,
+	// or a direct message's conversation (pushReadKey).
+	ReadKey uint64 `json:"read_key,omitempty"`
 	// Device is the token a direct delivery goes to; nil: the bouncer,
 	// with every device of the user.
 	Device *pushToken `json:"device,omitempty"`
@@ -116,8 +118,13 @@ func (s *store) queuePushesTx(tx *bbolt.Tx, m message, recipients []uint64) erro
 		s.outbox.stats.dropped.Add(1) // counted again if the commit group is rerun: rare
 		return nil
 	}
-	return putJob(b, pushJob{Kind: "message", MessageID: m.ID, SenderID: m.SenderID, ChannelID: m.ChannelID, Users: recipients})
+	return putJob(b, pushJob{Kind: "message", MessageID: m.ID, SenderID: m.SenderID, ReadKey: pushReadKey(m), Users: recipients})
 }
+
+// pushReadKey is the key of the message's unread state (unread.go).
+// Once direct messages are merged (issue 14) this is m.readKey(), which
+// names a conversation for them.
+func pushReadKey(m message) uint64 { return m.ChannelID }
 
 // outboxLen is at least the outbox's entries: keys run from the first
 // one left to the last sequence given, so it costs a seek, not a count.
@@ -327,11 +334,11 @@ func (p *pusher) expand(key uint64, j pushJob) error {
 			if getJSON(tx.Bucket(bucketUsers), itob(uid), &u) != nil || !u.Active || u.Bot {
 				continue
 			}
+			if unread, _ := unreadAmong(tx, uid, j.ReadKey, []uint64{m.ID}); len(unread) == 0 {
+				continue // read already, or not the user's to read
+			}
 			trigger := "private_message"
 			if j.Users == nil {
-				if unread, _ := unreadAmong(tx, uid, ch.ID, []uint64{m.ID}); len(unread) == 0 {
-					continue // read already, or not the user's to read
-				}
 				if trigger = channelPushTrigger(tx, u, ch, m.ID); trigger == "" {
 					continue
 				}
@@ -341,7 +348,7 @@ func (p *pusher) expand(key uint64, j pushJob) error {
 			}
 			msg := pushMessage{message: m, sender: sender, channel: ch, trigger: trigger, recipients: j.Users}
 			apns, fcm := p.payloads(u, msg)
-			base := pushJob{Kind: "notify", MessageID: m.ID, UserID: uid, ChannelID: m.ChannelID, FCMPriority: "high"}
+			base := pushJob{Kind: "notify", MessageID: m.ID, UserID: uid, ReadKey: j.ReadKey, FCMPriority: "high"}
 			if !p.out.perDevice() {
 				base.APNs, base.FCM = apns, fcm
 				jobs = append(jobs, base)
@@ -462,8 +469,8 @@ func (p *pusher) send(ctx context.Context, key uint64, j pushJob) {
 		} else if len(devices) == 0 {
 			stands = false
 		}
-		if stands && j.Kind == "notify" && j.ChannelID != 0 {
-			unread, _ := unreadAmong(tx, j.UserID, j.ChannelID, []uint64{j.MessageID})
+		if stands && j.Kind == "notify" {
+			unread, _ := unreadAmong(tx, j.UserID, j.ReadKey, []uint64{j.MessageID})
 			stands = len(unread) > 0
 		}
 		return nil
@@ -510,8 +517,8 @@ func (p *pusher) finish(key uint64, sent *pushJob, dead []pushToken) {
 		if err := tx.Bucket(bucketPushOutbox).Delete(itob(key)); err != nil {
 			return err
 		}
-		if sent != nil && sent.ChannelID != 0 {
-			if err := tx.Bucket(bucketPushSent).Put(append(itob(sent.UserID), itob(sent.MessageID)...), itob(sent.ChannelID)); err != nil {
+		if sent != nil {
+			if err := tx.Bucket(bucketPushSent).Put(append(itob(sent.UserID), itob(sent.MessageID)...), itob(sent.ReadKey)); err != nil {
 				return err
 			}
 		}
@@ -551,7 +558,8 @@ func removeDeadToken(tx *bbolt.Tx, d pushToken) error {
 }
 
 // removeRead queues a remove notification for each user who read pushed
-// messages, and forgets those messages.
+// messages, and forgets those messages. What was read is found in a
+// read transaction; only a user with something to remove costs a commit.
 func (p *pusher) removeRead() {
 	p.mu.Lock()
 	users := make([]uint64, 0, len(p.reads))
@@ -561,25 +569,23 @@ func (p *pusher) removeRead() {
 	clear(p.reads)
 	p.mu.Unlock()
 	for _, uid := range users {
+		var ids []uint64
+		p.st.view(func(tx *bbolt.Tx) error {
+			ids = readPushed(tx, uid)
+			return nil
+		})
+		if len(ids) == 0 {
+			continue
+		}
 		queued := 0
 		err := p.st.update(func(tx *bbolt.Tx) error {
 			queued = 0
-			var read [][]byte
-			var ids []uint64
-			prefix := itob(uid)
-			c := tx.Bucket(bucketPushSent).Cursor()
-			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-				id := btoi(k[8:])
-				if unread, _ := unreadAmong(tx, uid, btoi(v), []uint64{id}); len(unread) == 0 {
-					read = append(read, slices.Clone(k))
-					ids = append(ids, id)
-				}
-			}
+			ids := readPushed(tx, uid) // again: the worker alone writes push_sent, but a run may repeat
 			if len(ids) == 0 {
 				return nil
 			}
-			for _, k := range read {
-				if err := tx.Bucket(bucketPushSent).Delete(k); err != nil {
+			for _, id := range ids {
+				if err := tx.Bucket(bucketPushSent).Delete(append(itob(uid), itob(id)...)); err != nil {
 					return err
 				}
 			}
@@ -616,6 +622,21 @@ func (p *pusher) removeRead() {
 			p.log.Error("push: queueing a remove", "user_id", uid, "err", err)
 		}
 	}
+}
+
+// readPushed is the user's pushed messages that are read now (or no
+// longer theirs to read), sorted.
+func readPushed(tx *bbolt.Tx, userID uint64) []uint64 {
+	var ids []uint64
+	prefix := itob(userID)
+	c := tx.Bucket(bucketPushSent).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		id := btoi(k[8:])
+		if unread, _ := unreadAmong(tx, userID, btoi(v), []uint64{id}); len(unread) == 0 {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // outboxEntries counts the outbox, for the metrics.

@@ -57,11 +57,14 @@ package main
 //	push_outbox      sequence (uint64) → pushJob (JSON): pushes to deliver, oldest first: a
 //	                 message to expand, a notification or a remove for a device (or, through
 //	                 the bouncer, a user) (push_outbox.go)
-//	push_sent        user id ‖ message id → channel id (uint64): a pushed message not yet
-//	                 read, for Zulip's remove notification
+//	push_sent        user id ‖ message id → the message's unread key (uint64: its channel,
+//	                 or a direct message's conversation): a pushed message not yet read,
+//	                 for Zulip's remove notification
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go).
+// and "push_bouncer" → the push bouncer's URL, zulip_org_id and
+// zulip_org_key (JSON), once `zulite push register` ran (push_bouncer.go).
 //
 // Users, channels and messages take their ids from their own bucket's
 // NextSequence. The read flag is not stored per message: a message is
