@@ -257,6 +257,24 @@ func (p *pusher) run(ctx context.Context) {
 	}
 }
 
+// pushBatch is how many outbox entries the worker takes at a time: their
+// outcomes are written in one commit. pushParallel bounds the users
+// whose deliveries are in flight at once (a user's go in order).
+const (
+	pushBatch    = 256
+	pushParallel = 16
+)
+
+// pushOutcome is what became of one outbox entry.
+type pushOutcome struct {
+	key   uint64
+	keep  *pushJob    // rewritten for a retry; nil: the entry goes
+	jobs  []pushJob   // entries that replace it (a message expanded)
+	sent  *pushJob    // a delivered notification, remembered in push_sent
+	dead  []pushToken // tokens to remove
+	count func()      // the metrics, once committed
+}
+
 // drain handles every job due now and answers how long to wait for the
 // next one (at most a second: a direct message's entry is not poked).
 func (p *pusher) drain(ctx context.Context) time.Duration {
@@ -270,7 +288,7 @@ func (p *pusher) drain(ctx context.Context) time.Duration {
 		var batch []entry
 		p.st.view(func(tx *bbolt.Tx) error {
 			c := tx.Bucket(bucketPushOutbox).Cursor()
-			for k, v := c.Seek(itob(after + 1)); k != nil && len(batch) < 64; k, v = c.Next() {
+			for k, v := c.Seek(itob(after + 1)); k != nil && len(batch) < pushBatch; k, v = c.Next() {
 				var j pushJob
 				if json.Unmarshal(v, &j) == nil {
 					batch = append(batch, entry{btoi(k), j})
@@ -282,33 +300,53 @@ func (p *pusher) drain(ctx context.Context) time.Duration {
 			return wait
 		}
 		now := p.now().UnixMilli()
+		byUser := map[uint64][]entry{}
+		var users []uint64
+		var outcomes []pushOutcome
 		for _, e := range batch {
 			after = e.key
-			if e.job.Due > now {
+			switch {
+			case e.job.Due > now:
 				wait = min(wait, time.Duration(e.job.Due-now)*time.Millisecond)
-				continue
+			case e.job.Kind == "message":
+				o, err := p.expand(e.key, e.job)
+				if err != nil {
+					p.log.Error("push: expanding a message", "message_id", e.job.MessageID, "err", err)
+					continue
+				}
+				outcomes = append(outcomes, o)
+			case !slices.Contains([]string{"notify", "remove", "register", "unregister"}, e.job.Kind):
+				outcomes = append(outcomes, pushOutcome{key: e.key}) // from a later version: dropped
+			default:
+				if byUser[e.job.UserID] == nil {
+					users = append(users, e.job.UserID)
+				}
+				byUser[e.job.UserID] = append(byUser[e.job.UserID], e)
 			}
-			p.handle(ctx, e.key, e.job)
 		}
+		results := make([][]pushOutcome, len(users))
+		slots := make(chan struct{}, pushParallel)
+		var wg sync.WaitGroup
+		for i, uid := range users {
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				for _, e := range byUser[uid] {
+					results[i] = append(results[i], p.send(ctx, e.key, e.job))
+				}
+			})
+		}
+		wg.Wait()
+		for _, r := range results {
+			outcomes = append(outcomes, r...)
+		}
+		p.apply(outcomes)
 	}
 	return wait
 }
 
-func (p *pusher) handle(ctx context.Context, key uint64, j pushJob) {
-	switch j.Kind {
-	case "message":
-		if err := p.expand(key, j); err != nil {
-			p.log.Error("push: expanding a message", "message_id", j.MessageID, "err", err)
-		}
-	case "notify", "remove", "register", "unregister":
-		p.send(ctx, key, j)
-	default:
-		p.finish(key, nil, nil)
-	}
-}
-
-// expand replaces a message entry by its deliveries.
-func (p *pusher) expand(key uint64, j pushJob) error {
+// expand works out a message entry's deliveries.
+func (p *pusher) expand(key uint64, j pushJob) (pushOutcome, error) {
 	var jobs []pushJob
 	err := p.st.view(func(tx *bbolt.Tx) error {
 		jobs = nil
@@ -367,29 +405,8 @@ func (p *pusher) expand(key uint64, j pushJob) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	queued := 0
-	err = p.st.update(func(tx *bbolt.Tx) error {
-		queued = 0
-		b := tx.Bucket(bucketPushOutbox)
-		if b.Get(itob(key)) == nil {
-			return nil
-		}
-		if err := b.Delete(itob(key)); err != nil {
-			return err
-		}
-		for _, nj := range jobs {
-			if err := putJob(b, nj); err != nil {
-				return err
-			}
-		}
-		queued = len(jobs)
-		return nil
-	})
-	p.st.outbox.stats.queued.Add(int64(queued))
-	return err
+	n := int64(len(jobs))
+	return pushOutcome{key: key, jobs: jobs, count: func() { p.st.outbox.stats.queued.Add(n) }}, err
 }
 
 // candidates are who may be pushed a message: a direct message's
@@ -452,9 +469,10 @@ func channelPushTrigger(tx *bbolt.Tx, u user, ch channel, messageID uint64) stri
 	return ""
 }
 
-// send delivers a notify or remove job, after checking it still stands:
-// the device is still registered, the message still unread.
-func (p *pusher) send(ctx context.Context, key uint64, j pushJob) {
+// send delivers a notify, remove, register or unregister job, after
+// checking that a notification still stands: the device still
+// registered, the message still unread.
+func (p *pusher) send(ctx context.Context, key uint64, j pushJob) pushOutcome {
 	var devices []pushToken
 	stands := true
 	p.st.view(func(tx *bbolt.Tx) error {
@@ -476,64 +494,85 @@ func (p *pusher) send(ctx context.Context, key uint64, j pushJob) {
 		return nil
 	})
 	if !stands {
-		p.finish(key, nil, nil)
-		return
+		return pushOutcome{key: key}
 	}
 	res := p.out.deliver(ctx, j, devices)
 	switch {
 	case res.err == nil:
-		p.st.outbox.stats.sent.Add(1)
-		var sent *pushJob
+		o := pushOutcome{key: key, dead: res.dead, count: func() { p.st.outbox.stats.sent.Add(1) }}
 		if j.Kind == "notify" {
-			sent = &j
+			o.sent = &j
 		}
-		p.finish(key, sent, res.dead)
+		return o
 	case res.retry && j.Attempts+1 < pushMaxAttempts && ctx.Err() == nil:
-		wait := min(pushRetryBase<<j.Attempts, pushRetryMax)
-		wait = max(wait, res.after)
+		wait := max(min(pushRetryBase<<j.Attempts, pushRetryMax), res.after)
 		p.log.Warn("push: delivery failed, will retry", "user_id", j.UserID, "attempt", j.Attempts+1, "in", wait.String(), "err", res.err)
 		j.Attempts++
 		j.Due = p.now().Add(wait).UnixMilli()
-		p.st.update(func(tx *bbolt.Tx) error {
-			b := tx.Bucket(bucketPushOutbox)
-			if b.Get(itob(key)) == nil {
-				return nil
-			}
-			return putJSON(b, itob(key), j)
-		})
-	case ctx.Err() != nil:
-		// shutting down: the entry stays for the next start
-	default:
-		p.st.outbox.stats.failed.Add(1)
-		p.log.Warn("push: delivery failed", "user_id", j.UserID, "err", res.err)
-		p.finish(key, nil, res.dead)
+		return pushOutcome{key: key, keep: &j}
+	case ctx.Err() != nil: // shutting down: the entry stays for the next start
+		return pushOutcome{key: key, keep: &j}
 	}
+	p.log.Warn("push: delivery failed", "user_id", j.UserID, "err", res.err)
+	return pushOutcome{key: key, dead: res.dead, count: func() { p.st.outbox.stats.failed.Add(1) }}
 }
 
-// finish removes an entry; when sent is a delivered notification, the
-// message is remembered as pushed (push_sent); dead tokens are removed.
-func (p *pusher) finish(key uint64, sent *pushJob, dead []pushToken) {
+// apply writes a batch's outcomes in one commit: entries rewritten or
+// removed (one already gone is left alone), their replacements queued,
+// delivered messages remembered, dead tokens removed.
+func (p *pusher) apply(outcomes []pushOutcome) {
+	if len(outcomes) == 0 {
+		return
+	}
+	removed := 0
 	err := p.st.update(func(tx *bbolt.Tx) error {
-		if err := tx.Bucket(bucketPushOutbox).Delete(itob(key)); err != nil {
-			return err
-		}
-		if sent != nil {
-			if err := tx.Bucket(bucketPushSent).Put(append(itob(sent.UserID), itob(sent.MessageID)...), itob(sent.ReadKey)); err != nil {
+		removed = 0
+		b := tx.Bucket(bucketPushOutbox)
+		for _, o := range outcomes {
+			if b.Get(itob(o.key)) == nil {
+				continue
+			}
+			var err error
+			if o.keep != nil {
+				err = putJSON(b, itob(o.key), o.keep)
+			} else {
+				err = b.Delete(itob(o.key))
+			}
+			if err != nil {
 				return err
 			}
-		}
-		for _, d := range dead {
-			if err := removeDeadToken(tx, d); err != nil {
-				return err
+			for _, nj := range o.jobs {
+				if err := putJob(b, nj); err != nil {
+					return err
+				}
+			}
+			if o.sent != nil {
+				if err := tx.Bucket(bucketPushSent).Put(append(itob(o.sent.UserID), itob(o.sent.MessageID)...), itob(o.sent.ReadKey)); err != nil {
+					return err
+				}
+			}
+			for _, d := range o.dead {
+				if err := removeDeadToken(tx, d); err != nil {
+					return err
+				}
+				removed++
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		p.log.Error("push: finishing a delivery", "err", err)
+		if !errors.Is(err, errStoreClosed) {
+			p.log.Error("push: writing delivery outcomes", "err", err)
+		}
+		return
 	}
-	if len(dead) > 0 {
-		p.log.Info("push: removed tokens the provider says are gone", "count", len(dead))
+	for _, o := range outcomes {
+		if o.count != nil {
+			o.count()
+		}
+	}
+	if removed > 0 {
+		p.log.Info("push: removed tokens the provider says are gone", "count", removed)
 	}
 }
 
