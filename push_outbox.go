@@ -6,18 +6,20 @@ package main
 // A message that may push is written to the push_outbox bucket in the
 // transaction that stores it: one small entry ("message") per message,
 // whatever the channel's size, so that a send costs the committer the
-// same with pushes on as off. The worker, off the committer, expands it:
-// it walks the message's recipients, keeps those Zulip would notify
+// same with pushes on as off. The worker, off the committer, walks the
+// message's recipients a slice at a time, keeps those Zulip would notify
 // (mentions, wildcard mentions, channels with push notifications on;
-// for direct messages every recipient), who are idle (pushIdleWindow),
-// have not read it and have a device, and replaces the entry by one
-// "notify" entry per device (per user through the bouncer), in one
-// transaction. Each of those is removed only once the provider has
-// acknowledged it (or refused it for good), so a restart or a SIGKILL
-// loses none; one acknowledged just before a crash is sent again, the
-// one duplicate the protocols cannot rule out. A pushed message is
-// remembered in push_sent until the user reads it: then the worker
-// queues Zulip's "remove" notification for the user's devices.
+// for direct messages every recipient), who are idle (--push-idle),
+// have not read it and have a device, and delivers to them; then, in
+// one commit, it records where the walk stopped in the entry (removing
+// it at the end), remembers each delivered push in push_sent, and
+// queues a "notify" entry of its own for each delivery to retry. A
+// retry, a remove and a bouncer registration are entries too, each
+// removed only once the provider has acknowledged it (or refused it for
+// good). So a restart or a SIGKILL loses no push; what was acknowledged
+// but not yet committed (one slice) is sent again, the duplicate the
+// protocols cannot rule out. When a user reads a pushed message, the
+// worker queues Zulip's "remove" notification for their devices.
 
 import (
 	"bytes"
@@ -28,6 +30,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +71,7 @@ type pushJob struct {
 	MessageID uint64   `json:"message_id,omitempty"`
 	SenderID  uint64   `json:"sender_id,omitempty"`
 	Users     []uint64 `json:"users,omitempty"` // a direct message's recipients (queuePushesTx)
+	Next      uint64   `json:"next,omitempty"`  // a message: the recipients from this id on are still to go
 	UserID    uint64   `json:"user_id,omitempty"`
 	// ReadKey is where the message's unread state is kept: its channel,
 	// or a direct message's conversation (pushReadKey).
@@ -261,8 +265,9 @@ func (p *pusher) run(ctx context.Context) {
 // outcomes are written in one commit. pushParallel bounds the users
 // whose deliveries are in flight at once (a user's go in order).
 const (
-	pushBatch    = 256
-	pushParallel = 16
+	pushBatch     = 256
+	pushParallel  = 16
+	pushCommitGap = 100 * time.Millisecond
 )
 
 // pushOutcome is what became of one outbox entry.
@@ -270,7 +275,7 @@ type pushOutcome struct {
 	key   uint64
 	keep  *pushJob    // rewritten for a retry; nil: the entry goes
 	jobs  []pushJob   // entries that replace it (a message expanded)
-	sent  *pushJob    // a delivered notification, remembered in push_sent
+	sent  []pushJob   // delivered notifications, remembered in push_sent
 	dead  []pushToken // tokens to remove
 	count func()      // the metrics, once committed
 }
@@ -281,17 +286,13 @@ func (p *pusher) drain(ctx context.Context) time.Duration {
 	wait := time.Second
 	var after uint64
 	for ctx.Err() == nil {
-		type entry struct {
-			key uint64
-			job pushJob
-		}
-		var batch []entry
+		var batch []pushEntry
 		p.st.view(func(tx *bbolt.Tx) error {
 			c := tx.Bucket(bucketPushOutbox).Cursor()
 			for k, v := c.Seek(itob(after + 1)); k != nil && len(batch) < pushBatch; k, v = c.Next() {
 				var j pushJob
 				if json.Unmarshal(v, &j) == nil {
-					batch = append(batch, entry{btoi(k), j})
+					batch = append(batch, pushEntry{btoi(k), j})
 				}
 			}
 			return nil
@@ -300,56 +301,94 @@ func (p *pusher) drain(ctx context.Context) time.Duration {
 			return wait
 		}
 		now := p.now().UnixMilli()
-		byUser := map[uint64][]entry{}
-		var users []uint64
 		var outcomes []pushOutcome
+		var sends []pushEntry
 		for _, e := range batch {
 			after = e.key
 			switch {
 			case e.job.Due > now:
 				wait = min(wait, time.Duration(e.job.Due-now)*time.Millisecond)
 			case e.job.Kind == "message":
-				o, err := p.expand(e.key, e.job)
+				o, err := p.expand(ctx, e.key, e.job)
 				if err != nil {
 					p.log.Error("push: expanding a message", "message_id", e.job.MessageID, "err", err)
 					continue
+				}
+				if o.keep != nil {
+					wait = 0 // more of its recipients to go
 				}
 				outcomes = append(outcomes, o)
 			case !slices.Contains([]string{"notify", "remove", "register", "unregister"}, e.job.Kind):
 				outcomes = append(outcomes, pushOutcome{key: e.key}) // from a later version: dropped
 			default:
-				if byUser[e.job.UserID] == nil {
-					users = append(users, e.job.UserID)
-				}
-				byUser[e.job.UserID] = append(byUser[e.job.UserID], e)
+				sends = append(sends, e)
 			}
 		}
-		results := make([][]pushOutcome, len(users))
-		slots := make(chan struct{}, pushParallel)
-		var wg sync.WaitGroup
-		for i, uid := range users {
-			slots <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-slots }()
-				for _, e := range byUser[uid] {
-					results[i] = append(results[i], p.send(ctx, e.key, e.job))
-				}
-			})
+		if p.apply(append(outcomes, p.sendAll(ctx, sends)...)) {
+			// The worker shares the committer with every writer: a send
+			// that arrives during the worker's commit waits for it. At
+			// most one worker commit per pushCommitGap keeps that rare.
+			select {
+			case <-ctx.Done():
+			case <-time.After(pushCommitGap):
+			}
 		}
-		wg.Wait()
-		for _, r := range results {
-			outcomes = append(outcomes, r...)
-		}
-		p.apply(outcomes)
 	}
 	return wait
 }
 
-// expand works out a message entry's deliveries.
-func (p *pusher) expand(key uint64, j pushJob) (pushOutcome, error) {
-	var jobs []pushJob
+// pushEntry is an outbox entry and its key (0: a delivery not yet in
+// the outbox).
+type pushEntry struct {
+	key uint64
+	job pushJob
+}
+
+// sendAll delivers the entries, in parallel across users and in order
+// for each.
+func (p *pusher) sendAll(ctx context.Context, entries []pushEntry) []pushOutcome {
+	byUser := map[uint64][]pushEntry{}
+	var users []uint64
+	for _, e := range entries {
+		if byUser[e.job.UserID] == nil {
+			users = append(users, e.job.UserID)
+		}
+		byUser[e.job.UserID] = append(byUser[e.job.UserID], e)
+	}
+	results := make([][]pushOutcome, len(users))
+	slots := make(chan struct{}, pushParallel)
+	var wg sync.WaitGroup
+	for i, uid := range users {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			for _, e := range byUser[uid] {
+				results[i] = append(results[i], p.send(ctx, e.key, e.job))
+			}
+		})
+	}
+	wg.Wait()
+	var out []pushOutcome
+	for _, r := range results {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// pushExamine is how many of a message's recipients the worker looks at
+// in one pass.
+const pushExamine = 1024
+
+// expand delivers a message to the next pushExamine of its recipients:
+// those it notifies are sent to at once, and the message's entry keeps
+// where the walk stopped (Next) until it has passed them all. Nothing
+// is written per recipient but a delivered push (push_sent) and a
+// delivery to retry (a notify entry of its own).
+func (p *pusher) expand(ctx context.Context, key uint64, j pushJob) (pushOutcome, error) {
+	var jobs []pushEntry
+	next, done := uint64(0), true
 	err := p.st.view(func(tx *bbolt.Tx) error {
-		jobs = nil
+		jobs, next, done = nil, 0, true
 		m, err := messageByID(tx, j.MessageID)
 		if err != nil {
 			return nil // gone: nothing to push
@@ -364,7 +403,13 @@ func (p *pusher) expand(key uint64, j pushJob) (pushOutcome, error) {
 				return nil
 			}
 		}
-		for _, uid := range p.candidates(tx, m, j) {
+		templates := payloadTemplates{}
+		candidates := p.candidates(tx, m, j)
+		if len(candidates) > pushExamine {
+			candidates, done = candidates[:pushExamine], false
+			next = candidates[pushExamine-1] + 1
+		}
+		for _, uid := range candidates {
 			if uid == m.SenderID || !hasPushDevice(tx, uid) {
 				continue
 			}
@@ -384,12 +429,11 @@ func (p *pusher) expand(key uint64, j pushJob) (pushOutcome, error) {
 			if !p.idleFor(uid) {
 				continue
 			}
-			msg := pushMessage{message: m, sender: sender, channel: ch, trigger: trigger, recipients: j.Users}
-			apns, fcm := p.payloads(u, msg)
+			apns, fcm := templates.payloads(p, u, pushMessage{message: m, sender: sender, channel: ch, trigger: trigger, recipients: j.Users})
 			base := pushJob{Kind: "notify", MessageID: m.ID, UserID: uid, ReadKey: j.ReadKey, FCMPriority: "high"}
 			if !p.out.perDevice() {
 				base.APNs, base.FCM = apns, fcm
-				jobs = append(jobs, base)
+				jobs = append(jobs, pushEntry{job: base})
 				continue
 			}
 			for _, d := range pushDevices(tx, uid) {
@@ -400,25 +444,55 @@ func (p *pusher) expand(key uint64, j pushJob) (pushOutcome, error) {
 				} else {
 					one.FCM = fcm
 				}
-				jobs = append(jobs, one)
+				jobs = append(jobs, pushEntry{job: one})
 			}
 		}
 		return nil
 	})
+	if err != nil {
+		return pushOutcome{}, err
+	}
+	out := pushOutcome{key: key}
+	if !done {
+		rest := j
+		rest.Next = next
+		out.keep = &rest
+	}
+	var counts []func()
+	for _, o := range p.sendAll(ctx, jobs) {
+		if o.keep != nil { // to retry: an entry of its own
+			out.jobs = append(out.jobs, *o.keep)
+		}
+		out.sent = append(out.sent, o.sent...)
+		out.dead = append(out.dead, o.dead...)
+		if o.count != nil {
+			counts = append(counts, o.count)
+		}
+	}
 	n := int64(len(jobs))
-	return pushOutcome{key: key, jobs: jobs, count: func() { p.st.outbox.stats.queued.Add(n) }}, err
+	out.count = func() {
+		p.st.outbox.stats.queued.Add(n)
+		for _, c := range counts {
+			c()
+		}
+	}
+	return out, nil
 }
 
-// candidates are who may be pushed a message: a direct message's
-// recipients, or the channel's subscribers who received it.
+// candidates are who may be pushed a message, in order of id from the
+// entry's Next: a direct message's recipients, or the channel's
+// subscribers who received it.
 func (p *pusher) candidates(tx *bbolt.Tx, m message, j pushJob) []uint64 {
 	if j.Users != nil {
-		return j.Users
+		ids := slices.Clone(j.Users)
+		slices.Sort(ids)
+		i, _ := slices.BinarySearch(ids, j.Next)
+		return ids[i:]
 	}
 	var ids []uint64
 	prefix := itob(m.ChannelID)
 	c := tx.Bucket(bucketSubscribers).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	for k, v := c.Seek(append(slices.Clone(prefix), itob(j.Next)...)); k != nil && bytes.HasPrefix(k, prefix) && len(ids) <= pushExamine; k, v = c.Next() {
 		if len(v) < 8 || btoi(v) < m.ID {
 			ids = append(ids, btoi(k[8:]))
 		}
@@ -442,13 +516,11 @@ func channelPushTrigger(tx *bbolt.Tx, u user, ch channel, messageID uint64) stri
 	if v := tx.Bucket(bucketUserSettings).Get(itob(u.ID)); v != nil {
 		json.Unmarshal(v, &overrides)
 	}
-	settings := personalSettings(overrides)
 	on := func(own *bool, setting string) bool {
 		if own != nil {
 			return *own
 		}
-		v, _ := settings[setting].(bool)
-		return v
+		return boolSetting(overrides, setting)
 	}
 	var flags byte
 	if v := tx.Bucket(bucketFlags).Get(append(itob(u.ID), itob(messageID)...)); v != nil {
@@ -467,6 +539,21 @@ func channelPushTrigger(tx *bbolt.Tx, u user, ch channel, messageID uint64) stri
 		return "stream_push_notify"
 	}
 	return ""
+}
+
+// boolSetting is a user's boolean setting: their own value, else Zulip's
+// default (api_settings.go).
+func boolSetting(overrides map[string]json.RawMessage, name string) bool {
+	var v bool
+	if raw, ok := overrides[name]; ok && json.Unmarshal(raw, &v) == nil {
+		return v
+	}
+	i, found := slices.BinarySearchFunc(userSettingsTable, name, func(s userSetting, name string) int { return strings.Compare(s.name, name) })
+	if !found {
+		return false
+	}
+	v, _ = userSettingsTable[i].def.(bool)
+	return v
 }
 
 // send delivers a notify, remove, register or unregister job, after
@@ -501,7 +588,7 @@ func (p *pusher) send(ctx context.Context, key uint64, j pushJob) pushOutcome {
 	case res.err == nil:
 		o := pushOutcome{key: key, dead: res.dead, count: func() { p.st.outbox.stats.sent.Add(1) }}
 		if j.Kind == "notify" {
-			o.sent = &j
+			o.sent = []pushJob{j}
 		}
 		return o
 	case res.retry && j.Attempts+1 < pushMaxAttempts && ctx.Err() == nil:
@@ -520,9 +607,9 @@ func (p *pusher) send(ctx context.Context, key uint64, j pushJob) pushOutcome {
 // apply writes a batch's outcomes in one commit: entries rewritten or
 // removed (one already gone is left alone), their replacements queued,
 // delivered messages remembered, dead tokens removed.
-func (p *pusher) apply(outcomes []pushOutcome) {
+func (p *pusher) apply(outcomes []pushOutcome) bool {
 	if len(outcomes) == 0 {
-		return
+		return false
 	}
 	removed := 0
 	err := p.st.update(func(tx *bbolt.Tx) error {
@@ -546,8 +633,8 @@ func (p *pusher) apply(outcomes []pushOutcome) {
 					return err
 				}
 			}
-			if o.sent != nil {
-				if err := tx.Bucket(bucketPushSent).Put(append(itob(o.sent.UserID), itob(o.sent.MessageID)...), itob(o.sent.ReadKey)); err != nil {
+			for _, sent := range o.sent {
+				if err := tx.Bucket(bucketPushSent).Put(append(itob(sent.UserID), itob(sent.MessageID)...), itob(sent.ReadKey)); err != nil {
 					return err
 				}
 			}
@@ -564,7 +651,7 @@ func (p *pusher) apply(outcomes []pushOutcome) {
 		if !errors.Is(err, errStoreClosed) {
 			p.log.Error("push: writing delivery outcomes", "err", err)
 		}
-		return
+		return true
 	}
 	for _, o := range outcomes {
 		if o.count != nil {
@@ -574,6 +661,7 @@ func (p *pusher) apply(outcomes []pushOutcome) {
 	if removed > 0 {
 		p.log.Info("push: removed tokens the provider says are gone", "count", removed)
 	}
+	return true
 }
 
 // removeDeadToken removes a token wherever it is registered, as the
