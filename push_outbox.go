@@ -267,7 +267,7 @@ func (p *pusher) run(ctx context.Context) {
 const (
 	pushBatch     = 256
 	pushParallel  = 16
-	pushCommitGap = 100 * time.Millisecond
+	pushCommitGap = 500 * time.Millisecond
 )
 
 // pushOutcome is what became of one outbox entry.
@@ -292,7 +292,7 @@ func (p *pusher) drain(ctx context.Context) time.Duration {
 			for k, v := c.Seek(itob(after + 1)); k != nil && len(batch) < pushBatch; k, v = c.Next() {
 				var j pushJob
 				if json.Unmarshal(v, &j) == nil {
-					batch = append(batch, pushEntry{btoi(k), j})
+					batch = append(batch, pushEntry{key: btoi(k), job: j})
 				}
 			}
 			return nil
@@ -342,6 +342,9 @@ func (p *pusher) drain(ctx context.Context) time.Duration {
 type pushEntry struct {
 	key uint64
 	job pushJob
+	// devices: the user's devices, read with the recipient's checks just
+	// now (a fresh delivery from expand); nil: read them, and check again.
+	devices []pushToken
 }
 
 // sendAll delivers the entries, in parallel across users and in order
@@ -363,7 +366,7 @@ func (p *pusher) sendAll(ctx context.Context, entries []pushEntry) []pushOutcome
 		wg.Go(func() {
 			defer func() { <-slots }()
 			for _, e := range byUser[uid] {
-				results[i] = append(results[i], p.send(ctx, e.key, e.job))
+				results[i] = append(results[i], p.send(ctx, e))
 			}
 		})
 	}
@@ -431,12 +434,13 @@ func (p *pusher) expand(ctx context.Context, key uint64, j pushJob) (pushOutcome
 			}
 			apns, fcm := templates.payloads(p, u, pushMessage{message: m, sender: sender, channel: ch, trigger: trigger, recipients: j.Users})
 			base := pushJob{Kind: "notify", MessageID: m.ID, UserID: uid, ReadKey: j.ReadKey, FCMPriority: "high"}
+			devices := pushDevices(tx, uid)
 			if !p.out.perDevice() {
 				base.APNs, base.FCM = apns, fcm
-				jobs = append(jobs, pushEntry{job: base})
+				jobs = append(jobs, pushEntry{job: base, devices: devices})
 				continue
 			}
-			for _, d := range pushDevices(tx, uid) {
+			for _, d := range devices {
 				one := base
 				one.Device = &d
 				if d.Kind == pushAPNs {
@@ -444,7 +448,7 @@ func (p *pusher) expand(ctx context.Context, key uint64, j pushJob) (pushOutcome
 				} else {
 					one.FCM = fcm
 				}
-				jobs = append(jobs, pushEntry{job: one})
+				jobs = append(jobs, pushEntry{job: one, devices: devices})
 			}
 		}
 		return nil
@@ -559,12 +563,12 @@ func boolSetting(overrides map[string]json.RawMessage, name string) bool {
 // send delivers a notify, remove, register or unregister job, after
 // checking that a notification still stands: the device still
 // registered, the message still unread.
-func (p *pusher) send(ctx context.Context, key uint64, j pushJob) pushOutcome {
-	var devices []pushToken
+func (p *pusher) send(ctx context.Context, e pushEntry) pushOutcome {
+	key, j, devices := e.key, e.job, e.devices
 	stands := true
 	p.st.view(func(tx *bbolt.Tx) error {
-		if j.Kind == "register" || j.Kind == "unregister" {
-			return nil // forwarded whatever became of the token since
+		if j.Kind == "register" || j.Kind == "unregister" || devices != nil {
+			return nil // forwarded whatever became of the token since; or checked just now
 		}
 		devices = pushDevices(tx, j.UserID)
 		if j.Device != nil {
