@@ -201,7 +201,11 @@ func TestPush_DirectDelivery(t *testing.T) {
 	t.Run("channel push setting", func(t *testing.T) {
 		w.mustCall("bob@example.com", http.MethodPost, "/api/v1/users/me/subscriptions/properties",
 			url.Values{"subscription_data": {fmt.Sprintf(`[{"stream_id":%d,"property":"push_notifications","value":true}]`, w.chanID)}})
-		m2 := w.send("t2", "plain words")
+		// read_by_sender=false: unread for its sender, who has pushes on
+		// for the channel and a device; still not pushed to them.
+		body := w.mustCall(pushOwner, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t2"},
+			"content": {"plain words"}, "read_by_sender": {"false"}})
+		m2 := e2eInt(t, "send", body, "id")
 		waitFor(t, 10*time.Second, "bob's push", func() bool { return len(w.fcm.sent("bob-fcm")) > 0 })
 		d := w.fcm.sent("bob-fcm")[0]
 		want := map[string]any{"event": "message", "zulip_message_id": strconv.FormatInt(m2, 10), "recipient_type": "stream", "stream": "general",
@@ -216,6 +220,9 @@ func TestPush_DirectDelivery(t *testing.T) {
 			t.Errorf("sender_avatar_url: got %v, want an absolute URL on the server", d.Body["sender_avatar_url"])
 		}
 		time.Sleep(500 * time.Millisecond)
+		if n := len(w.apns.matching(func(d pushDelivery) bool { return d.Token == "aa01" })); n != 0 {
+			t.Errorf("the sender got %d pushes of their own message, want none", n)
+		}
 		if n := len(w.apns.sent("aa02")); n != 1 {
 			t.Errorf("alice (not mentioned, pushes off) deliveries: got %d, want still 1", n)
 		}
