@@ -51,12 +51,24 @@ func bouncerTokenKind(k pushKind) string {
 
 // queueBouncerTx queues the forwarding of a token's registration
 // ("register") or removal ("unregister") to the bouncer, when the
-// server uses it.
+// server is registered with it (also from an admin command run on the
+// file; a server delivering directly drops them).
 func (s *store) queueBouncerTx(tx *bbolt.Tx, kind string, userID uint64, t pushToken) error {
-	if !s.outbox.bouncer.Load() {
+	if tx.Bucket(bucketMeta).Get(keyPushBouncer) == nil {
 		return nil
 	}
 	return putJob(tx.Bucket(bucketPushOutbox), pushJob{Kind: kind, UserID: userID, Device: &t})
+}
+
+// unregisterAllTx queues the removal at the bouncer of every token of the
+// user, before they are removed (`zulite user key`).
+func (s *store) unregisterAllTx(tx *bbolt.Tx, userID uint64) error {
+	for _, t := range pushDevices(tx, userID) {
+		if err := s.queueBouncerTx(tx, "unregister", userID, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *store) bouncerRegistration() (bouncerRegistration, bool, error) {
@@ -238,7 +250,6 @@ func newPushWorker(st *store, s *server, o options, log interface {
 		log.Info("push notifications: direct", "apns", direct.apns != nil, "fcm", direct.fcm != nil)
 	case found:
 		out = newBouncerPush(reg)
-		st.outbox.bouncer.Store(true)
 		log.Info("push notifications: through the bouncer", "url", reg.URL)
 	default:
 		return nil, nil

@@ -468,4 +468,12 @@ func TestPush_Bouncer(t *testing.T) {
 	if u := bouncer.calls("push/unregister")[0].Body; u["token"] != "bb01" || u["token_kind"] != "1" || u["user_id"] != strconv.FormatInt(alice, 10) {
 		t.Errorf("push/unregister: got %v", u)
 	}
+
+	// `zulite user key` removes the account's tokens: the bouncer is told.
+	w.mustCall("alice@example.com", http.MethodPost, "/api/v1/users/me/android_gcm_reg_id", url.Values{"token": {"alice-fcm-2"}})
+	e2eRunCLI(t, bin, "user", "key", "alice@example.com", "--db", db).wantOK(t, "user key")
+	waitFor(t, 10*time.Second, "push/unregister after user key", func() bool { return len(bouncer.calls("push/unregister")) == 2 })
+	if u := bouncer.calls("push/unregister")[1].Body; u["token"] != "alice-fcm-2" || u["token_kind"] != "2" {
+		t.Errorf("push/unregister after user key: got %v", u)
+	}
 }

@@ -96,11 +96,8 @@ type pushStats struct {
 // pushOutbox is the store's side of pushes: whether messages are queued
 // at all (on: a way out is configured) and the bound.
 type pushOutbox struct {
-	max atomic.Int64 // 0: pushes are off, nothing is queued
-	// bouncer: token registrations and removals are forwarded to the
-	// bouncer (push_bouncer.go).
-	bouncer atomic.Bool
-	stats   pushStats
+	max   atomic.Int64 // 0: pushes are off, nothing is queued
+	stats pushStats
 }
 
 // queuePushesTx queues the pushes a stored message may cause, in the
@@ -318,8 +315,9 @@ func (p *pusher) drain(ctx context.Context) time.Duration {
 					wait = 0 // more of its recipients to go
 				}
 				outcomes = append(outcomes, o)
-			case !slices.Contains([]string{"notify", "remove", "register", "unregister"}, e.job.Kind):
-				outcomes = append(outcomes, pushOutcome{key: e.key}) // from a later version: dropped
+			case !slices.Contains([]string{"notify", "remove", "register", "unregister"}, e.job.Kind),
+				p.out.perDevice() && (e.job.Kind == "register" || e.job.Kind == "unregister"):
+				outcomes = append(outcomes, pushOutcome{key: e.key}) // from a later version, or for a bouncer not used: dropped
 			default:
 				sends = append(sends, e)
 			}
