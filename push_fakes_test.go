@@ -162,7 +162,7 @@ func (f *fakeAPNs) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	jwt, ok := strings.CutPrefix(r.Header.Get("authorization"), "bearer ")
 	if !ok || !f.validJWT(jwt) {
-		f.violate("APNs authorization %q: not a valid ES256 provider token", r.Header.Get("authorization"))
+		f.violate("APNs authorization: not a valid ES256 provider token") // its value stays out of the output
 		w.WriteHeader(http.StatusForbidden)
 		io.WriteString(w, `{"reason":"InvalidProviderToken"}`)
 		return
@@ -272,7 +272,7 @@ func (f *fakeFCM) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"access_token":%q,"expires_in":3599,"token_type":"Bearer"}`, f.access)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/projects/proj/messages:send":
 		if r.Header.Get("Authorization") != "Bearer "+f.access {
-			f.violate("FCM send: Authorization %q", r.Header.Get("Authorization"))
+			f.violate("FCM send: Authorization is not the access token the exchange gave")
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
