@@ -124,7 +124,7 @@ func checkTopicsPolicy(channelPolicy, topic string) error {
 }
 
 // sendMessage serves POST /api/v1/messages for channel messages, with
-// Zulip's checks in Zulip's order.
+// Zulip's checks in Zulip's order; direct messages go to sendDirect.
 func (s *server) sendMessage(r *apiRequest) (any, error) {
 	kind, err := r.params.requiredString("type")
 	if err != nil {
@@ -133,7 +133,7 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	switch kind {
 	case "stream", "channel":
 	case "private", "direct":
-		return nil, errNoDirectMessages
+		return s.sendDirect(r) // dms.go
 	default:
 		return nil, errInvalidMessageType
 	}
@@ -402,7 +402,7 @@ type messageObject struct {
 	Client           string      `json:"client"`
 	Content          string      `json:"content"`
 	ContentType      string      `json:"content_type"`
-	DisplayRecipient string      `json:"display_recipient"`
+	DisplayRecipient any         `json:"display_recipient"` // a channel's name, or a direct message's participants (dms.go)
 	ID               uint64      `json:"id"`
 	IsMeMessage      bool        `json:"is_me_message"`
 	Reactions        []reaction  `json:"reactions"`
@@ -411,12 +411,16 @@ type messageObject struct {
 	SenderFullName   string      `json:"sender_full_name"`
 	SenderID         uint64      `json:"sender_id"`
 	SenderRealmStr   string      `json:"sender_realm_str"`
-	StreamID         uint64      `json:"stream_id"`
+	StreamID         uint64      `json:"stream_id,omitempty"` // none for a direct message
 	Subject          string      `json:"subject"`
 	Submessages      []struct{}  `json:"submessages"`
 	Timestamp        int64       `json:"timestamp"`
 	TopicLinks       []topicLink `json:"topic_links"`
 	Type             string      `json:"type"`
+	// Only for a message edited or moved (api_message_edit.go).
+	EditHistory        []editEntry `json:"edit_history,omitempty"`
+	LastEditTimestamp  int64       `json:"last_edit_timestamp,omitempty"`
+	LastMovedTimestamp int64       `json:"last_moved_timestamp,omitempty"`
 }
 
 // reaction is one emoji reaction of a message object, without the
@@ -455,24 +459,27 @@ func recipientID(kind int, id uint64) uint64 {
 // display name.
 func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar, allowEmptyTopic bool) messageObject {
 	o := messageObject{
-		Client:           m.Client,
-		Content:          m.Content,
-		ContentType:      "text/x-markdown",
-		DisplayRecipient: m.Channel.Name,
-		ID:               m.ID,
-		IsMeMessage:      strings.HasPrefix(m.Content, "/me "),
-		Reactions:        reactionObjects(m.Reactions),
-		RecipientID:      recipientID(recipientChannel, m.ChannelID),
-		SenderEmail:      m.Sender.Email,
-		SenderFullName:   m.Sender.FullName,
-		SenderID:         m.SenderID,
-		SenderRealmStr:   "zulite",
-		StreamID:         m.ChannelID,
-		Subject:          displayTopic(m.Topic, allowEmptyTopic),
-		Submessages:      []struct{}{},
-		Timestamp:        m.Timestamp,
-		TopicLinks:       []topicLink{},
-		Type:             "stream",
+		Client:             m.Client,
+		Content:            m.Content,
+		ContentType:        "text/x-markdown",
+		DisplayRecipient:   m.Channel.Name,
+		ID:                 m.ID,
+		IsMeMessage:        strings.HasPrefix(m.Content, "/me "),
+		Reactions:          reactionObjects(m.Reactions),
+		RecipientID:        recipientID(recipientChannel, m.ChannelID),
+		SenderEmail:        m.Sender.Email,
+		SenderFullName:     m.Sender.FullName,
+		SenderID:           m.SenderID,
+		SenderRealmStr:     "zulite",
+		StreamID:           m.ChannelID,
+		Subject:            displayTopic(m.Topic, allowEmptyTopic),
+		Submessages:        []struct{}{},
+		Timestamp:          m.Timestamp,
+		TopicLinks:         []topicLink{},
+		Type:               "stream",
+		EditHistory:        editHistoryObjects(m.message, allowEmptyTopic),
+		LastEditTimestamp:  m.LastEdit,
+		LastMovedTimestamp: m.LastMoved,
 	}
 	if o.Client == "" { // messages stored before zulite recorded clients
 		o.Client = "Unspecified"
@@ -483,6 +490,9 @@ func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar, allowEmptyT
 	}
 	if applyMarkdown {
 		o.Content, o.ContentType = renderedContent(m.message), "text/html"
+	}
+	if m.isDirect() {
+		o.direct(m)
 	}
 	return o
 }

@@ -75,6 +75,9 @@ type eventQueue struct {
 	// streamTyping: the client declared the stream_typing_notifications
 	// capability, the only clients told of typing in channels (typing.go).
 	streamTyping bool
+	// bulkMessageDeletion: the client declared bulk_message_deletion, so
+	// it hears of deleted messages in one event with message_ids.
+	bulkMessageDeletion bool
 
 	offered uint64 // the hub's offer that last reached it (hub.offerMu)
 
@@ -356,6 +359,15 @@ func (h *eventHub) removeDropped(dropped []*eventQueue) {
 	for _, q := range dropped {
 		h.removeLocked(q)
 	}
+}
+
+// hasQueue reports whether the user has any queue. A change committed
+// before the answer is false needs no event: a queue registered after it
+// reads its state after the commit.
+func (h *eventHub) hasQueue(userID uint64) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.byUser[userID]) > 0
 }
 
 // listening reports whether any queue of the user hears flag changes,

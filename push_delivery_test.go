@@ -301,6 +301,28 @@ func TestPush_DirectDelivery(t *testing.T) {
 		w.mustCall("bob@example.com", http.MethodDelete, "/api/v1/users/me/android_gcm_reg_id", url.Values{"token": {"bob-fcm"}})
 	})
 
+	t.Run("direct message, and its remove after messages/flags", func(t *testing.T) {
+		body := w.mustCall(pushOwner, http.MethodPost, "/api/v1/messages", url.Values{"type": {"direct"},
+			"to": {fmt.Sprintf("[%d]", w.ids["erin@example.com"])}, "content": {"psst"}})
+		m := e2eInt(t, "send", body, "id")
+		waitFor(t, 10*time.Second, "erin's push", func() bool { return len(w.apns.sent("aa05")) > 0 })
+		d := w.apns.sent("aa05")[0]
+		aps, _ := d.Body["aps"].(map[string]any)
+		alert, _ := aps["alert"].(map[string]any)
+		z := zulipOf(d)
+		if z["recipient_type"] != "private" || alert["title"] != "Owner" || alert["subtitle"] != "" || alert["body"] != "psst" {
+			t.Errorf("direct message push: got alert %v, zulip %v", alert, z)
+		}
+		if ids, _ := z["message_ids"].([]any); len(ids) != 1 || ids[0] != float64(m) {
+			t.Errorf("zulip.message_ids: got %v, want [%d]", z["message_ids"], m)
+		}
+		w.mustCall("erin@example.com", http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {fmt.Sprintf("[%d]", m)}, "op": {"add"}, "flag": {"read"}})
+		waitFor(t, 10*time.Second, "erin's remove", func() bool { return len(w.apns.sent("aa05")) > 1 })
+		if z := zulipOf(w.apns.sent("aa05")[1]); z["event"] != "remove" || z["zulip_message_ids"] != strconv.FormatInt(m, 10) {
+			t.Errorf("erin's remove: got %v", z)
+		}
+	})
+
 	t.Run("metrics", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, w.srv.baseURL+"/metrics", nil)
 		req.SetBasicAuth(pushOwner, w.keys[pushOwner])

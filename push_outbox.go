@@ -122,10 +122,9 @@ func (s *store) queuePushesTx(tx *bbolt.Tx, m message, recipients []uint64) erro
 	return putJob(b, pushJob{Kind: "message", MessageID: m.ID, SenderID: m.SenderID, ReadKey: pushReadKey(m), Users: recipients})
 }
 
-// pushReadKey is the key of the message's unread state (unread.go).
-// Once direct messages are merged (issue 14) this is m.readKey(), which
-// names a conversation for them.
-func pushReadKey(m message) uint64 { return m.ChannelID }
+// pushReadKey is the key of the message's unread state (unread.go): its
+// channel, or a direct message's conversation.
+func pushReadKey(m message) uint64 { return m.readKey() }
 
 // outboxLen is at least the outbox's entries: keys run from the first
 // one left to the last sequence given, so it costs a seek, not a count.
@@ -399,10 +398,19 @@ func (p *pusher) expand(ctx context.Context, key uint64, j pushJob) (pushOutcome
 			return err
 		}
 		var ch channel
+		var names []string // a group's participants, for its title
 		if j.Users == nil {
 			if ch, err = p.st.channelByID(tx, m.ChannelID); err != nil {
 				return nil
 			}
+		} else if len(j.Users) > 2 {
+			for _, id := range j.Users {
+				var u user
+				if getJSON(tx.Bucket(bucketUsers), itob(id), &u) == nil {
+					names = append(names, u.FullName)
+				}
+			}
+			slices.Sort(names)
 		}
 		templates := payloadTemplates{}
 		candidates := p.candidates(tx, m, j)
@@ -430,7 +438,7 @@ func (p *pusher) expand(ctx context.Context, key uint64, j pushJob) (pushOutcome
 			if !p.idleFor(uid) {
 				continue
 			}
-			apns, fcm := templates.payloads(p, u, pushMessage{message: m, sender: sender, channel: ch, trigger: trigger, recipients: j.Users})
+			apns, fcm := templates.payloads(p, u, pushMessage{message: m, sender: sender, channel: ch, trigger: trigger, recipients: j.Users, names: names})
 			base := pushJob{Kind: "notify", MessageID: m.ID, UserID: uid, ReadKey: j.ReadKey, FCMPriority: "high"}
 			devices := pushDevices(tx, uid)
 			if !p.out.perDevice() {

@@ -26,6 +26,7 @@ type pushMessage struct {
 	channel    channel
 	trigger    string   // Zulip's NotificationTriggers value
 	recipients []uint64 // a direct message's recipients; nil for a channel message
+	names      []string // a group direct message's participants' names, sorted
 }
 
 // basePayload is get_base_payload.
@@ -77,9 +78,14 @@ func (p *pusher) payloads(u user, m pushMessage) (apns, fcm json.RawMessage) {
 	content, truncated := truncatePushContent(pushContent(m.Rendered, m.Content))
 	zulip := p.messagePayload(u, m)
 	zulip["message_ids"] = []uint64{m.ID}
+	// get_apns_alert_title: the channel and topic; a group's participants;
+	// for one-to-one, the sender.
 	title := m.sender.FullName
-	if m.recipients == nil {
+	switch {
+	case m.recipients == nil:
 		title = "#" + m.channel.Name + " > " + m.Topic
+	case len(m.names) > 0:
+		title = strings.Join(m.names, ", ")
 	}
 	a := map[string]any{
 		"alert":  map[string]any{"title": title, "subtitle": pushSubtitle(m), "body": content},

@@ -34,7 +34,7 @@ func (s *server) register(r *apiRequest) (any, error) {
 	q := &eventQueue{userID: r.user.ID, types: o.eventTypes, narrow: o.narrow, applyMarkdown: o.applyMarkdown,
 		clientGravatar: o.clientGravatar, allPublic: o.allPublic, userSettingsObject: o.capabilities.userSettingsObject,
 		emptyTopicName: o.capabilities.emptyTopicName, simplifiedPresence: o.capabilities.simplifiedPresenceEvents,
-		streamTyping: o.capabilities.streamTypingNotifications}
+		streamTyping: o.capabilities.streamTypingNotifications, bulkMessageDeletion: o.capabilities.bulkMessageDeletion}
 	s.events.register(q)
 	if err := s.takeListing(r); err != nil {
 		s.events.remove(q.userID, q.id)
@@ -238,6 +238,11 @@ func (s *server) publishChange(change any) {
 		if s.pusher != nil {
 			s.pusher.poke()
 		}
+	case directSent:
+		s.publishDirect(c) // dms.go
+		if s.pusher != nil {
+			s.pusher.poke()
+		}
 	case flagsChanged:
 		if s.pusher != nil && c.Change.Flag == "read" && c.Change.Add {
 			s.pusher.readChanged(c.User.ID)
@@ -265,6 +270,10 @@ func (s *server) publishChange(change any) {
 		s.publishAvatar(c)
 	case reactionChanged:
 		s.publishReaction(c)
+	case messageEdited:
+		s.publishEdit(c)
+	case messagesDeleted:
+		s.publishDelete(c)
 	}
 }
 
@@ -390,6 +399,10 @@ func (s *server) publishFlags(c flagsChanged) {
 		if *r == nil {
 			byID := map[string]any{}
 			for _, m := range c.Details {
+				if m.isDirect() {
+					byID[strconv.FormatUint(m.ID, 10)] = directDetails(c.Conversations[m.ConversationID], c.User.ID) // dms.go
+					continue
+				}
 				byID[strconv.FormatUint(m.ID, 10)] = map[string]any{"type": "stream", "stream_id": m.ChannelID, "topic": displayTopic(m.Topic, q.emptyTopicName), "unmuted_stream_msg": true}
 			}
 			qe := cloneEvent(e)

@@ -21,7 +21,8 @@ package main
 //	                 largest message id when the user joined (0 for those who
 //	                 joined before schema 3); later messages reached them
 //	messages         message id → message (JSON, with its content rendered to HTML
-//	                 when it was sent: markdown.go)
+//	                 when it was sent or last edited: markdown.go; its edit history,
+//	                 newest first: store_message_edit.go)
 //	channel_messages channel id ‖ message id → empty
 //	topic_messages   channel id ‖ lower-cased topic ‖ 0x00 ‖ message id → empty
 //	                 (topics hold no control characters, so 0x00 ends the topic)
@@ -54,6 +55,13 @@ package main
 //	                 "attachment_refs_through" → message id (uint64)
 //	avatar_blobs     SHA-256 (hex) of an avatar image in DB.uploads/ ‖ user id → empty: the
 //	                 avatars users show (store_avatars.go)
+//	conversations    conversation id → its participants' ids, sorted (8 bytes each): a
+//	                 direct-message conversation, one-to-one, group or with oneself
+//	                 (store_dms.go); made by its first message
+//	conversation_ids participants' ids, sorted (8 bytes each) → conversation id
+//	conversation_messages conversation id ‖ message id → empty
+//	dm_messages      user id ‖ message id → conversation id (uint64): every direct message
+//	                 of each participant, so that "all my messages" walks one index
 //	push_outbox      sequence (uint64) → pushJob (JSON): pushes to deliver, oldest first: a
 //	                 message to expand, a notification or a remove for a device (or, through
 //	                 the bouncer, a user) (push_outbox.go)
@@ -61,10 +69,16 @@ package main
 //	                 or a direct message's conversation): a pushed message not yet read,
 //	                 for Zulip's remove notification
 //
+// A direct message is stored in messages with channel_id 0 and its
+// conversation_id. For unread state a conversation is a channel for its
+// participants: watermarks, unread_below and read_above key it as
+// user id ‖ (1<<63 | conversation id), which no channel id reaches, and
+// its watermark is made at 0 for every participant with the conversation.
+//
 // meta also holds "presence_update_id" → uint64, the presence update ids
-// reserved so far (store_presence.go).
-// and "push_bouncer" → the push bouncer's URL, zulip_org_id and
-// zulip_org_key (JSON), once `zulite push register` ran (push_bouncer.go).
+// reserved so far (store_presence.go), and "push_bouncer" → the push
+// bouncer's URL, zulip_org_id and zulip_org_key (JSON), once `zulite
+// push register` ran (push_bouncer.go).
 //
 // Users, channels and messages take their ids from their own bucket's
 // NextSequence. The read flag is not stored per message: a message is
@@ -145,6 +159,11 @@ var (
 	bucketUnreadBelow      = []byte("unread_below")
 	bucketReadAbove        = []byte("read_above")
 	bucketReactions        = []byte("reactions")
+	// Direct messages (store_dms.go).
+	bucketConversations        = []byte("conversations")
+	bucketConversationIDs      = []byte("conversation_ids")
+	bucketConversationMessages = []byte("conversation_messages")
+	bucketDMMessages           = []byte("dm_messages")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
@@ -152,7 +171,9 @@ var (
 		bucketMessages, bucketChannelMessages, bucketTopicMessages, bucketFlags,
 		bucketPasswords, bucketUserSettings, bucketWatermarks, bucketUnreadBelow, bucketReadAbove,
 		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs,
-		bucketAvatarBlobs, bucketReactions, bucketPushOutbox, bucketPushSent,
+		bucketAvatarBlobs, bucketReactions,
+		bucketConversations, bucketConversationIDs, bucketConversationMessages, bucketDMMessages,
+		bucketPushOutbox, bucketPushSent,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
@@ -258,6 +279,16 @@ type message struct {
 	Timestamp int64  `json:"timestamp"`
 	Client    string `json:"client,omitempty"`
 	Rendered  string `json:"rendered,omitempty"` // the content as HTML (markdown.go)
+	// EditHistory, newest first, LastEdit (the last content edit) and
+	// LastMoved (the last topic or channel change), Unix seconds: none
+	// until it is edited (store_message_edit.go).
+	EditHistory []editEntry `json:"edit_history,omitempty"`
+	LastEdit    int64       `json:"last_edit,omitempty"`
+	LastMoved   int64       `json:"last_moved,omitempty"`
+
+	// ConversationID is a direct message's conversation, its ChannelID
+	// then 0 (store_dms.go).
+	ConversationID uint64 `json:"conversation_id,omitempty"`
 }
 
 type store struct {
