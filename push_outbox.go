@@ -614,8 +614,8 @@ func (p *pusher) send(ctx context.Context, e pushEntry) pushOutcome {
 	return pushOutcome{key: key, dead: res.dead, count: func() { p.st.outbox.stats.failed.Add(1) }}
 }
 
-// apply writes a batch's outcomes in one commit: entries rewritten or
-// removed (one already gone is left alone), their replacements queued,
+// apply writes a batch's outcomes in one commit: entries removed, or
+// moved to the end when they stay (one already gone is left alone), their replacements queued,
 // delivered messages remembered, dead tokens removed.
 func (p *pusher) apply(outcomes []pushOutcome) bool {
 	if len(outcomes) == 0 {
@@ -629,14 +629,13 @@ func (p *pusher) apply(outcomes []pushOutcome) bool {
 			if b.Get(itob(o.key)) == nil {
 				continue
 			}
-			var err error
-			if o.keep != nil {
-				err = putJSON(b, itob(o.key), o.keep)
-			} else {
-				err = b.Delete(itob(o.key))
-			}
-			if err != nil {
+			if err := b.Delete(itob(o.key)); err != nil {
 				return err
+			}
+			if o.keep != nil { // to the end: the first key stays recent, which outboxLen needs
+				if err := putJob(b, *o.keep); err != nil {
+					return err
+				}
 			}
 			for _, nj := range o.jobs {
 				if err := putJob(b, nj); err != nil {
