@@ -51,6 +51,7 @@ func (s *server) serverSettings(r *apiRequest) (any, error) {
 		ZulipMergeBase:                zulipVersion,
 		EmailAuthEnabled:              true,
 		RequireEmailFormatUsernames:   true,
+		PushNotificationsEnabled:      s.pusher != nil,
 		RealmURI:                      s.baseURL,
 		RealmURL:                      s.baseURL,
 		RealmName:                     s.realmName,

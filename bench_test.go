@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.etcd.io/bbolt"
 )
@@ -490,6 +492,71 @@ func mustMarkStateB(b *testing.B, st *store, u user, ch channel) []uint64 {
 		return err
 	})
 	return ids
+}
+
+// ackPush is a provider that acknowledges every push at once.
+type ackPush struct{ delivered atomic.Int64 }
+
+func (*ackPush) perDevice() bool { return true }
+
+func (a *ackPush) deliver(context.Context, pushJob, []pushToken) pushResult {
+	a.delivered.Add(1)
+	return pushResult{}
+}
+
+// BenchmarkSendWithPushes sends to a channel whose every member has a
+// device and push notifications on for it, through the store and the
+// committer, with pushes on (the worker running, expanding each message
+// and delivering to a provider that acknowledges at once, sharing the
+// committer and the processors with the sends), queued only (the
+// entries written with each message, no worker: the send's own cost)
+// and off, in one run: sends/s side by side, and the pushes the worker
+// delivered meanwhile.
+//
+//	go test -run XXX -bench SendWithPushes
+func BenchmarkSendWithPushes(b *testing.B) {
+	for _, n := range []int{100, 1_000} {
+		for _, mode := range []string{"off", "queued-only", "on"} {
+			b.Run(fmt.Sprintf("members=%d/pushes=%s", n, mode), func(b *testing.B) {
+				e := newBenchEnv(b)
+				seedSubscribers(b, e.st, e.general, n-1)
+				mustUpdate(b, e.st, func(tx *bbolt.Tx) error {
+					on := true
+					for _, id := range subscriberIDs(tx, e.general.ID) {
+						t := pushToken{Kind: pushAPNs, Token: fmt.Sprintf("%064x", id)}
+						if err := putJSON(tx.Bucket(bucketPushTokens), pushTokenKey(id, t.Kind, t.Token), t); err != nil {
+							return err
+						}
+						if err := putJSON(tx.Bucket(bucketSubscriptions), append(itob(id), itob(e.general.ID)...), subscription{Color: "#c2c2c2", PushNotifications: &on}); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				provider := &ackPush{}
+				if mode == "queued-only" { // the send's own cost: entries written, no worker
+					e.st.outbox.max.Store(1 << 40)
+				}
+				if mode == "on" {
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					e.server.pusher = newPusher(e.st, provider, func(uint64) bool { return true }, discardLogger(), "http://zulite.test", "zulite", defaultPushOutboxMax)
+					go e.server.pusher.run(ctx)
+				}
+				mustSend(b, e.st, e.alice.user, e.general)
+				runtime.GC()
+				start, before := time.Now(), provider.delivered.Load()
+				for b.Loop() {
+					if _, err := e.st.sendMessage(e.alice.user, channelRef{ID: e.general.ID}, "topic", "hello", "test"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				elapsed := time.Since(start).Seconds()
+				b.ReportMetric(float64(b.N)/elapsed, "sends/s")
+				b.ReportMetric(float64(provider.delivered.Load()-before)/elapsed, "pushes/s")
+			})
+		}
+	}
 }
 
 // BenchmarkSubscribePrincipals subscribes k of 2,000 accounts, each with

@@ -39,11 +39,18 @@ type options struct {
 	MaxUploadMiB   int           `json:"-"`
 	UploadQuotaMiB int           `json:"-"`
 	UploadGrace    time.Duration `json:"-"`
-	Name           string        `json:"name,omitempty"`
-	Description    string        `json:"description,omitempty"`
-	Admin          bool          `json:"admin,omitempty"`
-	Bot            bool          `json:"bot,omitempty"`
-	Private        bool          `json:"private,omitempty"`
+	// Push: direct delivery's credentials and endpoints, the bouncer's
+	// address, the idle window and the outbox's bound (push_outbox.go).
+	PushAPNsKey, PushAPNsKeyID, PushAPNsTeamID, PushAPNsURL string        `json:"-"`
+	PushFCMCredentials, PushFCMURL                          string        `json:"-"`
+	PushBouncerURL                                          string        `json:"push_bouncer_url,omitempty"`
+	PushIdle                                                time.Duration `json:"-"`
+	PushOutboxMax                                           int           `json:"-"`
+	Name                                                    string        `json:"name,omitempty"`
+	Description                                             string        `json:"description,omitempty"`
+	Admin                                                   bool          `json:"admin,omitempty"`
+	Bot                                                     bool          `json:"bot,omitempty"`
+	Private                                                 bool          `json:"private,omitempty"`
 	// PasswordStdin asks for the password on standard input; Password
 	// carries it to the command (through the 0600 socket when a server
 	// holds the database). It is never printed or logged.
@@ -72,6 +79,7 @@ var commands = []command{
 	{name: "user reactivate", args: "EMAIL", nargs: 1, about: "reactivate an account", admin: userReactivate},
 	{name: "channel add", args: "NAME", nargs: 1, about: "create a channel and print its id", admin: channelAdd},
 	{name: "channel list", about: "list channels: id, name, public/private, description", admin: channelList},
+	{name: "push register", args: "EMAIL HOSTNAME", nargs: 2, about: "register the server with Zulip's mobile push notification service, for the official apps (EMAIL: the organisation's contact; HOSTNAME: the server's public name)", admin: pushRegister},
 	{name: "backup", args: "FILE", nargs: 1, about: "write a consistent copy of the database to FILE, also while serving"},
 	{name: "version", about: "print the version"},
 }
@@ -115,6 +123,15 @@ var flagTable = []flagSpec{
 	{name: "tls-key", command: "serve", env: "ZULITE_TLS_KEY", help: "TLS private key file, PEM", field: func(o *options) any { return &o.TLSKey }},
 	{name: "acme-domain", command: "serve", env: "ZULITE_ACME_DOMAIN", help: "obtain certificates automatically (ACME, TLS-ALPN-01 on --addr, usually :443) for these comma-separated domains", field: func(o *options) any { return &o.ACMEDomain }},
 	{name: "acme-cache", command: "serve", env: "ZULITE_ACME_CACHE", defaultNote: "acme-cache beside the database", help: "directory keeping ACME certificates", field: func(o *options) any { return &o.ACMECache }},
+	{name: "push-apns-key", command: "serve", env: "ZULITE_PUSH_APNS_KEY", help: "send iOS pushes directly to Apple with this token-based authentication key (.p8 file) of one's own app", field: func(o *options) any { return &o.PushAPNsKey }},
+	{name: "push-apns-key-id", command: "serve", env: "ZULITE_PUSH_APNS_KEY_ID", help: "the .p8 key's id (10 characters, from Apple's developer site)", field: func(o *options) any { return &o.PushAPNsKeyID }},
+	{name: "push-apns-team-id", command: "serve", env: "ZULITE_PUSH_APNS_TEAM_ID", help: "the Apple developer team id the key belongs to", field: func(o *options) any { return &o.PushAPNsTeamID }},
+	{name: "push-apns-url", command: "serve", env: "ZULITE_PUSH_APNS_URL", def: defaultAPNsURL, help: "APNs endpoint (https://api.sandbox.push.apple.com for development builds)", field: func(o *options) any { return &o.PushAPNsURL }},
+	{name: "push-fcm-credentials", command: "serve", env: "ZULITE_PUSH_FCM_CREDENTIALS", help: "send Android pushes directly through FCM with this service account key (JSON file) of one's own Firebase project", field: func(o *options) any { return &o.PushFCMCredentials }},
+	{name: "push-fcm-url", command: "serve", env: "ZULITE_PUSH_FCM_URL", def: defaultFCMURL, help: "FCM HTTP v1 endpoint", field: func(o *options) any { return &o.PushFCMURL }},
+	{name: "push-bouncer-url", command: "push register", env: "ZULITE_PUSH_BOUNCER_URL", def: defaultBouncerURL, help: "Zulip's mobile push notification service, used once 'zulite push register' has registered the server (for the official apps)", field: func(o *options) any { return &o.PushBouncerURL }},
+	{name: "push-idle", command: "serve", env: "ZULITE_PUSH_IDLE", def: defaultPushIdle, help: "push only to users none of whose event queues was polled for this long (Zulip's offline threshold)", field: func(o *options) any { return &o.PushIdle }},
+	{name: "push-outbox-max", command: "serve", env: "ZULITE_PUSH_OUTBOX_MAX", def: defaultPushOutboxMax, help: "pushes waiting for delivery at most; messages past it are not pushed", field: func(o *options) any { return &o.PushOutboxMax }},
 
 	{name: "name", command: "user add", defaultNote: "the e-mail's local part", help: "full name", field: func(o *options) any { return &o.Name }},
 	{name: "admin", command: "user add", help: "make the account an administrator", field: func(o *options) any { return &o.Admin }},

@@ -47,6 +47,9 @@ type server struct {
 	requestLog *requestLog
 	started    time.Time // register's server_generation
 	uploads    uploadLimits
+	// pusher delivers mobile push notifications; nil: pushes are off
+	// (push_outbox.go).
+	pusher *pusher
 }
 
 // routeList is every route's pattern, "METHOD /path", as the router

@@ -149,6 +149,13 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		s.channelBudget = nil
 	}
 	go s.events.run(ctx)
+	if s.pusher, err = newPushWorker(st, s, o, log); err != nil {
+		return err
+	}
+	if s.pusher != nil {
+		s.metrics.pushes = st
+		go s.pusher.run(ctx)
+	}
 	go s.passwords.prepareAtStart() // the first unknown login then costs one hash, like the rest
 
 	admin, err := listenAdmin(socketPath(o.DB))

@@ -189,6 +189,9 @@ type metrics struct {
 	// connsRefused counts connections closed by --max-connections (nil
 	// when serving without the bound, as in tests).
 	connsRefused *atomic.Int64
+	// pushes: the store whose push outbox is reported (nil: pushes are
+	// off; push_outbox.go).
+	pushes *store
 }
 
 func newMetrics() *metrics {
@@ -274,6 +277,9 @@ func (m *metrics) render(b io.Writer, db storeFigures) {
 	fmt.Fprintln(b, "# HELP zulite_open_connections HTTP connections open now.")
 	fmt.Fprintln(b, "# TYPE zulite_open_connections gauge")
 	fmt.Fprintf(b, "zulite_open_connections %d\n", m.openConns.Load())
+	if m.pushes != nil {
+		writePushMetrics(b, m.pushes)
+	}
 	if m.connsRefused != nil {
 		fmt.Fprintln(b, "# HELP zulite_connections_refused_total Connections closed by --max-connections: newcomers without room, and quiet ones closed to make room.")
 		fmt.Fprintln(b, "# TYPE zulite_connections_refused_total counter")

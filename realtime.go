@@ -235,9 +235,18 @@ func (s *server) publishChange(change any) {
 	switch c := change.(type) {
 	case messageSent:
 		s.publishMessage(c)
+		if s.pusher != nil {
+			s.pusher.poke()
+		}
 	case directSent:
 		s.publishDirect(c) // dms.go
+		if s.pusher != nil {
+			s.pusher.poke()
+		}
 	case flagsChanged:
+		if s.pusher != nil && c.Change.Flag == "read" && c.Change.Add {
+			s.pusher.readChanged(c.User.ID)
+		}
 		if c.Uncollected {
 			s.events.dropNewerThan(c.User.ID, c.ListenSeq)
 			return

@@ -423,7 +423,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"message_retention_days":                         -1, // messages are kept forever
 		"name":                                           s.realmName,
 		"name_changes_disabled":                          true, // nor rename users,
-		"push_notifications_enabled":                     false,
+		"push_notifications_enabled":                     s.pusher != nil,
 		"require_e2ee_push_notifications":                false,
 		"require_unique_names":                           false,
 		"send_welcome_emails":                            false,

@@ -62,6 +62,12 @@ package main
 //	conversation_messages conversation id ‖ message id → empty
 //	dm_messages      user id ‖ message id → conversation id (uint64): every direct message
 //	                 of each participant, so that "all my messages" walks one index
+//	push_outbox      sequence (uint64) → pushJob (JSON): pushes to deliver, oldest first: a
+//	                 message to expand, a notification or a remove for a device (or, through
+//	                 the bouncer, a user) (push_outbox.go)
+//	push_sent        user id ‖ message id → the message's unread key (uint64: its channel,
+//	                 or a direct message's conversation): a pushed message not yet read,
+//	                 for Zulip's remove notification
 //
 // A direct message is stored in messages with channel_id 0 and its
 // conversation_id. For unread state a conversation is a channel for its
@@ -73,7 +79,9 @@ package main
 //	                 disk so that a restart logs nobody out; expired ones go at the next login
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
-// reserved so far (store_presence.go).
+// reserved so far (store_presence.go), and "push_bouncer" → the push
+// bouncer's URL, zulip_org_id and zulip_org_key (JSON), once `zulite
+// push register` ran (push_bouncer.go).
 //
 // Users, channels and messages take their ids from their own bucket's
 // NextSequence. The read flag is not stored per message: a message is
@@ -170,6 +178,7 @@ var (
 		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs,
 		bucketAvatarBlobs, bucketReactions, bucketWebSessions,
 		bucketConversations, bucketConversationIDs, bucketConversationMessages, bucketDMMessages,
+		bucketPushOutbox, bucketPushSent,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
@@ -288,6 +297,7 @@ type message struct {
 }
 
 type store struct {
+	outbox    pushOutbox // whether sends queue pushes, and the push metrics (push_outbox.go)
 	db        *bbolt.DB
 	path      string // the database file, read without the db (which close clears)
 	keySecret []byte

@@ -205,6 +205,9 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 				return err
 			}
 		}
+		if err := s.queuePushesTx(tx, m, ids); err != nil { // push_outbox.go
+			return err
+		}
 		sent = directSent{sentMessage: sentMessage{message: m, ReadBySender: out.ReadBySender, QueueID: out.QueueID, LocalID: out.LocalID,
 			recipients: &recipients{read: func() []uint64 { return ids }}, Mentions: rendering.Mentions}, Sender: sender, Participants: members}
 		report(sent)

@@ -158,6 +158,9 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 		if err := setMentionFlags(tx, ch.ID, id, rendering.Mentions); err != nil {
 			return err
 		}
+		if err := s.queuePushesTx(tx, m, nil); err != nil {
+			return err
+		}
 		report(messageSent{sent, sender})
 		return nil
 	})

@@ -3,6 +3,7 @@ package main
 // The store's push tokens, keyed by user, kind and token.
 
 import (
+	"encoding/json"
 	"strings"
 
 	"go.etcd.io/bbolt"
@@ -25,6 +26,9 @@ func (s *store) addPushToken(userID uint64, t pushToken) error {
 			return nil
 		}
 		t.Created = s.now().Unix()
+		if err := s.queueBouncerTx(tx, "register", userID, t); err != nil {
+			return err
+		}
 		return putJSON(b, k, t)
 	})
 }
@@ -35,8 +39,16 @@ func (s *store) removePushToken(userID uint64, kind pushKind, token string) erro
 	return s.update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketPushTokens)
 		k := pushTokenKey(userID, kind, token)
-		if b.Get(k) == nil {
+		v := b.Get(k)
+		if v == nil {
 			return errTokenNotFound
+		}
+		var t pushToken
+		if err := json.Unmarshal(v, &t); err != nil {
+			return err
+		}
+		if err := s.queueBouncerTx(tx, "unregister", userID, t); err != nil {
+			return err
 		}
 		return b.Delete(k)
 	})

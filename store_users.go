@@ -162,6 +162,9 @@ func (s *store) regenerateKey(email string) (string, error) {
 			return err
 		}
 		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: true})
+		if err := s.unregisterAllTx(tx, u.ID); err != nil { // push_bouncer.go
+			return err
+		}
 		prefix := itob(u.ID)
 		for _, b := range [][]byte{bucketAPIKeys, bucketPushTokens} {
 			if err := deletePrefix(tx.Bucket(b), prefix); err != nil {
