@@ -88,10 +88,8 @@ func (s *store) editDirect(u user, e messageEdit, orig message) (int, error) {
 		}
 		change := messageEdited{Editor: u, Message: edited, Orig: m, ContentEdit: true, IDs: []uint64{m.ID}, Propagate: changeOne,
 			Timestamp: now, Audience: participants, Flags: map[uint64][]string{}, Direct: true}
-		for _, uid := range participants {
-			if listening, _ := s.listens(uid); listening {
-				change.Flags[uid] = userFlags(tx, uid, edited)
-			}
+		for _, uid := range participants { // a few: each one's, listening or not (s.listens covers flag-event queues only)
+			change.Flags[uid] = userFlags(tx, uid, edited)
 		}
 		report(change)
 		return nil
