@@ -290,3 +290,59 @@ func TestDeleteDM_IndexesUnreadFlagsReactionsAndEventsGo(t *testing.T) {
 	wantAPIError(t, e.request(t, "DELETE", msgPath(own), nil, &e.alice), 400, "BAD_REQUEST", "You don't have permission to delete this message")
 	e.checkIndexes(t)
 }
+
+// wantRule1 checks unread.go's rule 1 for a user's read mark (a channel
+// id or a conversation's key): the first message above the watermark is
+// never in read_above, and no exception names a message that is gone.
+func wantRule1(t *testing.T, e *testEnv, userID, key uint64) {
+	t.Helper()
+	mustView(t, e.st, func(tx *bbolt.Tx) error {
+		m, ok := loadMark(tx, userID, key)
+		if !ok {
+			t.Errorf("user %d has no read mark at %x", userID, key)
+			return nil
+		}
+		if first, ok := m.index().iter(m.watermark+1, true)(); ok {
+			if in, _ := setAmong(m.above(), []uint64{first}); len(in) > 0 {
+				t.Errorf("mark %x: the first message above the watermark, %d, is in read_above", key, first)
+			}
+		}
+		for _, b := range []*bbolt.Bucket{m.above(), m.below()} {
+			if b == nil {
+				continue
+			}
+			ids, _ := chunkIDs(b)
+			for _, id := range ids {
+				if _, err := messageByID(tx, id); err != nil {
+					t.Errorf("mark %x: an exception names message %d, which is gone", key, id)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func TestDeleteMessage_TheWatermarkPassesWhatRemains(t *testing.T) {
+	// bob read the first and third messages, not the second: his
+	// watermark is at the first, the third is read above it. Once the
+	// second is deleted the third is the first above the watermark, which
+	// must then pass it (rule 1), in a channel as in a conversation.
+	e := newTestEnv(t)
+	var chIDs, dmIDs []uint64
+	for i := 0; i < 3; i++ {
+		chIDs = append(chIDs, e.sendAs(t, e.alice, e.general, "c"))
+		dmIDs = append(dmIDs, e.sendDM(t, &e.alice, jsonIDs(e.bob.ID), "d"))
+	}
+	read := []uint64{chIDs[0], chIDs[2], dmIDs[0], dmIDs[2]}
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/messages/flags", url.Values{"messages": {jsonIDs(read...)}, "op": {"add"}, "flag": {"read"}}, &e.bob))
+	wantAPISuccess(t, e.request(t, "DELETE", msgPath(chIDs[1]), nil, &e.alice))
+	wantAPISuccess(t, e.request(t, "DELETE", msgPath(dmIDs[1]), nil, &e.alice))
+	wantRule1(t, e, e.bob.ID, e.general.ID)
+	var conv uint64
+	mustView(t, e.st, func(tx *bbolt.Tx) error { conv, _ = conversationOf(tx, []uint64{e.alice.ID, e.bob.ID}); return nil })
+	wantRule1(t, e, e.bob.ID, conversationKey(conv))
+	wantUnreadDMs(t, e, e.bob, nil)
+	if got := mustUnread(t, e.st, e.bob.user, e.general); len(got) != 0 {
+		t.Errorf("bob's unread in general: got %v, want none", got)
+	}
+}
