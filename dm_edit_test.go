@@ -346,3 +346,20 @@ func TestDeleteMessage_TheWatermarkPassesWhatRemains(t *testing.T) {
 		t.Errorf("bob's unread in general: got %v, want none", got)
 	}
 }
+
+func TestEditDM_UploadLinksFollowTheContent(t *testing.T) {
+	e := newTestEnv(t)
+	plan := e.mustUpload(t, &e.alice, "plan.txt", "between us")
+	id := e.sendDM(t, &e.alice, jsonIDs(e.bob.ID), "soon")
+	if rec := e.fetch(t, &e.bob, plan); rec.Code == http.StatusOK {
+		t.Errorf("bob before the link: got %d, want a refusal", rec.Code)
+	}
+	wantAPISuccess(t, e.request(t, "PATCH", msgPath(id), url.Values{"content": {"[plan](" + plan + ")"}}, &e.alice))
+	if rec := e.fetch(t, &e.bob, plan); rec.Code != http.StatusOK || rec.Body.String() != "between us" {
+		t.Errorf("bob once the edit links it: got %d %q, want 200 and the file", rec.Code, rec.Body.String())
+	}
+	wantAPISuccess(t, e.request(t, "DELETE", msgPath(id), nil, &e.alice))
+	if rec := e.fetch(t, &e.bob, plan); rec.Code == http.StatusOK {
+		t.Errorf("bob once the linking message is deleted: got %d, want a refusal", rec.Code)
+	}
+}
