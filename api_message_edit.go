@@ -191,7 +191,10 @@ func editHistoryObjects(m message, allowEmpty bool) []editEntry {
 func (s *server) publishEdit(c messageEdited) {
 	m := c.Message
 	base := event{"type": "update_message", "user_id": c.Editor.ID, "edit_timestamp": c.Timestamp, "message_id": m.ID,
-		"rendering_only": false, "stream_name": c.OrigChannel.Name, "stream_id": c.OrigChannel.ID, "message_ids": nonNilIDs(c.IDs)}
+		"rendering_only": false, "message_ids": nonNilIDs(c.IDs)}
+	if !c.Direct { // Zulip's event for a direct message names no channel
+		base["stream_name"], base["stream_id"] = c.OrigChannel.Name, c.OrigChannel.ID
+	}
 	if c.ContentEdit {
 		base["orig_content"] = c.Orig.Content
 		base["orig_rendered_content"] = renderedContent(c.Orig)
@@ -238,16 +241,24 @@ func (s *server) publishEdit(c messageEdited) {
 // publishDelete tells the audience that messages were deleted: one
 // event with message_ids to a client that declared
 // bulk_message_deletion, one event per message with message_id to
-// others (Zulip's DeleteMessagesEvent).
+// others (Zulip's DeleteMessagesEvent); a direct message's event has
+// message_type "private" and no channel or topic.
 func (s *server) publishDelete(c messagesDeleted) {
 	var bulk [2]*sharedEvent     // by empty_topic_name
 	var single [2][]*sharedEvent // by empty_topic_name, one per message
+	where := func(e event, emptyTopicName bool) event {
+		if c.Direct {
+			e["message_type"] = "private"
+			return e
+		}
+		e["message_type"], e["stream_id"], e["topic"] = "stream", c.ChannelID, displayTopic(c.Topic, emptyTopicName)
+		return e
+	}
 	singles := func(emptyTopicName bool) []*sharedEvent {
 		r := &single[b2i(emptyTopicName)]
 		if *r == nil {
 			for _, id := range c.IDs {
-				*r = append(*r, encodeEvent(event{"type": "delete_message", "message_id": id, "message_type": "stream",
-					"stream_id": c.ChannelID, "topic": displayTopic(c.Topic, emptyTopicName)}))
+				*r = append(*r, encodeEvent(where(event{"type": "delete_message", "message_id": id}, emptyTopicName)))
 			}
 		}
 		return *r
@@ -264,8 +275,7 @@ func (s *server) publishDelete(c messagesDeleted) {
 			}
 			r := &bulk[b2i(q.emptyTopicName)]
 			if *r == nil {
-				*r = encodeEvent(event{"type": "delete_message", "message_ids": nonNilIDs(c.IDs), "message_type": "stream",
-					"stream_id": c.ChannelID, "topic": displayTopic(c.Topic, q.emptyTopicName)})
+				*r = encodeEvent(where(event{"type": "delete_message", "message_ids": nonNilIDs(c.IDs)}, q.emptyTopicName))
 			}
 			return queuedEvent{shared: *r}, true
 		})

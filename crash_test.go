@@ -71,8 +71,17 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	// topic and deletes it as the owner; deleted holds the contents whose
 	// deletion was acknowledged.
 	deleted := map[string]bool{}
-	moveThenDelete := func(base, content string) {
-		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/messages", strings.NewReader(url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {content}}.Encode()))
+	// With direct set, the message is a direct message to the owner,
+	// edited and deleted by the sender (dm_edit_test.go).
+	moveThenDelete := func(base, content string, direct bool) {
+		send, edit, as := url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {content}}, url.Values{"topic": {"moved"}, "propagate_mode": {"change_one"}}, call
+		if direct {
+			send, edit = url.Values{"type": {"direct"}, "to": {owner}, "content": {content}}, url.Values{"content": {content + " edited"}}
+			as = func(base, method, path string, params url.Values) (int, error) {
+				return callAs("sender@example.com", senderKey, base, method, path, params)
+			}
+		}
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/messages", strings.NewReader(send.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.SetBasicAuth("sender@example.com", senderKey)
 		resp, err := client.Do(req)
@@ -86,12 +95,15 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 			return
 		}
 		path := "/api/v1/messages/" + strconv.FormatUint(answer.ID, 10)
-		if code, err := call(base, http.MethodPatch, path, url.Values{"topic": {"moved"}, "propagate_mode": {"change_one"}}); err != nil || code != 200 {
+		if code, err := as(base, http.MethodPatch, path, edit); err != nil || code != 200 {
 			return
 		}
-		if code, err := call(base, http.MethodDelete, path, nil); err == nil && code == 200 {
+		if code, err := as(base, http.MethodDelete, path, nil); err == nil && code == 200 {
 			mu.Lock()
 			deleted[content] = true
+			if direct {
+				deleted[content+" edited"] = true
+			}
 			mu.Unlock()
 		}
 	}
@@ -139,8 +151,8 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 							sentCount++
 							mu.Unlock()
 						}
-						if w == 0 { // a message moved, then deleted: both rewrite the indexes
-							moveThenDelete(server.baseURL, "d-"+token)
+						if w <= 1 { // a message moved (edited, for a direct one), then deleted: both rewrite the indexes
+							moveThenDelete(server.baseURL, "d-"+token, w == 1)
 						}
 						mu.Lock()
 						before := len(sent)
@@ -208,8 +220,14 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 			t.Errorf("message %q was acknowledged as deleted but is there", c)
 		}
 	}
-	if len(deleted) == 0 {
-		t.Errorf("no deletion was acknowledged: the test deleted nothing")
+	direct := 0 // each direct one is there twice: as sent and as edited
+	for c := range deleted {
+		if strings.HasSuffix(c, " edited") {
+			direct++
+		}
+	}
+	if len(deleted) == 0 || direct == 0 {
+		t.Errorf("%d deletions were acknowledged, %d of direct messages: the test deleted too little", len(deleted)-direct, direct)
 	}
 	// Messages acknowledged before an acknowledged mark began are read.
 	unread := map[string]bool{}
@@ -233,7 +251,8 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	if markedUpTo == 0 {
 		t.Errorf("no mark_stream_as_read was acknowledged: the test marked nothing")
 	}
-	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read), %d moved and deleted; all as acknowledged", len(added), len(removed), sentCount, markedUpTo, len(deleted))
+	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read), %d moved or edited and deleted (%d of them direct); all as acknowledged",
+		len(added), len(removed), sentCount, markedUpTo, len(deleted)-direct, direct)
 }
 
 // reopenChecked opens a database the binary has left, with nothing else

@@ -305,6 +305,9 @@ var (
 	errContentMismatch       = &rejection{"content changed", always(&apiError{status: http.StatusBadRequest, code: "EXPECTATION_MISMATCH",
 		msg: "'prev_content_sha256' value does not match the expected value."})}
 	errDeleteTimeLimit = &rejection{"delete time limit", always(badRequest("The time limit for deleting this message has passed"))}
+	// validate_message_edit_payload on a direct message (store_dm_edit.go).
+	errDMToChannel = &rejection{"direct message moved", always(badRequest("Direct messages cannot be moved to channels."))}
+	errDMTopic     = &rejection{"direct message topic", always(badRequest("Direct messages cannot have topics."))}
 
 	errNarrowUnknownChannel = &rejection{"unknown channel in narrow", func(name string) *apiError { return badNarrow("unknown channel " + echoed(name)) }}
 	errNarrowUnknownUser    = &rejection{"unknown user in narrow", func(name string) *apiError { return badNarrow("unknown user " + echoed(name)) }}

@@ -15,7 +15,9 @@ import (
 )
 
 // checkMessageIndexes checks that channel_messages and topic_messages
-// hold exactly the stored messages, each under its channel and topic.
+// hold exactly the stored channel messages, each under its channel and
+// topic, and conversation_messages and dm_messages exactly the direct
+// ones (checkDirectIndexes).
 func checkMessageIndexes(t testing.TB, tx *bbolt.Tx) {
 	t.Helper()
 	want := 0
@@ -23,6 +25,9 @@ func checkMessageIndexes(t testing.TB, tx *bbolt.Tx) {
 		m, err := messageByID(tx, btoi(k))
 		if err != nil {
 			t.Errorf("message %d: %v", btoi(k), err)
+			return nil
+		}
+		if m.isDirect() {
 			return nil
 		}
 		want++
@@ -51,6 +56,7 @@ func checkMessageIndexes(t testing.TB, tx *bbolt.Tx) {
 			t.Errorf("%s holds %d entries for %d messages", b, n, want)
 		}
 	}
+	checkDirectIndexes(t, tx) // dm_edit_test.go
 }
 
 func (e *testEnv) checkIndexes(t *testing.T) {

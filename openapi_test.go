@@ -591,6 +591,11 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	wantAPISuccess(t, e.request(t, "PATCH", editPath, url.Values{"content": {"lunch at **noon**"}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "PATCH", editPath, url.Values{"topic": {"dinner"}, "propagate_mode": {"change_later"}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/messages/"+strconv.FormatUint(e.sendAs(t, e.alice, e.general, "lunch"), 10), nil, &e.alice))
+	// A direct message's edit and delete: their events name no channel (dm_edit_test.go).
+	direct := msgPath(e.sendDM(t, &e.alice, jsonIDs(e.bob.ID), "lunch"))
+	wantAPISuccess(t, e.request(t, "PATCH", direct, url.Values{"content": {"lunch at **noon**"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "DELETE", direct, nil, &e.alice))
+	direct = msgPath(e.sendDM(t, &e.alice, jsonIDs(e.bob.ID), "lunch"))
 	doomed := "/api/v1/messages/" + strconv.FormatUint(e.sendAs(t, e.alice, e.general, "lunch"), 10)
 	upload := e.mustUpload(t, &e.alice, "contract.txt", "contract")
 	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
@@ -655,6 +660,9 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "PATCH", editPath, nil, &e.alice},
 		{false, "GET", editPath + "/history", nil, &e.alice},
 		{true, "GET", "/api/v1/messages/999999/history", nil, &e.alice},
+		{true, "PATCH", direct, url.Values{"topic": {"lunch"}}, &e.alice},
+		{false, "PATCH", direct, url.Values{"content": {"lunch at two"}}, &e.alice},
+		{false, "DELETE", direct, nil, &e.alice},
 		{false, "DELETE", doomed, nil, &e.alice},
 		{true, "DELETE", doomed, nil, &e.alice},
 		{false, "POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {secret}}, &e.alice},

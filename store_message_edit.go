@@ -77,6 +77,7 @@ type messageEdited struct {
 	Audience     []uint64
 	Flags        map[uint64][]string
 	LosingAccess []uint64
+	Direct       bool // a direct message's content edit: no channel, topic or move (store_dm_edit.go)
 }
 
 // messagesDeleted: messages of one channel and topic were deleted.
@@ -85,6 +86,7 @@ type messagesDeleted struct {
 	ChannelID uint64
 	Topic     string
 	Audience  []uint64
+	Direct    bool // a direct message: no channel or topic (store_dm_edit.go)
 }
 
 // isMoveLimited says whether u is held to the realm's move limits:
@@ -155,6 +157,9 @@ func (s *store) editMessage(u user, e messageEdit) (int, error) {
 	orig, origCh, err := s.readForEdit(u, e.MessageID)
 	if err != nil {
 		return 0, err
+	}
+	if orig.isDirect() {
+		return s.editDirect(u, e, orig) // store_dm_edit.go
 	}
 	var rendering messageRendering
 	if e.Content != nil {
@@ -515,13 +520,14 @@ func forgetInChannel(tx *bbolt.Tx, userID, channelID uint64, ids []uint64) error
 	return m.raise(nil)
 }
 
-// userFlags is a user's flags on a message, in Zulip's words.
+// userFlags is a user's flags on a message, in Zulip's words; a direct
+// message's are a participant's.
 func userFlags(tx *bbolt.Tx, userID uint64, m message) []string {
-	p := pagedMessage{message: m, Subscribed: isSubscribed(tx, userID, m.ChannelID)}
+	p := pagedMessage{message: m, Subscribed: m.isDirect() || isSubscribed(tx, userID, m.ChannelID)}
 	if v := tx.Bucket(bucketFlags).Get(append(itob(userID), itob(m.ID)...)); v != nil {
 		p.Flags = v[0]
 	}
-	if unread, _ := unreadAmong(tx, userID, m.ChannelID, []uint64{m.ID}); len(unread) > 0 {
+	if unread, _ := unreadAmong(tx, userID, m.readKey(), []uint64{m.ID}); len(unread) > 0 {
 		p.Unread = true
 	}
 	return messageFlags(p)
@@ -573,12 +579,20 @@ func (s *store) deleteMessage(u user, id uint64) error {
 		if err != nil {
 			return err
 		}
+		if m.isDirect() {
+			return s.deleteDirect(tx, u, m, report) // store_dm_edit.go
+		}
 		if !s.canDelete(u, m, ch) {
 			return errCannotDeleteMessage
 		}
 		if !inGroup(u, s.realmGroup("can_delete_any_message_group")) && !ch.groupSetting("can_delete_any_message_group").includes(u) &&
 			olderThan(s.now().Unix(), m.Timestamp, defaultMessageLimitSeconds) {
 			return errDeleteTimeLimit
+		}
+		// Out of the channel's index first: forgetInChannel then keeps
+		// rule 1 over the messages that remain.
+		if err := unindexMessage(tx, m, true); err != nil {
+			return err
 		}
 		subs := subscriberIDs(tx, ch.ID)
 		for _, uid := range subs {
@@ -589,27 +603,11 @@ func (s *store) deleteMessage(u user, id uint64) error {
 				return err
 			}
 		}
-		if err := unindexMessage(tx, m, true); err != nil {
-			return err
-		}
 		if err := tx.Bucket(bucketMessages).Delete(itob(id)); err != nil {
 			return err
 		}
-		var gone [][]byte
-		prefix := itob(id)
-		c := tx.Bucket(bucketReactions).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			gone = append(gone, slices.Clone(k))
-		}
-		for _, k := range gone { // after the walk: no writes under a live cursor
-			if err := tx.Bucket(bucketReactions).Delete(k); err != nil {
-				return err
-			}
-		}
-		for _, p := range linkedPaths(m.Content) {
-			if err := tx.Bucket(bucketAttachmentRefs).Delete(append(refPrefix(p), itob(id)...)); err != nil {
-				return err
-			}
+		if err := dropReactionsAndLinks(tx, m); err != nil {
+			return err
 		}
 		audience := subs
 		if !slices.Contains(audience, u.ID) {
