@@ -1,0 +1,1015 @@
+package main
+
+// Moving from Zulip: `zulite import DIR` reads a Zulip realm export (made
+// by `manage.py export`, by `zulite export`, or by one of Zulip's
+// converters) into a new, empty database, and prints what it brought
+// over and what zulite cannot hold.
+//
+// Users and channels keep their Zulip ids (so the user ids in rendered
+// mentions still name who they named), and their buckets' sequences
+// are moved past the largest. Messages are numbered anew from 1, in the
+// order of their Zulip ids, as Zulip's own import numbers them anew:
+// zulite's message ids are dense (store_channel_figures.go searches them
+// by time), and an export's are not (other organisations' messages,
+// deleted ones, direct messages left out). The old ids, in order, go to
+// a temporary file, so that a reaction's message is found by a binary
+// search there, not in a map in memory. Messages keep Zulip's rendering
+// of them.
+//
+// Every file is read as a stream (json.Decoder, a row at a time), and
+// what is held in memory is the realm's small tables (users, channels,
+// recipients, subscriptions), a state of a few bytes per (user,
+// channel), and one message file's (message id, channel) pairs and
+// per-user rows, Zulip writing 1000 messages a file: memory does not grow
+// with the number of messages (figures in the notes).
+//
+// Unread state is rebuilt with unread.go's own operations, so that its
+// rules hold: a subscription's watermark starts just below the first
+// message the user received (Zulip's first UserMessage row), the rows
+// marked read are passed to markRead a file at a time (the watermark
+// climbs over them), and a subscription with nothing unread at the end
+// is marked read whole (readAll). What stays unread is what Zulip had
+// unread.
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.etcd.io/bbolt"
+)
+
+// importBatch is how many rows one write transaction takes.
+const importBatch = 5000
+
+// runImport imports the export in dir into o.DB, which must be new.
+func runImport(dir string, o options, stdout io.Writer) error {
+	if conn, err := net.DialTimeout("unix", socketPath(o.DB), lockTimeout); err == nil {
+		conn.Close()
+		return fmt.Errorf("import: a server is using %s: stop it, and import into a new database file", o.DB)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "realm.json")); err != nil {
+		return fmt.Errorf("import %s: no realm.json: %w", dir, err)
+	}
+	st, err := openStore(o.DB, lockTimeout)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	report, err := st.importZulip(dir)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", dir, err)
+	}
+	fmt.Fprint(stdout, report.String())
+	return nil
+}
+
+// importReport is what an import brought over and what it left.
+type importReport struct {
+	Users, Channels, Subscriptions, Messages, Flags, Reactions, Attachments, Avatars int
+	// What zulite cannot hold, in words, with counts.
+	left map[string]int
+}
+
+func (r *importReport) leave(what string, n int) {
+	if n == 0 {
+		return
+	}
+	if r.left == nil {
+		r.left = map[string]int{}
+	}
+	r.left[what] += n
+}
+
+func (r importReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "imported: %d users, %d channels, %d subscriptions, %d messages, %d personal flags, %d reactions, %d uploaded files, %d avatars\n",
+		r.Users, r.Channels, r.Subscriptions, r.Messages, r.Flags, r.Reactions, r.Attachments, r.Avatars)
+	if len(r.left) == 0 {
+		b.WriteString("nothing left out\n")
+		return b.String()
+	}
+	b.WriteString("not imported (zulite does not model it):\n")
+	keys := make([]string, 0, len(r.left))
+	for k := range r.left {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  %d %s\n", r.left[k], k)
+	}
+	b.WriteString("users have no password or API key: give each one with 'zulite user password EMAIL' or 'zulite user key EMAIL'\n")
+	return b.String()
+}
+
+// The rows of a Zulip export that zulite reads; foreign keys are named
+// as model_to_dict names them (sender, not sender_id).
+type (
+	zulipUser struct {
+		ID            uint64   `json:"id"`
+		Email         string   `json:"email"`
+		DeliveryEmail string   `json:"delivery_email"`
+		FullName      string   `json:"full_name"`
+		Role          int      `json:"role"`
+		IsBot         bool     `json:"is_bot"`
+		IsActive      bool     `json:"is_active"`
+		IsMirrorDummy bool     `json:"is_mirror_dummy"`
+		DateJoined    *float64 `json:"date_joined"`
+	}
+	zulipStream struct {
+		ID          uint64   `json:"id"`
+		Name        string   `json:"name"`
+		Description string   `json:"description"`
+		InviteOnly  bool     `json:"invite_only"`
+		Creator     *uint64  `json:"creator"`
+		DateCreated *float64 `json:"date_created"`
+		Deactivated bool     `json:"deactivated"`
+		IsWebPublic bool     `json:"is_web_public"`
+	}
+	zulipRecipient struct {
+		ID     uint64 `json:"id"`
+		Type   int    `json:"type"`
+		TypeID uint64 `json:"type_id"`
+	}
+	zulipSubscription struct {
+		UserProfile            uint64 `json:"user_profile"`
+		Recipient              uint64 `json:"recipient"`
+		Active                 bool   `json:"active"`
+		Color                  string `json:"color"`
+		IsMuted                bool   `json:"is_muted"`
+		PinToTop               bool   `json:"pin_to_top"`
+		DesktopNotifications   *bool  `json:"desktop_notifications"`
+		AudibleNotifications   *bool  `json:"audible_notifications"`
+		PushNotifications      *bool  `json:"push_notifications"`
+		EmailNotifications     *bool  `json:"email_notifications"`
+		WildcardMentionsNotify *bool  `json:"wildcard_mentions_notify"`
+	}
+	zulipClient struct {
+		ID   uint64 `json:"id"`
+		Name string `json:"name"`
+	}
+	zulipMessage struct {
+		ID              uint64          `json:"id"`
+		Sender          uint64          `json:"sender"`
+		Recipient       uint64          `json:"recipient"`
+		Subject         string          `json:"subject"`
+		Content         string          `json:"content"`
+		RenderedContent *string         `json:"rendered_content"`
+		DateSent        float64         `json:"date_sent"`
+		SendingClient   uint64          `json:"sending_client"`
+		LastEditTime    *float64        `json:"last_edit_time"`
+		EditHistory     json.RawMessage `json:"edit_history"`
+	}
+	zulipUserMessage struct {
+		UserProfile uint64 `json:"user_profile"`
+		Message     uint64 `json:"message"`
+		FlagsMask   int64  `json:"flags_mask"`
+	}
+	zulipReaction struct {
+		Message      uint64 `json:"message"`
+		UserProfile  uint64 `json:"user_profile"`
+		EmojiName    string `json:"emoji_name"`
+		EmojiCode    string `json:"emoji_code"`
+		ReactionType string `json:"reaction_type"`
+	}
+	zulipAttachment struct {
+		FileName    string   `json:"file_name"`
+		PathID      string   `json:"path_id"`
+		Owner       uint64   `json:"owner"`
+		CreateTime  *float64 `json:"create_time"`
+		Size        int64    `json:"size"`
+		ContentType *string  `json:"content_type"`
+	}
+	zulipRecord struct {
+		Path          string `json:"path"`
+		S3Path        string `json:"s3_path"`
+		UserProfileID uint64 `json:"user_profile_id"`
+		ContentType   string `json:"content_type"`
+	}
+)
+
+// eachTable walks a JSON object of tables ({"name": [rows…], …}) as a
+// stream, calling fn with each table's name and the decoder positioned at
+// its value; fn reads the value with eachRow, or returns false to have
+// it skipped, a row at a time.
+func eachTable(path string, fn func(name string, dec *json.Decoder) (bool, error)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
+	if err := expectDelim(dec, '{'); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("%s: %w", filepath.Base(path), err)
+		}
+		name, _ := tok.(string)
+		read, err := fn(name, dec)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", filepath.Base(path), name, err)
+		}
+		if !read {
+			if err := skipValue(dec); err != nil {
+				return fmt.Errorf("%s: %s: %w", filepath.Base(path), name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// eachRow decodes the array at dec a row at a time.
+func eachRow[T any](dec *json.Decoder, fn func(row T) error) error {
+	if err := expectDelim(dec, '['); err != nil {
+		return err
+	}
+	for dec.More() {
+		var row T
+		if err := dec.Decode(&row); err != nil {
+			return err
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // ']'
+	return err
+}
+
+// countRows skips the array at dec, counting its rows.
+func countRows(dec *json.Decoder) (int, error) {
+	n := 0
+	err := eachRow(dec, func(json.RawMessage) error { n++; return nil })
+	return n, err
+}
+
+// skipValue skips one value; an array is skipped a row at a time.
+func skipValue(dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('['):
+		for dec.More() {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	case json.Delim('{'):
+		for dec.More() {
+			if _, err := dec.Token(); err != nil {
+				return err
+			}
+			if err := skipValue(dec); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	}
+	return err
+}
+
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != d {
+		return fmt.Errorf("expected %v, found %v", d, tok)
+	}
+	return nil
+}
+
+// unixSeconds is a Zulip export's date as Unix seconds.
+func unixSeconds(t *float64) int64 {
+	if t == nil {
+		return 0
+	}
+	return int64(math.Floor(*t))
+}
+
+// importedPair is the import's state of one subscription.
+type importedPair struct {
+	started   bool // a row has been seen: the watermark is set below it
+	anyUnread bool
+}
+
+// importer carries an import's state.
+type importer struct {
+	s      *store
+	dir    string
+	report importReport
+	// users by id; channelOf: a stream recipient id → channel id.
+	users      map[uint64]bool
+	channelOf  map[uint64]uint64
+	recipients map[uint64]zulipRecipient
+	clients    map[uint64]string
+	pairs      map[[2]uint64]*importedPair
+	channels   map[uint64]bool
+	// oldIDs is the temporary file of the imported messages' Zulip ids,
+	// 8 bytes each, the nth holding message n's; lastOld the last written.
+	// paths maps an upload's Zulip path id to its path id here.
+	paths   map[string]string
+	oldIDs  *os.File
+	written *bufio.Writer
+	lastOld uint64
+	nextID  uint64
+}
+
+// importZulip runs the import.
+func (s *store) importZulip(dir string) (importReport, error) {
+	x := &importer{s: s, dir: dir, users: map[uint64]bool{}, channelOf: map[uint64]uint64{}, recipients: map[uint64]zulipRecipient{},
+		clients: map[uint64]string{}, paths: map[string]string{}, pairs: map[[2]uint64]*importedPair{}, channels: map[uint64]bool{}}
+	empty := true
+	s.view(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketUsers, bucketChannels, bucketMessages} {
+			if k, _ := tx.Bucket(b).Cursor().First(); k != nil {
+				empty = false
+			}
+		}
+		return nil
+	})
+	if !empty {
+		return x.report, errors.New("the database is not empty: import only into a new database file")
+	}
+	var err error
+	if x.oldIDs, err = os.CreateTemp(filepath.Dir(s.path), ".import-ids-*"); err != nil {
+		return x.report, err
+	}
+	defer os.Remove(x.oldIDs.Name())
+	defer x.oldIDs.Close()
+	x.written = bufio.NewWriter(x.oldIDs)
+	steps := []func() error{x.realm, x.attachments, x.messages, x.finishUnread, x.reactions, x.avatars}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return x.report, err
+		}
+	}
+	return x.report, nil
+}
+
+// realmTablesRead are the tables of realm.json that the import reads or
+// has nothing to take from; any other table with rows is reported.
+var realmTablesRead = map[string]bool{
+	"zerver_realm": true, "zerver_userprofile": true, "zerver_userprofile_mirrordummy": true, "zerver_userprofile_crossrealm": true,
+	"zerver_stream": true, "zerver_recipient": true, "zerver_subscription": true, "zerver_client": true, "zerver_reaction": true,
+	// Bookkeeping zulite derives or does not need.
+	"zerver_realmauditlog": true, "zerver_realmauthenticationmethod": true, "zerver_usergroup": true,
+	"zerver_namedusergroup": true, "zerver_usergroupmembership": true, "zerver_groupgroupmembership": true,
+	"zerver_useractivity": true, "zerver_useractivityinterval": true, "zerver_userpresence": true,
+	"zerver_realmuserdefault": true, "zerver_onboardingstep": true, "zerver_huddle": true,
+}
+
+// realm reads realm.json's users, channels and subscriptions and writes
+// them in one transaction.
+func (x *importer) realm() error {
+	var users []zulipUser
+	var streams []zulipStream
+	var subs []zulipSubscription
+	crossrealm := map[uint64]bool{}
+	err := eachTable(filepath.Join(x.dir, "realm.json"), func(name string, dec *json.Decoder) (bool, error) {
+		switch name {
+		case "zerver_userprofile", "zerver_userprofile_mirrordummy", "zerver_userprofile_crossrealm":
+			return true, eachRow(dec, func(u zulipUser) error {
+				if name == "zerver_userprofile_crossrealm" {
+					crossrealm[u.ID] = true
+				}
+				users = append(users, u)
+				return nil
+			})
+		case "zerver_stream":
+			return true, eachRow(dec, func(s zulipStream) error { streams = append(streams, s); return nil })
+		case "zerver_recipient":
+			return true, eachRow(dec, func(r zulipRecipient) error { x.recipients[r.ID] = r; return nil })
+		case "zerver_subscription":
+			return true, eachRow(dec, func(s zulipSubscription) error { subs = append(subs, s); return nil })
+		case "zerver_client":
+			return true, eachRow(dec, func(c zulipClient) error { x.clients[c.ID] = c.Name; return nil })
+		case "zerver_huddle":
+			n, err := countRows(dec)
+			x.report.leave("direct-message groups (zerver_huddle): zulite has no direct messages yet", n)
+			return true, err
+		}
+		if realmTablesRead[name] {
+			return false, nil
+		}
+		n, err := countRows(dec)
+		x.report.leave("rows of "+name, n)
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range x.recipients {
+		if r.Type == recipientChannel {
+			x.channelOf[r.ID] = r.TypeID
+		}
+	}
+	return x.s.updateGuarded(func(tx *bbolt.Tx) error {
+		usersB, emails := tx.Bucket(bucketUsers), tx.Bucket(bucketUserEmails)
+		var maxUser uint64
+		for _, zu := range users {
+			email := zu.DeliveryEmail
+			if email == "" {
+				email = zu.Email
+			}
+			if emails.Get(emailKey(email)) != nil || x.users[zu.ID] {
+				return fmt.Errorf("user %d: e-mail %q or id used twice", zu.ID, email)
+			}
+			u := user{ID: zu.ID, Email: email, FullName: zu.FullName, Role: zu.Role, Bot: zu.IsBot, Active: zu.IsActive, Joined: unixSeconds(zu.DateJoined)}
+			switch {
+			case crossrealm[zu.ID]:
+				u.Bot, u.Active, u.Role = true, false, roleMember
+				x.report.leave("system bots of Zulip (notification bot, …): imported as deactivated bots", 1)
+			case zu.IsMirrorDummy:
+				u.Active = false
+				x.report.leave("mirror-dummy users: imported as deactivated users", 1)
+			}
+			switch u.Role {
+			case roleOwner, roleAdmin, roleMember, roleGuest:
+			case 300: // moderator
+				u.Role = roleMember
+				x.report.leave("moderators: zulite has no moderator role, imported as members", 1)
+			default:
+				u.Role = roleMember
+			}
+			if err := putJSON(usersB, itob(u.ID), u); err != nil {
+				return err
+			}
+			if err := emails.Put(emailKey(email), itob(u.ID)); err != nil {
+				return err
+			}
+			x.users[u.ID] = true
+			maxUser = max(maxUser, u.ID)
+			x.report.Users++
+		}
+		if err := usersB.SetSequence(maxUser); err != nil {
+			return err
+		}
+		channelsB, names := tx.Bucket(bucketChannels), tx.Bucket(bucketChannelNames)
+		var maxChannel uint64
+		for _, zs := range streams {
+			if names.Get(nameKey(zs.Name)) != nil || x.channels[zs.ID] {
+				return fmt.Errorf("channel %d: name %q or id used twice", zs.ID, zs.Name)
+			}
+			ch := channel{ID: zs.ID, Name: zs.Name, Description: zs.Description, Private: zs.InviteOnly, Created: unixSeconds(zs.DateCreated)}
+			if zs.Creator != nil && x.users[*zs.Creator] {
+				ch.CreatorID = *zs.Creator
+			}
+			if zs.Deactivated {
+				x.report.leave("archived channels: zulite has no archiving, imported as active channels", 1)
+			}
+			if zs.IsWebPublic {
+				x.report.leave("web-public channels: imported as public channels", 1)
+			}
+			if err := putJSON(channelsB, itob(ch.ID), ch); err != nil {
+				return err
+			}
+			if err := names.Put(nameKey(ch.Name), itob(ch.ID)); err != nil {
+				return err
+			}
+			x.channels[ch.ID] = true
+			maxChannel = max(maxChannel, ch.ID)
+			x.report.Channels++
+		}
+		if err := channelsB.SetSequence(maxChannel); err != nil {
+			return err
+		}
+		for _, zs := range subs {
+			channelID, isChannel := x.channelOf[zs.Recipient]
+			if !isChannel || !zs.Active || !x.users[zs.UserProfile] || !x.channels[channelID] {
+				continue // a user's own recipient, a group's, or a channel left
+			}
+			key := [2]uint64{zs.UserProfile, channelID}
+			if x.pairs[key] != nil {
+				continue
+			}
+			color := zs.Color
+			if color == "" {
+				color = channelColor(channelID)
+			}
+			sub := subscription{Color: color, Muted: zs.IsMuted, PinToTop: zs.PinToTop, DesktopNotifications: zs.DesktopNotifications,
+				AudibleNotifications: zs.AudibleNotifications, PushNotifications: zs.PushNotifications,
+				EmailNotifications: zs.EmailNotifications, WildcardMentionsNotify: zs.WildcardMentionsNotify}
+			if err := putJSON(tx.Bucket(bucketSubscriptions), append(itob(key[0]), itob(key[1])...), sub); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketSubscribers).Put(append(itob(key[1]), itob(key[0])...), itob(0)); err != nil {
+				return err
+			}
+			if err := startUnread(tx, key[0], key[1], 0); err != nil {
+				return err
+			}
+			x.pairs[key] = &importedPair{}
+			x.report.Subscriptions++
+		}
+		return nil
+	})
+}
+
+// messageFiles are the export's messages-NNNNNN.json, in order.
+func (x *importer) messageFiles() []string {
+	var files []string
+	for n := 1; ; n++ {
+		path := filepath.Join(x.dir, fmt.Sprintf("messages-%06d.json", n))
+		if _, err := os.Stat(path); err != nil {
+			return files
+		}
+		files = append(files, path)
+	}
+}
+
+// messageChannel is a message of the file being imported: its Zulip id,
+// its id here and its channel.
+type messageChannel struct{ old, id, channelID uint64 }
+
+// newID is the id here of the message with the Zulip id old.
+func (x *importer) newID(old uint64) (uint64, bool, error) {
+	if err := x.written.Flush(); err != nil {
+		return 0, false, err
+	}
+	var buf [8]byte
+	var readErr error
+	n := int(x.nextID)
+	i := sort.Search(n, func(i int) bool {
+		if _, err := x.oldIDs.ReadAt(buf[:], int64(i)*8); err != nil {
+			readErr = err
+			return true
+		}
+		return btoi(buf[:]) >= old
+	})
+	if readErr != nil || i == n {
+		return 0, false, readErr
+	}
+	x.oldIDs.ReadAt(buf[:], int64(i)*8)
+	return uint64(i) + 1, btoi(buf[:]) == old, nil
+}
+
+// messages imports each message file: its messages, then its per-user rows.
+func (x *importer) messages() error {
+	for _, path := range x.messageFiles() {
+		placed, err := x.messageRows(path)
+		if err != nil {
+			return err
+		}
+		if err := x.userMessageRows(path, placed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messageRows writes the file's channel messages and answers their
+// channels, sorted by message id.
+func (x *importer) messageRows(path string) ([]messageChannel, error) {
+	var placed []messageChannel
+	var batch []message
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := x.s.updateGuarded(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketMessages)
+			for _, m := range batch {
+				if b.Get(itob(m.ID)) != nil {
+					return fmt.Errorf("message %d appears twice", m.ID)
+				}
+				if err := putJSON(b, itob(m.ID), m); err != nil {
+					return err
+				}
+				if err := indexMessage(tx, m); err != nil {
+					return err
+				}
+				if m.ID > b.Sequence() {
+					if err := b.SetSequence(m.ID); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		x.report.Messages += len(batch)
+		batch = batch[:0]
+		return err
+	}
+	err := eachTable(path, func(name string, dec *json.Decoder) (bool, error) {
+		if name != "zerver_message" {
+			return false, nil
+		}
+		return true, eachRow(dec, func(zm zulipMessage) error {
+			channelID, isChannel := x.channelOf[zm.Recipient]
+			switch {
+			case !isChannel:
+				x.report.leave("direct messages: zulite has no direct messages yet", 1)
+				return nil
+			case !x.users[zm.Sender]:
+				return fmt.Errorf("message %d: unknown sender %d", zm.ID, zm.Sender)
+			}
+			if zm.ID <= x.lastOld {
+				return fmt.Errorf("message %d comes after message %d: the export's messages must be in the order of their ids", zm.ID, x.lastOld)
+			}
+			x.lastOld = zm.ID
+			x.nextID++
+			if _, err := x.written.Write(itob(zm.ID)); err != nil {
+				return err
+			}
+			m := message{ID: x.nextID, SenderID: zm.Sender, ChannelID: channelID, Topic: zm.Subject, Content: zm.Content,
+				Timestamp: int64(zm.DateSent), Client: x.clients[zm.SendingClient]}
+			if zm.RenderedContent != nil {
+				m.Rendered = *zm.RenderedContent
+			}
+			m.Content, m.Rendered = x.rewriteLinks(m.Content), x.rewriteLinks(m.Rendered)
+			if zm.LastEditTime != nil {
+				x.report.leave("edited messages: their current content is imported, their edit history is not", 1)
+			}
+			placed = append(placed, messageChannel{zm.ID, m.ID, channelID})
+			batch = append(batch, m)
+			if len(batch) == importBatch {
+				return flush()
+			}
+			return nil
+		})
+	})
+	if err == nil {
+		err = flush()
+	}
+	return placed, err // in the order of their ids, old and new
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// importedRow is one UserMessage row of a channel message, compact.
+type importedRow struct {
+	userID, channelID, messageID uint64
+	flags                        int64
+}
+
+// userMessageRows writes the file's personal flags and read state.
+func (x *importer) userMessageRows(path string, placed []messageChannel) error {
+	var rows []importedRow
+	err := eachTable(path, func(name string, dec *json.Decoder) (bool, error) {
+		if name != "zerver_usermessage" {
+			return false, nil
+		}
+		return true, eachRow(dec, func(zr zulipUserMessage) error {
+			i, found := slices.BinarySearchFunc(placed, zr.Message, func(p messageChannel, old uint64) int { return cmpUint(p.old, old) })
+			if !found || !x.users[zr.UserProfile] {
+				return nil // a direct message's row, reported with it
+			}
+			rows = append(rows, importedRow{zr.UserProfile, placed[i].channelID, placed[i].id, zr.FlagsMask})
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	// By subscription, then message: each subscription's read ids go to
+	// markRead together, sorted.
+	slices.SortFunc(rows, func(a, b importedRow) int {
+		if c := cmpUint(a.userID, b.userID); c != 0 {
+			return c
+		}
+		if c := cmpUint(a.channelID, b.channelID); c != 0 {
+			return c
+		}
+		return cmpUint(a.messageID, b.messageID)
+	})
+	for len(rows) > 0 {
+		n := min(len(rows), importBatch)
+		// Keep a subscription's rows in one transaction.
+		for n < len(rows) && rows[n].userID == rows[n-1].userID && rows[n].channelID == rows[n-1].channelID {
+			n++
+		}
+		if err := x.s.updateGuarded(func(tx *bbolt.Tx) error { return x.writeRows(tx, rows[:n]) }); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+func (x *importer) writeRows(tx *bbolt.Tx, rows []importedRow) error {
+	flags := tx.Bucket(bucketFlags)
+	var read []uint64
+	for i, r := range rows {
+		if b := ourFlags(r.flags); b != 0 {
+			if err := flags.Put(append(itob(r.userID), itob(r.messageID)...), []byte{b}); err != nil {
+				return err
+			}
+			x.report.Flags++
+		}
+		if r.flags&zulipFlagGroupMentioned != 0 {
+			x.report.leave("group mentions: kept as mentions", 1)
+		}
+		pair := x.pairs[[2]uint64{r.userID, r.channelID}]
+		if pair != nil && r.flags&zulipFlagHistorical == 0 {
+			if !pair.started { // the subscription starts below the first message received
+				pair.started = true
+				if err := tx.Bucket(bucketSubscribers).Put(append(itob(r.channelID), itob(r.userID)...), itob(r.messageID-1)); err != nil {
+					return err
+				}
+				if err := startUnread(tx, r.userID, r.channelID, r.messageID-1); err != nil {
+					return err
+				}
+			}
+			if r.flags&zulipFlagRead != 0 {
+				read = append(read, r.messageID)
+			} else {
+				pair.anyUnread = true
+			}
+		}
+		if last := i == len(rows)-1 || rows[i+1].userID != r.userID || rows[i+1].channelID != r.channelID; last && len(read) > 0 {
+			if _, err := markRead(tx, r.userID, r.channelID, read); err != nil {
+				return err
+			}
+			read = read[:0]
+		}
+	}
+	return nil
+}
+
+// finishUnread marks read whole every subscription with nothing unread
+// (what Zulip did not send a subscriber is not unread for them), and
+// starts those that received nothing at the newest message.
+func (x *importer) finishUnread() error {
+	keys := make([][2]uint64, 0, len(x.pairs))
+	for k, p := range x.pairs {
+		if !p.anyUnread {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b [2]uint64) int {
+		if c := cmpUint(a[0], b[0]); c != 0 {
+			return c
+		}
+		return cmpUint(a[1], b[1])
+	})
+	for len(keys) > 0 {
+		n := min(len(keys), importBatch)
+		err := x.s.updateGuarded(func(tx *bbolt.Tx) error {
+			newest := tx.Bucket(bucketMessages).Sequence()
+			for _, k := range keys[:n] {
+				if !x.pairs[k].started {
+					if err := tx.Bucket(bucketSubscribers).Put(append(itob(k[1]), itob(k[0])...), itob(newest)); err != nil {
+						return err
+					}
+				}
+				if _, err := readAll(tx, k[0], k[1]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
+// reactions reads realm.json's zerver_reaction.
+func (x *importer) reactions() error {
+	var batch []zulipReaction
+	flush := func() error {
+		err := x.s.updateGuarded(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketReactions)
+			for _, r := range batch {
+				x.report.Reactions++
+				seq, err := b.NextSequence()
+				if err != nil {
+					return err
+				}
+				if err := putJSON(b, append(itob(r.Message), itob(seq)...), storedReaction{UserID: r.UserProfile, EmojiName: r.EmojiName,
+					EmojiCode: r.EmojiCode, ReactionType: r.ReactionType}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		batch = batch[:0]
+		return err
+	}
+	err := eachTable(filepath.Join(x.dir, "realm.json"), func(name string, dec *json.Decoder) (bool, error) {
+		if name != "zerver_reaction" {
+			return false, nil
+		}
+		return true, eachRow(dec, func(r zulipReaction) error {
+			switch {
+			case r.ReactionType == reactionRealm:
+				x.report.leave("reactions with custom emoji: zulite has no custom emoji", 1)
+				return nil
+			case !x.users[r.UserProfile]:
+				return nil
+			}
+			id, found, err := x.newID(r.Message)
+			if err != nil {
+				return err
+			}
+			if !found {
+				x.report.leave("reactions to direct messages", 1)
+				return nil
+			}
+			r.Message = id
+			batch = append(batch, r)
+			if len(batch) == importBatch {
+				return flush()
+			}
+			return nil
+		})
+	})
+	if err == nil && len(batch) > 0 {
+		err = flush()
+	}
+	return err
+}
+
+// readRecords reads DIR/sub/records.json; a missing one is no records.
+func (x *importer) readRecords(sub string) ([]zulipRecord, error) {
+	var records []zulipRecord
+	data, err := os.ReadFile(filepath.Join(x.dir, sub, "records.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &records)
+	}
+	return records, err
+}
+
+// zulipUploadLink is a link to an uploaded file in a Zulip message:
+// /user_uploads/REALM/…/NAME.
+var zulipUploadLink = regexp.MustCompile(`/user_uploads/([0-9]+/[^\s()\[\]<>"'` + "`" + `]+)`)
+
+func validUploadPath(realm, rest string) bool {
+	_, ok := uploadPathID(realm, rest)
+	return ok
+}
+
+// rewriteLinks points the links to uploaded files in a message's
+// content or rendering to their paths here, as Zulip's import does
+// (fix_upload_links).
+func (x *importer) rewriteLinks(text string) string {
+	if len(x.paths) == 0 || !strings.Contains(text, "/user_uploads/") {
+		return text
+	}
+	return zulipUploadLink.ReplaceAllStringFunc(text, func(link string) string {
+		path := strings.TrimPrefix(link, "/user_uploads/")
+		trimmed := strings.TrimRight(path, ".,;:!?")
+		if here, ok := x.paths[trimmed]; ok {
+			return "/user_uploads/" + here + path[len(trimmed):]
+		}
+		return link
+	})
+}
+
+// attachments reads attachment.json and copies each file's bytes from
+// uploads/ into the blob directory, under a path id of zulite's shape
+// (realm 2, one random token: Zulip's have two parts and its own realm
+// id), which the messages' links are rewritten to.
+func (x *importer) attachments() error {
+	records, err := x.readRecords("uploads")
+	if err != nil {
+		return fmt.Errorf("uploads/records.json: %w", err)
+	}
+	fileOf := map[string]string{}
+	for _, r := range records {
+		fileOf[r.S3Path] = r.Path
+	}
+	path := filepath.Join(x.dir, "attachment.json")
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	return eachTable(path, func(name string, dec *json.Decoder) (bool, error) {
+		if name != "zerver_attachment" {
+			return false, nil
+		}
+		return true, eachRow(dec, func(za zulipAttachment) error {
+			file, ok := fileOf[za.PathID]
+			if !ok || !x.users[za.Owner] {
+				x.report.leave("uploaded files missing from uploads/", 1)
+				return nil
+			}
+			f, err := os.Open(filepath.Join(x.dir, "uploads", filepath.FromSlash(file)))
+			if err != nil {
+				x.report.leave("uploaded files missing from uploads/", 1)
+				return nil
+			}
+			sum, size, err := x.s.writeBlob(f, math.MaxInt64-1)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("uploaded file %s: %w", za.PathID, err)
+			}
+			pathID := za.PathID
+			if realm, rest, _ := strings.Cut(pathID, "/"); !validUploadPath(realm, rest) {
+				pathID = uploadRealmID + "/" + randomPathToken() + "/" + sanitizeUploadName(filepath.Base(za.PathID))
+				x.paths[za.PathID] = pathID
+			}
+			a := attachment{PathID: pathID, Owner: za.Owner, Name: za.FileName, Size: size, SHA256: sum, Created: unixSeconds(za.CreateTime)}
+			if za.ContentType != nil {
+				a.ContentType = *za.ContentType
+			}
+			if err := x.s.addAttachment(user{ID: za.Owner}, a, 0); err != nil {
+				return err
+			}
+			x.report.Attachments++
+			return nil
+		})
+	})
+}
+
+// avatars reads avatars/: for each user, the 100-pixel image (NAME.png)
+// and the medium one (NAME-medium.png, or NAME.original when there is no
+// medium one) become their avatar.
+func (x *importer) avatars() error {
+	records, err := x.readRecords("avatars")
+	if err != nil {
+		return fmt.Errorf("avatars/records.json: %w", err)
+	}
+	type pair struct{ small, medium, original string }
+	byUser := map[uint64]*pair{}
+	for _, r := range records {
+		if !x.users[r.UserProfileID] {
+			continue
+		}
+		p := byUser[r.UserProfileID]
+		if p == nil {
+			p = &pair{}
+			byUser[r.UserProfileID] = p
+		}
+		switch {
+		case strings.HasSuffix(r.Path, "-medium.png"):
+			p.medium = r.Path
+		case strings.HasSuffix(r.Path, ".original"):
+			p.original = r.Path
+		default:
+			p.small = r.Path
+		}
+	}
+	ids := make([]uint64, 0, len(byUser))
+	for id := range byUser {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	blob := func(path string) (string, error) {
+		if path == "" {
+			return "", nil
+		}
+		f, err := os.Open(filepath.Join(x.dir, "avatars", filepath.FromSlash(path)))
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		sum, _, err := x.s.writeBlob(f, math.MaxInt64-1)
+		return sum, err
+	}
+	for _, id := range ids {
+		p := byUser[id]
+		if p.medium == "" {
+			p.medium = p.original
+		}
+		if p.small == "" {
+			p.small = p.medium
+		}
+		small, err := blob(p.small)
+		if err != nil {
+			x.report.leave("avatars missing from avatars/", 1)
+			continue
+		}
+		medium, err := blob(p.medium)
+		if err != nil || small == "" {
+			x.report.leave("avatars missing from avatars/", 1)
+			continue
+		}
+		if _, err := x.s.setAvatar(user{ID: id}, small, medium); err != nil {
+			return err
+		}
+		x.report.Avatars++
+	}
+	return nil
+}
