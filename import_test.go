@@ -224,10 +224,10 @@ var handWrittenExport = map[string]string{
    {"id": 105, "sender": 11, "recipient": 40, "realm": 5, "subject": "castle", "content": "Long live the king", "rendered_content": "<p>Long live the king</p>", "rendered_content_version": 1, "date_sent": 1600001005.0, "last_edit_time": null, "edit_history": null, "sending_client": 1, "has_attachment": false, "has_image": false, "has_link": false}
  ]
 }`,
-	"attachment.json":            `{"zerver_attachment": [{"id": 1, "file_name": "plan.txt", "path_id": "5/ab/cdefghijklmnopqrstuvwxyz/plan.txt", "owner": 11, "realm": 5, "create_time": 1600001006.0, "size": 9, "content_type": "text/plain", "is_realm_public": true, "is_web_public": false, "messages": [], "scheduled_messages": []}]}`,
-	"uploads/records.json":       `[{"path": "5/ab/cdefghijklmnopqrstuvwxyz/plan.txt", "s3_path": "5/ab/cdefghijklmnopqrstuvwxyz/plan.txt", "realm_id": 5, "user_profile_id": 11, "content_type": "text/plain", "size": 9, "last_modified": 1600001006.0}]`,
+	"attachment.json":                                `{"zerver_attachment": [{"id": 1, "file_name": "plan.txt", "path_id": "5/ab/cdefghijklmnopqrstuvwxyz/plan.txt", "owner": 11, "realm": 5, "create_time": 1600001006.0, "size": 9, "content_type": "text/plain", "is_realm_public": true, "is_web_public": false, "messages": [], "scheduled_messages": []}]}`,
+	"uploads/records.json":                           `[{"path": "5/ab/cdefghijklmnopqrstuvwxyz/plan.txt", "s3_path": "5/ab/cdefghijklmnopqrstuvwxyz/plan.txt", "realm_id": 5, "user_profile_id": 11, "content_type": "text/plain", "size": 9, "last_modified": 1600001006.0}]`,
 	"uploads/5/ab/cdefghijklmnopqrstuvwxyz/plan.txt": "the plans",
-	"avatars/records.json":       `[]`,
+	"avatars/records.json":                           `[]`,
 }
 
 func TestImport_HandWrittenZulipExport(t *testing.T) {
