@@ -301,3 +301,44 @@ func TestExport_HasEveryTableAndFieldImportRealmReads(t *testing.T) {
 		}
 	}
 }
+
+func TestExportCommand_WhileServingThroughTheSocketThenImportCommand(t *testing.T) {
+	dir := t.TempDir()
+	db, out := filepath.Join(dir, "z.db"), filepath.Join(dir, "out")
+	_, _, stop := startServe(t, db, nil)
+	mustRunCLI(t, nil, "user", "add", "alice@example.com", "--db", db)
+	mustRunCLI(t, nil, "channel", "add", "general", "--private", "--db", db)
+	text, _, err := runCLI(t, nil, "export", out, "--db", db) // serve holds the file: through its socket
+	if err != nil || !strings.Contains(text, "exported: 2 users, 1 channels") {
+		t.Fatalf("export while serving: got %q, %v", text, err)
+	}
+	entries, _ := os.ReadDir(out)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"attachment.json", "avatars", "messages-000001.json", "realm.json", "uploads", "zulite-export.txt"}; !slices.Equal(names, want) &&
+		!slices.Equal(names, slices.DeleteFunc(slices.Clone(want), func(n string) bool { return n == "messages-000001.json" })) {
+		t.Errorf("the export's files: got %v, want %v (the copy it was read from removed)", names, want)
+	}
+	if _, _, err := runCLI(t, nil, "export", out, "--db", db); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("an export into a directory with files: got %v, want a refusal", err)
+	}
+	if _, _, err := runCLI(t, nil, "import", out, "--db", db); err == nil || !strings.Contains(err.Error(), "a server is using") {
+		t.Errorf("an import into a served database: got %v, want a refusal", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(dir, "fresh.db")
+	text, _, err = runCLI(t, nil, "import", out, "--db", fresh)
+	if err != nil || !strings.Contains(text, "imported: 2 users, 1 channels") || !strings.Contains(text, "nothing left out") {
+		t.Fatalf("import: got %q, %v", text, err)
+	}
+	if list := mustRunCLI(t, nil, "channel", "list", "--db", fresh); !strings.Contains(list, "general\tprivate") {
+		t.Errorf("channel list after the import: got %q", list)
+	}
+	if list := mustRunCLI(t, nil, "user", "list", "--db", fresh); !strings.Contains(list, "alice@example.com\tmember\tactive") || !strings.Contains(list, "owner") {
+		t.Errorf("user list after the import: got %q", list)
+	}
+}
