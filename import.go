@@ -23,16 +23,17 @@ package main
 // per-user rows, Zulip writing 1000 messages a file: memory does not grow
 // with the number of messages (figures in the notes).
 //
-// Unread state is rebuilt with unread.go's own operations, so that its
-// rules hold: a subscription's watermark starts just below the first
-// message the user received (Zulip's first UserMessage row), the rows
-// marked read are passed to markRead a file at a time (the watermark
-// climbs over them), and a subscription with nothing unread at the end
-// is marked read whole (readAll). What stays unread is what Zulip had
-// unread.
+// Unread state is written as unread.go keeps it, per subscription: the
+// watermark at the newest message read, the unread ones below it in
+// unread_below, nothing in read_above (importedPair.take), so that
+// scattered unread messages cost their own ids and nothing for the read
+// ones. A subscription starts just below the first message the user
+// received (Zulip's first UserMessage row); one with nothing unread at
+// the end is marked read whole (readAll).
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -309,6 +310,8 @@ func unixSeconds(t *float64) int64 {
 type importedPair struct {
 	started   bool // a row has been seen: the watermark is set below it
 	anyUnread bool
+	watermark uint64
+	pending   uint64 // the first unread message above the watermark, 0 for none
 }
 
 // importer carries an import's state.
@@ -356,13 +359,18 @@ func (s *store) importZulip(dir string) (importReport, error) {
 	defer os.Remove(x.oldIDs.Name())
 	defer x.oldIDs.Close()
 	x.written = bufio.NewWriter(x.oldIDs)
+	// The file is new: a failed import is started again from nothing, so
+	// the commits need not reach the disk one by one; it is synced once,
+	// at the end, before the import reports success.
+	s.db.NoSync = true
+	defer func() { s.db.NoSync = false }()
 	steps := []func() error{x.realm, x.attachments, x.messages, x.finishUnread, x.reactions, x.avatars}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return x.report, err
 		}
 	}
-	return x.report, nil
+	return x.report, s.db.Sync()
 }
 
 // realmTablesRead are the tables of realm.json that the import reads or
@@ -715,7 +723,6 @@ func (x *importer) userMessageRows(path string, placed []messageChannel) error {
 
 func (x *importer) writeRows(tx *bbolt.Tx, rows []importedRow) error {
 	flags := tx.Bucket(bucketFlags)
-	var read []uint64
 	for i, r := range rows {
 		if b := ourFlags(r.flags); b != 0 {
 			if err := flags.Put(append(itob(r.userID), itob(r.messageID)...), []byte{b}); err != nil {
@@ -727,29 +734,69 @@ func (x *importer) writeRows(tx *bbolt.Tx, rows []importedRow) error {
 			x.report.leave("group mentions: kept as mentions", 1)
 		}
 		pair := x.pairs[[2]uint64{r.userID, r.channelID}]
-		if pair != nil && r.flags&zulipFlagHistorical == 0 {
-			if !pair.started { // the subscription starts below the first message received
-				pair.started = true
-				if err := tx.Bucket(bucketSubscribers).Put(append(itob(r.channelID), itob(r.userID)...), itob(r.messageID-1)); err != nil {
-					return err
-				}
-				if err := startUnread(tx, r.userID, r.channelID, r.messageID-1); err != nil {
-					return err
-				}
-			}
-			if r.flags&zulipFlagRead != 0 {
-				read = append(read, r.messageID)
-			} else {
-				pair.anyUnread = true
-			}
+		if pair == nil || r.flags&zulipFlagHistorical != 0 {
+			continue
 		}
-		if last := i == len(rows)-1 || rows[i+1].userID != r.userID || rows[i+1].channelID != r.channelID; last && len(read) > 0 {
-			if _, err := markRead(tx, r.userID, r.channelID, read); err != nil {
+		if err := pair.take(tx, r); err != nil {
+			return err
+		}
+		if last := i == len(rows)-1 || rows[i+1].userID != r.userID || rows[i+1].channelID != r.channelID; last {
+			if err := startUnread(tx, r.userID, r.channelID, pair.watermark); err != nil {
 				return err
 			}
-			read = read[:0]
 		}
 	}
+	return nil
+}
+
+// take moves the subscription's unread state past one row, its rows
+// coming in the order of their messages. The watermark is the newest
+// message read; the unread ones below it go to unread_below when a read
+// one passes them, the run of unread messages since the last read one
+// being the channel's messages from the first of them (pending) up to
+// the read one; unread messages above the watermark need no record. A
+// subscription with unread messages scattered through its history is
+// thus a high watermark and a set of its unread ids, never a set of
+// every read one.
+func (p *importedPair) take(tx *bbolt.Tx, r importedRow) error {
+	if !p.started { // the subscription starts below the first message received
+		p.started, p.watermark = true, r.messageID-1
+		if err := tx.Bucket(bucketSubscribers).Put(append(itob(r.channelID), itob(r.userID)...), itob(r.messageID-1)); err != nil {
+			return err
+		}
+	}
+	key := unreadKey(r.userID, r.channelID)
+	if r.flags&zulipFlagRead == 0 {
+		p.anyUnread = true
+		switch {
+		case r.messageID <= p.watermark: // out of order: below a read one already
+			return addToSet(tx.Bucket(bucketUnreadBelow), key, []uint64{r.messageID})
+		case p.pending == 0:
+			p.pending = r.messageID
+		}
+		return nil
+	}
+	if r.messageID <= p.watermark {
+		return nil
+	}
+	if p.pending != 0 {
+		prefix := itob(r.channelID)
+		c := tx.Bucket(bucketChannelMessages).Cursor()
+		var ids []uint64
+		for k, _ := c.Seek(append(itob(r.channelID), itob(p.pending)...)); k != nil && bytes.HasPrefix(k, prefix) && btoi(k[8:]) < r.messageID; k, _ = c.Next() {
+			if ids = append(ids, btoi(k[8:])); len(ids) == unreadChunkSize {
+				if err := addToSet(tx.Bucket(bucketUnreadBelow), key, ids); err != nil {
+					return err
+				}
+				ids = ids[:0]
+			}
+		}
+		if err := addToSet(tx.Bucket(bucketUnreadBelow), key, ids); err != nil {
+			return err
+		}
+		p.pending = 0
+	}
+	p.watermark = r.messageID
 	return nil
 }
 
