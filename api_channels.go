@@ -601,16 +601,22 @@ func (s *server) listChannels(r *apiRequest) (any, error) {
 	}{list}, nil
 }
 
-// pathChannelID reads the {stream_id} of a route's path: digits, as
-// Zulip's URL pattern wants (anything else is no route at all).
+// pathChannelID reads the {stream_id} of a route's path.
 func pathChannelID(r *apiRequest) (uint64, error) {
-	text := r.PathValue("stream_id")
+	return pathDigits(r, "stream_id", errInvalidChannelID)
+}
+
+// pathDigits reads a numeric id of a route's path: digits, as Zulip's
+// URL patterns want (anything else is no route at all), and tooBig for
+// digits beyond an id.
+func pathDigits(r *apiRequest, name string, tooBig error) (uint64, error) {
+	text := r.PathValue(name)
 	if text == "" || strings.Trim(text, "0123456789") != "" {
 		return 0, errNotFound
 	}
 	id, err := strconv.ParseUint(text, 10, 64)
 	if err != nil {
-		return 0, errInvalidChannelID
+		return 0, tooBig
 	}
 	return id, nil
 }

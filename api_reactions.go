@@ -3,24 +3,9 @@ package main
 // Emoji reactions (zerver/views/reactions.py): adding and removing one,
 // and the reaction event every subscriber of the channel hears.
 
-import (
-	"strconv"
-	"strings"
-)
-
-// pathMessageID reads the {message_id} of a route's path: digits, as
-// Zulip's URL pattern wants (anything else is no route at all); an id
-// too large to be a message's names none.
+// pathMessageID reads the {message_id} of a route's path.
 func pathMessageID(r *apiRequest) (uint64, error) {
-	text := r.PathValue("message_id")
-	if text == "" || strings.Trim(text, "0123456789") != "" {
-		return 0, errNotFound
-	}
-	id, err := strconv.ParseUint(text, 10, 64)
-	if err != nil {
-		return 0, errInvalidMessages
-	}
-	return id, nil
+	return pathDigits(r, "message_id", errInvalidMessages)
 }
 
 // optionalString is a string parameter that may be absent.

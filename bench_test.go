@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -488,5 +489,42 @@ func mustMarkStateB(b *testing.B, st *store, u user, ch channel) []uint64 {
 		ids, err = chunkIDs(m.above())
 		return err
 	})
+	return ids
+}
+
+// BenchmarkSubscribePrincipals subscribes k of 2,000 accounts, each with
+// a listening queue, to a new channel in one request: each joiner's
+// subscription event carries the channel's subscribers, which the
+// publisher reads once for all of them (not once per joiner).
+func BenchmarkSubscribePrincipals(b *testing.B) {
+	for _, k := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("principals=%d", k), func(b *testing.B) {
+			e := newTestEnv(b)
+			seedSubscribers(b, e.st, e.general, 2000)
+			ids := subscriberIDsForTest(b, e.st, e.general)
+			for _, id := range ids {
+				e.server.events.register(&eventQueue{userID: id, types: []string{"subscription"}})
+			}
+			principals, _ := json.Marshal(ids[:k])
+			n := 0
+			for b.Loop() {
+				n++
+				body := url.Values{"subscriptions": {fmt.Sprintf(`[{"name":"c%d"}]`, n)}, "principals": {string(principals)}}
+				req := httptest.NewRequest(http.MethodPost, "/api/v1/users/me/subscriptions", strings.NewReader(body.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.SetBasicAuth(e.owner.Email, e.owner.key)
+				rec := httptest.NewRecorder()
+				e.handler.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("got %d %s", rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
+
+func subscriberIDsForTest(b *testing.B, st *store, ch channel) []uint64 {
+	var ids []uint64
+	st.view(func(tx *bbolt.Tx) error { ids = subscriberIDs(tx, ch.ID); return nil })
 	return ids
 }

@@ -14,19 +14,26 @@ func (s *server) publishSubscriptions(c subscriptionsChanged) {
 		e := event{"type": "stream", "op": "create", "streams": []streamObject{newStreamObject(news.Channel)}}
 		s.events.tell("stream", usersAudience(news.Audience...), e, nil)
 	}
+	// Only members with a queue hear of it, and their subscription
+	// objects are read in one transaction, each channel's figures once.
+	var members []membership
 	for _, m := range c.Members {
+		if s.events.hasQueue(m.User.ID) {
+			members = append(members, m)
+		}
+	}
+	var joined [][]subscribedChannel
+	if c.Op == "add" && len(members) > 0 {
+		var err error
+		if joined, err = s.store.subscriptionsOfMembers(members); err != nil {
+			s.log.Error("subscriptions for an event", "err", err)
+			members = nil
+		}
+	}
+	for i, m := range members {
 		var list []any
 		if c.Op == "add" {
-			ids := make([]uint64, 0, len(m.Channels))
-			for _, ch := range m.Channels {
-				ids = append(ids, ch.ID)
-			}
-			subs, err := s.store.subscriptionsAmong(m.User.ID, ids)
-			if err != nil {
-				s.log.Error("subscriptions for an event", "err", err)
-				continue
-			}
-			for _, sub := range subs {
+			for _, sub := range joined[i] {
 				o := newSubscriptionObject(sub)
 				o.Subscribers = append([]uint64{}, sub.Subscribers...)
 				list = append(list, o)

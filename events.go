@@ -358,6 +358,15 @@ func (h *eventHub) removeDropped(dropped []*eventQueue) {
 	}
 }
 
+// hasQueue reports whether the user has any queue. A change committed
+// before the answer is false needs no event: a queue registered after it
+// reads its state after the commit.
+func (h *eventHub) hasQueue(userID uint64) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.byUser[userID]) > 0
+}
+
 // listening reports whether any queue of the user hears flag changes,
 // with the number of the user's latest registration. The committer asks
 // it, so it takes only seqMu, which no fan-out holds.

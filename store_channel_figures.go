@@ -5,6 +5,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 
 	"go.etcd.io/bbolt"
 )
@@ -32,12 +33,14 @@ const (
 
 // figures works out channel views within one transaction, reading what
 // all of them share (the deactivated users, where the traffic window
-// starts) once.
+// starts) once, and each channel's view and subscribers once.
 type figures struct {
 	tx          *bbolt.Tx
 	now         int64
 	inactive    map[uint64]bool // nil until read
 	trafficFrom uint64          // first message id inside the traffic window; 0 until read
+	views       map[uint64]channelView
+	subscribed  map[uint64][]uint64 // channel id → its active subscribers
 }
 
 func (s *store) channelFigures(tx *bbolt.Tx) *figures { return &figures{tx: tx, now: s.now().Unix()} }
@@ -62,6 +65,9 @@ func (f *figures) isInactive(userID uint64) (bool, error) {
 // lists them (deactivated users keep their subscriptions but are left
 // out of lists and counts).
 func (f *figures) subscribers(channelID uint64) ([]uint64, error) {
+	if ids, ok := f.subscribed[channelID]; ok {
+		return slices.Clone(ids), nil
+	}
 	ids := []uint64{}
 	for _, id := range subscriberIDs(f.tx, channelID) {
 		inactive, err := f.isInactive(id)
@@ -72,10 +78,28 @@ func (f *figures) subscribers(channelID uint64) ([]uint64, error) {
 			ids = append(ids, id)
 		}
 	}
+	if f.subscribed == nil {
+		f.subscribed = map[uint64][]uint64{}
+	}
+	f.subscribed[channelID] = slices.Clone(ids)
 	return ids, nil
 }
 
 func (f *figures) view(ch channel) (channelView, error) {
+	if v, ok := f.views[ch.ID]; ok {
+		return v, nil
+	}
+	v, err := f.viewOf(ch)
+	if err == nil {
+		if f.views == nil {
+			f.views = map[uint64]channelView{}
+		}
+		f.views[ch.ID] = v
+	}
+	return v, err
+}
+
+func (f *figures) viewOf(ch channel) (channelView, error) {
 	v := channelView{channel: ch}
 	subscribers, err := f.subscribers(ch.ID)
 	if err != nil {

@@ -33,34 +33,67 @@ func (s *store) subscriptions(userID uint64) ([]subscribedChannel, error) {
 func (s *store) subscriptionsAmong(userID uint64, channelIDs []uint64) ([]subscribedChannel, error) {
 	var list []subscribedChannel
 	err := s.view(func(tx *bbolt.Tx) error {
-		list = nil
+		var err error
+		list, err = s.subscriptionsIn(tx, s.channelFigures(tx), userID, channelIDs)
+		return err
+	})
+	return list, err
+}
+
+// subscriptionsOfMembers is, for each member of a subscription change,
+// their subscriptions to the channels they joined, read in one
+// transaction whose figures (the deactivated users, each channel's view
+// and subscribers) are worked out once for all of them: joining a
+// thousand people to a channel reads its subscribers once, not a
+// thousand times.
+func (s *store) subscriptionsOfMembers(members []membership) ([][]subscribedChannel, error) {
+	var lists [][]subscribedChannel
+	err := s.view(func(tx *bbolt.Tx) error {
+		lists = make([][]subscribedChannel, len(members))
 		f := s.channelFigures(tx)
-		prefix := itob(userID)
-		c := tx.Bucket(bucketSubscriptions).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if channelIDs != nil && !slices.Contains(channelIDs, btoi(k[8:])) {
-				continue
+		for i, m := range members {
+			ids := make([]uint64, 0, len(m.Channels))
+			for _, ch := range m.Channels {
+				ids = append(ids, ch.ID)
 			}
-			var sc subscribedChannel
-			if err := json.Unmarshal(v, &sc.subscription); err != nil {
+			var err error
+			if lists[i], err = s.subscriptionsIn(tx, f, m.User.ID, ids); err != nil {
 				return err
 			}
-			ch, err := s.channelByID(tx, btoi(k[8:]))
-			if err != nil {
-				return err
-			}
-			if sc.channelView, err = f.view(ch); err != nil {
-				return err
-			}
-			if sc.Subscribers, err = f.subscribers(ch.ID); err != nil {
-				return err
-			}
-			list = append(list, sc)
 		}
 		return nil
 	})
+	return lists, err
+}
+
+// subscriptionsIn reads the user's subscriptions among channelIDs (all
+// when nil), sorted by name, with figures from f.
+func (s *store) subscriptionsIn(tx *bbolt.Tx, f *figures, userID uint64, channelIDs []uint64) ([]subscribedChannel, error) {
+	var list []subscribedChannel
+	prefix := itob(userID)
+	c := tx.Bucket(bucketSubscriptions).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if channelIDs != nil && !slices.Contains(channelIDs, btoi(k[8:])) {
+			continue
+		}
+		var sc subscribedChannel
+		if err := json.Unmarshal(v, &sc.subscription); err != nil {
+			return nil, err
+		}
+		ch, err := s.channelByID(tx, btoi(k[8:]))
+		if err != nil {
+			return nil, err
+		}
+		if sc.channelView, err = f.view(ch); err != nil {
+			return nil, err
+		}
+		if sc.Subscribers, err = f.subscribers(ch.ID); err != nil {
+			return nil, err
+		}
+		list = append(list, sc)
+	}
 	slices.SortFunc(list, func(a, b subscribedChannel) int { return strings.Compare(a.Name, b.Name) })
-	return list, err
+	return list, nil
 }
 
 func subscriberIDs(tx *bbolt.Tx, channelID uint64) []uint64 {
