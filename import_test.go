@@ -485,7 +485,7 @@ func writeSyntheticExport(t testing.TB, dir string, total int) {
 }
 
 func TestImport_ScatteredUnreadIsAWatermarkAndTheUnreadIDs(t *testing.T) {
-	const total = 5000
+	const total = importRemapFiles*exportMessagesPerFile + 1 // the database is remapped once on the way
 	dir := filepath.Join(t.TempDir(), "synthetic")
 	writeSyntheticExport(t, dir, total)
 	st := mustOpenStore(t)
