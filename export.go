@@ -109,6 +109,9 @@ func ourFlags(f int64) byte {
 
 // runExport writes the export of the database o.DB into dir.
 func runExport(dir string, o options, stdout io.Writer) error {
+	if _, err := os.Stat(o.DB); err != nil { // opening it would make an empty one
+		return fmt.Errorf("export: %w", err)
+	}
 	if err := prepareExportDir(dir); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -320,6 +321,12 @@ func TestExportCommand_WhileServingThroughTheSocketThenImportCommand(t *testing.
 	if want := []string{"attachment.json", "avatars", "messages-000001.json", "realm.json", "uploads", "zulite-export.txt"}; !slices.Equal(names, want) &&
 		!slices.Equal(names, slices.DeleteFunc(slices.Clone(want), func(n string) bool { return n == "messages-000001.json" })) {
 		t.Errorf("the export's files: got %v, want %v (the copy it was read from removed)", names, want)
+	}
+	if _, _, err := runCLI(t, nil, "export", filepath.Join(dir, "other"), "--db", filepath.Join(dir, "typo.db")); err == nil || !os.IsNotExist(errors.Unwrap(err)) {
+		t.Errorf("an export of a database that does not exist: got %v, want a refusal", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "typo.db")); err == nil {
+		t.Errorf("an export of a database that does not exist made one")
 	}
 	if _, _, err := runCLI(t, nil, "export", out, "--db", db); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("an export into a directory with files: got %v, want a refusal", err)
