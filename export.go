@@ -380,11 +380,12 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 				hasAttachment = true
 			}
 		}
+		rendered := renderedContent(m)
 		file.Messages = append(file.Messages, exportMessage{
 			ID: m.ID, Sender: m.SenderID, Recipient: recipientID(recipientChannel, m.ChannelID), Realm: exportRealmID,
-			Subject: m.Topic, Content: m.Content, RenderedContent: renderedContent(m), RenderedContentVersion: 1,
+			Subject: m.Topic, Content: m.Content, RenderedContent: rendered, RenderedContentVersion: 1,
 			DateSent: timestamp(m.Timestamp), SendingClient: x.client(m.Client),
-			HasAttachment: hasAttachment, HasImage: strings.Contains(renderedContent(m), "<img"), HasLink: strings.Contains(renderedContent(m), "<a "),
+			HasAttachment: hasAttachment, HasImage: strings.Contains(rendered, "<img"), HasLink: strings.Contains(rendered, "<a "),
 		})
 		for _, sub := range subscribersOf(m.ChannelID) {
 			if m.ID <= sub.start {
