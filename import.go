@@ -97,8 +97,10 @@ func (r importReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "imported: %d users, %d channels, %d subscriptions, %d messages, %d personal flags, %d reactions, %d uploaded files, %d avatars\n",
 		r.Users, r.Channels, r.Subscriptions, r.Messages, r.Flags, r.Reactions, r.Attachments, r.Avatars)
+	const credentials = "users have no password or API key: give each one with 'zulite user password EMAIL' or 'zulite user key EMAIL'\n"
 	if len(r.left) == 0 {
 		b.WriteString("nothing left out\n")
+		b.WriteString(credentials)
 		return b.String()
 	}
 	b.WriteString("not imported (zulite does not model it):\n")
@@ -110,7 +112,7 @@ func (r importReport) String() string {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "  %d %s\n", r.left[k], k)
 	}
-	b.WriteString("users have no password or API key: give each one with 'zulite user password EMAIL' or 'zulite user key EMAIL'\n")
+	b.WriteString(credentials)
 	return b.String()
 }
 
