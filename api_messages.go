@@ -417,6 +417,10 @@ type messageObject struct {
 	Timestamp        int64       `json:"timestamp"`
 	TopicLinks       []topicLink `json:"topic_links"`
 	Type             string      `json:"type"`
+	// Only for a message edited or moved (api_message_edit.go).
+	EditHistory        []editEntry `json:"edit_history,omitempty"`
+	LastEditTimestamp  int64       `json:"last_edit_timestamp,omitempty"`
+	LastMovedTimestamp int64       `json:"last_moved_timestamp,omitempty"`
 }
 
 // reaction is one emoji reaction of a message object, without the
@@ -455,24 +459,27 @@ func recipientID(kind int, id uint64) uint64 {
 // display name.
 func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar, allowEmptyTopic bool) messageObject {
 	o := messageObject{
-		Client:           m.Client,
-		Content:          m.Content,
-		ContentType:      "text/x-markdown",
-		DisplayRecipient: m.Channel.Name,
-		ID:               m.ID,
-		IsMeMessage:      strings.HasPrefix(m.Content, "/me "),
-		Reactions:        reactionObjects(m.Reactions),
-		RecipientID:      recipientID(recipientChannel, m.ChannelID),
-		SenderEmail:      m.Sender.Email,
-		SenderFullName:   m.Sender.FullName,
-		SenderID:         m.SenderID,
-		SenderRealmStr:   "zulite",
-		StreamID:         m.ChannelID,
-		Subject:          displayTopic(m.Topic, allowEmptyTopic),
-		Submessages:      []struct{}{},
-		Timestamp:        m.Timestamp,
-		TopicLinks:       []topicLink{},
-		Type:             "stream",
+		Client:             m.Client,
+		Content:            m.Content,
+		ContentType:        "text/x-markdown",
+		DisplayRecipient:   m.Channel.Name,
+		ID:                 m.ID,
+		IsMeMessage:        strings.HasPrefix(m.Content, "/me "),
+		Reactions:          reactionObjects(m.Reactions),
+		RecipientID:        recipientID(recipientChannel, m.ChannelID),
+		SenderEmail:        m.Sender.Email,
+		SenderFullName:     m.Sender.FullName,
+		SenderID:           m.SenderID,
+		SenderRealmStr:     "zulite",
+		StreamID:           m.ChannelID,
+		Subject:            displayTopic(m.Topic, allowEmptyTopic),
+		Submessages:        []struct{}{},
+		Timestamp:          m.Timestamp,
+		TopicLinks:         []topicLink{},
+		Type:               "stream",
+		EditHistory:        editHistoryObjects(m.message, allowEmptyTopic),
+		LastEditTimestamp:  m.LastEdit,
+		LastMovedTimestamp: m.LastMoved,
 	}
 	if o.Client == "" { // messages stored before zulite recorded clients
 		o.Client = "Unspecified"

@@ -8,7 +8,9 @@ package main
 // Zulip). The other settings stay at the values register reports.
 
 // realmChangeable are the organisation settings PATCH /realm changes.
-var realmChangeable = []string{"can_create_public_channel_group", "can_create_private_channel_group", "can_mention_many_users_group"}
+var realmChangeable = []string{"can_create_public_channel_group", "can_create_private_channel_group", "can_mention_many_users_group",
+	"can_delete_any_message_group", "can_delete_own_message_group", "can_move_messages_between_channels_group",
+	"can_move_messages_between_topics_group", "can_resolve_topics_group"}
 
 // updateRealm serves PATCH /api/v1/realm for administrators. A group
 // setting's value is Zulip's {"new": value, "old": value} (old

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,6 +67,34 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	var sentCount, markedUpTo int
 
 	var mu sync.Mutex
+	// moveThenDelete sends a message as the sender, moves it to another
+	// topic and deletes it as the owner; deleted holds the contents whose
+	// deletion was acknowledged.
+	deleted := map[string]bool{}
+	moveThenDelete := func(base, content string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/messages", strings.NewReader(url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {content}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth("sender@example.com", senderKey)
+		resp, err := client.Do(req)
+		if err != nil {
+			return
+		}
+		var answer struct{ ID uint64 }
+		json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || answer.ID == 0 {
+			return
+		}
+		path := "/api/v1/messages/" + strconv.FormatUint(answer.ID, 10)
+		if code, err := call(base, http.MethodPatch, path, url.Values{"topic": {"moved"}, "propagate_mode": {"change_one"}}); err != nil || code != 200 {
+			return
+		}
+		if code, err := call(base, http.MethodDelete, path, nil); err == nil && code == 200 {
+			mu.Lock()
+			deleted[content] = true
+			mu.Unlock()
+		}
+	}
 	added, removed, tried := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var sent []string
 	server := first
@@ -109,6 +139,9 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 							sentCount++
 							mu.Unlock()
 						}
+						if w == 0 { // a message moved, then deleted: both rewrite the indexes
+							moveThenDelete(server.baseURL, "d-"+token)
+						}
 						mu.Lock()
 						before := len(sent)
 						mu.Unlock()
@@ -152,18 +185,15 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 		}
 	}
 	// Every message is whole: its record, its channel and topic index
-	// entries; every acknowledged one is there.
+	// entries, and the indexes name only stored messages under their
+	// channel and topic, after moves and deletes (checkMessageIndexes);
+	// every acknowledged one is there, every acknowledged deletion gone.
 	contents := map[string]bool{}
 	mustView(t, st, func(tx *bbolt.Tx) error {
+		checkMessageIndexes(t, tx)
 		return tx.Bucket(bucketMessages).ForEach(func(k, v []byte) error {
-			m, err := messageByID(tx, btoi(k))
-			if err != nil {
-				t.Errorf("message %d: %v", btoi(k), err)
-				return nil
-			}
-			contents[m.Content] = true
-			if tx.Bucket(bucketChannelMessages).Get(append(itob(m.ChannelID), k...)) == nil || tx.Bucket(bucketTopicMessages).Get(topicKey(m.ChannelID, m.Topic, m.ID)) == nil {
-				t.Errorf("message %d is stored without its index entries", m.ID)
+			if m, err := messageByID(tx, btoi(k)); err == nil {
+				contents[m.Content] = true
 			}
 			return nil
 		})
@@ -172,6 +202,14 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 		if !contents[c] {
 			t.Errorf("message %q was acknowledged but is missing", c)
 		}
+	}
+	for c := range deleted {
+		if contents[c] {
+			t.Errorf("message %q was acknowledged as deleted but is there", c)
+		}
+	}
+	if len(deleted) == 0 {
+		t.Errorf("no deletion was acknowledged: the test deleted nothing")
 	}
 	// Messages acknowledged before an acknowledged mark began are read.
 	unread := map[string]bool{}
@@ -195,7 +233,7 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	if markedUpTo == 0 {
 		t.Errorf("no mark_stream_as_read was acknowledged: the test marked nothing")
 	}
-	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read); all as acknowledged", len(added), len(removed), sentCount, markedUpTo)
+	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read), %d moved and deleted; all as acknowledged", len(added), len(removed), sentCount, markedUpTo, len(deleted))
 }
 
 // reopenChecked opens a database the binary has left, with nothing else

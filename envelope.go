@@ -287,6 +287,24 @@ var (
 	errInvalidEmojiType   = &rejection{"invalid emoji type", always(badRequest("Invalid emoji type."))}
 	errInvalidCustomEmoji = &rejection{"invalid custom emoji", always(badRequest("Invalid custom emoji."))}
 
+	// Editing, moving and deleting messages (zerver/actions/message_edit.py,
+	// zerver/views/message_edit.py).
+	errNoSuchChannelID       = &rejection{"no such channel id", always(errInvalidChannelID)}
+	errNothingToChange       = &rejection{"nothing to change", always(badRequest("Nothing to change"))}
+	errPropagateWithoutTopic = &rejection{"propagate mode without a move", always(badRequest("Invalid propagate_mode without topic edit"))}
+	errResolveGeneralChat    = &rejection{"general chat resolved", always(badRequest("General chat cannot be marked as resolved"))}
+	errContentWhileMoving    = &rejection{"content edit in a move", always(badRequest("Cannot change message content while changing channel"))}
+	errCannotEditMessage     = &rejection{"may not edit", always(badRequest("You don't have permission to edit this message"))}
+	errCannotResolve         = &rejection{"may not resolve", always(badRequest("You don't have permission to resolve topics in this channel."))}
+	errCannotMoveMessage     = &rejection{"may not move", always(badRequest("You don't have permission to move this message"))}
+	errEditTimeLimit         = &rejection{"edit time limit", always(badRequest("The time limit for editing this message has passed"))}
+	errTopicTimeLimit        = &rejection{"topic time limit", always(badRequest("The time limit for editing this message's topic has passed."))}
+	errChannelTimeLimit      = &rejection{"channel time limit", always(badRequest("The time limit for editing this message's channel has passed"))}
+	errCannotDeleteMessage   = &rejection{"may not delete", always(badRequest("You don't have permission to delete this message"))}
+	errContentMismatch       = &rejection{"content changed", always(&apiError{status: http.StatusBadRequest, code: "EXPECTATION_MISMATCH",
+		msg: "'prev_content_sha256' value does not match the expected value."})}
+	errDeleteTimeLimit = &rejection{"delete time limit", always(badRequest("The time limit for deleting this message has passed"))}
+
 	errNarrowUnknownChannel = &rejection{"unknown channel in narrow", func(name string) *apiError { return badNarrow("unknown channel " + echoed(name)) }}
 	errNarrowUnknownUser    = &rejection{"unknown user in narrow", func(name string) *apiError { return badNarrow("unknown user " + echoed(name)) }}
 	errNarrowBadWith        = &rejection{"invalid 'with' operand", always(badNarrow("Invalid 'with' operand"))}
@@ -609,3 +627,15 @@ var (
 	errBadImage           = badRequest("Could not decode image; did you upload an image file?")
 	errImageTooBig        = badRequest("Image size exceeds limit.")
 )
+
+// errMoveTimeLimit is Zulip's MessageMoveError: a change_all move of a
+// topic whose older messages are past the realm's move limit.
+func errMoveTimeLimit(first uint64, total, allowed int) error {
+	return &rejection{"move time limit", always(&apiError{status: http.StatusBadRequest, code: "MOVE_MESSAGES_TIME_LIMIT_EXCEEDED",
+		msg:   "You only have permission to move the " + strconv.Itoa(allowed) + "/" + strconv.Itoa(total) + " most recent messages in this topic.",
+		extra: []field{{"first_message_id_allowed_to_move", first}, {"total_messages_in_topic", total}, {"total_messages_allowed_to_move", allowed}}})}
+}
+
+// errHistoryDisabled is GET /messages/{id}/history's answer when the
+// realm's message_edit_history_visibility_policy is "none".
+var errHistoryDisabled = badRequest("Message edit history is disabled in this organization")

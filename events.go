@@ -75,6 +75,9 @@ type eventQueue struct {
 	// streamTyping: the client declared the stream_typing_notifications
 	// capability, the only clients told of typing in channels (typing.go).
 	streamTyping bool
+	// bulkMessageDeletion: the client declared bulk_message_deletion, so
+	// it hears of deleted messages in one event with message_ids.
+	bulkMessageDeletion bool
 
 	offered uint64 // the hub's offer that last reached it (hub.offerMu)
 

@@ -578,10 +578,13 @@ func TestEvents_AMessageIsEncodedOnceForEveryQueue(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		return after.TotalAlloc - before.TotalAlloc
 	}
+	// The least of three sends: TotalAlloc counts every goroutine's
+	// allocations, and a background one may land in any single send.
+	least := func() uint64 { return min(send(), send(), send()) }
 	send() // the first send reads the channel's pages in
-	none := send()
+	none := least()
 	e.listeners(t, 10, maxQueuesPerUser)
-	listened := send()
+	listened := least()
 	perQueue := (float64(listened) - float64(none)) / 200
 	t.Logf("a send of a %d-byte message allocates %d bytes with no queue listening, %d with 200: %.0f bytes a queue", len(big), none, listened, perQueue)
 	if perQueue > 1000 {

@@ -147,9 +147,11 @@ type permissionSetting struct {
 // with Zulip's defaults. zulite holds a permission with Zulip's default
 // group where it has the feature, and with role:nobody where it does
 // not: nobody can invite, add custom emoji, create bots or groups,
-// delete, move or resolve messages, send direct messages or summarize
-// topics. Members create channels and subscribe others; administrators
-// may use wildcard mentions in large channels and topics (mentions.go).
+// send direct messages or summarize topics. Members create channels,
+// subscribe others and move messages between channels; everyone deletes
+// their own messages, moves them between topics and resolves topics;
+// administrators delete anyone's (store_message_edit.go) and may use
+// wildcard mentions in large channels and topics (mentions.go).
 // An administrator may change who creates channels and who may use
 // wildcard mentions (PATCH /realm; store.realmGroup).
 var realmPermissionSettings = []permissionSetting{
@@ -165,15 +167,15 @@ var realmPermissionSettings = []permissionSetting{
 	{name: "can_create_web_public_channel_group", value: groupNobody, requireSystemGroup: true, allowNobodyGroup: true, defaultGroupName: "role:owners",
 		allowedSystemGroups: []string{"role:moderators", "role:administrators", "role:owners", "role:nobody"}},
 	{name: "can_create_write_only_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
-	{name: "can_delete_any_message_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
-	{name: "can_delete_own_message_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	{name: "can_delete_any_message_group", value: groupAdministrators, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
+	{name: "can_delete_own_message_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
 	{name: "can_invite_users_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	{name: "can_manage_all_groups", value: groupOwners, defaultGroupName: "role:owners"},
 	{name: "can_manage_billing_group", value: groupAdministrators, defaultGroupName: "role:administrators"},
 	{name: "can_mention_many_users_group", value: groupAdministrators, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},
-	{name: "can_move_messages_between_channels_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
-	{name: "can_move_messages_between_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
-	{name: "can_resolve_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	{name: "can_move_messages_between_channels_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	{name: "can_move_messages_between_topics_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	{name: "can_resolve_topics_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
 	{name: "can_set_delete_message_policy_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:moderators"},
 	{name: "can_set_topics_policy_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:members"},
 	{name: "can_summarize_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},

@@ -106,6 +106,7 @@ func (s *server) routes() http.Handler {
 	handle("POST /api/v1/messages", s.api(s.sendMessage))
 	handle("GET /api/v1/messages", s.api(s.getMessages))
 	handle("POST /api/v1/messages/flags", s.api(s.updateFlags))
+	handle("GET /api/v1/messages/{message_id}/history", s.api(s.messageHistory))
 	handle("POST /api/v1/messages/{message_id}/reactions", s.api(s.addReaction))
 	handle("DELETE /api/v1/messages/{message_id}/reactions", s.api(s.removeReaction))
 	handle("POST /api/v1/messages/flags/narrow", s.api(s.updateFlagsForNarrow))
@@ -127,6 +128,12 @@ func (s *server) routes() http.Handler {
 	// conflict with the 405 pattern of /api/v1/users/me).
 	s.patterns = append(s.patterns, "GET /api/v1/users/{user}")
 	mux.Handle("/api/v1/users/{user}", onlyGET(s.api(s.getUser)))
+	// PATCH and DELETE /api/v1/messages/{message_id}: one pattern, which
+	// answers 405 itself (method patterns would conflict with the 405
+	// pattern of /api/v1/messages/flags).
+	s.patterns = append(s.patterns, "PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}")
+	mux.Handle("/api/v1/messages/{message_id}", byMethod(map[string]http.Handler{
+		http.MethodPatch: s.api(s.updateMessage), http.MethodDelete: s.api(s.deleteMessage)}))
 	// POST /api/v1/users/me/X and GET /api/v1/users/{user}/X: one pattern
 	// each, for the same reason, that serves "me" with POST and anyone
 	// else with GET.

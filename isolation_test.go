@@ -82,7 +82,8 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"POST /api/v1/users/me/subscriptions/properties", "GET /api/v1/users/me/{stream_id}/topics", "GET /api/v1/streams/{stream_id}",
 		"POST /api/v1/typing", "GET /api/v1/user_uploads/{realm_id}/{path...}", "GET /user_uploads/{realm_id}/{path...}",
 		"GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}", "POST /api/v1/users/me/avatar",
-		"POST /api/v1/messages/{message_id}/reactions", "DELETE /api/v1/messages/{message_id}/reactions"} {
+		"POST /api/v1/messages/{message_id}/reactions", "DELETE /api/v1/messages/{message_id}/reactions",
+		"PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}", "GET /api/v1/messages/{message_id}/history"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -115,6 +116,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"POST /api/v1/messages/flags/narrow":             {{"POST", "/api/v1/messages/flags/narrow", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["channel","` + secretID + `"]]`}, "op": {"add"}, "flag": {"read"}}}},
 		"POST /api/v1/messages/{message_id}/reactions":   {{"POST", "/api/v1/messages/" + msgID + "/reactions", url.Values{"emoji_name": {"octopus"}}}},
 		"DELETE /api/v1/messages/{message_id}/reactions": {{"DELETE", "/api/v1/messages/" + msgID + "/reactions", url.Values{"emoji_name": {"smile"}}}},
+		"PATCH /api/v1/messages/{message_id}":            {{"PATCH", "/api/v1/messages/" + msgID, url.Values{"content": {"mine now"}}}, {"PATCH", "/api/v1/messages/" + msgID, url.Values{"topic": {"moved"}, "propagate_mode": {"change_all"}}}, {"PATCH", "/api/v1/messages/" + msgID, url.Values{"stream_id": {strconv.FormatUint(e.general.ID, 10)}}}},
+		"DELETE /api/v1/messages/{message_id}":           {{"DELETE", "/api/v1/messages/" + msgID, nil}},
+		"GET /api/v1/messages/{message_id}/history":      {{"GET", "/api/v1/messages/" + msgID + "/history", nil}},
 		"POST /api/v1/mark_stream_as_read":               {{"POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {secretID}}}},
 		"POST /api/v1/mark_topic_as_read":                {{"POST", "/api/v1/mark_topic_as_read", url.Values{"stream_id": {secretID}, "topic_name": {"plans"}}}},
 		"POST /api/v1/mark_all_as_read":                  {{"POST", "/api/v1/mark_all_as_read", nil}},

@@ -578,6 +578,14 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/typing", url.Values{"op": {"start"}, "to": {jsonIDs(e.alice.ID)}}, &e.bob))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/status", url.Values{"status_text": {"busy"}, "emoji_name": {"zulip"}}, &e.bob))
 	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me/avatar", nil, &e.bob))
+	// Issue 15's edits, moves and deletes: update_message and
+	// delete_message events (legacy and bulk shapes).
+	edited := e.sendAs(t, e.alice, e.general, "lunch")
+	editPath := "/api/v1/messages/" + strconv.FormatUint(edited, 10)
+	wantAPISuccess(t, e.request(t, "PATCH", editPath, url.Values{"content": {"lunch at **noon**"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "PATCH", editPath, url.Values{"topic": {"dinner"}, "propagate_mode": {"change_later"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/messages/"+strconv.FormatUint(e.sendAs(t, e.alice, e.general, "lunch"), 10), nil, &e.alice))
+	doomed := "/api/v1/messages/" + strconv.FormatUint(e.sendAs(t, e.alice, e.general, "lunch"), 10)
 	upload := e.mustUpload(t, &e.alice, "contract.txt", "contract")
 	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
 	alice := strconv.FormatUint(e.alice.ID, 10)
@@ -637,6 +645,12 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", reactions, url.Values{"emoji_name": {"octopus"}}, &e.alice},
 		{false, "DELETE", reactions, url.Values{"emoji_name": {"octopus"}}, &e.alice},
 		{true, "DELETE", reactions, url.Values{"emoji_name": {"octopus"}}, &e.alice},
+		{false, "PATCH", editPath, url.Values{"content": {"lunch at one"}, "send_notification_to_old_thread": {"false"}}, &e.alice},
+		{true, "PATCH", editPath, nil, &e.alice},
+		{false, "GET", editPath + "/history", nil, &e.alice},
+		{true, "GET", "/api/v1/messages/999999/history", nil, &e.alice},
+		{false, "DELETE", doomed, nil, &e.alice},
+		{true, "DELETE", doomed, nil, &e.alice},
 		{false, "POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {secret}}, &e.alice},
 		{true, "POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {"999999"}}, &e.alice},
 		{false, "POST", "/api/v1/mark_topic_as_read", url.Values{"stream_id": {general}, "topic_name": {"lunch"}}, &e.alice},

@@ -34,7 +34,7 @@ func (s *server) register(r *apiRequest) (any, error) {
 	q := &eventQueue{userID: r.user.ID, types: o.eventTypes, narrow: o.narrow, applyMarkdown: o.applyMarkdown,
 		clientGravatar: o.clientGravatar, allPublic: o.allPublic, userSettingsObject: o.capabilities.userSettingsObject,
 		emptyTopicName: o.capabilities.emptyTopicName, simplifiedPresence: o.capabilities.simplifiedPresenceEvents,
-		streamTyping: o.capabilities.streamTypingNotifications}
+		streamTyping: o.capabilities.streamTypingNotifications, bulkMessageDeletion: o.capabilities.bulkMessageDeletion}
 	s.events.register(q)
 	if err := s.takeListing(r); err != nil {
 		s.events.remove(q.userID, q.id)
@@ -259,6 +259,10 @@ func (s *server) publishChange(change any) {
 		s.publishAvatar(c)
 	case reactionChanged:
 		s.publishReaction(c)
+	case messageEdited:
+		s.publishEdit(c)
+	case messagesDeleted:
+		s.publishDelete(c)
 	}
 }
 

@@ -384,7 +384,7 @@ const emojiDataPath = "/static/generated/emoji/emoji_api.json"
 func (s *server) addRealmState(state map[string]any, users []user) {
 	realm := map[string]any{
 		// Realm.property_types, at zulite's values.
-		"allow_message_editing":                          false, // zulite cannot edit messages
+		"allow_message_editing":                          true,
 		"avatar_changes_disabled":                        false,
 		"default_code_block_language":                    "",
 		"default_language":                               "en",
@@ -406,7 +406,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"message_content_allowed_in_email_notifications": true,
 		"message_content_edit_limit_seconds":             defaultMessageLimitSeconds,
 		"message_content_delete_limit_seconds":           defaultMessageLimitSeconds,
-		"message_edit_history_visibility_policy":         "none", // no edits, so no history
+		"message_edit_history_visibility_policy":         messageEditHistoryVisibility,
 		"move_messages_between_streams_limit_seconds":    defaultMoveLimitSeconds,
 		"move_messages_within_stream_limit_seconds":      defaultMoveLimitSeconds,
 		"message_retention_days":                         -1, // messages are kept forever
@@ -422,7 +422,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"want_advertise_in_communities_directory":        false,
 		"welcome_message_custom_text":                    "",
 		// Settings Zulip adds by hand.
-		"allow_edit_history":             false,
+		"allow_edit_history":             true,
 		"mandatory_topics":               false,
 		"presence_disabled":              false,
 		"upload_quota_mib":               nil,

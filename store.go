@@ -21,7 +21,8 @@ package main
 //	                 largest message id when the user joined (0 for those who
 //	                 joined before schema 3); later messages reached them
 //	messages         message id → message (JSON, with its content rendered to HTML
-//	                 when it was sent: markdown.go)
+//	                 when it was sent or last edited: markdown.go; its edit history,
+//	                 newest first: store_message_edit.go)
 //	channel_messages channel id ‖ message id → empty
 //	topic_messages   channel id ‖ lower-cased topic ‖ 0x00 ‖ message id → empty
 //	                 (topics hold no control characters, so 0x00 ends the topic)
@@ -250,6 +251,12 @@ type message struct {
 	Timestamp int64  `json:"timestamp"`
 	Client    string `json:"client,omitempty"`
 	Rendered  string `json:"rendered,omitempty"` // the content as HTML (markdown.go)
+	// EditHistory, newest first, LastEdit (the last content edit) and
+	// LastMoved (the last topic or channel change), Unix seconds: none
+	// until it is edited (store_message_edit.go).
+	EditHistory []editEntry `json:"edit_history,omitempty"`
+	LastEdit    int64       `json:"last_edit,omitempty"`
+	LastMoved   int64       `json:"last_moved,omitempty"`
 }
 
 type store struct {

@@ -160,21 +160,29 @@ func (f *figures) recentMessages(c *bbolt.Cursor, channelID uint64) (int, error)
 }
 
 // firstMessageSince is the id of the first message sent at or after
-// since (one past the last message when there is none). Messages are
-// never deleted and their times rise with their ids, so it is a binary
-// search: a few decodes, however many messages there are.
+// since (one past the last message when there is none). Message times
+// rise with their ids, so it is a binary search: a few decodes, however
+// many messages there are. Deleted messages leave gaps in the ids: a
+// probe reads the first message at or after it, and the answer may be a
+// missing id just before the first message since, which counts the same.
 func firstMessageSince(tx *bbolt.Tx, since int64) (uint64, error) {
 	lo, hi := uint64(1), tx.Bucket(bucketMessages).Sequence()+1
+	c := tx.Bucket(bucketMessages).Cursor()
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		m, err := messageByID(tx, mid)
+		k, _ := c.Seek(itob(mid))
+		if k == nil || btoi(k) >= hi {
+			hi = mid
+			continue
+		}
+		m, err := messageByID(tx, btoi(k))
 		if err != nil {
 			return 0, err
 		}
 		if m.Timestamp >= since {
 			hi = mid
 		} else {
-			lo = mid + 1
+			lo = btoi(k) + 1
 		}
 	}
 	return lo, nil

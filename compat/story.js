@@ -485,6 +485,38 @@ async function main() {
       ['reaction', 'add', target, 'octopus'], ['reaction', 'remove', target, 'octopus']]);
   });
 
+  await step('messages.update, getHistoryById and deleteById, with the update_message and delete_message events', async () => {
+    const q = succeeded('register', await call('queues.register', alice.queues.register({
+      event_types: ['update_message', 'delete_message'], client_capabilities: JSON.stringify({ bulk_message_deletion: true }),
+    })));
+    const first = succeeded('send', await call('messages.send', bob.messages.send({ type: 'stream', to: 'general', topic: 'typo', content: 'teh plan' })));
+    const second = succeeded('send', await call('messages.send', bob.messages.send({ type: 'stream', to: 'general', topic: 'typo', content: 'more' })));
+    succeeded('edit', await call('messages.update', bob.messages.update({ message_id: first.id, content: 'the **plan**' })));
+    succeeded('move', await call('messages.update', bob.messages.update({
+      message_id: first.id, topic: 'plans', propagate_mode: 'change_all', send_notification_to_old_thread: false,
+    })));
+    const page = succeeded('messages', await call('messages.retrieve', alice.messages.retrieve({ anchor: first.id, num_before: 0, num_after: 1 })));
+    assert.deepEqual(page.messages.map((m) => [m.subject, m.content]), [['plans', '<p>the <strong>plan</strong></p>'], ['plans', '<p>more</p>']]);
+    assert.ok(page.messages[0].last_edit_timestamp > 0 && page.messages[0].last_moved_timestamp > 0, JSON.stringify(page.messages[0]));
+    const history = succeeded('history', await call('messages.getHistoryById', alice.messages.getHistoryById({ message_id: first.id })));
+    assert.deepEqual(history.message_history.map((h) => [h.topic, h.content]), [['typo', 'teh plan'], ['typo', 'the **plan**'], ['plans', 'the **plan**']]);
+    const nothing = await call('messages.update again', bob.messages.update({ message_id: first.id }));
+    assert.deepEqual(nothing, { result: 'error', msg: 'Nothing to change', code: 'BAD_REQUEST' });
+    const notHers = await call('messages.deleteById by another', alice.messages.deleteById({ message_id: second.id }));
+    if (notHers.result === 'error') { // alice is a member: only the sender deletes
+      assert.equal(notHers.msg, "You don't have permission to delete this message");
+    }
+    succeeded('delete', await call('messages.deleteById', bob.messages.deleteById({ message_id: first.id })));
+    const events = succeeded('events', await call('events.retrieve', alice.events.retrieve({
+      queue_id: q.queue_id, last_event_id: -1, dont_block: true,
+    })));
+    const shapes = events.events.map((e) => [e.type, e.message_ids, e.orig_subject ?? null, e.subject ?? null, e.content ?? null]);
+    assert.deepEqual(shapes.slice(0, 2), [
+      ['update_message', [first.id], null, null, 'the **plan**'],
+      ['update_message', [first.id, second.id], 'typo', 'plans', null]]);
+    assert.deepEqual(shapes[shapes.length - 1], ['delete_message', [first.id], null, null, null]);
+  });
+
   console.log(`${passed} passed, 0 failed`);
 }
 
