@@ -24,9 +24,12 @@ package main
 // tokens are not exported (devices register again when they log in).
 //
 // While a server holds the database, the export is made from a backup
-// the server streams over its admin socket (runBackup's path), opened
-// and read in one read transaction; bbolt's mapping is never held by a
-// long read on the live file (issue 20).
+// the server streams over its admin socket (runBackup's path): one read
+// transaction's copy, and no long read holds the live file's mapping
+// (issue 20). Without a server, the file is read while this process
+// holds its lock, so nothing writes to it meanwhile. Either way the
+// export reads one state, in several read transactions with the file
+// reopened between them (store.export says why).
 
 import (
 	"bufio"
@@ -117,7 +120,7 @@ func runExport(dir string, o options, stdout io.Writer) error {
 	}
 	var report exportReport
 	conn, err := net.DialTimeout("unix", socketPath(o.DB), lockTimeout)
-	if err != nil { // no server: the file itself, in one read transaction
+	if err != nil { // no server: the file itself, locked while it is read
 		st, err := openStore(o.DB, lockTimeout)
 		if err != nil {
 			return err
@@ -185,18 +188,30 @@ func (r exportReport) String() string {
 	return b.String()
 }
 
-// export writes the export into dir from one read transaction; blobs is
-// the directory holding the uploaded files' bytes.
+// export writes the export into dir; blobs is the directory holding the
+// uploaded files' bytes. The store must have no other user while it
+// runs (a backup's copy, or a file this process holds the lock of): then
+// its read transactions, one a message file and one for the rest, read
+// one state, and between them the file is reopened every
+// importRemapFiles files (remapFile), so that the pages read are
+// unmapped and resident memory does not grow with the database.
 func (s *store) export(dir, blobs string) (exportReport, error) {
 	var r exportReport
-	err := s.view(func(tx *bbolt.Tx) error {
-		x := exporter{tx: tx, dir: dir, blobs: blobs, report: &r, links: map[string][]uint64{}}
-		return x.run()
+	x := exporter{s: s, dir: dir, blobs: blobs, report: &r, links: map[string][]uint64{}}
+	return r, x.run()
+}
+
+// in runs fn in a read transaction of its own, as x.tx.
+func (x *exporter) in(fn func() error) error {
+	return x.s.view(func(tx *bbolt.Tx) error {
+		x.tx = tx
+		defer func() { x.tx = nil }()
+		return fn()
 	})
-	return r, err
 }
 
 type exporter struct {
+	s      *store
 	tx     *bbolt.Tx
 	dir    string
 	blobs  string
@@ -212,8 +227,11 @@ type exporter struct {
 }
 
 func (x *exporter) run() error {
-	var err error
-	if x.users, err = allUsers(x.tx); err != nil {
+	err := x.in(func() (err error) {
+		x.users, err = allUsers(x.tx)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	x.reactions, err = os.CreateTemp(x.dir, ".reactions-*")
@@ -225,13 +243,15 @@ func (x *exporter) run() error {
 	if err := x.messages(); err != nil {
 		return err
 	}
-	if err := x.attachments(); err != nil {
-		return err
-	}
-	if err := x.avatars(); err != nil {
-		return err
-	}
-	return x.realm()
+	return x.in(func() error {
+		if err := x.attachments(); err != nil {
+			return err
+		}
+		if err := x.avatars(); err != nil {
+			return err
+		}
+		return x.realm()
+	})
 }
 
 // timestamp is a Zulip export's date: seconds since the epoch (the
@@ -292,21 +312,29 @@ func (x *exporter) messages() error {
 		batch = batch[:0]
 		return err
 	}
-	c := x.tx.Bucket(bucketMessages).Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		var m message
-		if err := json.Unmarshal(v, &m); err != nil {
-			return fmt.Errorf("message %d: %w", btoi(k), err)
-		}
-		batch = append(batch, m)
-		if len(batch) == exportMessagesPerFile {
-			if err := flush(); err != nil {
+	for after, files, more := uint64(0), 0, true; more; files++ {
+		if files > 0 && files%importRemapFiles == 0 {
+			if err := x.s.remapFile(); err != nil {
 				return err
 			}
 		}
-	}
-	if err := flush(); err != nil {
-		return err
+		err := x.in(func() error {
+			c := x.tx.Bucket(bucketMessages).Cursor()
+			for k, v := c.Seek(itob(after + 1)); k != nil && len(batch) < exportMessagesPerFile; k, v = c.Next() {
+				var m message
+				if err := json.Unmarshal(v, &m); err != nil {
+					return fmt.Errorf("message %d: %w", btoi(k), err)
+				}
+				batch = append(batch, m)
+			}
+			if more = len(batch) > 0; more {
+				after = batch[len(batch)-1].ID
+			}
+			return flush()
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return reactions.Flush()
 }
