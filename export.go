@@ -409,12 +409,20 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 			}
 		}
 		rendered := renderedContent(m)
-		file.Messages = append(file.Messages, exportMessage{
+		row := exportMessage{
 			ID: m.ID, Sender: m.SenderID, Recipient: recipientID(recipientChannel, m.ChannelID), Realm: exportRealmID,
 			Subject: m.Topic, Content: m.Content, RenderedContent: rendered, RenderedContentVersion: 1,
-			DateSent: timestamp(m.Timestamp), SendingClient: x.client(m.Client),
+			DateSent: timestamp(m.Timestamp), LastEditTime: timestamp(max(m.LastEdit, m.LastMoved)), SendingClient: x.client(m.Client),
 			HasAttachment: hasAttachment, HasImage: strings.Contains(rendered, "<img"), HasLink: strings.Contains(rendered, "<a "),
-		})
+		}
+		if len(m.EditHistory) > 0 { // Zulip's Message.edit_history: a JSON text, newest first, as zulite keeps it
+			history, err := json.Marshal(m.EditHistory)
+			if err != nil {
+				return err
+			}
+			row.EditHistory = string(history)
+		}
+		file.Messages = append(file.Messages, row)
 		for _, sub := range subscribersOf(m.ChannelID) {
 			if m.ID <= sub.start {
 				continue

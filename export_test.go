@@ -39,6 +39,8 @@ func exportActivity(t *testing.T, e *testEnv) (fileURL string) {
 	mustUpdateFlags(t, e.st, e.alice.user, []uint64{secret[0], general[4]}, flagChange{"starred", true})
 	mustUpdateFlags(t, e.st, e.alice.user, []uint64{general[9]}, flagChange{"collapsed", true})
 	wantAPISuccess(t, e.request(t, "POST", fmt.Sprintf("/api/v1/messages/%d/reactions", general[3]), url.Values{"emoji_name": {"octopus"}}, &e.bob))
+	wantAPISuccess(t, e.request(t, "PATCH", fmt.Sprintf("/api/v1/messages/%d", general[6]), url.Values{"content": {"edited **once**"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "PATCH", fmt.Sprintf("/api/v1/messages/%d", general[7]), url.Values{"topic": {"moved"}}, &e.bob))
 	fileURL = e.mustUpload(t, &e.alice, "notes.txt", "the notes")
 	e.sendText(t, e.alice, e.general, "[notes.txt]("+fileURL+")")
 	wantAPISuccess(t, e.upload(t, &e.bob, "/api/v1/users/me/avatar", uploadPart{"file", "me.png", "image/png", pngOf(t, 300, 200)}))
@@ -210,6 +212,7 @@ func TestExport_HasEveryTableAndFieldImportRealmReads(t *testing.T) {
 
 	messages := map[float64]bool{}
 	flagsOf := map[[2]float64]float64{}
+	edited := 0
 	for n := 1; ; n++ {
 		path := filepath.Join(dir, fmt.Sprintf("messages-%06d.json", n))
 		if _, err := os.Stat(path); err != nil {
@@ -224,6 +227,13 @@ func TestExport_HasEveryTableAndFieldImportRealmReads(t *testing.T) {
 		for _, r := range file["zerver_message"].([]any) {
 			m := r.(map[string]any)
 			messages[m["id"].(float64)] = true
+			if history, ok := m["edit_history"].(string); ok { // Message.edit_history is a JSON text
+				var entries []map[string]any
+				if err := json.Unmarshal([]byte(history), &entries); err != nil || len(entries) != 1 || m["last_edit_time"] == nil {
+					t.Errorf("message %v: edit_history %q (%v), last_edit_time %v", m["id"], history, err, m["last_edit_time"])
+				}
+				edited++
+			}
 			if !users[m["sender"].(float64)] || !recipients[m["recipient"].(float64)] || !clients[m["sending_client"].(float64)] {
 				t.Errorf("message %v: a sender, recipient or client not exported", m["id"])
 			}
@@ -235,6 +245,9 @@ func TestExport_HasEveryTableAndFieldImportRealmReads(t *testing.T) {
 			}
 			flagsOf[[2]float64{um["user_profile"].(float64), um["message"].(float64)}] = um["flags_mask"].(float64)
 		}
+	}
+	if edited != 2 {
+		t.Errorf("messages with an edit history: got %d, want 2 (one edited, one moved)", edited)
 	}
 	if len(messages) != 16 {
 		t.Errorf("messages exported: got %d, want 16", len(messages))

@@ -675,8 +675,8 @@ func (x *importer) messageRows(path string) ([]messageChannel, error) {
 				m.Rendered = *zm.RenderedContent
 			}
 			m.Content, m.Rendered = x.rewriteLinks(m.Content), x.rewriteLinks(m.Rendered)
-			if zm.LastEditTime != nil {
-				x.report.leave("edited messages: their current content is imported, their edit history is not", 1)
+			if err := x.editHistory(&m, zm); err != nil {
+				return err
 			}
 			placed = append(placed, messageChannel{zm.ID, m.ID, channelID})
 			batch = append(batch, m)
@@ -690,6 +690,31 @@ func (x *importer) messageRows(path string) ([]messageChannel, error) {
 		err = flush()
 	}
 	return placed, err // in the order of their ids, old and new
+}
+
+// editHistory takes a message's edit history: Zulip keeps it as a JSON
+// text, newest first, in the shape zulite keeps it (editEntry); the last
+// content edit and the last move are read from it.
+func (x *importer) editHistory(m *message, zm zulipMessage) error {
+	var text string
+	if len(zm.EditHistory) == 0 || json.Unmarshal(zm.EditHistory, &text) != nil || text == "" {
+		if zm.LastEditTime != nil {
+			x.report.leave("edited messages without an edit history: their current content is imported", 1)
+		}
+		return nil
+	}
+	if err := json.Unmarshal([]byte(text), &m.EditHistory); err != nil {
+		return fmt.Errorf("message %d: edit history: %w", zm.ID, err)
+	}
+	for _, e := range m.EditHistory {
+		if e.PrevContent != nil && m.LastEdit == 0 {
+			m.LastEdit = e.Timestamp
+		}
+		if (e.PrevTopic != nil || e.PrevStream != 0) && m.LastMoved == 0 {
+			m.LastMoved = e.Timestamp
+		}
+	}
+	return nil
 }
 
 func cmpUint(a, b uint64) int {

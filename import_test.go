@@ -194,7 +194,7 @@ var handWrittenExport = map[string]string{
 	"messages-000001.json": `{
  "zerver_message": [
    {"id": 100, "sender": 10, "recipient": 40, "realm": 5, "subject": "castle", "content": "Who's there?", "rendered_content": "<p>Who's there?</p>", "rendered_content_version": 1, "date_sent": 1600001000.25, "last_edit_time": null, "edit_history": null, "sending_client": 1, "has_attachment": false, "has_image": false, "has_link": false},
-   {"id": 101, "sender": 11, "recipient": 40, "realm": 5, "subject": "castle", "content": "Nay, answer me", "rendered_content": "<p>Nay, answer me</p>", "rendered_content_version": 1, "date_sent": 1600001001.0, "last_edit_time": 1600001100.0, "edit_history": "[{\"timestamp\": 1600001100, \"prev_content\": \"Nay\"}]", "sending_client": 2, "has_attachment": false, "has_image": false, "has_link": false},
+   {"id": 101, "sender": 11, "recipient": 40, "realm": 5, "subject": "castle", "content": "Nay, answer me", "rendered_content": "<p>Nay, answer me</p>", "rendered_content_version": 1, "date_sent": 1600001001.0, "last_edit_time": 1600001100.0, "edit_history": "[{\"user_id\": 11, \"timestamp\": 1600001100, \"prev_content\": \"Nay\", \"prev_rendered_content\": \"<p>Nay</p>\"}]", "sending_client": 2, "has_attachment": false, "has_image": false, "has_link": false},
    {"id": 102, "sender": 11, "recipient": 41, "realm": 5, "subject": "balcony", "content": "But soft: [plan.txt](/user_uploads/5/ab/cdefghijklmnopqrstuvwxyz/plan.txt).", "rendered_content": "<p>But soft: <a href=\"/user_uploads/5/ab/cdefghijklmnopqrstuvwxyz/plan.txt\">plan.txt</a>.</p>", "rendered_content_version": 1, "date_sent": 1600001002.0, "last_edit_time": null, "edit_history": null, "sending_client": 1, "has_attachment": false, "has_image": false, "has_link": false},
    {"id": 103, "sender": 10, "recipient": 50, "realm": 5, "subject": "", "content": "a group secret", "rendered_content": "<p>a group secret</p>", "rendered_content_version": 1, "date_sent": 1600001003.0, "last_edit_time": null, "edit_history": null, "sending_client": 1, "has_attachment": false, "has_image": false, "has_link": false},
    {"id": 104, "sender": 10, "recipient": 40, "realm": 5, "subject": "ghost", "content": "**Mark** me", "rendered_content": null, "rendered_content_version": null, "date_sent": 1600001004.0, "last_edit_time": null, "edit_history": null, "sending_client": 1, "has_attachment": false, "has_image": false, "has_link": false}
@@ -339,6 +339,10 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 	if got := asJSON(object(messages[1])["reactions"]); got != `[]` {
 		t.Errorf("reactions on 101 (a custom emoji's, left out): got %s", got)
 	}
+	if got := asJSON(object(messages[1])["edit_history"]); got != `[{"prev_content":"Nay","prev_rendered_content":"\u003cp\u003eNay\u003c/p\u003e","timestamp":1600001100,"user_id":11}]` ||
+		object(messages[1])["last_edit_timestamp"] != 1600001100.0 {
+		t.Errorf("101's edit history: got %s, last edited %v", got, object(messages[1])["last_edit_timestamp"])
+	}
 	_, iagos := viewOf(t, e, &iago)
 	if flags := asJSON(object(iagos[1])["flags"]); flags != `["read","mentioned"]` {
 		t.Errorf("iago's flags on 101 (a group mention): got %s", flags)
@@ -357,7 +361,6 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 		"1 moderators",
 		"1 reactions with custom emoji",
 		"1 reactions to direct messages",
-		"1 edited messages",
 		"1 archived channels",
 		"1 rows of zerver_usertopic",
 		"1 rows of zerver_realmemoji",
