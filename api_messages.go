@@ -124,7 +124,7 @@ func checkTopicsPolicy(channelPolicy, topic string) error {
 }
 
 // sendMessage serves POST /api/v1/messages for channel messages, with
-// Zulip's checks in Zulip's order.
+// Zulip's checks in Zulip's order; direct messages go to sendDirect.
 func (s *server) sendMessage(r *apiRequest) (any, error) {
 	kind, err := r.params.requiredString("type")
 	if err != nil {
@@ -133,7 +133,7 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	switch kind {
 	case "stream", "channel":
 	case "private", "direct":
-		return nil, errNoDirectMessages
+		return s.sendDirect(r) // dms.go
 	default:
 		return nil, errInvalidMessageType
 	}
@@ -402,7 +402,7 @@ type messageObject struct {
 	Client           string      `json:"client"`
 	Content          string      `json:"content"`
 	ContentType      string      `json:"content_type"`
-	DisplayRecipient string      `json:"display_recipient"`
+	DisplayRecipient any         `json:"display_recipient"` // a channel's name, or a direct message's participants (dms.go)
 	ID               uint64      `json:"id"`
 	IsMeMessage      bool        `json:"is_me_message"`
 	Reactions        []reaction  `json:"reactions"`
@@ -411,7 +411,7 @@ type messageObject struct {
 	SenderFullName   string      `json:"sender_full_name"`
 	SenderID         uint64      `json:"sender_id"`
 	SenderRealmStr   string      `json:"sender_realm_str"`
-	StreamID         uint64      `json:"stream_id"`
+	StreamID         uint64      `json:"stream_id,omitempty"` // none for a direct message
 	Subject          string      `json:"subject"`
 	Submessages      []struct{}  `json:"submessages"`
 	Timestamp        int64       `json:"timestamp"`
@@ -490,6 +490,9 @@ func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar, allowEmptyT
 	}
 	if applyMarkdown {
 		o.Content, o.ContentType = renderedContent(m.message), "text/html"
+	}
+	if m.isDirect() {
+		o.direct(m)
 	}
 	return o
 }

@@ -10,7 +10,8 @@ package main
 // realmChangeable are the organisation settings PATCH /realm changes.
 var realmChangeable = []string{"can_create_public_channel_group", "can_create_private_channel_group", "can_mention_many_users_group",
 	"can_delete_any_message_group", "can_delete_own_message_group", "can_move_messages_between_channels_group",
-	"can_move_messages_between_topics_group", "can_resolve_topics_group"}
+	"can_move_messages_between_topics_group", "can_resolve_topics_group",
+	"direct_message_permission_group", "direct_message_initiator_group"} // who may send direct messages (store_dms.go)
 
 // updateRealm serves PATCH /api/v1/realm for administrators. A group
 // setting's value is Zulip's {"new": value, "old": value} (old

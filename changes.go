@@ -11,6 +11,14 @@ type messageSent struct {
 	Sender user
 }
 
+// directSent: a direct message was stored (store_dms.go); Participants
+// are its conversation's, sorted by id, the sender among them.
+type directSent struct {
+	sentMessage
+	Sender       user
+	Participants []user
+}
+
 // flagsChanged: a personal flag changed on some of the user's messages.
 type flagsChanged struct {
 	User    user
@@ -18,6 +26,9 @@ type flagsChanged struct {
 	IDs     []uint64  // exactly the ids whose flag changed, sorted
 	All     bool      // every message (mark_all_as_read)
 	Details []message // the messages, when read was removed
+	// Conversations: the participants of the direct messages among
+	// Details, by conversation id.
+	Conversations map[uint64][]uint64
 	// Uncollected: nobody listened when the change was made, so its ids
 	// were not collected; queues registered after ListenSeq may have
 	// missed it.

@@ -70,7 +70,7 @@ func TestCompat_ZulipJS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("zulip-js story failed (%v):\n%s\nserver log:\n%s", err, out, srv.logs())
 	}
-	for _, want := range []string{"ok 12 - log out", "ok 13 - the official app's start-up", "ok 18 - avatars", "- mentions:", "- rendering:", "- reactions.add", "- messages.update, getHistoryById and deleteById"} {
+	for _, want := range []string{"ok 12 - log out", "ok 13 - the official app's start-up", "ok 18 - avatars", "- mentions:", "- rendering:", "- reactions.add", "- messages.update, getHistoryById and deleteById", "- direct messages:"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("zulip-js story: got\n%s\nwant every step, %q among them", out, want)
 		}

@@ -308,6 +308,23 @@ var (
 	errNarrowUnknownChannel = &rejection{"unknown channel in narrow", func(name string) *apiError { return badNarrow("unknown channel " + echoed(name)) }}
 	errNarrowUnknownUser    = &rejection{"unknown user in narrow", func(name string) *apiError { return badNarrow("unknown user " + echoed(name)) }}
 	errNarrowBadWith        = &rejection{"invalid 'with' operand", always(badNarrow("Invalid 'with' operand"))}
+
+	// Direct messages: zerver/actions/message_send.py's
+	// extract_private_recipients and check_can_send_direct_message,
+	// zerver/lib/addressee.py, zerver/lib/recipient_users.py's
+	// validate_recipient_user_profiles, zerver/lib/exceptions.py's
+	// DirectMessagePermissionError and DirectMessageInitiationError, and
+	// zerver/lib/narrow.py's by_dm.
+	errNoRecipients           = badRequest("Message must have recipients")
+	errRecipientsDataType     = badRequest("Invalid data type for recipients")
+	errRecipientsMixed        = badRequest("Recipient lists may contain emails or user IDs, but not both.")
+	errDMInvalidEmail         = &rejection{"unknown recipient", func(email string) *apiError { return badRequest("Invalid email '" + echoed(email) + "'") }}
+	errDMInvalidUserID        = &rejection{"unknown recipient id", func(id string) *apiError { return badRequest("Invalid user ID " + echoed(id)) }}
+	errDMRecipientDeactivated = &rejection{"recipient deactivated", func(email string) *apiError { return badRequest("'" + echoed(email) + "' is no longer using Zulip.") }}
+	errDMsDisabled            = &rejection{"direct messages disabled", always(badRequest("Direct messages are disabled in this organization."))}
+	errDMNotAuthorized        = &rejection{"no one may authorize the conversation", always(badRequest("This conversation does not include any users who can authorize it."))}
+	errDMInitiation           = &rejection{"may not start conversations", always(badRequest("You do not have permission to initiate direct message conversations."))}
+	errNarrowUnknownDMUser    = &rejection{"unknown user in dm narrow", func(operand string) *apiError { return badNarrow("unknown user in " + echoed(operand)) }}
 )
 
 // Routing and the request (Django's and zerver/lib/request.py's texts).
@@ -474,7 +491,6 @@ func errChannelsDoNotExist(names string) *apiError {
 
 // Sending (zerver/views/message_send.py, zerver/actions/message_send.py).
 var (
-	errNoDirectMessages   = badRequest("Direct messages are not supported")
 	errInvalidMessageType = badRequest("Invalid message type")
 	errMissingTopic       = badRequest("Missing topic")
 	errContentNullBytes   = badRequest("Message must not contain null bytes")

@@ -147,13 +147,14 @@ type permissionSetting struct {
 // with Zulip's defaults. zulite holds a permission with Zulip's default
 // group where it has the feature, and with role:nobody where it does
 // not: nobody can invite, add custom emoji, create bots or groups,
-// send direct messages or summarize topics. Members create channels,
-// subscribe others and move messages between channels; everyone deletes
+// or summarize topics. Members create channels, subscribe others and move
+// messages between channels; everyone sends direct messages, deletes
 // their own messages, moves them between topics and resolves topics;
 // administrators delete anyone's (store_message_edit.go) and may use
-// wildcard mentions in large channels and topics (mentions.go).
-// An administrator may change who creates channels and who may use
-// wildcard mentions (PATCH /realm; store.realmGroup).
+// wildcard mentions in large channels and topics (mentions.go). An
+// administrator may change who creates channels, who may use wildcard
+// mentions, who may delete, move and resolve messages, and who may send
+// and start direct messages (PATCH /realm; store.realmGroup).
 var realmPermissionSettings = []permissionSetting{
 	{name: "create_multiuse_invite_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
 	{name: "can_access_all_users_group", value: groupEveryone, requireSystemGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone",
@@ -179,8 +180,8 @@ var realmPermissionSettings = []permissionSetting{
 	{name: "can_set_delete_message_policy_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:moderators"},
 	{name: "can_set_topics_policy_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:members"},
 	{name: "can_summarize_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
-	{name: "direct_message_initiator_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
-	{name: "direct_message_permission_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	{name: "direct_message_initiator_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	{name: "direct_message_permission_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
 }
 
 // channelPermissionSettings are Zulip 11.0's Stream.stream_permission_group_settings.

@@ -37,6 +37,10 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	plan := e.mustUpload(t, &e.alice, "plan.txt", secretText) // linked in the private channel only
 	e.sendText(t, e.alice, e.secret, "[plan]("+plan+")")
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/status", url.Values{"status_text": {"hers"}}, &e.alice))
+	// A direct-message conversation bob is not in, unread for alice, sent
+	// while bob listens.
+	bobQueue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	dmID := strconv.FormatUint(e.sendDM(t, &e.owner, jsonIDs(e.alice.ID), secretText), 10)
 
 	aliceState := func() string {
 		tokens := mustPushTokens(t, e.st, e.alice.ID)
@@ -66,8 +70,13 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 			t.Fatal(err)
 		}
 		var reactions []storedReaction
-		e.st.view(func(tx *bbolt.Tx) error { reactions = reactionsOf(tx, secretMsg.ID); return nil })
-		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions)
+		var unread []uint64
+		e.st.view(func(tx *bbolt.Tx) error {
+			reactions = reactionsOf(tx, secretMsg.ID)
+			unread, _ = allUnreadIDs(tx, e.alice.ID) // her direct messages too
+			return nil
+		})
+		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread)
 	}
 
 	type attempt struct {
@@ -92,7 +101,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /metrics":                                   {{"GET", "/metrics", nil}},
 		"GET /api/v1/server_settings":                    {{"GET", "/api/v1/server_settings", nil}},
 		"POST /api/v1/fetch_api_key":                     {{"POST", "/api/v1/fetch_api_key", url.Values{"username": {e.alice.Email}, "password": {"not hers"}}}},
-		"POST /api/v1/register":                          {{"POST", "/api/v1/register", nil}},
+		"POST /api/v1/register":                          {{"POST", "/api/v1/register", nil}, {"POST", "/api/v1/register", url.Values{"fetch_event_types": {`["recent_private_conversations","message","update_message_flags"]`}}}},
 		"GET /api/v1/events":                             {{"GET", "/api/v1/events", url.Values{"queue_id": {aliceQueue}, "dont_block": {"true"}}}},
 		"DELETE /api/v1/events":                          {{"DELETE", "/api/v1/events", url.Values{"queue_id": {aliceQueue}}}},
 		"GET /api/v1/users":                              {{"GET", "/api/v1/users", nil}},
@@ -111,10 +120,17 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/streams/{stream_id}":                {{"GET", "/api/v1/streams/" + secretID, nil}},
 		"GET /api/v1/get_stream_id":                      {{"GET", "/api/v1/get_stream_id", url.Values{"stream": {"secret"}}}},
 		"POST /api/v1/messages":                          {{"POST", "/api/v1/messages", url.Values{"type": {"stream"}, "to": {secretID}, "topic": {"plans"}, "content": {"let me in"}}}},
-		"GET /api/v1/messages":                           {{"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["channel","secret"]]`}}}, {"GET", "/api/v1/messages", url.Values{"anchor": {msgID}, "num_before": {"5"}, "num_after": {"5"}, "narrow": {`[["with","` + msgID + `"]]`}}}, {"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["search","secret"]]`}}}},
-		"POST /api/v1/messages/flags":                    {{"POST", "/api/v1/messages/flags", url.Values{"messages": {"[" + msgID + "]"}, "op": {"add"}, "flag": {"starred"}}}},
-		"POST /api/v1/messages/flags/narrow":             {{"POST", "/api/v1/messages/flags/narrow", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["channel","` + secretID + `"]]`}, "op": {"add"}, "flag": {"read"}}}},
-		"POST /api/v1/messages/{message_id}/reactions":   {{"POST", "/api/v1/messages/" + msgID + "/reactions", url.Values{"emoji_name": {"octopus"}}}},
+		"GET /api/v1/messages": {{"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["channel","secret"]]`}}}, {"GET", "/api/v1/messages", url.Values{"anchor": {msgID}, "num_before": {"5"}, "num_after": {"5"}, "narrow": {`[["with","` + msgID + `"]]`}}}, {"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["search","secret"]]`}}},
+			// her direct messages, by every narrow that could name them
+			{"GET", "/api/v1/messages", url.Values{"anchor": {dmID}, "num_before": {"5"}, "num_after": {"5"}}},
+			{"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["id","` + dmID + `"]]`}}},
+			{"GET", "/api/v1/messages", url.Values{"anchor": {dmID}, "num_before": {"5"}, "num_after": {"5"}, "narrow": {`[["with","` + dmID + `"]]`}}},
+			{"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[{"operator":"dm","operand":[` + strconv.FormatUint(e.alice.ID, 10) + `,` + strconv.FormatUint(e.owner.ID, 10) + `]}]`}}},
+			{"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[{"operator":"dm-including","operand":` + strconv.FormatUint(e.alice.ID, 10) + `}]`}}},
+			{"GET", "/api/v1/messages", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["is","dm"],["search","secret"]]`}}}},
+		"POST /api/v1/messages/flags":                    {{"POST", "/api/v1/messages/flags", url.Values{"messages": {"[" + msgID + "]"}, "op": {"add"}, "flag": {"starred"}}}, {"POST", "/api/v1/messages/flags", url.Values{"messages": {"[" + dmID + "]"}, "op": {"add"}, "flag": {"read"}}}},
+		"POST /api/v1/messages/flags/narrow":             {{"POST", "/api/v1/messages/flags/narrow", url.Values{"anchor": {"oldest"}, "num_before": {"0"}, "num_after": {"100"}, "narrow": {`[["channel","` + secretID + `"]]`}, "op": {"add"}, "flag": {"read"}}}, {"POST", "/api/v1/messages/flags/narrow", url.Values{"anchor": {dmID}, "num_before": {"5"}, "num_after": {"5"}, "narrow": {`[["is","dm"]]`}, "op": {"add"}, "flag": {"read"}}}},
+		"POST /api/v1/messages/{message_id}/reactions":   {{"POST", "/api/v1/messages/" + msgID + "/reactions", url.Values{"emoji_name": {"octopus"}}}, {"POST", "/api/v1/messages/" + dmID + "/reactions", url.Values{"emoji_name": {"octopus"}}}},
 		"DELETE /api/v1/messages/{message_id}/reactions": {{"DELETE", "/api/v1/messages/" + msgID + "/reactions", url.Values{"emoji_name": {"smile"}}}},
 		"PATCH /api/v1/messages/{message_id}":            {{"PATCH", "/api/v1/messages/" + msgID, url.Values{"content": {"mine now"}}}, {"PATCH", "/api/v1/messages/" + msgID, url.Values{"topic": {"moved"}, "propagate_mode": {"change_all"}}}, {"PATCH", "/api/v1/messages/" + msgID, url.Values{"stream_id": {strconv.FormatUint(e.general.ID, 10)}}}},
 		"DELETE /api/v1/messages/{message_id}":           {{"DELETE", "/api/v1/messages/" + msgID, nil}},
@@ -169,5 +185,10 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	}
 	for route := range cases {
 		t.Errorf("isolation case for %s, which the router does not have", route)
+	}
+	for _, ev := range e.pollNow(t, &e.bob, bobQueue, -1) {
+		if s := fmt.Sprint(ev); strings.Contains(s, secretText) || ev["type"] == "message" {
+			t.Errorf("bob's queue heard of alice's conversation: %s", s)
+		}
 	}
 }

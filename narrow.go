@@ -16,10 +16,13 @@ import (
 
 // narrowTerm is one term of a narrow, its operand already typed.
 type narrowTerm struct {
-	Operator string // channel, topic, is, sender, id, search, has, in, dm; aliases are mapped
+	Operator string // channel, topic, is, sender, id, search, has, in, dm, dm-including, group-pm-with; aliases are mapped
 	Name     string // channel or topic name, sender e-mail, or the operand of is/search/has/in
 	ID       uint64 // channel, sender or message id, when given as a number
 	Negated  bool
+	// IDs: a dm term's user ids; once the store resolves it, the
+	// conversation's participants, sorted (store_dms.go).
+	IDs []uint64
 }
 
 // matchesNarrow is the one narrow match, for a page (store_range.go),
@@ -34,7 +37,7 @@ func matchesNarrow(terms []narrowTerm, m pagedMessage) bool {
 		case "channel":
 			ok = (t.ID != 0 && m.ChannelID == t.ID) || (t.Name != "" && sameChannelName(m.Channel.Name, t.Name))
 		case "topic":
-			ok = strings.EqualFold(m.Topic, t.Name)
+			ok = !m.isDirect() && strings.EqualFold(m.Topic, t.Name)
 		case "sender":
 			ok = (t.ID != 0 && m.SenderID == t.ID) || (t.Name != "" && strings.EqualFold(m.Sender.Email, t.Name))
 		case "id":
@@ -49,6 +52,8 @@ func matchesNarrow(terms []narrowTerm, m pagedMessage) bool {
 				ok = m.Flags&flagsAnyMention != 0
 			case "resolved":
 				ok = strings.HasPrefix(m.Topic, "✔ ")
+			case "dm", "private":
+				ok = m.isDirect()
 			}
 		case "search":
 			ok = containsFold(m.Content, t.Name) || containsFold(m.Topic, t.Name)
@@ -57,9 +62,14 @@ func matchesNarrow(terms []narrowTerm, m pagedMessage) bool {
 		case "in", "near":
 			ok = true // nothing is muted in zulite, and near only positions a client's view
 		case "channels":
-			ok = !m.Channel.Private
+			ok = !m.isDirect() && !m.Channel.Private
+		case "dm": // the conversation exactly: its participants, the reader among them
+			ok = m.isDirect() && slices.EqualFunc(m.Participants, t.IDs, func(u user, id uint64) bool { return u.ID == id })
+		case "dm-including":
+			ok = m.isDirect() && slices.ContainsFunc(m.Participants, func(u user) bool { return u.ID == t.ID })
+		case "group-pm-with": // Zulip's legacy operator: group conversations only
+			ok = m.isDirect() && len(m.Participants) > 2 && slices.ContainsFunc(m.Participants, func(u user) bool { return u.ID == t.ID })
 		}
-		// dm terms and is:dm match nothing: zulite has no direct messages.
 		if ok == t.Negated {
 			return false
 		}
@@ -91,13 +101,12 @@ func containsFold(s, sub string) bool {
 const maxMessagesPerRequest = 5000
 
 // narrowOperators maps Zulip's operator names, old ones included, to the
-// ones zulite matches on; dm operators match nothing (zulite has no
-// direct messages).
+// ones zulite matches on.
 var narrowOperators = map[string]string{
 	"channel": "channel", "stream": "channel", "topic": "topic", "subject": "topic",
 	"is": "is", "sender": "sender", "id": "id", "with": "with", "search": "search", "has": "has",
 	"in": "in", "near": "near", "channels": "channels", "streams": "channels",
-	"dm": "dm", "pm-with": "dm", "pm_with": "dm", "dm-including": "dm", "group-pm-with": "dm", "group_pm_with": "dm",
+	"dm": "dm", "pm-with": "dm", "pm_with": "dm", "dm-including": "dm-including", "group-pm-with": "group-pm-with", "group_pm_with": "group-pm-with",
 }
 
 var narrowOperands = map[string][]string{
@@ -223,7 +232,7 @@ func checkOperand(operator string, operand any) error {
 		return errOperandTooLong
 	}
 	switch narrowOperators[operator] {
-	case "channel", "sender", "id", "with":
+	case "channel", "sender", "id", "with", "dm-including", "group-pm-with":
 		if _, isString := operand.(string); !isString {
 			if _, isInt := jsonInt(operand); !isInt {
 				return errOperandNotStringOrInteger
@@ -267,7 +276,8 @@ func narrowTerms(raw []rawTerm) ([]narrowTerm, error) {
 			return nil, err
 		}
 		channelish = channelish || t.Operator == "channel" || t.Operator == "topic" || t.Operator == "channels"
-		dmish = dmish || t.Operator == "dm" || (t.Operator == "is" && (t.Name == "dm" || t.Name == "private"))
+		dmish = dmish || t.Operator == "dm" || t.Operator == "dm-including" || t.Operator == "group-pm-with" ||
+			(t.Operator == "is" && (t.Name == "dm" || t.Name == "private"))
 		terms = append(terms, t)
 	}
 	if channelish && dmish {
@@ -284,7 +294,7 @@ func narrowTermOf(operator string, operand any, negated bool) (narrowTerm, error
 	}
 	t := narrowTerm{Operator: op, Negated: negated}
 	switch op {
-	case "channel", "sender", "id", "with":
+	case "channel", "sender", "id", "with", "dm-including", "group-pm-with":
 		if id, ok := jsonInt(operand); ok {
 			if id <= 0 && (op == "id" || op == "with") {
 				return t, badNarrow("Invalid message ID")
@@ -303,8 +313,17 @@ func narrowTermOf(operator string, operand any, negated bool) (narrowTerm, error
 		}
 		t.Name = strings.TrimSpace(name)
 		return t, nil
-	case "dm":
-		return t, nil // zulite has no direct messages: such a term matches nothing
+	case "dm": // e-mails joined by commas, or a list of user ids (store_dms.go resolves them)
+		if text, isText := operand.(string); isText {
+			t.Name = text
+			return t, nil
+		}
+		t.IDs = []uint64{}
+		for _, item := range operand.([]any) {
+			id, _ := jsonInt(item)
+			t.IDs = append(t.IDs, uint64(max(id, 0)))
+		}
+		return t, nil
 	}
 	name, ok := operand.(string)
 	if !ok {

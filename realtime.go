@@ -235,6 +235,8 @@ func (s *server) publishChange(change any) {
 	switch c := change.(type) {
 	case messageSent:
 		s.publishMessage(c)
+	case directSent:
+		s.publishDirect(c) // dms.go
 	case flagsChanged:
 		if c.Uncollected {
 			s.events.dropNewerThan(c.User.ID, c.ListenSeq)
@@ -388,6 +390,10 @@ func (s *server) publishFlags(c flagsChanged) {
 		if *r == nil {
 			byID := map[string]any{}
 			for _, m := range c.Details {
+				if m.isDirect() {
+					byID[strconv.FormatUint(m.ID, 10)] = directDetails(c.Conversations[m.ConversationID], c.User.ID) // dms.go
+					continue
+				}
 				byID[strconv.FormatUint(m.ID, 10)] = map[string]any{"type": "stream", "stream_id": m.ChannelID, "topic": displayTopic(m.Topic, q.emptyTopicName), "unmuted_stream_msg": true}
 			}
 			qe := cloneEvent(e)

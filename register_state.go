@@ -105,13 +105,20 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		{"scheduled_messages", "scheduled_messages"}, {"reminders", "reminders"}, {"muted_users", "muted_users"},
 		{"realm_domains", "realm_domains"}, {"realm_linkifiers", "realm_linkifiers"}, {"realm_filters", "realm_filters"},
 		{"realm_playgrounds", "realm_playgrounds"}, {"realm_bot", "realm_bots"}, {"realm_embedded_bots", "realm_embedded_bots"},
-		{"realm_incoming_webhook_bots", "realm_incoming_webhook_bots"}, {"recent_private_conversations", "recent_private_conversations"},
+		{"realm_incoming_webhook_bots", "realm_incoming_webhook_bots"},
 		{"channel_folders", "channel_folders"}, {"default_streams", "realm_default_streams"},
 		{"default_stream_groups", "realm_default_stream_groups"}, {"stop_words", "stop_words"}, {"user_topic", "user_topics"},
 	} {
 		if want(empty.fetchType) {
 			state[empty.key] = []struct{}{}
 		}
+	}
+	if want("recent_private_conversations") {
+		recent, err := s.store.recentConversations(u.ID) // store_dms.go
+		if err != nil {
+			return nil, err
+		}
+		state["recent_private_conversations"] = recent
 	}
 	// Clients that ask for user_topic get user_topics instead of the
 	// legacy muted_topics, which Zulip then leaves out.
@@ -152,9 +159,13 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 			return nil, err
 		}
 		msgs := newUnreadMsgs(unread, o.capabilities.emptyTopicName)
+		addUnreadDirect(&msgs, unread.Direct, u.ID) // dms.go
 		var ids []uint64
 		for _, t := range unread.Topics {
 			ids = append(ids, t.IDs...)
+		}
+		for _, c := range unread.Direct {
+			ids = append(ids, c.IDs...)
 		}
 		slices.Sort(ids)
 		if msgs.Mentions, err = s.store.unreadMentions(u.ID, ids); err != nil {
@@ -346,9 +357,9 @@ type unreadTopicState struct {
 	UnreadMessageIDs []uint64 `json:"unread_message_ids"`
 }
 
-// unreadDMState and unreadGroupState are the shapes of pms and huddles;
-// zulite has no direct messages, so both lists are empty. sender_id is
-// the deprecated name of other_user_id, which Zulip still sends.
+// unreadDMState and unreadGroupState are the shapes of pms and huddles
+// (dms.go fills them). sender_id is the deprecated name of
+// other_user_id, which Zulip still sends.
 type unreadDMState struct {
 	OtherUserID      uint64   `json:"other_user_id"`
 	SenderID         uint64   `json:"sender_id"`

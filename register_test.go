@@ -322,7 +322,7 @@ func TestRegister_SystemGroupsHoldUsersByRole(t *testing.T) {
 	for key, want := range map[string]float64{
 		"realm_can_access_all_users_group": groupEveryone, "realm_can_create_public_channel_group": groupMembers,
 		"realm_can_delete_own_message_group": groupEveryone, "realm_can_delete_any_message_group": groupAdministrators,
-		"realm_direct_message_permission_group": groupNobody, "realm_can_manage_billing_group": groupAdministrators,
+		"realm_direct_message_permission_group": groupEveryone, "realm_can_manage_billing_group": groupAdministrators,
 	} {
 		if r.body[key] != want {
 			t.Errorf("%s: got %v, want %v", key, r.body[key], want)

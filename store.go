@@ -55,6 +55,19 @@ package main
 //	                 "attachment_refs_through" → message id (uint64)
 //	avatar_blobs     SHA-256 (hex) of an avatar image in DB.uploads/ ‖ user id → empty: the
 //	                 avatars users show (store_avatars.go)
+//	conversations    conversation id → its participants' ids, sorted (8 bytes each): a
+//	                 direct-message conversation, one-to-one, group or with oneself
+//	                 (store_dms.go); made by its first message
+//	conversation_ids participants' ids, sorted (8 bytes each) → conversation id
+//	conversation_messages conversation id ‖ message id → empty
+//	dm_messages      user id ‖ message id → conversation id (uint64): every direct message
+//	                 of each participant, so that "all my messages" walks one index
+//
+// A direct message is stored in messages with channel_id 0 and its
+// conversation_id. For unread state a conversation is a channel for its
+// participants: watermarks, unread_below and read_above key it as
+// user id ‖ (1<<63 | conversation id), which no channel id reaches, and
+// its watermark is made at 0 for every participant with the conversation.
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go).
@@ -138,6 +151,11 @@ var (
 	bucketUnreadBelow      = []byte("unread_below")
 	bucketReadAbove        = []byte("read_above")
 	bucketReactions        = []byte("reactions")
+	// Direct messages (store_dms.go).
+	bucketConversations        = []byte("conversations")
+	bucketConversationIDs      = []byte("conversation_ids")
+	bucketConversationMessages = []byte("conversation_messages")
+	bucketDMMessages           = []byte("dm_messages")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
@@ -146,6 +164,7 @@ var (
 		bucketPasswords, bucketUserSettings, bucketWatermarks, bucketUnreadBelow, bucketReadAbove,
 		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs,
 		bucketAvatarBlobs, bucketReactions,
+		bucketConversations, bucketConversationIDs, bucketConversationMessages, bucketDMMessages,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
@@ -257,6 +276,10 @@ type message struct {
 	EditHistory []editEntry `json:"edit_history,omitempty"`
 	LastEdit    int64       `json:"last_edit,omitempty"`
 	LastMoved   int64       `json:"last_moved,omitempty"`
+
+	// ConversationID is a direct message's conversation, its ChannelID
+	// then 0 (store_dms.go).
+	ConversationID uint64 `json:"conversation_id,omitempty"`
 }
 
 type store struct {

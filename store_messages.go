@@ -282,6 +282,13 @@ func (s *store) updateFlags(u user, ids []uint64, change flagChange) (changed, u
 			if err != nil {
 				return errInvalidMessageIDs
 			}
+			if m.isDirect() { // store_dms.go: a conversation is a channel for its participants
+				if !isParticipant(tx, u.ID, m.ConversationID) {
+					return errInvalidMessageIDs
+				}
+				byChannel[m.readKey()] = append(byChannel[m.readKey()], id)
+				continue
+			}
 			ch, err := s.channelByID(tx, m.ChannelID)
 			if err != nil || !canAccess(tx, u, ch) {
 				return errInvalidMessageIDs
@@ -291,7 +298,7 @@ func (s *store) updateFlags(u user, ids []uint64, change flagChange) (changed, u
 		for channelID, inChannel := range byChannel {
 			slices.Sort(inChannel)
 			inChannel = slices.Compact(inChannel)
-			if change.Flag == "read" && !change.Add && !isSubscribed(tx, u.ID, channelID) {
+			if change.Flag == "read" && !change.Add && !isConversationKey(channelID) && !isSubscribed(tx, u.ID, channelID) {
 				unsubscribed = append(unsubscribed, channelID)
 				continue
 			}
@@ -426,6 +433,12 @@ func reportFlags(tx *bbolt.Tx, report func(any), u user, change flagChange, ids 
 				return err
 			}
 			c.Details = append(c.Details, m)
+			if m.isDirect() { // store_dms.go
+				if c.Conversations == nil {
+					c.Conversations = map[uint64][]uint64{}
+				}
+				c.Conversations[m.ConversationID], _ = conversationParticipants(tx, m.ConversationID)
+			}
 		}
 	}
 	report(c)
@@ -437,6 +450,7 @@ func reportFlags(tx *bbolt.Tx, report func(any), u user, change flagChange, ids 
 type unreadSummary struct {
 	Topics    []unreadTopic
 	Truncated bool
+	Direct    []unreadConversation // direct messages, by conversation (store_dms.go)
 }
 
 type unreadTopic struct {
@@ -464,10 +478,15 @@ func (s *store) unreadSummary(userID uint64, max int) (unreadSummary, error) {
 		}
 		slices.Reverse(ids)
 		index := map[string]int{}
+		conversations := map[uint64]int{}
 		for _, id := range ids {
 			m, err := messageByID(tx, id)
 			if err != nil {
 				return err
+			}
+			if m.isDirect() {
+				sum.addDirect(tx, m, conversations)
+				continue
 			}
 			key := strconv.FormatUint(m.ChannelID, 10) + "\x00" + m.Topic
 			i, ok := index[key]

@@ -58,6 +58,9 @@ type pagedMessage struct {
 	Flags      byte // flagStarred, flagCollapsed, the mention flags
 	Subscribed bool
 	Reactions  []storedReaction // oldest first (GET /messages only)
+
+	// Participants: a direct message's, sorted by id (store_dms.go).
+	Participants []user
 }
 
 // messages answers a range of the messages the user may see.
@@ -97,10 +100,10 @@ func (s *store) updateFlagsInRange(u user, q messageRange, change flagChange) (f
 	if err != nil {
 		return flagUpdate{}, err
 	}
-	byChannel := map[uint64][]uint64{}
+	byChannel := map[uint64][]uint64{} // by read key: a conversation's is its own (store_dms.go)
 	for _, m := range page.Messages {
 		if flagChanges(m, change) {
-			byChannel[m.ChannelID] = append(byChannel[m.ChannelID], m.ID)
+			byChannel[m.readKey()] = append(byChannel[m.readKey()], m.ID)
 		}
 	}
 	channels := slices.Sorted(maps.Keys(byChannel))
@@ -111,6 +114,14 @@ func (s *store) updateFlagsInRange(u user, q messageRange, change flagChange) (f
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		result = flagUpdate{messagePage: page}
 		for _, channelID := range channels {
+			if isConversationKey(channelID) { // a participant stays one
+				done, err := s.applyFlag(tx, u.ID, channelID, byChannel[channelID], change)
+				if err != nil {
+					return err
+				}
+				result.Changed = append(result.Changed, done...)
+				continue
+			}
 			ch, err := s.channelByID(tx, channelID)
 			if err != nil || !canAccess(tx, u, ch) && !(change.Flag == "read" && change.Add) {
 				continue // gone, or no longer the user's to flag (reading what was unread is always fine)
@@ -156,6 +167,8 @@ type rangeReader struct {
 	access   map[uint64]bool
 	senders  map[uint64]user
 	marks    map[uint64]*markView // channel → the user's unread state there
+	// conversations: participants of the conversations met (store_dms.go).
+	conversations map[uint64][]uint64
 }
 
 func (s *store) selectRange(tx *bbolt.Tx, u user, q messageRange) (messagePage, error) {
@@ -233,11 +246,24 @@ func (r *rangeReader) resolve(terms []narrowTerm) error {
 			// The conversation of a message: its channel and topic, wherever
 			// the message has gone (zulite does not move messages).
 			m, err := messageByID(r.tx, t.ID)
+			if err == nil && m.isDirect() {
+				if !isParticipant(r.tx, r.user.ID, m.ConversationID) {
+					return errNarrowBadWith
+				}
+				ids, _ := conversationParticipants(r.tx, m.ConversationID)
+				r.terms = append(r.terms, narrowTerm{Operator: "dm", IDs: ids})
+				continue
+			}
 			if err != nil || !r.canSee(m.ChannelID) {
 				return errNarrowBadWith
 			}
 			r.terms = append(r.terms, narrowTerm{Operator: "channel", ID: m.ChannelID}, narrowTerm{Operator: "topic", Name: m.Topic})
 			continue
+		case "dm", "dm-including", "group-pm-with":
+			var err error
+			if t, err = r.resolveDirect(t); err != nil {
+				return err
+			}
 		case "sender":
 			if t.Name != "" {
 				u, err := userByEmail(r.tx, t.Name)
@@ -290,6 +316,9 @@ func (r *rangeReader) source(withUnread bool) idSource {
 			messageID = t.ID
 		}
 	}
+	if src, ok := r.directSource(unread); ok && messageID == 0 { // store_dms.go
+		return src
+	}
 	switch {
 	case messageID != 0:
 		return idList{messageID}
@@ -311,7 +340,7 @@ func (r *rangeReader) source(withUnread bool) idSource {
 	}
 	// Everything the user received: their channels, and the messages they
 	// hold a flag on (starred in a channel they are not subscribed to).
-	parts := mergeSource{indexSource{r.tx.Bucket(bucketFlags), itob(r.user.ID)}}
+	parts := mergeSource{indexSource{r.tx.Bucket(bucketFlags), itob(r.user.ID)}, r.userDirect()}
 	c := r.tx.Bucket(bucketSubscriptions).Cursor()
 	prefix := itob(r.user.ID)
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -338,10 +367,18 @@ func (r *rangeReader) match(id uint64) (pagedMessage, bool) {
 		return pagedMessage{}, false
 	}
 	var m pagedMessage
-	if err := json.Unmarshal(v, &m.message); err != nil || !r.canSee(m.ChannelID) {
+	if err := json.Unmarshal(v, &m.message); err != nil {
 		return pagedMessage{}, false
 	}
-	m.Subscribed = isSubscribed(r.tx, r.user.ID, m.ChannelID)
+	if m.isDirect() {
+		if !r.seeDirect(&m) { // store_dms.go
+			return pagedMessage{}, false
+		}
+	} else if !r.canSee(m.ChannelID) {
+		return pagedMessage{}, false
+	} else {
+		m.Subscribed = isSubscribed(r.tx, r.user.ID, m.ChannelID)
+	}
 	flags := r.tx.Bucket(bucketFlags).Get(append(itob(r.user.ID), itob(id)...))
 	if !m.Subscribed && !r.history && flags == nil { // a flag makes it the user's, as in Zulip
 		return pagedMessage{}, false
@@ -350,7 +387,7 @@ func (r *rangeReader) match(id uint64) (pagedMessage, bool) {
 		m.Flags = flags[0]
 	}
 	m.Channel = r.channels[m.ChannelID]
-	m.Unread = r.isUnread(m.ChannelID, id)
+	m.Unread = r.isUnread(m.readKey(), id)
 	if !matchesNarrow(r.terms, m) {
 		return pagedMessage{}, false
 	}

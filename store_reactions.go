@@ -73,6 +73,12 @@ func (s *store) reactableMessage(tx *bbolt.Tx, u user, messageID uint64) (messag
 	if err != nil {
 		return m, channel{}, errInvalidMessageIDs
 	}
+	if m.isDirect() { // its participants' (store_dms.go)
+		if !isParticipant(tx, u.ID, m.ConversationID) {
+			return m, channel{}, errInvalidMessageIDs
+		}
+		return m, channel{}, nil
+	}
 	ch, err := s.channelByID(tx, m.ChannelID)
 	if err != nil || !canAccess(tx, u, ch) {
 		return m, channel{}, errInvalidMessageIDs
@@ -135,7 +141,7 @@ func reactionAudience(tx *bbolt.Tx, channelID, actorID uint64) []uint64 {
 // reaction's name (a vote for it), any other must name a real emoji.
 func (s *store) addReaction(u user, messageID uint64, req reactionRequest) error {
 	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		_, ch, err := s.reactableMessage(tx, u, messageID)
+		m, ch, err := s.reactableMessage(tx, u, messageID)
 		if err != nil {
 			return err
 		}
@@ -174,7 +180,7 @@ func (s *store) addReaction(u user, messageID uint64, req reactionRequest) error
 		if err := putJSON(b, append(itob(messageID), itob(seq)...), r); err != nil {
 			return err
 		}
-		report(reactionChanged{User: u, MessageID: messageID, Reaction: r, Add: true, Audience: reactionAudience(tx, ch.ID, u.ID)})
+		report(reactionChanged{User: u, MessageID: messageID, Reaction: r, Add: true, Audience: messageAudience(tx, m, ch.ID, u.ID)})
 		return nil
 	})
 }
@@ -183,7 +189,7 @@ func (s *store) addReaction(u user, messageID uint64, req reactionRequest) error
 // the code (looked up by name when none is given) and type.
 func (s *store) removeReaction(u user, messageID uint64, req reactionRequest) error {
 	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		_, ch, err := s.reactableMessage(tx, u, messageID)
+		m, ch, err := s.reactableMessage(tx, u, messageID)
 		if err != nil {
 			return err
 		}
@@ -213,7 +219,7 @@ func (s *store) removeReaction(u user, messageID uint64, req reactionRequest) er
 			if err := b.Delete(slices.Clone(k)); err != nil {
 				return err
 			}
-			report(reactionChanged{User: u, MessageID: messageID, Reaction: r, Audience: reactionAudience(tx, ch.ID, u.ID)})
+			report(reactionChanged{User: u, MessageID: messageID, Reaction: r, Audience: messageAudience(tx, m, ch.ID, u.ID)})
 			return nil
 		}
 		return errReactionDoesNotExist

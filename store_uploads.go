@@ -237,10 +237,13 @@ func (s *store) canSeeLinked(tx *bbolt.Tx, u user, pathID string) bool {
 	seen := map[uint64]bool{}
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		m, err := messageByID(tx, btoi(k[len(prefix):]))
-		if err != nil || seen[m.ChannelID] {
+		if err != nil || seen[m.readKey()] {
 			continue
 		}
-		seen[m.ChannelID] = true
+		seen[m.readKey()] = true
+		if m.isDirect() && isParticipant(tx, u.ID, m.ConversationID) { // store_dms.go
+			return true
+		}
 		if ch, err := s.channelByID(tx, m.ChannelID); err == nil && canAccess(tx, u, ch) {
 			return true
 		}

@@ -46,8 +46,9 @@ import (
 // watermark or its subscribers.
 //
 // A direct-message conversation fits as it is: a conversation is a
-// channel for its members, with an id of the same space and its
-// messages in an index walked as readMark.index walks a channel's.
+// channel for its members, keyed by 1<<63 | its id (store_dms.go), its
+// messages in conversation_messages, which readMark.index walks as it
+// walks a channel's.
 //
 // Each exception set is a bucket of its own, keyed user ‖ channel inside
 // its family's bucket, so that dropping one is one DeleteBucket, and
@@ -96,9 +97,10 @@ func (m readMark) aboveSets() *bbolt.Bucket { return m.tx.Bucket(bucketReadAbove
 func (m readMark) below() *bbolt.Bucket { return m.belowSets().Bucket(m.key) }
 func (m readMark) above() *bbolt.Bucket { return m.aboveSets().Bucket(m.key) }
 
-// index walks the channel's messages.
+// index walks the channel's messages, or the conversation's when
+// channelID is a conversation's key (store_dms.go).
 func (m readMark) index() indexSource {
-	return indexSource{m.tx.Bucket(bucketChannelMessages), itob(m.channelID)}
+	return recipientIndex(m.tx, m.channelID)
 }
 
 func (m *readMark) setWatermark(w uint64) error {
@@ -133,9 +135,8 @@ func (m readMark) hasUnread() bool {
 	if m.below() != nil {
 		return true
 	}
-	prefix := itob(m.channelID)
-	k, _ := m.tx.Bucket(bucketChannelMessages).Cursor().Seek(append(slices.Clone(prefix), itob(m.watermark+1)...))
-	return k != nil && bytes.HasPrefix(k, prefix)
+	_, above := m.index().iter(m.watermark+1, true)()
+	return above
 }
 
 // readAll marks every message of the channel read for the user: the

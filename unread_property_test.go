@@ -25,6 +25,19 @@ type unreadModel struct {
 type modelMessage struct {
 	id, channel, sender uint64
 	topic               string
+	participants        []uint64 // a direct message's, sorted; nil for a channel message
+}
+
+// inConversation lists the direct messages among exactly these
+// participants.
+func (m *unreadModel) inConversation(participants []uint64) []modelMessage {
+	var out []modelMessage
+	for _, msg := range m.messages {
+		if msg.participants != nil && slices.Equal(msg.participants, participants) {
+			out = append(out, msg)
+		}
+	}
+	return out
 }
 
 func (m *unreadModel) inChannel(channel uint64) []modelMessage {
@@ -109,7 +122,7 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 		ch := channels[rng.IntN(len(channels))]
 		chID := strconv.FormatUint(ch.ID, 10)
 		var what string
-		op := rng.IntN(12)
+		op := rng.IntN(15)
 		if len(model.messages) == 0 || (op == 6 && rng.IntN(4) != 0) {
 			op = 0 // every step acts: without messages, or for most mark-all draws, send
 		}
@@ -126,7 +139,7 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 			r := post(u, http.MethodPost, "/api/v1/messages", params)
 			wantAPISuccess(t, r)
 			id := uint64(r.body["id"].(float64))
-			model.messages = append(model.messages, modelMessage{id, ch.ID, u.ID, topic})
+			model.messages = append(model.messages, modelMessage{id, ch.ID, u.ID, topic, nil})
 			for _, other := range users {
 				if (other.ID != u.ID || !readBySender) && model.subscribed[other.ID][ch.ID] {
 					model.unread[other.ID][id] = true
@@ -184,22 +197,109 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 			model.markRead(u.ID, func(modelMessage) bool { return true })
 		case 7: // flags by id, add or remove read
 			var ids []uint64
+			foreign := false // a direct message of a conversation the user is not in: refused whole
 			for range 1 + rng.IntN(5) {
-				ids = append(ids, model.messages[rng.IntN(len(model.messages))].id)
+				msg := model.messages[rng.IntN(len(model.messages))]
+				ids = append(ids, msg.id)
+				foreign = foreign || msg.participants != nil && !slices.Contains(msg.participants, u.ID)
 			}
 			add := rng.IntN(2) == 0
 			what = fmt.Sprintf("%s flags %v read=%v", u.Email, ids, add)
 			body, _ := json.Marshal(ids)
 			op := map[bool]string{true: "add", false: "remove"}[add]
-			wantAPISuccess(t, post(u, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {string(body)}, "op": {op}, "flag": {"read"}}))
+			r := post(u, http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {string(body)}, "op": {op}, "flag": {"read"}})
+			if foreign {
+				wantAPIError(t, r, 400, "BAD_REQUEST", "Invalid message(s)")
+				break
+			}
+			wantAPISuccess(t, r)
 			for _, id := range ids {
 				msg := model.messages[slices.IndexFunc(model.messages, func(m modelMessage) bool { return m.id == id })]
 				switch {
 				case add:
 					delete(model.unread[u.ID], id)
-				case model.subscribed[u.ID][msg.channel]:
+				case msg.participants != nil || model.subscribed[u.ID][msg.channel]: // a participant always received it
 					model.unread[u.ID][id] = true
 				}
+			}
+		case 12: // a direct message: one-to-one, to a group of 3, or to oneself
+			participants := []uint64{u.ID}
+			var to []uint64
+			switch kind := rng.IntN(3); kind {
+			case 0, 1:
+				for len(participants) < 2+kind {
+					other := users[rng.IntN(len(users))].ID
+					if !slices.Contains(participants, other) {
+						participants = append(participants, other)
+						to = append(to, other)
+					}
+				}
+			default:
+				to = []uint64{u.ID}
+			}
+			slices.Sort(participants)
+			params := url.Values{"type": {"direct"}, "to": {jsonIDs(to...)}, "content": {"dm"}}
+			readBySender := true
+			if say := rng.IntN(3); say > 0 {
+				readBySender = say == 1
+				params.Set("read_by_sender", strconv.FormatBool(readBySender))
+			}
+			what = fmt.Sprintf("%s sends a direct message to %v (read by sender: %v)", u.Email, to, readBySender)
+			r := post(u, http.MethodPost, "/api/v1/messages", params)
+			wantAPISuccess(t, r)
+			id := uint64(r.body["id"].(float64))
+			model.messages = append(model.messages, modelMessage{id: id, sender: u.ID, participants: participants})
+			for _, p := range participants {
+				if p != u.ID || !readBySender {
+					model.unread[p][id] = true
+				}
+			}
+		case 13: // flags for a conversation's narrow around an anchor
+			var mine []modelMessage
+			for _, m := range model.messages {
+				if slices.Contains(m.participants, u.ID) {
+					mine = append(mine, m)
+				}
+			}
+			if len(mine) == 0 {
+				what = u.Email + " has no conversation to flag"
+				break
+			}
+			conv := model.inConversation(mine[rng.IntN(len(mine))].participants)
+			anchor := conv[rng.IntN(len(conv))].id
+			before, after := rng.IntN(6), rng.IntN(6)
+			add := rng.IntN(3) != 0
+			what = fmt.Sprintf("%s flags conversation %v around %d (-%d +%d) read=%v", u.Email, conv[0].participants, anchor, before, after, add)
+			p := url.Values{"anchor": {strconv.FormatUint(anchor, 10)}, "num_before": {strconv.Itoa(before)}, "num_after": {strconv.Itoa(after)},
+				"narrow": {`[{"operator":"dm","operand":` + jsonIDs(conv[0].participants...) + `}]`}, "op": {map[bool]string{true: "add", false: "remove"}[add]}, "flag": {"read"}}
+			wantAPISuccess(t, post(u, http.MethodPost, "/api/v1/messages/flags/narrow", p))
+			i := slices.IndexFunc(conv, func(m modelMessage) bool { return m.id == anchor })
+			for _, m := range conv[max(0, i-before):min(len(conv), i+after+1)] {
+				if add {
+					delete(model.unread[u.ID], m.id)
+				} else {
+					model.unread[u.ID][m.id] = true
+				}
+			}
+		case 14: // the first unread direct message, through GET /messages
+			what = u.Email + " reads unread direct messages"
+			want := slices.DeleteFunc(model.unreadOf(u.ID), func(id uint64) bool {
+				return model.messages[slices.IndexFunc(model.messages, func(m modelMessage) bool { return m.id == id })].participants == nil
+			})
+			r := post(u, http.MethodGet, "/api/v1/messages", url.Values{"anchor": {"first_unread"}, "num_before": {"0"}, "num_after": {"2"}, "narrow": {`[["is","dm"],["is","unread"]]`}})
+			wantAPISuccess(t, r)
+			var got []uint64
+			for _, m := range r.body["messages"].([]any) {
+				got = append(got, uint64(m.(map[string]any)["id"].(float64)))
+			}
+			if len(want) > 3 {
+				want = want[:3]
+			}
+			if len(want) == 0 {
+				want = nil
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d (%s): got %v, want %v", step, what, got, want)
 			}
 		case 10, 11: // read what is unread, and the first unread, through GET /messages
 			what = u.Email + " reads unread in " + ch.Name
@@ -237,7 +337,12 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 		default: // flags for a channel narrow around an anchor
 			inCh := model.inChannel(ch.ID)
 			if len(inCh) == 0 {
-				inCh = model.messages[:1]
+				first := slices.IndexFunc(model.messages, func(m modelMessage) bool { return m.participants == nil })
+				if first < 0 {
+					what = "no channel message to flag"
+					break
+				}
+				inCh = model.messages[first : first+1]
 				ch = channels[slices.IndexFunc(channels, func(c channel) bool { return c.ID == inCh[0].channel })]
 				chID = strconv.FormatUint(ch.ID, 10)
 			}

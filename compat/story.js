@@ -517,6 +517,41 @@ async function main() {
     assert.deepEqual(shapes[shapes.length - 1], ['delete_message', [first.id], null, null, null]);
   });
 
+  await step('direct messages: alice writes bob by id (zulip-js) and by e-mail (urlencoded); bob reads them from his queue, then marks them read', async () => {
+    const bobProfile = succeeded('users.me', await call('users.me.getProfile', bob.users.me.getProfile()));
+    const q = succeeded('register', await call('queues.register', bob.queues.register({ event_types: ['message', 'update_message_flags'] })));
+    const before = q.unread_msgs.pms.length;
+    const first = succeeded('send', await call('messages.send', alice.messages.send({
+      type: 'direct', to: [bobProfile.user_id], content: 'Just us: lunch at one?',
+    })));
+    const second = await form(aliceAuth, 'POST', 'messages', { type: 'private', to: process.env.BOB_EMAIL, content: 'Or two.' });
+    assert.equal(second.status, 200, JSON.stringify(second.json));
+    const got = succeeded('events', await call('events.retrieve', bob.events.retrieve({
+      queue_id: q.queue_id, last_event_id: -1, dont_block: true,
+    })));
+    const dms = got.events.filter((e) => e.type === 'message');
+    assert.deepEqual(dms.map((e) => [e.message.id, e.flags, e.message.type]), [[first.id, [], 'private'], [second.json.id, [], 'private']]);
+    assert.deepEqual(dms[0].message.display_recipient.map((r) => r.id).sort((a, b) => a - b), [aliceID, bobProfile.user_id].sort((a, b) => a - b));
+    assert.equal(dms[0].message.sender_id, aliceID);
+    const state = succeeded('register', await call('queues.register', bob.queues.register({ event_types: ['message', 'update_message_flags'] })));
+    const pm = state.unread_msgs.pms.find((p) => p.other_user_id === aliceID);
+    assert.deepEqual(pm && pm.unread_message_ids, [first.id, second.json.id], JSON.stringify(state.unread_msgs));
+    assert.equal(state.unread_msgs.pms.length, before + 1);
+    const convo = succeeded('messages', await call('messages.retrieve', bob.messages.retrieve({
+      anchor: 'newest', num_before: 10, num_after: 0, narrow: [{ operator: 'dm', operand: [aliceID] }],
+    })));
+    assert.deepEqual(convo.messages.map((m) => m.id), [first.id, second.json.id]);
+    const marked = await form(bobAuth, 'POST', 'messages/flags/narrow', { anchor: 'oldest', num_before: '0', num_after: '100',
+      narrow: JSON.stringify([{ operator: 'dm', operand: process.env.ALICE_EMAIL }]), op: 'add', flag: 'read' });
+    assert.equal(marked.json.updated_count, 2, JSON.stringify(marked.json));
+    const after = succeeded('events', await call('events.retrieve', bob.events.retrieve({
+      queue_id: q.queue_id, last_event_id: got.events[got.events.length - 1].id, dont_block: true,
+    })));
+    assert.deepEqual(after.events.map((e) => [e.type, e.flag, e.messages]), [['update_message_flags', 'read', [first.id, second.json.id]]]);
+    const recent = await form(bobAuth, 'POST', 'register', { fetch_event_types: JSON.stringify(['recent_private_conversations']) });
+    assert.deepEqual(recent.json.recent_private_conversations[0], { max_message_id: second.json.id, user_ids: [aliceID] });
+  });
+
   console.log(`${passed} passed, 0 failed`);
 }
 
