@@ -33,6 +33,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +45,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -284,21 +287,28 @@ type exportSubscriber struct {
 // messages writes messages-NNNNNN.json, and the reactions to their file.
 func (x *exporter) messages() error {
 	subscribers := map[uint64][]exportSubscriber{}
-	subscribersOf := func(channelID uint64) []exportSubscriber {
-		if list, ok := subscribers[channelID]; ok {
+	subscribersOf := func(key uint64) []exportSubscriber {
+		if list, ok := subscribers[key]; ok {
 			return list
 		}
 		var list []exportSubscriber
-		prefix := itob(channelID)
-		c := x.tx.Bucket(bucketSubscribers).Cursor()
-		for k, v := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, v = c.Next() {
-			start := uint64(0)
-			if len(v) == 8 {
-				start = btoi(v)
+		if isConversationKey(key) { // a conversation's participants, from its start
+			ids, _ := conversationParticipants(x.tx, key&^conversationBit)
+			for _, id := range ids {
+				list = append(list, exportSubscriber{id, 0})
 			}
-			list = append(list, exportSubscriber{btoi(k[8:]), start})
+		} else {
+			prefix := itob(key)
+			c := x.tx.Bucket(bucketSubscribers).Cursor()
+			for k, v := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, v = c.Next() {
+				start := uint64(0)
+				if len(v) == 8 {
+					start = btoi(v)
+				}
+				list = append(list, exportSubscriber{btoi(k[8:]), start})
+			}
 		}
-		subscribers[channelID] = list
+		subscribers[key] = list
 		return list
 	}
 	reactions := bufio.NewWriter(x.reactions)
@@ -383,9 +393,9 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 	}
 	file.Messages = make([]exportMessage, 0, len(batch))
 	file.UserMessages = []exportUserMessage{}
-	byChannel := map[uint64][]uint64{}
+	byChannel := map[uint64][]uint64{} // by read key: a channel's id or a conversation's key
 	for _, m := range batch {
-		byChannel[m.ChannelID] = append(byChannel[m.ChannelID], m.ID)
+		byChannel[m.readKey()] = append(byChannel[m.readKey()], m.ID)
 	}
 	// unread[user‖channel] is the batch's unread ids there, sorted.
 	unread := map[[2]uint64][]uint64{}
@@ -409,8 +419,12 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 			}
 		}
 		rendered := renderedContent(m)
+		recipient, private := recipientID(recipientChannel, m.ChannelID), int64(0)
+		if m.isDirect() {
+			recipient, private = x.directRecipient(m), zulipFlagIsPrivate
+		}
 		row := exportMessage{
-			ID: m.ID, Sender: m.SenderID, Recipient: recipientID(recipientChannel, m.ChannelID), Realm: exportRealmID,
+			ID: m.ID, Sender: m.SenderID, Recipient: recipient, Realm: exportRealmID,
 			Subject: m.Topic, Content: m.Content, RenderedContent: rendered, RenderedContentVersion: 1,
 			DateSent: timestamp(m.Timestamp), LastEditTime: timestamp(max(m.LastEdit, m.LastMoved)), SendingClient: x.client(m.Client),
 			HasAttachment: hasAttachment, HasImage: strings.Contains(rendered, "<img"), HasLink: strings.Contains(rendered, "<a "),
@@ -423,7 +437,7 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 			row.EditHistory = string(history)
 		}
 		file.Messages = append(file.Messages, row)
-		for _, sub := range subscribersOf(m.ChannelID) {
+		for _, sub := range subscribersOf(m.readKey()) {
 			if m.ID <= sub.start {
 				continue
 			}
@@ -431,9 +445,9 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 			if v := flags.Get(append(itob(sub.userID), itob(m.ID)...)); len(v) > 0 {
 				b = v[0]
 			}
-			_, isUnread := slices.BinarySearch(unread[[2]uint64{sub.userID, m.ChannelID}], m.ID)
+			_, isUnread := slices.BinarySearch(unread[[2]uint64{sub.userID, m.readKey()}], m.ID)
 			file.UserMessages = append(file.UserMessages, exportUserMessage{
-				ID: uint64(x.report.UserMessages + 1), UserProfile: sub.userID, Message: m.ID, FlagsMask: zulipFlags(b, !isUnread)})
+				ID: uint64(x.report.UserMessages + 1), UserProfile: sub.userID, Message: m.ID, FlagsMask: zulipFlags(b, !isUnread) | private})
 			x.report.UserMessages++
 		}
 		for _, r := range reactionsOf(x.tx, m.ID) {
@@ -450,6 +464,23 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 	x.report.Messages += len(batch)
 	name := fmt.Sprintf("messages-%06d.json", x.report.Files)
 	return writeJSONFile(filepath.Join(x.dir, name), file)
+}
+
+// directRecipient is a direct message's Zulip recipient: a group's for
+// three participants or more, else the personal recipient of the one who
+// is not the sender (Zulip files a one-to-one message under the
+// recipient's), or the sender's own.
+func (x *exporter) directRecipient(m message) uint64 {
+	ids, _ := conversationParticipants(x.tx, m.ConversationID)
+	if len(ids) > 2 {
+		return recipientID(recipientHuddle, m.ConversationID)
+	}
+	for _, id := range ids {
+		if id != m.SenderID {
+			return recipientID(recipientPersonal, id)
+		}
+	}
+	return recipientID(recipientPersonal, m.SenderID)
 }
 
 // writeJSONFile writes v as JSON to path, whole or not at all.
@@ -659,6 +690,25 @@ func (x *exporter) realm() error {
 			"email_notifications": sub.EmailNotifications, "wildcard_mentions_notify": sub.WildcardMentionsNotify})
 		x.report.Subscriptions++
 	}
+	// Direct-message groups: a huddle, its recipient and its members'
+	// subscriptions, from which the importer learns its members.
+	var huddles []map[string]any
+	cc := tx.Bucket(bucketConversations).Cursor()
+	for k, v := cc.First(); k != nil; k, v = cc.Next() {
+		ids := decodeIDs(v)
+		if len(ids) < 3 {
+			continue
+		}
+		id := btoi(k)
+		huddles = append(huddles, map[string]any{"id": id, "huddle_hash": huddleHash(ids), "group_size": len(ids)})
+		recipients = append(recipients, map[string]any{"id": recipientID(recipientHuddle, id), "type": recipientHuddle, "type_id": id})
+		for _, userID := range ids {
+			subscriptions = append(subscriptions, map[string]any{"id": len(subscriptions) + 1, "user_profile": userID,
+				"recipient": recipientID(recipientHuddle, id), "active": true, "is_user_active": active[userID], "color": "#c2c2c2",
+				"is_muted": false, "pin_to_top": false, "desktop_notifications": nil, "audible_notifications": nil,
+				"push_notifications": nil, "email_notifications": nil, "wildcard_mentions_notify": nil})
+		}
+	}
 	x.report.Users, x.report.Channels = len(x.users), len(channels)
 	var clients []map[string]any
 	for i, name := range x.clients {
@@ -672,7 +722,7 @@ func (x *exporter) realm() error {
 		"zerver_stream":                    orEmpty(streams),
 		"zerver_recipient":                 orEmpty(recipients),
 		"zerver_subscription":              orEmpty(subscriptions),
-		"zerver_huddle":                    []any{},
+		"zerver_huddle":                    orEmpty(huddles),
 		"zerver_client":                    orEmpty(clients),
 		"zerver_defaultstream":             []any{},
 		"zerver_realmemoji":                []any{},
@@ -722,6 +772,17 @@ func (x *exporter) copyReactions(w io.Writer) error {
 	}
 	_, err = io.Copy(w, io.LimitReader(x.reactions, size-1))
 	return err
+}
+
+// huddleHash is Zulip's get_huddle_hash: the SHA-1 of the sorted ids
+// joined by commas (the importer computes it again from the members).
+func huddleHash(ids []uint64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatUint(id, 10)
+	}
+	sum := sha1.Sum([]byte(strings.Join(parts, ",")))
+	return hex.EncodeToString(sum[:])
 }
 
 func keysWithPrefix(b *bbolt.Bucket, prefix []byte) int {

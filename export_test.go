@@ -41,6 +41,12 @@ func exportActivity(t *testing.T, e *testEnv) (fileURL string) {
 	wantAPISuccess(t, e.request(t, "POST", fmt.Sprintf("/api/v1/messages/%d/reactions", general[3]), url.Values{"emoji_name": {"octopus"}}, &e.bob))
 	wantAPISuccess(t, e.request(t, "PATCH", fmt.Sprintf("/api/v1/messages/%d", general[6]), url.Values{"content": {"edited **once**"}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "PATCH", fmt.Sprintf("/api/v1/messages/%d", general[7]), url.Values{"topic": {"moved"}}, &e.bob))
+	for _, dm := range []struct {
+		from *account
+		to   []uint64
+	}{{&e.alice, []uint64{e.bob.ID}}, {&e.bob, []uint64{e.alice.ID}}, {&e.alice, []uint64{e.bob.ID, e.owner.ID}}, {&e.owner, []uint64{e.owner.ID}}} {
+		wantAPISuccess(t, e.request(t, "POST", "/api/v1/messages", url.Values{"type": {"direct"}, "to": {jsonIDs(dm.to...)}, "content": {"psst"}}, dm.from))
+	}
 	fileURL = e.mustUpload(t, &e.alice, "notes.txt", "the notes")
 	e.sendText(t, e.alice, e.general, "[notes.txt]("+fileURL+")")
 	wantAPISuccess(t, e.upload(t, &e.bob, "/api/v1/users/me/avatar", uploadPart{"file", "me.png", "image/png", pngOf(t, 300, 200)}))
@@ -249,8 +255,11 @@ func TestExport_HasEveryTableAndFieldImportRealmReads(t *testing.T) {
 	if edited != 2 {
 		t.Errorf("messages with an edit history: got %d, want 2 (one edited, one moved)", edited)
 	}
-	if len(messages) != 16 {
-		t.Errorf("messages exported: got %d, want 16", len(messages))
+	if len(messages) != 20 {
+		t.Errorf("messages exported: got %d, want 20 (4 of them direct)", len(messages))
+	}
+	if huddles, _ := realm["zerver_huddle"].([]any); len(huddles) != 1 {
+		t.Errorf("zerver_huddle: got %v, want the one group", huddles)
 	}
 	for _, r := range realm["zerver_reaction"].([]any) {
 		if !messages[r.(map[string]any)["message"].(float64)] {

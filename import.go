@@ -33,7 +33,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -330,6 +329,11 @@ type importer struct {
 	channels   map[uint64]bool
 	// oldIDs is the temporary file of the imported messages' Zulip ids,
 	// 8 bytes each, the nth holding message n's; lastOld the last written.
+	// huddles are the members of each direct-message group, by its
+	// recipient id; conversations the conversations made, by their
+	// participants' ids (encodeIDs).
+	huddles       map[uint64][]uint64
+	conversations map[string]uint64
 	// paths maps an upload's Zulip path id to its path id here.
 	paths   map[string]string
 	oldIDs  *os.File
@@ -341,7 +345,7 @@ type importer struct {
 // importZulip runs the import.
 func (s *store) importZulip(dir string) (importReport, error) {
 	x := &importer{s: s, dir: dir, users: map[uint64]bool{}, channelOf: map[uint64]uint64{}, recipients: map[uint64]zulipRecipient{},
-		clients: map[uint64]string{}, paths: map[string]string{}, pairs: map[[2]uint64]*importedPair{}, channels: map[uint64]bool{}}
+		clients: map[uint64]string{}, paths: map[string]string{}, huddles: map[uint64][]uint64{}, conversations: map[string]uint64{}, pairs: map[[2]uint64]*importedPair{}, channels: map[uint64]bool{}}
 	empty := true
 	s.view(func(tx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketUsers, bucketChannels, bucketMessages} {
@@ -412,10 +416,6 @@ func (x *importer) realm() error {
 			return true, eachRow(dec, func(s zulipSubscription) error { subs = append(subs, s); return nil })
 		case "zerver_client":
 			return true, eachRow(dec, func(c zulipClient) error { x.clients[c.ID] = c.Name; return nil })
-		case "zerver_huddle":
-			n, err := countRows(dec)
-			x.report.leave("direct-message groups (zerver_huddle): zulite has no direct messages yet", n)
-			return true, err
 		}
 		if realmTablesRead[name] {
 			return false, nil
@@ -503,6 +503,9 @@ func (x *importer) realm() error {
 			return err
 		}
 		for _, zs := range subs {
+			if r := x.recipients[zs.Recipient]; r.Type == recipientHuddle && x.users[zs.UserProfile] {
+				x.huddles[zs.Recipient] = append(x.huddles[zs.Recipient], zs.UserProfile)
+			}
 			channelID, isChannel := x.channelOf[zs.Recipient]
 			if !isChannel || !zs.Active || !x.users[zs.UserProfile] || !x.channels[channelID] {
 				continue // a user's own recipient, a group's, or a channel left
@@ -633,7 +636,7 @@ func (x *importer) messageRows(path string) ([]messageChannel, error) {
 				if err := putJSON(b, itob(m.ID), m); err != nil {
 					return err
 				}
-				if err := indexMessage(tx, m); err != nil {
+				if err := x.index(tx, m); err != nil {
 					return err
 				}
 				if m.ID > b.Sequence() {
@@ -654,12 +657,19 @@ func (x *importer) messageRows(path string) ([]messageChannel, error) {
 		}
 		return true, eachRow(dec, func(zm zulipMessage) error {
 			channelID, isChannel := x.channelOf[zm.Recipient]
+			var conversationID uint64
 			switch {
-			case !isChannel:
-				x.report.leave("direct messages: zulite has no direct messages yet", 1)
-				return nil
 			case !x.users[zm.Sender]:
 				return fmt.Errorf("message %d: unknown sender %d", zm.ID, zm.Sender)
+			case !isChannel:
+				var err error
+				if conversationID, err = x.conversation(zm); err != nil {
+					return err
+				}
+				if conversationID == 0 {
+					x.report.leave("messages to an unknown recipient", 1)
+					return nil
+				}
 			}
 			if zm.ID <= x.lastOld {
 				return fmt.Errorf("message %d comes after message %d: the export's messages must be in the order of their ids", zm.ID, x.lastOld)
@@ -669,8 +679,11 @@ func (x *importer) messageRows(path string) ([]messageChannel, error) {
 			if _, err := x.written.Write(itob(zm.ID)); err != nil {
 				return err
 			}
-			m := message{ID: x.nextID, SenderID: zm.Sender, ChannelID: channelID, Topic: zm.Subject, Content: zm.Content,
+			m := message{ID: x.nextID, SenderID: zm.Sender, ChannelID: channelID, ConversationID: conversationID, Topic: zm.Subject, Content: zm.Content,
 				Timestamp: int64(zm.DateSent), Client: x.clients[zm.SendingClient]}
+			if conversationID != 0 {
+				m.Topic = ""
+			}
 			if zm.RenderedContent != nil {
 				m.Rendered = *zm.RenderedContent
 			}
@@ -678,7 +691,7 @@ func (x *importer) messageRows(path string) ([]messageChannel, error) {
 			if err := x.editHistory(&m, zm); err != nil {
 				return err
 			}
-			placed = append(placed, messageChannel{zm.ID, m.ID, channelID})
+			placed = append(placed, messageChannel{zm.ID, m.ID, m.readKey()})
 			batch = append(batch, m)
 			if len(batch) == importBatch {
 				return flush()
@@ -690,6 +703,62 @@ func (x *importer) messageRows(path string) ([]messageChannel, error) {
 		err = flush()
 	}
 	return placed, err // in the order of their ids, old and new
+}
+
+// conversation is the conversation of a direct message, made on its
+// first message: its sender and the user of a personal recipient (Zulip
+// files a one-to-one message under the other's recipient), or the
+// members of a group's (its subscribers). 0: an unknown recipient.
+func (x *importer) conversation(zm zulipMessage) (uint64, error) {
+	r, ok := x.recipients[zm.Recipient]
+	var ids []uint64
+	switch {
+	case !ok:
+		return 0, nil
+	case r.Type == recipientPersonal && x.users[r.TypeID]:
+		ids = []uint64{zm.Sender, r.TypeID}
+	case r.Type == recipientHuddle && len(x.huddles[zm.Recipient]) > 0:
+		ids = append(slices.Clone(x.huddles[zm.Recipient]), zm.Sender)
+	default:
+		return 0, nil
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	key := string(encodeIDs(ids))
+	if id, ok := x.conversations[key]; ok {
+		return id, nil
+	}
+	var id uint64
+	err := x.s.updateGuarded(func(tx *bbolt.Tx) (err error) {
+		id, err = newConversation(tx, ids)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	x.conversations[key] = id
+	for _, p := range ids {
+		x.pairs[[2]uint64{p, conversationKey(id)}] = &importedPair{}
+	}
+	return id, nil
+}
+
+// index writes a message's indexes: its channel's and topic's, or its
+// conversation's and each participant's.
+func (x *importer) index(tx *bbolt.Tx, m message) error {
+	if !m.isDirect() {
+		return indexMessage(tx, m)
+	}
+	if err := tx.Bucket(bucketConversationMessages).Put(append(itob(m.ConversationID), itob(m.ID)...), nil); err != nil {
+		return err
+	}
+	participants, _ := conversationParticipants(tx, m.ConversationID)
+	for _, p := range participants {
+		if err := tx.Bucket(bucketDMMessages).Put(append(itob(p), itob(m.ID)...), itob(m.ConversationID)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // editHistory takes a message's edit history: Zulip keeps it as a JSON
@@ -743,7 +812,7 @@ func (x *importer) userMessageRows(path string, placed []messageChannel) error {
 		return true, eachRow(dec, func(zr zulipUserMessage) error {
 			i, found := slices.BinarySearchFunc(placed, zr.Message, func(p messageChannel, old uint64) int { return cmpUint(p.old, old) })
 			if !found || !x.users[zr.UserProfile] {
-				return nil // a direct message's row, reported with it
+				return nil // a row of a message not imported, reported with it
 			}
 			rows = append(rows, importedRow{zr.UserProfile, placed[i].channelID, placed[i].id, zr.FlagsMask})
 			return nil
@@ -817,7 +886,9 @@ func (x *importer) writeRows(tx *bbolt.Tx, rows []importedRow) error {
 func (p *importedPair) take(tx *bbolt.Tx, r importedRow) error {
 	if !p.started { // the subscription starts below the first message received
 		p.started, p.watermark = true, r.messageID-1
-		if err := tx.Bucket(bucketSubscribers).Put(append(itob(r.channelID), itob(r.userID)...), itob(r.messageID-1)); err != nil {
+		if isConversationKey(r.channelID) { // a conversation's state starts at 0, with the conversation
+			p.watermark = 0
+		} else if err := tx.Bucket(bucketSubscribers).Put(append(itob(r.channelID), itob(r.userID)...), itob(r.messageID-1)); err != nil {
 			return err
 		}
 	}
@@ -836,11 +907,10 @@ func (p *importedPair) take(tx *bbolt.Tx, r importedRow) error {
 		return nil
 	}
 	if p.pending != 0 {
-		prefix := itob(r.channelID)
-		c := tx.Bucket(bucketChannelMessages).Cursor()
+		next := recipientIndex(tx, r.channelID).iter(p.pending, true)
 		var ids []uint64
-		for k, _ := c.Seek(append(itob(r.channelID), itob(p.pending)...)); k != nil && bytes.HasPrefix(k, prefix) && btoi(k[8:]) < r.messageID; k, _ = c.Next() {
-			if ids = append(ids, btoi(k[8:])); len(ids) == unreadChunkSize {
+		for id, ok := next(); ok && id < r.messageID; id, ok = next() {
+			if ids = append(ids, id); len(ids) == unreadChunkSize {
 				if err := addToSet(tx.Bucket(bucketUnreadBelow), key, ids); err != nil {
 					return err
 				}
@@ -877,7 +947,7 @@ func (x *importer) finishUnread() error {
 		err := x.s.updateGuarded(func(tx *bbolt.Tx) error {
 			newest := tx.Bucket(bucketMessages).Sequence()
 			for _, k := range keys[:n] {
-				if !x.pairs[k].started {
+				if !x.pairs[k].started && !isConversationKey(k[1]) {
 					if err := tx.Bucket(bucketSubscribers).Put(append(itob(k[1]), itob(k[0])...), itob(newest)); err != nil {
 						return err
 					}
@@ -935,7 +1005,7 @@ func (x *importer) reactions() error {
 				return err
 			}
 			if !found {
-				x.report.leave("reactions to direct messages", 1)
+				x.report.leave("reactions to messages not imported", 1)
 				return nil
 			}
 			r.Message = id

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -175,7 +176,9 @@ var handWrittenExport = map[string]string{
    {"id": 5, "user_profile": 13, "recipient": 40, "active": true, "color": "#76ce90", "is_muted": false, "pin_to_top": false},
    {"id": 6, "user_profile": 12, "recipient": 41, "active": false, "color": "#e79ab5", "is_muted": false, "pin_to_top": false},
    {"id": 7, "user_profile": 12, "recipient": 40, "active": true, "color": "#76ce90", "is_muted": false, "pin_to_top": false},
-   {"id": 8, "user_profile": 10, "recipient": 50, "active": true, "color": "#c2c2c2", "is_muted": false, "pin_to_top": false}
+   {"id": 8, "user_profile": 10, "recipient": 50, "active": true, "color": "#c2c2c2", "is_muted": false, "pin_to_top": false},
+   {"id": 9, "user_profile": 11, "recipient": 50, "active": true, "color": "#c2c2c2", "is_muted": false, "pin_to_top": false},
+   {"id": 10, "user_profile": 12, "recipient": 50, "active": true, "color": "#c2c2c2", "is_muted": false, "pin_to_top": false}
  ],
  "zerver_defaultstream": [{"id": 1, "realm": 5, "stream": 20}],
  "zerver_realmemoji": [{"id": 3, "realm": 5, "author": 10, "name": "partyparrot", "file_name": "3.gif", "deactivated": false}],
@@ -277,8 +280,8 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 	}
 
 	hamlet, iago, prospero := keyed(t, st, "hamlet@acme.example"), keyed(t, st, "iago@acme.example"), keyed(t, st, "prospero@acme.example")
-	// Messages are numbered anew, in order: 100, 101, 102, 104 and 105
-	// are 1 to 5 (103, a direct message, is left out).
+	// Messages are numbered anew, in order: 100 to 105 are 1 to 6 (103
+	// is the group's direct message).
 	denmark, verona := channel{ID: 20}, channel{ID: 21}
 	for _, c := range []struct {
 		who     account
@@ -286,9 +289,9 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 		unread  []uint64
 		starred []uint64
 	}{
-		{hamlet, denmark, []uint64{4}, []uint64{2}},
+		{hamlet, denmark, []uint64{5}, []uint64{2}},
 		{hamlet, verona, []uint64{3}, []uint64{2}},
-		{iago, denmark, []uint64{5}, nil},
+		{iago, denmark, []uint64{6}, nil},
 		{prospero, denmark, nil, nil}, // his first row is 104: 100 and 101 came before he joined
 		{prospero, verona, nil, nil},  // left
 	} {
@@ -314,14 +317,23 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 	var msgText []string
 	for _, m := range messages {
 		o := m.(map[string]any)
-		msgText = append(msgText, fmt.Sprintf("%v %v/%v %v %v %v", o["id"], o["display_recipient"], o["subject"], o["content"], o["timestamp"], o["client"]))
+		to := o["display_recipient"]
+		if list, ok := to.([]any); ok {
+			var ids []any
+			for _, u := range list {
+				ids = append(ids, object(u)["id"])
+			}
+			to = fmt.Sprint("dm", ids)
+		}
+		msgText = append(msgText, fmt.Sprintf("%v %v/%v %v %v %v", o["id"], to, o["subject"], o["content"], o["timestamp"], o["client"]))
 	}
 	wantMsgs := []string{
 		"1 Denmark/castle <p>Who's there?</p> 1.600001e+09 website",
 		"2 Denmark/castle <p>Nay, answer me</p> 1.600001001e+09 ZulipMobile",
 		"3 Verona/balcony <p>But soft: <a href=\"/user_uploads/PATH\">plan.txt</a>.</p> 1.600001002e+09 website",
-		"4 Denmark/ghost <p><strong>Mark</strong> me</p> 1.600001004e+09 website",
-		"5 Denmark/castle <p>Long live the king</p> 1.600001005e+09 website",
+		"4 dm[10 11 12]/ <p>a group secret</p> 1.600001003e+09 website",
+		"5 Denmark/ghost <p><strong>Mark</strong> me</p> 1.600001004e+09 website",
+		"6 Denmark/castle <p>Long live the king</p> 1.600001005e+09 website",
 	}
 	var path string
 	mustView(t, st, func(tx *bbolt.Tx) error {
@@ -343,7 +355,13 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 		object(messages[1])["last_edit_timestamp"] != 1600001100.0 {
 		t.Errorf("101's edit history: got %s, last edited %v", got, object(messages[1])["last_edit_timestamp"])
 	}
+	if got := asJSON(object(messages[3])["reactions"]); !strings.Contains(got, `"emoji_name":"heart"`) || asJSON(object(messages[3])["flags"]) != `[]` {
+		t.Errorf("the group's message for hamlet: reactions %s, flags %s; want the heart, unread", got, asJSON(object(messages[3])["flags"]))
+	}
 	_, iagos := viewOf(t, e, &iago)
+	if flags := asJSON(object(iagos[slices.IndexFunc(iagos, func(m any) bool { return object(m)["id"] == 4.0 })])["flags"]); flags != `["read"]` {
+		t.Errorf("iago's flags on the group's message: got %s, want read", flags)
+	}
 	if flags := asJSON(object(iagos[1])["flags"]); flags != `["read","mentioned"]` {
 		t.Errorf("iago's flags on 101 (a group mention): got %s", flags)
 	}
@@ -356,11 +374,8 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 
 	text := report.String()
 	for _, left := range []string{
-		"1 direct messages", // 103; its rows are not counted again
-		"1 direct-message groups",
 		"1 moderators",
 		"1 reactions with custom emoji",
-		"1 reactions to direct messages",
 		"1 archived channels",
 		"1 rows of zerver_usertopic",
 		"1 rows of zerver_realmemoji",
