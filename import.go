@@ -5,6 +5,11 @@ package main
 // converters) into a new, empty database, and prints what it brought
 // over and what zulite cannot hold.
 //
+// Direct messages become conversations (store_dms.go): a message to a
+// personal recipient is its sender's and that user's, one to a group
+// (huddle) its members', read from the group's subscriptions as Zulip's
+// own import reads them.
+//
 // Users and channels keep their Zulip ids (so the user ids in rendered
 // mentions still name who they named), and their buckets' sequences
 // are moved past the largest. Messages are numbered anew from 1, in the
