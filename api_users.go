@@ -6,6 +6,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -266,34 +267,9 @@ func (s *server) fetchAPIKey(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr := s.clientAddress(r.Request)
-	if err := s.limits.addressBlocked(addr, time.Now()); err != nil {
+	u, err := s.passwordLogin(r.Request, username, password)
+	if err != nil {
 		return nil, err
-	}
-	if wait := s.logins.reserve(username, time.Now()); wait > 0 {
-		return nil, rateLimited(wait)
-	}
-	u, stored, err := s.store.credentials(username)
-	if err != nil && !errors.Is(err, errNoSuchUser) {
-		s.logins.finish(username, false, time.Now())
-		return nil, err
-	}
-	if u.Bot {
-		stored = "" // bots do not log in with a password
-	}
-	ok, err := s.passwords.verify(r.Context(), stored, password) // one hash, known account or not
-	s.logins.finish(username, err == nil && !ok, time.Now())
-	switch {
-	case errors.Is(err, errHasherBusy):
-		return nil, rateLimited(time.Second)
-	case err != nil:
-		return nil, err
-	case !ok:
-		s.limits.failedAuthentication(addr, time.Now())
-		return nil, errLoginFailed
-	}
-	if !u.Active {
-		return nil, errLoginDeactivated
 	}
 	key, err := s.store.mintKey(u)
 	if err != nil {
@@ -304,6 +280,42 @@ func (s *server) fetchAPIKey(r *apiRequest) (any, error) {
 		Email  string `json:"email"`
 		UserID uint64 `json:"user_id"`
 	}{key, u.Email, u.ID}, nil
+}
+
+// passwordLogin checks a password login (fetch_api_key, the web page's
+// login form) and counts its failure against the account and the client
+// address alike, whichever way it came.
+func (s *server) passwordLogin(r *http.Request, username, password string) (user, error) {
+	addr := s.clientAddress(r)
+	if err := s.limits.addressBlocked(addr, time.Now()); err != nil {
+		return user{}, err
+	}
+	if wait := s.logins.reserve(username, time.Now()); wait > 0 {
+		return user{}, rateLimited(wait)
+	}
+	u, stored, err := s.store.credentials(username)
+	if err != nil && !errors.Is(err, errNoSuchUser) {
+		s.logins.finish(username, false, time.Now())
+		return user{}, err
+	}
+	if u.Bot {
+		stored = "" // bots do not log in with a password
+	}
+	ok, err := s.passwords.verify(r.Context(), stored, password) // one hash, known account or not
+	s.logins.finish(username, err == nil && !ok, time.Now())
+	switch {
+	case errors.Is(err, errHasherBusy):
+		return user{}, rateLimited(time.Second)
+	case err != nil:
+		return user{}, err
+	case !ok:
+		s.limits.failedAuthentication(addr, time.Now())
+		return user{}, errLoginFailed
+	}
+	if !u.Active {
+		return user{}, errLoginDeactivated
+	}
+	return u, nil
 }
 
 // nameInvalidChars are the characters Zulip refuses in a full name

@@ -69,7 +69,15 @@ func basicCredentials(header string) (email, key string, err error) {
 }
 
 // authenticate answers the account behind the request's Basic credentials.
+// The page's requests (/json/..., and files it shows) go by its session
+// instead (web.go).
 func (s *server) authenticate(r *http.Request) (user, error) {
+	if strings.HasPrefix(r.URL.Path, "/json/") {
+		return s.sessionAuthenticate(r, true)
+	}
+	if isSessionPath(r) && hasSessionCookie(r) {
+		return s.sessionAuthenticate(r, false)
+	}
 	email, key, err := basicCredentials(r.Header.Get("Authorization"))
 	if err != nil {
 		return user{}, err

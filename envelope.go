@@ -100,7 +100,7 @@ func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err er
 	}
 	b.WriteString("}\n")
 	if ae.status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Basic realm="zulip"`)
+		w.Header().Set("WWW-Authenticate", wwwAuthenticate(r))
 	}
 	if ae.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
@@ -240,6 +240,7 @@ func always(e *apiError) func(string) *apiError { return func(string) *apiError 
 var (
 	errEmailTaken        = &rejection{"e-mail already in use", always(badRequest("Email is already in use."))}
 	errNoSuchUser        = &rejection{"no such user", always(badRequest("No such user"))}
+	errNoSuchSession     = &rejection{"no such web session", always(errNotLoggedIn)}
 	errTokenNotFound     = &rejection{"token does not exist", always(badRequest("Token does not exist"))}
 	errChannelExists     = &rejection{"channel already exists", always(badRequest("Channel name already in use."))}
 	errNoSuchChannel     = &rejection{"no such channel", func(name string) *apiError { return badRequest("Invalid channel name '" + echoed(name) + "'") }}
@@ -393,6 +394,11 @@ var (
 	errLoginDeactivated = &apiError{status: http.StatusUnauthorized, code: "USER_DEACTIVATED", msg: "Account is deactivated"}
 	errNotAdmin         = &apiError{status: http.StatusBadRequest, code: "UNAUTHORIZED_PRINCIPAL", msg: "Must be an organization administrator"}
 	errBotRequest       = badRequest("This endpoint does not accept bot requests.")
+	// errCSRF answers a /json request of a session without its token
+	// (Zulip: zerver/middleware.py, csrf_failure).
+	errCSRF = &apiError{status: http.StatusForbidden, code: "CSRF_FAILED", msg: "CSRF error: CSRF token missing or incorrect."}
+	// errCrossOrigin refuses a login form posted from another site.
+	errCrossOrigin = &apiError{status: http.StatusForbidden, code: "CSRF_FAILED", msg: "CSRF error: Origin checking failed."}
 )
 
 // rateLimited is SPEC §8's 429 envelope.

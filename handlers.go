@@ -50,7 +50,9 @@ type server struct {
 }
 
 // routeList is every route's pattern, "METHOD /path", as the router
-// registered them (tests walk it, so that no route is forgotten).
+// registered them (tests walk it, so that no route is forgotten). The
+// /json/... twins of the /api/v1/... routes are the same handlers and
+// are not listed again (jsonTwin).
 func (s *server) routeList() []string {
 	if s.patterns == nil {
 		s.routes()
@@ -71,13 +73,25 @@ func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	allowed := map[string][]string{} // path → methods, for 405 answers
 	s.patterns = nil
+	// handle registers a route and, for /api/v1/x, its twin /json/x that
+	// the web page calls with its session (web.go).
 	handle := func(pattern string, h http.Handler) {
 		s.patterns = append(s.patterns, pattern)
-		method, p, _ := strings.Cut(pattern, " ")
-		allowed[p] = append(allowed[p], method)
-		mux.Handle(pattern, h)
+		for _, p := range []string{pattern, jsonTwin(pattern)} {
+			if p == "" {
+				continue
+			}
+			method, p, _ := strings.Cut(p, " ")
+			allowed[p] = append(allowed[p], method)
+			mux.Handle(method+" "+p, h)
+		}
 	}
 
+	handle("GET /{$}", s.webFile("index.html"))
+	handle("GET /web/{file}", s.webFile(""))
+	handle("POST /accounts/login", s.webLogin())
+	handle("GET /accounts/session", s.webSessionInfo())
+	handle("POST /accounts/logout", s.webLogout())
 	handle("GET /health", s.public(s.health))
 	handle("GET /metrics", s.metricsPage(true))
 	handle("GET /api/v1/server_settings", s.public(s.serverSettings))
@@ -127,13 +141,17 @@ func (s *server) routes() http.Handler {
 	// for every method, which answers 405 itself (a GET pattern would
 	// conflict with the 405 pattern of /api/v1/users/me).
 	s.patterns = append(s.patterns, "GET /api/v1/users/{user}")
-	mux.Handle("/api/v1/users/{user}", onlyGET(s.api(s.getUser)))
+	for _, prefix := range []string{"/api/v1", "/json"} {
+		mux.Handle(prefix+"/users/{user}", onlyGET(s.api(s.getUser)))
+	}
 	// PATCH and DELETE /api/v1/messages/{message_id}: one pattern, which
 	// answers 405 itself (method patterns would conflict with the 405
 	// pattern of /api/v1/messages/flags).
 	s.patterns = append(s.patterns, "PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}")
-	mux.Handle("/api/v1/messages/{message_id}", byMethod(map[string]http.Handler{
-		http.MethodPatch: s.api(s.updateMessage), http.MethodDelete: s.api(s.deleteMessage)}))
+	for _, prefix := range []string{"/api/v1", "/json"} {
+		mux.Handle(prefix+"/messages/{message_id}", byMethod(map[string]http.Handler{
+			http.MethodPatch: s.api(s.updateMessage), http.MethodDelete: s.api(s.deleteMessage)}))
+	}
 	// POST /api/v1/users/me/X and GET /api/v1/users/{user}/X: one pattern
 	// each, for the same reason, that serves "me" with POST and anyone
 	// else with GET.
@@ -145,7 +163,9 @@ func (s *server) routes() http.Handler {
 		{"status", s.api(s.setStatus, humansOnly), s.api(s.userStatus)},
 	} {
 		s.patterns = append(s.patterns, "POST /api/v1/users/me/"+r.suffix, "GET /api/v1/users/{user}/"+r.suffix)
-		mux.Handle("/api/v1/users/{user}/"+r.suffix, meOrOthers(r.own, r.others))
+		for _, prefix := range []string{"/api/v1", "/json"} {
+			mux.Handle(prefix+"/users/{user}/"+r.suffix, meOrOthers(r.own, r.others))
+		}
 	}
 	// Files, outside /api/v1 as in Zulip: each pattern answers 405 itself
 	// (the temporary URL's path is also an upload's path).

@@ -298,7 +298,7 @@ func TestParameters_TypedValueErrors(t *testing.T) {
 
 func TestEnvelope_NotFoundAndMethodNotAllowed(t *testing.T) {
 	e := newTestEnv(t)
-	for _, path := range []string{"/api/v1/nope", "/api/v1", "/", "/api/v1/users/me/apns_device_token/extra"} {
+	for _, path := range []string{"/api/v1/nope", "/api/v1", "/nope", "/json/nope", "/api/v1/users/me/apns_device_token/extra"} {
 		r := e.request(t, http.MethodGet, path, nil, &e.alice)
 		if want := `{"result":"error","msg":"Not Found","code":"BAD_REQUEST"}` + "\n"; r.status != 404 || r.raw != want {
 			t.Errorf("GET %s: got %d %s, want 404 %s", path, r.status, r.raw, want)

@@ -98,6 +98,11 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	cases := map[string][]attempt{
 		"PATCH /api/v1/realm":                            {{"PATCH", "/api/v1/realm", url.Values{"can_create_public_channel_group": {`{"new":8}`}}}},
 		"GET /health":                                    {{"GET", "/health", nil}},
+		"GET /{$}":                                       {}, // the same page for everyone, not JSON (web_test.go)
+		"GET /web/{file}":                                {{"GET", "/web/nope.js", nil}},
+		"POST /accounts/login":                           {{"POST", "/accounts/login", url.Values{"username": {"alice@example.com"}, "password": {"wrong-password"}}}},
+		"GET /accounts/session":                          {{"GET", "/accounts/session", nil}},
+		"POST /accounts/logout":                          {{"POST", "/accounts/logout", nil}},
 		"GET /metrics":                                   {{"GET", "/metrics", nil}},
 		"GET /api/v1/server_settings":                    {{"GET", "/api/v1/server_settings", nil}},
 		"POST /api/v1/fetch_api_key":                     {{"POST", "/api/v1/fetch_api_key", url.Values{"username": {e.alice.Email}, "password": {"not hers"}}}},

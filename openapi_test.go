@@ -43,8 +43,14 @@ var zulipYAMLDrift = []struct{ route, path, why string }{
 // zuliteOnlyRoutes are served by zulite but are not Zulip API routes, so
 // zulip.yaml says nothing about them.
 var zuliteOnlyRoutes = map[string]string{
-	"GET /health":  "zulite's liveness probe",
-	"GET /metrics": "zulite's Prometheus page (text, not JSON)",
+	// The web page (web.go; web_test.go tests them).
+	"GET /{$}":              "the web page",
+	"GET /web/{file}":       "the web page's assets",
+	"POST /accounts/login":  "the web page's login form",
+	"GET /accounts/session": "the web page's session",
+	"POST /accounts/logout": "the web page's logout",
+	"GET /health":           "zulite's liveness probe",
+	"GET /metrics":          "zulite's Prometheus page (text, not JSON)",
 	// Zulip's static emoji data (register's server_emoji_data_url): a file,
 	// not a REST endpoint, so zulip.yaml does not describe it.
 	"GET /static/generated/emoji/emoji_api.json": "Zulip's emoji data file, not an API route",

@@ -68,6 +68,9 @@ package main
 // participants: watermarks, unread_below and read_above key it as
 // user id ‖ (1<<63 | conversation id), which no channel id reaches, and
 // its watermark is made at 0 for every participant with the conversation.
+//	web_sessions     BLAKE2b-256(secret, session id) → user id (uint64) ‖ expiry (Unix seconds,
+//	                 uint64) ‖ CSRF token: the web page's logins (store_sessions.go), kept on
+//	                 disk so that a restart logs nobody out; expired ones go at the next login
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go).
@@ -156,6 +159,8 @@ var (
 	bucketConversationIDs      = []byte("conversation_ids")
 	bucketConversationMessages = []byte("conversation_messages")
 	bucketDMMessages           = []byte("dm_messages")
+	// The web page (store_sessions.go).
+	bucketWebSessions = []byte("web_sessions")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
@@ -163,7 +168,7 @@ var (
 		bucketMessages, bucketChannelMessages, bucketTopicMessages, bucketFlags,
 		bucketPasswords, bucketUserSettings, bucketWatermarks, bucketUnreadBelow, bucketReadAbove,
 		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs,
-		bucketAvatarBlobs, bucketReactions,
+		bucketAvatarBlobs, bucketReactions, bucketWebSessions,
 		bucketConversations, bucketConversationIDs, bucketConversationMessages, bucketDMMessages,
 	}
 

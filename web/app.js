@@ -1,0 +1,440 @@
+// app.js: boots the page (session or login form), keeps the sidebar and
+// its unread counts, and routes events to the views.
+
+import { api, login, logout, session } from './api.js';
+import { $, el } from './dom.js';
+import { EventLoop } from './events.js';
+import { NarrowView } from './narrow_view.js';
+import { Compose, typingText } from './compose.js';
+import { bindKeys } from './keys.js';
+import { state, dmKey, dmTitle, inNarrow, messageDMKey, noteDM, noteTopic, unreadWhere } from './state.js';
+
+let loop = null;
+let view = null;
+let compose = null;
+const typers = new Map(); // sender id → {where, expires}
+
+function showError(err) {
+  $('compose-error').textContent = err.message || String(err);
+}
+
+async function boot() {
+  try {
+    state.me = await session();
+  } catch {
+    showLogin();
+    return;
+  }
+  start();
+}
+
+function showLogin() {
+  $('app-view').hidden = true;
+  $('login-view').hidden = false;
+  $('login-email').focus();
+}
+
+$('login-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  $('login-error').textContent = '';
+  try {
+    state.me = await login($('login-email').value, $('login-password').value);
+    $('login-password').value = '';
+    start();
+  } catch (err) {
+    $('login-error').textContent = err.message;
+  }
+});
+
+$('logout').addEventListener('click', async () => {
+  loop?.stop();
+  try {
+    await logout();
+  } finally {
+    location.reload();
+  }
+});
+
+function start() {
+  $('login-view').hidden = true;
+  $('app-view').hidden = false;
+  view = new NarrowView($('messages'), { onRead: markRead, onError: showError, onEdit: (m) => compose.edit(m) });
+  compose = new Compose({ onError: showError });
+  let first = view.latestPage();
+  first.catch(() => {}); // open() reports it
+  loop = new EventLoop({
+    onState: async (s) => {
+      loadState(s);
+      if (first) {
+        narrow(state.narrow, first);
+        first = null;
+      } else {
+        await view.catchUp();
+      }
+    },
+    onEvent,
+    onStatus: (status) => {
+      $('connection').textContent = status === 'reconnecting' ? 'Reconnecting…' : '';
+      if (status === 'logged-out') location.reload();
+    },
+  });
+  loop.run();
+  bindKeys({
+    compose: () => compose.open('channel'),
+    directMessage: () => compose.open('dm'),
+    next: () => view.focusNext(1),
+    previous: () => view.focusNext(-1),
+    nextUnread,
+    escape: () => {
+      compose.cancel();
+      closeMenu();
+      $('messages').focus();
+    },
+  });
+  setInterval(reportPresence, 50_000);
+  reportPresence();
+  setInterval(renderTyping, 2000);
+}
+
+function loadState(s) {
+  state.isAdmin = !!(s.is_admin || s.is_owner);
+  state.users.clear();
+  for (const u of s.realm_users) state.users.set(u.user_id, u);
+  state.channels.clear();
+  for (const sub of s.subscriptions) state.channels.set(sub.stream_id, sub);
+  state.joinable.clear();
+  for (const c of [...(s.never_subscribed || []), ...(s.unsubscribed || [])]) state.joinable.set(c.stream_id, c);
+  state.unread.clear();
+  const u = s.unread_msgs || {};
+  for (const t of u.streams || []) {
+    noteTopic(t.stream_id, t.topic, Math.max(...t.unread_message_ids));
+    for (const id of t.unread_message_ids) state.unread.set(id, { channel: t.stream_id, topic: t.topic });
+  }
+  for (const p of u.pms || []) {
+    const key = dmKey([p.other_user_id ?? p.sender_id]);
+    for (const id of p.unread_message_ids) state.unread.set(id, { dm: key });
+    noteDM(key, Math.max(...p.unread_message_ids));
+  }
+  for (const h of u.huddles || []) {
+    const key = dmKey(h.user_ids_string.split(','));
+    for (const id of h.unread_message_ids) state.unread.set(id, { dm: key });
+    noteDM(key, Math.max(...h.unread_message_ids));
+  }
+  for (const c of s.recent_private_conversations || []) noteDM(dmKey(c.user_ids.length ? c.user_ids : [state.me.user_id]), c.max_message_id);
+  loadPresence(s.presences, s.server_timestamp);
+  $('admin').hidden = !state.isAdmin;
+  compose.fill();
+  renderSidebar();
+}
+
+function loadPresence(presences, serverTime) {
+  if (!presences) return;
+  const skew = Date.now() - (serverTime ? serverTime * 1000 : Date.now());
+  for (const [id, p] of Object.entries(presences)) {
+    const active = p.active_timestamp ?? Math.max(0, ...Object.values(p).map((c) => (c && c.status === 'active' ? c.timestamp : 0)));
+    if (active) state.active.set(Number(id), active * 1000 + skew);
+  }
+}
+
+async function reportPresence() {
+  try {
+    const r = await api('POST', '/users/me/presence', { status: 'active', new_user_input: 'true', slim_presence: 'true' });
+    loadPresence(r.presences, r.server_timestamp);
+    renderPeople();
+  } catch {
+    // the event loop shows the connection's state
+  }
+}
+
+function isPresent(id) {
+  return id === state.me.user_id || Date.now() - (state.active.get(id) || 0) < 140_000;
+}
+
+function unreadCount(test) {
+  let n = 0;
+  for (const w of state.unread.values()) if (test(w)) n++;
+  return n;
+}
+
+function badge(n) {
+  return n ? el('span', { class: 'badge', 'aria-label': `${n} unread`, text: String(n) }) : null;
+}
+
+function navItem(label, n, current, onclick, extra) {
+  return el('li', {}, el('button', { type: 'button', class: 'nav' + (current ? ' current' : ''), 'aria-current': current ? 'page' : null, onclick },
+    el('span', { class: 'label', text: label }), badge(n)), extra);
+}
+
+function renderSidebar() {
+  const n = state.narrow;
+  const channels = [...state.channels.values()].sort((a, b) => a.name.localeCompare(b.name));
+  $('channels').replaceChildren(
+    navItem('All messages', state.unread.size, n.kind === 'all', () => narrow({ kind: 'all' })),
+    ...channels.map((c) => {
+      const open = (n.kind === 'channel' || n.kind === 'topic') && n.channel === c.stream_id;
+      const topics = open ? el('ul', { class: 'topics' }, [...(state.topics.get(c.stream_id)?.values() || [])]
+        .sort((a, b) => b.maxID - a.maxID).slice(0, 30)
+        .map((t) => navItem(t.name || '(no topic)', unreadCount((w) => w.channel === c.stream_id && w.topic.toLowerCase() === t.name.toLowerCase()),
+          n.kind === 'topic' && n.topic.toLowerCase() === t.name.toLowerCase(), () => narrow({ kind: 'topic', channel: c.stream_id, topic: t.name })))) : null;
+      const li = navItem(`#${c.name}`, unreadCount((w) => w.channel === c.stream_id), n.kind === 'channel' && n.channel === c.stream_id,
+        () => narrow({ kind: 'channel', channel: c.stream_id }), topics);
+      li.dataset.channel = c.name;
+      return li;
+    }));
+  $('joinable').replaceChildren(...[...state.joinable.values()].filter((c) => !state.channels.has(c.stream_id))
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((c) => el('li', { class: 'join', dataset: { channel: c.name } }, el('span', { class: 'label', text: `#${c.name}` }),
+      el('button', { type: 'button', 'aria-label': `Join #${c.name}`, text: 'Join', onclick: () => join(c.name) }))));
+  $('dms').replaceChildren(...[...state.dms.entries()].sort((a, b) => b[1].maxID - a[1].maxID)
+    .map(([key]) => navItem(dmTitle(key), unreadCount((w) => w.dm === key), n.kind === 'dm' && n.key === key, () => narrow({ kind: 'dm', key }))));
+  renderPeople();
+  renderTitle();
+}
+
+function fitsNarrow(w, n) {
+  if (n.kind === 'all') return true;
+  if (w.channel !== n.channel) return false;
+  return n.kind === 'channel' || w.topic.toLowerCase() === n.topic.toLowerCase();
+}
+
+// markNarrowRead marks the channel, topic or everything on screen read
+// with Zulip's routes for it; the events bring the counts down.
+$('mark-read').addEventListener('click', async () => {
+  const n = state.narrow;
+  try {
+    if (n.kind === 'all') await api('POST', '/mark_all_as_read');
+    else if (n.kind === 'channel') await api('POST', '/mark_stream_as_read', { stream_id: String(n.channel) });
+    else if (n.kind === 'topic') await api('POST', '/mark_topic_as_read', { stream_id: String(n.channel), topic_name: n.topic });
+  } catch (err) {
+    showError(err);
+  }
+});
+
+function renderPeople() {
+  const people = [...state.users.values()].filter((u) => u.is_active !== false && !u.is_bot).sort((a, b) => a.full_name.localeCompare(b.full_name));
+  $('people').replaceChildren(...people.map((u) => {
+    const present = isPresent(u.user_id);
+    return el('li', {}, el('button', { type: 'button', class: 'nav person', onclick: () => narrow({ kind: 'dm', key: dmKey([u.user_id]) }) },
+      el('span', { class: 'dot' + (present ? ' present' : ''), 'aria-hidden': 'true' }),
+      el('span', { class: 'label', text: u.full_name }),
+      el('span', { class: 'sr', text: present ? ' (active)' : ' (away)' })));
+  }));
+}
+
+function renderTitle() {
+  const n = state.narrow;
+  const name = (id) => state.channels.get(id)?.name ?? id;
+  $('narrow-title').textContent = {
+    all: () => 'All messages',
+    channel: () => `#${name(n.channel)}`,
+    topic: () => `#${name(n.channel)} › ${n.topic}`,
+    dm: () => dmTitle(n.key),
+    search: () => `Search: ${n.text}`,
+  }[n.kind]();
+  document.title = `${$('narrow-title').textContent} · zulite`;
+  $('mark-read').hidden = !(['all', 'channel', 'topic'].includes(n.kind) && unreadCount((w) => fitsNarrow(w, n)));
+}
+
+async function narrow(n, prefetched) {
+  state.narrow = n;
+  compose.follow(n);
+  closeMenu();
+  renderSidebar();
+  if (n.kind === 'channel' && !state.topics.get(n.channel)?.size) loadTopics(n.channel);
+  await view.open(prefetched);
+  renderTyping();
+}
+
+async function join(name) {
+  try {
+    await api('POST', '/users/me/subscriptions', { subscriptions: [{ name }] });
+  } catch (err) {
+    showError(err);
+  }
+}
+
+async function loadTopics(channel) {
+  try {
+    const r = await api('GET', `/users/me/${channel}/topics`);
+    for (const t of r.topics) noteTopic(channel, t.name, t.max_id);
+    renderSidebar();
+  } catch (err) {
+    showError(err);
+  }
+}
+
+let pendingRead = new Set();
+let readTimer = 0;
+
+// markRead marks what was seen, at once on the page and in one request.
+function markRead(ids) {
+  for (const id of ids) {
+    state.unread.delete(id);
+    pendingRead.add(id);
+  }
+  view.markedRead(ids);
+  renderSidebar();
+  clearTimeout(readTimer);
+  readTimer = setTimeout(async () => {
+    const messages = [...pendingRead];
+    pendingRead = new Set();
+    try {
+      await api('POST', '/messages/flags', { messages, op: 'add', flag: 'read' });
+    } catch (err) {
+      showError(err);
+    }
+  }, 200);
+}
+
+function nextUnread() {
+  const seen = new Set();
+  for (const [id, w] of [...state.unread.entries()].sort((a, b) => a[0] - b[0])) {
+    if (w.channel === undefined) continue;
+    const key = `${w.channel}\n${w.topic.toLowerCase()}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const n = state.narrow;
+    if (n.kind === 'topic' && n.channel === w.channel && n.topic.toLowerCase() === w.topic.toLowerCase()) continue;
+    return narrow({ kind: 'topic', channel: w.channel, topic: w.topic });
+  }
+  const dm = [...state.unread.values()].find((w) => w.dm);
+  if (dm) narrow({ kind: 'dm', key: dm.dm });
+}
+
+function onEvent(e) {
+  switch (e.type) {
+    case 'message': {
+      const m = e.message;
+      if (m.type === 'stream') noteTopic(m.stream_id, m.subject, m.id);
+      else noteDM(messageDMKey(m), m.id);
+      if (!(e.flags || []).includes('read') && m.sender_id !== state.me.user_id) state.unread.set(m.id, unreadWhere(m));
+      view.add(m);
+      if (m.sender_id !== state.me.user_id) typers.delete(m.sender_id);
+      renderSidebar();
+      renderTyping();
+      break;
+    }
+    case 'update_message_flags':
+      if (e.flag !== 'read') break;
+      if (e.op === 'add') {
+        if (e.all) state.unread.clear();
+        for (const id of e.messages) state.unread.delete(id);
+        view.markedRead(e.all ? [...view.byID.keys()] : e.messages);
+      } else {
+        for (const id of e.messages) {
+          const d = e.message_details?.[id];
+          if (d) state.unread.set(id, d.type === 'stream' ? { channel: d.stream_id, topic: d.topic } : { dm: dmKey(d.user_ids || [d.sender_id]) });
+        }
+      }
+      renderSidebar();
+      break;
+    case 'reaction':
+      view.reaction(e);
+      break;
+    case 'update_message':
+      view.updated(e);
+      break;
+    case 'delete_message': {
+      const ids = e.message_ids || [e.message_id];
+      for (const id of ids) state.unread.delete(id);
+      view.deleted(ids);
+      renderSidebar();
+      break;
+    }
+    case 'subscription':
+      if (e.op === 'add') for (const sub of e.subscriptions) state.channels.set(sub.stream_id, sub);
+      if (e.op === 'remove') {
+        for (const sub of e.subscriptions) {
+          state.joinable.set(sub.stream_id, state.channels.get(sub.stream_id) || sub);
+          state.channels.delete(sub.stream_id);
+        }
+      }
+      compose.fill();
+      renderSidebar();
+      break;
+    case 'stream':
+      if (e.op === 'create') for (const c of e.streams) state.joinable.set(c.stream_id, c);
+      if (e.op === 'delete') for (const c of e.streams) state.joinable.delete(c.stream_id);
+      renderSidebar();
+      break;
+    case 'realm_user':
+      if (e.op === 'add') state.users.set(e.person.user_id, e.person);
+      else if (e.op === 'update' && state.users.has(e.person.user_id)) Object.assign(state.users.get(e.person.user_id), e.person);
+      compose.fill();
+      renderSidebar();
+      break;
+    case 'typing': {
+      const sender = e.sender.user_id;
+      if (sender === state.me.user_id) break;
+      if (e.op === 'start') typers.set(sender, { e, expires: Date.now() + 15_000 });
+      else typers.delete(sender);
+      renderTyping();
+      break;
+    }
+    case 'presence':
+      if (e.presences) loadPresence(e.presences, Date.now() / 1000);
+      else if (e.user_id) state.active.set(e.user_id, Date.now());
+      renderPeople();
+      break;
+  }
+}
+
+function renderTyping() {
+  const here = [];
+  for (const [id, t] of typers) {
+    if (t.expires < Date.now()) {
+      typers.delete(id);
+      continue;
+    }
+    const e = t.e;
+    const m = e.message_type === 'stream'
+      ? { type: 'stream', stream_id: e.stream_id, subject: e.topic ?? '' }
+      : { type: 'private', display_recipient: e.recipients.map((r) => ({ id: r.user_id })) };
+    const n = state.narrow;
+    const fits = n.kind === 'topic' && m.type === 'stream' ? m.stream_id === n.channel : inNarrow(m);
+    if (fits) here.push(id);
+  }
+  $('typing').textContent = typingText(here);
+}
+
+function closeMenu() {
+  document.body.classList.remove('menu-open');
+  $('menu-toggle').setAttribute('aria-expanded', 'false');
+}
+
+$('menu-toggle').addEventListener('click', () => {
+  const open = document.body.classList.toggle('menu-open');
+  $('menu-toggle').setAttribute('aria-expanded', String(open));
+});
+
+$('search-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const text = $('search').value.trim();
+  narrow(text ? { kind: 'search', text } : { kind: 'all' });
+});
+
+$('add-channel').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const f = e.target;
+  try {
+    await api('POST', '/users/me/subscriptions', { subscriptions: [{ name: f.elements.namedItem('name').value.trim() }] });
+    $('admin-result').textContent = `Channel #${f.elements.namedItem('name').value.trim()} added.`;
+    f.reset();
+  } catch (err) {
+    $('admin-result').textContent = err.message;
+  }
+});
+
+$('add-person').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const f = e.target;
+  try {
+    await api('POST', '/users', { full_name: f.full_name.value.trim(), email: f.email.value.trim(), password: f.password.value });
+    $('admin-result').textContent = `${f.full_name.value.trim()} can now log in.`;
+    f.reset();
+  } catch (err) {
+    $('admin-result').textContent = err.message;
+  }
+});
+
+boot();

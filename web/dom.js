@@ -1,0 +1,58 @@
+// dom.js: elements built from text, and the one way HTML gets in.
+
+// Trusted Types: the only HTML the page sets is a message's rendering by
+// the server (the Content-Security-Policy allows this policy alone).
+const policy = window.trustedTypes
+  ? window.trustedTypes.createPolicy('zulite', { createHTML: (html) => html })
+  : { createHTML: (html) => html };
+
+// serverHTML sets an element's content to HTML rendered by the server.
+export function serverHTML(node, html) {
+  node.innerHTML = policy.createHTML(html);
+  for (const a of node.querySelectorAll('a[href]')) {
+    const href = a.getAttribute('href');
+    if (!/^(https?:|mailto:|\/|#)/i.test(href)) a.removeAttribute('href');
+    else if (!href.startsWith('/') && !href.startsWith('#')) {
+      a.target = '_blank';
+      a.rel = 'noopener noreferrer';
+    }
+  }
+  return node;
+}
+
+// el builds an element: attributes and properties, then children, strings
+// going in as text.
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') node.className = v;
+    else if (k === 'text') node.textContent = v;
+    else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else if (k === 'dataset') Object.assign(node.dataset, v);
+    else node.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    node.append(c instanceof Node ? c : String(c));
+  }
+  return node;
+}
+
+export const $ = (id) => document.getElementById(id);
+
+// emojiChar turns a Unicode emoji code ("1f44d", "1f1fa-1f1f8") into text.
+export function emojiChar(code) {
+  try {
+    return String.fromCodePoint(...code.split('-').map((h) => parseInt(h, 16)));
+  } catch {
+    return '?';
+  }
+}
+
+export function timeText(seconds) {
+  const d = new Date(seconds * 1000);
+  const now = new Date();
+  const hm = d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  return d.toDateString() === now.toDateString() ? hm : `${d.toLocaleDateString()} ${hm}`;
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// chromiumPath finds Debian's chromium (or $CHROMIUM).
+func chromiumPath() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestWeb_Browser runs webtest/browser.test.js: the web page in headless
+// Chromium (puppeteer-core, pinned in webtest/package.json) against the
+// real binary, two people in two browser contexts. Screenshots go to the
+// test's artifact directory (go test -artifacts -outputdir DIR keeps
+// them). Without Chromium or Node.js it skips, saying how to install
+// them; under CI=true it fails instead.
+func TestWeb_Browser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs Chromium; skipped with -short")
+	}
+	need := func(what, how string) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not found: %s", what, how)
+		}
+		t.Skipf("%s not found: %s", what, how)
+	}
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			need(tool, "install Node.js and npm (Debian: apt-get install -y nodejs npm) to run the browser suite")
+		}
+	}
+	chromium := chromiumPath()
+	if chromium == "" {
+		need("chromium", "install Chromium (Debian: apt-get install -y chromium) to run the browser suite")
+	}
+	dir, err := filepath.Abs("webtest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "puppeteer-core")); err != nil {
+		npm := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+		npm.Dir = dir
+		if out, err := npm.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci in webtest/: %v\n%s", err, out)
+		}
+	}
+
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db)
+	addr := strings.TrimPrefix(srv.baseURL, "http://")
+	accounts := []struct{ email, name, password string }{
+		{"alice@example.com", "Alice", "alice-password-1"},
+		{"bob@example.com", "Bob", "bob-password-1"},
+	}
+	for i, a := range accounts {
+		args := []string{"user", "add", a.email, "--name", a.name, "--password-stdin", "--db", db}
+		if i == 0 {
+			args = append(args, "--admin") // Alice runs the organisation from the page
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Env = e2eChildEnv()
+		cmd.Stdin = strings.NewReader(a.password + "\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("user add %s: %v\n%s", a.email, err, out)
+		}
+	}
+	if r := e2eRunCLI(t, bin, "channel", "add", "general", "--db", db); r.code != 0 {
+		t.Fatalf("channel add: exit %d: %s", r.code, r.stderr)
+	}
+
+	out := t.ArtifactDir()
+	node := exec.CommandContext(ctx, "node", "--test-reporter=tap", "browser.test.js")
+	node.Dir = dir
+	node.Env = append(os.Environ(), "ZULITE_SITE="+srv.baseURL, "CHROMIUM="+chromium, "OUT_DIR="+out,
+		"ALICE_EMAIL="+accounts[0].email, "ALICE_PASSWORD="+accounts[0].password,
+		"BOB_EMAIL="+accounts[1].email, "BOB_PASSWORD="+accounts[1].password)
+	stdin, err := node.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := node.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	node.Stderr = &stderr
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu         sync.Mutex
+		transcript strings.Builder
+	)
+	current := srv
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		mu.Lock()
+		transcript.WriteString(line + "\n")
+		mu.Unlock()
+		switch {
+		case strings.Contains(line, "BUDGET "):
+			t.Log(strings.TrimSpace(line[strings.Index(line, "BUDGET "):]))
+		case strings.Contains(line, "SKIP "):
+			// The server serves direct messages and edits now: a step
+			// that finds them missing is a failure, not a skip.
+			t.Error(strings.TrimSpace(line[strings.Index(line, "SKIP "):]))
+		case line == "RESTART":
+			// Down for a moment, then up on the same address and
+			// database: the pages must carry on by themselves.
+			if err := current.stop(); err != nil {
+				t.Errorf("stop the server: %v", err)
+			}
+			time.Sleep(500 * time.Millisecond)
+			current = e2eRestartServer(t, bin, db, "--addr", addr)
+			io.WriteString(stdin, "RESTARTED\n")
+		}
+	}
+	err = node.Wait()
+	if err != nil {
+		t.Fatalf("browser suite failed (%v):\n%s\nstderr:\n%s\nserver log:\n%s", err, transcript.String(), stderr.String(), current.logs())
+	}
+	t.Logf("screenshots in %s", out)
+}

@@ -1,0 +1,273 @@
+// zulite's web page in headless Chromium, two people in two browser
+// contexts. Run by web_browser_test.go, which starts the binary and sets
+// ZULITE_SITE, CHROMIUM, OUT_DIR and the accounts; it restarts the server
+// when this script prints "RESTART" and answers "RESTARTED" on stdin.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createInterface } from 'node:readline';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import puppeteer from 'puppeteer-core';
+
+const site = process.env.ZULITE_SITE;
+const out = process.env.OUT_DIR;
+const alice = { email: process.env.ALICE_EMAIL, password: process.env.ALICE_PASSWORD };
+const bob = { email: process.env.BOB_EMAIL, password: process.env.BOB_PASSWORD };
+const stdin = createInterface({ input: process.stdin });
+const lines = stdin[Symbol.asyncIterator]();
+const timeout = 10_000;
+
+function report(name, value) {
+  console.log(`BUDGET ${name} ${value}`);
+}
+
+async function open(browser, who) {
+  const context = await browser.createBrowserContext();
+  const page = await context.newPage();
+  page.setDefaultTimeout(timeout);
+  await page.setViewport({ width: 1280, height: 800 });
+  page.problems = [];
+  page.on('pageerror', (err) => page.problems.push(`page error: ${err.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/Failed to load resource|ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|net::/.test(m.text())) page.problems.push(`console: ${m.text()}`);
+  });
+  await page.goto(site, { waitUntil: 'load' });
+  await page.waitForSelector('#login-form:not([hidden])', { timeout });
+  await page.locator('#login-email').fill(who.email);
+  await page.locator('#login-password').fill(who.password);
+  await page.click('#login-form button[type=submit]');
+  await page.waitForSelector('#app-view:not([hidden]) #channels li', { timeout });
+  return page;
+}
+
+const waitText = (page, selector, want) => page.waitForFunction((s, w) => [...document.querySelectorAll(s)].some((n) => n.textContent.includes(w)), { timeout }, selector, want);
+const badge = (page, channel) => page.evaluate((c) => document.querySelector(`#channels li[data-channel="${c}"] .badge`)?.textContent ?? '', channel);
+
+async function send(page, content) {
+  await page.locator('#compose-text').fill(content);
+  await page.focus('#compose-text');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelector('#compose-text').value === '' || document.querySelector('#compose-error').textContent !== '', { timeout });
+  return page.$eval('#compose-error', (n) => n.textContent);
+}
+
+// press clicks in the page itself: the sidebar is redrawn as events
+// arrive, so a handle found a moment before may be gone.
+const press = (page, selector) => page.waitForSelector(selector).then(() => page.$eval(selector, (n) => n.click()));
+
+async function narrowTo(page, channel) {
+  await press(page, `#channels li[data-channel="${channel}"] > button`);
+  await page.waitForFunction((c) => document.querySelector('#narrow-title').textContent === `#${c}` && !document.querySelector('#messages[aria-busy]'), { timeout }, channel);
+}
+
+test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
+  const browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  t.after(async () => {
+    stdin.close();
+    await browser.close();
+  });
+  let a, b;
+  t.afterEach(async (st) => {
+    // The screen after each step, for whoever reads a failure.
+    const step = st.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 40);
+    for (const [who, page] of [['alice', a], ['bob', b]]) await page?.screenshot({ path: join(out, `step-${step}-${who}.png`) }).catch(() => {});
+  });
+
+  await t.test('log in, join, and the owner adds a channel and a person', async () => {
+    a = await open(browser, alice);
+    b = await open(browser, bob);
+    for (const page of [a, b]) {
+      await press(page, '#joinable li[data-channel="general"] button');
+      await page.waitForSelector('#channels li[data-channel="general"]', { timeout });
+    }
+    assert.equal(await a.$eval('#admin', (n) => n.hidden), false, 'the administrator sees the organisation forms');
+    assert.equal(await b.$eval('#admin', (n) => n.hidden), true, 'a member does not');
+    await a.locator('#add-channel input[name=name]').fill('random');
+    await a.click('#add-channel button');
+    await a.waitForSelector('#channels li[data-channel="random"]', { timeout });
+    await b.waitForSelector('#joinable li[data-channel="random"]', { timeout });
+    await a.locator('#add-person input[name=full_name]').fill('Carol');
+    await a.locator('#add-person input[name=email]').fill('carol@example.com');
+    await a.locator('#add-person input[name=password]').fill('carol-password-1');
+    await a.click('#add-person button');
+    await waitText(a, '#admin-result', 'Carol can now log in');
+    const carol = await open(browser, { email: 'carol@example.com', password: 'carol-password-1' });
+    await carol.browserContext().close();
+  });
+
+  await t.test('page to first message list', async () => {
+    await narrowTo(a, 'general');
+    await a.reload({ waitUntil: 'load' });
+    await a.waitForFunction(() => performance.getEntriesByName('zulite:first-message-list').length > 0, { timeout });
+    const ms = await a.evaluate(() => performance.getEntriesByName('zulite:first-message-list')[0].startTime);
+    report('page_to_first_message_list_ms', ms.toFixed(0));
+    await a.waitForSelector('#channels li[data-channel="general"]', { timeout });
+  });
+
+  let messageID;
+  await t.test('a message arrives, its unread count rises and falls', async () => {
+    await narrowTo(a, 'general');
+    await b.locator('#search').fill('nothing-matches-this');
+    await b.keyboard.press('Enter');
+    await a.locator('#compose-topic').fill('greetings');
+    assert.equal(await send(a, 'Hello **Bob**, from the browser'), '');
+    await a.waitForSelector('#messages .msg', { timeout });
+    messageID = await a.$eval('#messages .msg:last-child', (n) => n.dataset.id);
+    await b.waitForFunction(() => document.querySelector('#channels li[data-channel="general"] .badge')?.textContent === '1', { timeout });
+    await narrowTo(b, 'general');
+    await waitText(b, `#messages .msg[data-id="${messageID}"] .content`, 'Hello Bob, from the browser');
+    assert.ok(await b.$eval(`#messages .msg[data-id="${messageID}"] .content strong`, (n) => n.textContent === 'Bob'), 'the server rendered the Markdown');
+    await b.waitForFunction(() => !document.querySelector('#channels li[data-channel="general"] .badge'), { timeout });
+    await a.waitForSelector('#typing', { timeout });
+  });
+
+  await t.test('a reaction reaches the sender', async () => {
+    await b.click(`#messages .msg[data-id="${messageID}"] .react`);
+    await b.click(`#messages .msg[data-id="${messageID}"] .picker button[aria-label="+1"]`);
+    await a.waitForFunction((id) => document.querySelector(`#messages .msg[data-id="${id}"] .reaction .count`)?.textContent === '1', { timeout }, messageID);
+  });
+
+  await t.test('@-mention and channel autocomplete', async () => {
+    await a.focus('#compose-text');
+    await a.keyboard.type('ping @bo');
+    await a.waitForSelector('#autocomplete:not([hidden]) li', { timeout });
+    await a.keyboard.press('Enter');
+    assert.match(await a.$eval('#compose-text', (n) => n.value), /^ping @\*\*[^*]+\*\* $/);
+    await a.keyboard.type('in #ra');
+    await a.waitForSelector('#autocomplete:not([hidden]) li', { timeout });
+    await a.keyboard.press('Tab');
+    assert.match(await a.$eval('#compose-text', (n) => n.value), /#\*\*random\*\* $/);
+    await a.keyboard.down('Shift');
+    await a.keyboard.press('Enter');
+    await a.keyboard.up('Shift');
+    assert.match(await a.$eval('#compose-text', (n) => n.value), /\n$/, 'Shift+Enter breaks the line');
+    await a.keyboard.press('Enter');
+    await waitText(b, '#messages .msg .content', 'ping');
+  });
+
+  await t.test('a direct message both ways (when the server has them)', async (st) => {
+    const to = await a.$$eval('#compose-to option', (os) => os.find((o) => o.value.startsWith('d:') && o.textContent === 'Bob')?.value);
+    assert.ok(to, 'Bob is among the people one can write to');
+    await a.select('#compose-to', to);
+    const error = await send(a, 'A direct hello to Bob');
+    if (error) {
+      await a.locator('#compose-text').fill('');
+      st.skip(`direct messages are not served yet: ${error}`);
+      console.log(`SKIP dm: ${error}`);
+      return;
+    }
+    await b.waitForFunction(() => [...document.querySelectorAll('#dms li')].some((n) => n.querySelector('.badge')), { timeout });
+    await press(b, '#dms li button');
+    await waitText(b, '#messages .msg .content', 'A direct hello to Bob');
+    assert.equal(await send(b, 'And back to Alice'), '');
+    await a.waitForFunction(() => [...document.querySelectorAll('#dms li')].length > 0, { timeout });
+    await press(a, '#dms li button');
+    await waitText(a, '#messages .msg .content', 'And back to Alice');
+  });
+
+  await t.test('an upload', async () => {
+    await narrowTo(a, 'general');
+    await narrowTo(b, 'general'); // both leave the conversation of the step before
+    const file = join(out, 'note.txt');
+    writeFileSync(file, 'an uploaded note\n');
+    const input = await a.$('#compose-file');
+    await input.uploadFile(file);
+    await a.waitForFunction(() => /\]\(\/user_uploads\//.test(document.querySelector('#compose-text').value), { timeout });
+    assert.equal(await send(a, await a.$eval('#compose-text', (n) => n.value)), '');
+    await b.waitForSelector('#messages .msg .content a[href*="/user_uploads/"]', { timeout });
+    const href = await b.$eval('#messages .msg:last-child .content a[href*="/user_uploads/"]', (n) => n.getAttribute('href'));
+    const body = await b.evaluate(async (h) => (await fetch(h)).text(), href);
+    assert.equal(body, 'an uploaded note\n', 'the session opens the upload');
+  });
+
+  await t.test('an edit (when the server has it)', async (st) => {
+    const id = await a.$$eval('#messages .msg.mine', (ns) => ns.at(-1).dataset.id);
+    await press(a, `#messages .msg[data-id="${id}"] .edit`);
+    const error = await send(a, 'An edited note');
+    if (error) {
+      await a.keyboard.press('Escape');
+      await a.locator('#compose-text').fill('');
+      st.skip(`message edits are not served yet: ${error}`);
+      console.log(`SKIP edit: ${error}`);
+      return;
+    }
+    await waitText(b, `#messages .msg[data-id="${id}"] .content`, 'An edited note');
+  });
+
+  await t.test('hostile content does nothing', async () => {
+    await a.locator('#compose-topic').fill('</script><script>window.pwned = 3</script>');
+    assert.equal(await send(a, '<img src=x onerror="window.pwned=1"> [click me](javascript:window.pwned=2) <script>window.pwned=4</script>'), '');
+    await waitText(b, '#messages .msg .content', 'click me');
+    const hostile = await b.$$eval('#messages .msg', (ns) => ns.at(-1).dataset.id);
+    assert.equal(await b.$(`#messages .msg[data-id="${hostile}"] img[onerror]`), null, 'no img with onerror');
+    assert.equal(await b.$(`#messages .msg[data-id="${hostile}"] script`), null, 'no script element');
+    const link = await b.$(`#messages .msg[data-id="${hostile}"] a[href^="javascript:"]`);
+    assert.equal(link, null, 'no javascript: link');
+    const anchors = await b.$$(`#messages .msg[data-id="${hostile}"] .content a`);
+    for (const anchor of anchors) await anchor.click().catch(() => {});
+    await press(b, '#channels li[data-channel="general"] > button');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(await b.evaluate(() => window.pwned), undefined, 'nothing ran');
+    assert.ok(await b.$$eval('#channels .topics li', (ns) => ns.some((n) => n.textContent.includes('</script>'))), 'the topic shows as text');
+  });
+
+  await t.test('keys: j/k move between messages, n goes to an unread topic, c and Esc', async () => {
+    await b.click('#narrow-title');
+    await b.keyboard.press('k');
+    assert.ok(await b.evaluate(() => document.activeElement.classList.contains('msg')));
+    const first = await b.evaluate(() => document.activeElement.dataset.id);
+    await b.keyboard.press('k');
+    await b.keyboard.press('j');
+    assert.equal(await b.evaluate(() => document.activeElement.dataset.id), first);
+    await b.keyboard.press('c');
+    assert.ok(['compose-text', 'compose-topic'].includes(await b.evaluate(() => document.activeElement.id)));
+    await b.keyboard.press('Escape');
+    assert.ok(!['compose-text', 'compose-topic'].includes(await b.evaluate(() => document.activeElement.id)));
+  });
+
+  await t.test('screenshots at desktop and phone widths', async () => {
+    await a.screenshot({ path: join(out, 'desktop-alice.png') });
+    await b.screenshot({ path: join(out, 'desktop-bob.png') });
+    await b.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true });
+    await b.screenshot({ path: join(out, 'phone-bob.png') });
+    await b.click('#menu-toggle');
+    await b.screenshot({ path: join(out, 'phone-bob-menu.png') });
+    await b.click('#menu-toggle');
+    await b.setViewport({ width: 1280, height: 800 });
+  });
+
+  await t.test('a server restart mid-session is recovered without a reload', async () => {
+    for (const page of [a, b]) await page.evaluate(() => { window.zuliteStayed = true; });
+    console.log('RESTART');
+    const answer = await lines.next();
+    assert.equal(answer.value, 'RESTARTED');
+    await narrowTo(a, 'general');
+    // The first send may race the page's reconnection; the page says so.
+    let error = 'not sent';
+    for (let i = 0; i < 20 && error; i++) {
+      error = await send(a, 'After the restart');
+      if (error) await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.equal(error, '');
+    await waitText(b, '#messages .msg .content', 'After the restart');
+    for (const page of [a, b]) assert.equal(await page.evaluate(() => window.zuliteStayed), true, 'the page was not reloaded');
+    await b.waitForFunction(() => document.querySelector('#connection').textContent === '', { timeout });
+  });
+
+  await t.test('log out ends the session', async () => {
+    await Promise.all([b.waitForNavigation(), b.click('#logout')]);
+    await b.waitForSelector('#login-view:not([hidden])', { timeout });
+    const status = await b.evaluate(async () => (await fetch('/json/users/me')).status);
+    assert.equal(status, 401);
+  });
+
+  await t.test('no script errors and no policy violations', async () => {
+    const problems = [...a.problems, ...b.problems].filter((p) => !/the server is restarting|Failed to fetch|NetworkError|AbortError|signal is aborted/i.test(p));
+    assert.deepEqual(problems, []);
+  });
+});
