@@ -30,8 +30,13 @@ type adminEnv struct {
 // runAdmin runs an admin command through a running server's socket, or
 // on the database file directly when no server holds it.
 func runAdmin(cmd command, args []string, o options, stdout io.Writer) error {
-	if cmd.name == "backup" {
+	switch cmd.name {
+	case "backup":
 		return runBackup(args[0], o, stdout)
+	case "export":
+		return runExport(args[0], o, stdout)
+	case "import":
+		return runImport(args[0], o, stdout)
 	}
 	if conn, err := net.DialTimeout("unix", socketPath(o.DB), lockTimeout); err == nil {
 		defer conn.Close()

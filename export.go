@@ -1,0 +1,809 @@
+package main
+
+// Moving to Zulip: `zulite export DIR` writes the organisation as a
+// Zulip realm export, the directory `manage.py import` reads
+// (zerver/lib/import_realm.py):
+//
+//	DIR/realm.json            the realm, users, channels (zerver_stream),
+//	                          recipients, subscriptions, reactions and the
+//	                          tables the importer requires, empty
+//	DIR/messages-000001.json  zerver_message and zerver_usermessage, 1000
+//	DIR/messages-000002.json  messages a file, as Zulip writes them
+//	DIR/attachment.json       zerver_attachment, with the messages linking each file
+//	DIR/uploads/records.json  one record a file; the bytes at uploads/PATH_ID
+//	DIR/avatars/records.json  one record an avatar image; the bytes beside it
+//	DIR/zulite-export.txt     what was written and what Zulip will not get
+//
+// It is written the way Zulip's converters from other products write it
+// (zerver/data_import/), not as a Zulip server's own export: no user
+// groups (the importer makes the system groups and puts each user in
+// their role's), no audit log (it records the subscriptions), ids kept
+// as zulite's, which the importer renumbers. Users carry no credentials:
+// no password hash (the importer sets unusable passwords; users reset
+// theirs by e-mail) and no API key (the importer makes new ones); push
+// tokens are not exported (devices register again when they log in).
+//
+// While a server holds the database, the export is made from a backup
+// the server streams over its admin socket (runBackup's path): one read
+// transaction's copy, and no long read holds the live file's mapping
+// (issue 20). Without a server, the file is read while this process
+// holds its lock, so nothing writes to it meanwhile. Either way the
+// export reads one state, in several read transactions with the file
+// reopened between them (store.export says why).
+
+import (
+	"bufio"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// exportRealmID is the realm id written in the export, the one in
+// zulite's upload paths (uploadRealmID).
+const exportRealmID = 2
+
+// exportMessagesPerFile is Zulip's MESSAGE_BATCH_CHUNK_SIZE.
+const exportMessagesPerFile = 1000
+
+// Zulip's UserMessage.flags bits, in the order of UserMessage.ALL_FLAGS.
+const (
+	zulipFlagRead                    = 1 << 0
+	zulipFlagStarred                 = 1 << 1
+	zulipFlagCollapsed               = 1 << 2
+	zulipFlagMentioned               = 1 << 3
+	zulipFlagStreamWildcardMentioned = 1 << 4
+	zulipFlagTopicWildcardMentioned  = 1 << 5
+	zulipFlagGroupMentioned          = 1 << 6
+	zulipFlagHistorical              = 1 << 10
+	zulipFlagIsPrivate               = 1 << 11
+)
+
+// Zulip's Recipient types (recipientChannel is 2).
+const (
+	recipientPersonal = 1
+	recipientHuddle   = 3
+)
+
+// zulipFlags turns a flags-bucket byte and the read state into Zulip's
+// bitmask.
+func zulipFlags(b byte, read bool) int64 {
+	var f int64
+	if read {
+		f |= zulipFlagRead
+	}
+	for _, m := range []struct {
+		ours   byte
+		theirs int64
+	}{{flagStarred, zulipFlagStarred}, {flagCollapsed, zulipFlagCollapsed}, {flagMentioned, zulipFlagMentioned},
+		{flagStreamWildcardMentioned, zulipFlagStreamWildcardMentioned}, {flagTopicWildcardMentioned, zulipFlagTopicWildcardMentioned}} {
+		if b&m.ours != 0 {
+			f |= m.theirs
+		}
+	}
+	return f
+}
+
+// ourFlags is the flags-bucket byte for a Zulip bitmask; a group
+// mention, which zulite does not model apart, is kept as a mention.
+func ourFlags(f int64) byte {
+	var b byte
+	for _, m := range []struct {
+		theirs int64
+		ours   byte
+	}{{zulipFlagStarred, flagStarred}, {zulipFlagCollapsed, flagCollapsed}, {zulipFlagMentioned | zulipFlagGroupMentioned, flagMentioned},
+		{zulipFlagStreamWildcardMentioned, flagStreamWildcardMentioned}, {zulipFlagTopicWildcardMentioned, flagTopicWildcardMentioned}} {
+		if f&m.theirs != 0 {
+			b |= m.ours
+		}
+	}
+	return b
+}
+
+// runExport writes the export of the database o.DB into dir.
+func runExport(dir string, o options, stdout io.Writer) error {
+	if _, err := os.Stat(o.DB); err != nil { // opening it would make an empty one
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := prepareExportDir(dir); err != nil {
+		return err
+	}
+	var report exportReport
+	conn, err := net.DialTimeout("unix", socketPath(o.DB), lockTimeout)
+	if err != nil { // no server: the file itself, locked while it is read
+		st, err := openStore(o.DB, lockTimeout)
+		if err != nil {
+			return err
+		}
+		defer st.close()
+		if report, err = st.export(dir, uploadsDir(o.DB)); err != nil {
+			return fmt.Errorf("export %s: %w", dir, err)
+		}
+	} else {
+		defer conn.Close()
+		snapshot := filepath.Join(dir, ".zulite-snapshot.db")
+		defer os.Remove(snapshot)
+		if err := backupOverSocket(conn, snapshot, o); err != nil {
+			return err
+		}
+		st, err := openStore(snapshot, lockTimeout)
+		if err != nil {
+			return err
+		}
+		report, err = st.export(dir, uploadsDir(o.DB))
+		st.close()
+		if err != nil {
+			return fmt.Errorf("export %s: %w", dir, err)
+		}
+	}
+	text := report.String()
+	if err := os.WriteFile(filepath.Join(dir, "zulite-export.txt"), []byte(text), 0o600); err != nil {
+		return fmt.Errorf("export %s: %w", dir, err)
+	}
+	fmt.Fprint(stdout, text)
+	return nil
+}
+
+// prepareExportDir makes dir, or accepts it empty: an export is never
+// mixed with files already there.
+func prepareExportDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return os.MkdirAll(dir, 0o700)
+	}
+	if err != nil {
+		return fmt.Errorf("export %s: %w", dir, err)
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("export %s: the directory is not empty", dir)
+	}
+	return nil
+}
+
+// exportReport counts what was written and what Zulip does not get.
+type exportReport struct {
+	Users, Channels, Subscriptions, Messages, UserMessages, Reactions, Attachments, Avatars int
+	Files                                                                                   int
+	// Left out, with counts.
+	APIKeys, Passwords, PushTokens, ChannelPermissions, StatusTexts int
+}
+
+func (r exportReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exported: %d users, %d channels, %d subscriptions, %d messages in %d files, %d user-message rows, %d reactions, %d uploaded files, %d avatars\n",
+		r.Users, r.Channels, r.Subscriptions, r.Messages, r.Files, r.UserMessages, r.Reactions, r.Attachments, r.Avatars)
+	fmt.Fprintf(&b, "not exported: %d API keys and %d password hashes (Zulip's import makes new keys and asks users to reset their passwords), %d push tokens (devices register again), %d channel permission settings changed from the defaults (Zulip starts from its defaults), %d user statuses\n",
+		r.APIKeys, r.Passwords, r.PushTokens, r.ChannelPermissions, r.StatusTexts)
+	b.WriteString("import on the Zulip server: ./manage.py import SUBDOMAIN DIR (see https://zulip.readthedocs.io/en/latest/production/export-and-import.html)\n")
+	return b.String()
+}
+
+// export writes the export into dir; blobs is the directory holding the
+// uploaded files' bytes. The store must have no other user while it
+// runs (a backup's copy, or a file this process holds the lock of): then
+// its read transactions, one a message file and one for the rest, read
+// one state, and between them the file is reopened every
+// importRemapFiles files (remapFile), so that the pages read are
+// unmapped and resident memory does not grow with the database.
+func (s *store) export(dir, blobs string) (exportReport, error) {
+	var r exportReport
+	x := exporter{s: s, dir: dir, blobs: blobs, report: &r, links: map[string][]uint64{}}
+	return r, x.run()
+}
+
+// in runs fn in a read transaction of its own, as x.tx.
+func (x *exporter) in(fn func() error) error {
+	return x.s.view(func(tx *bbolt.Tx) error {
+		x.tx = tx
+		defer func() { x.tx = nil }()
+		return fn()
+	})
+}
+
+type exporter struct {
+	s      *store
+	tx     *bbolt.Tx
+	dir    string
+	blobs  string
+	report *exportReport
+	users  []user
+	// clients are the sending clients by name, numbered as met.
+	clients []string
+	// links are the messages linking each upload path.
+	links map[string][]uint64
+	// reactions is a temporary file of reaction rows, each followed by a
+	// comma, copied into realm.json at the end.
+	reactions *os.File
+}
+
+func (x *exporter) run() error {
+	err := x.in(func() (err error) {
+		x.users, err = allUsers(x.tx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	x.reactions, err = os.CreateTemp(x.dir, ".reactions-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(x.reactions.Name())
+	defer x.reactions.Close()
+	if err := x.messages(); err != nil {
+		return err
+	}
+	return x.in(func() error {
+		if err := x.attachments(); err != nil {
+			return err
+		}
+		if err := x.avatars(); err != nil {
+			return err
+		}
+		return x.realm()
+	})
+}
+
+// timestamp is a Zulip export's date: seconds since the epoch (the
+// importer's fix_datetime_fields), or null.
+func timestamp(unix int64) any {
+	if unix == 0 {
+		return nil
+	}
+	return float64(unix)
+}
+
+// client numbers a sending client's name for zerver_client.
+func (x *exporter) client(name string) int {
+	if name == "" {
+		name = "zulite"
+	}
+	if i := slices.Index(x.clients, name); i >= 0 {
+		return i + 1
+	}
+	x.clients = append(x.clients, name)
+	return len(x.clients)
+}
+
+// exportSubscriber is a subscriber of a channel and the largest message
+// id when they joined.
+type exportSubscriber struct {
+	userID, start uint64
+}
+
+// messages writes messages-NNNNNN.json, and the reactions to their file.
+func (x *exporter) messages() error {
+	subscribers := map[uint64][]exportSubscriber{}
+	subscribersOf := func(key uint64) []exportSubscriber {
+		if list, ok := subscribers[key]; ok {
+			return list
+		}
+		var list []exportSubscriber
+		if isConversationKey(key) { // a conversation's participants, from its start
+			ids, _ := conversationParticipants(x.tx, key&^conversationBit)
+			for _, id := range ids {
+				list = append(list, exportSubscriber{id, 0})
+			}
+		} else {
+			prefix := itob(key)
+			c := x.tx.Bucket(bucketSubscribers).Cursor()
+			for k, v := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, v = c.Next() {
+				start := uint64(0)
+				if len(v) == 8 {
+					start = btoi(v)
+				}
+				list = append(list, exportSubscriber{btoi(k[8:]), start})
+			}
+		}
+		subscribers[key] = list
+		return list
+	}
+	reactions := bufio.NewWriter(x.reactions)
+	var batch []message
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		x.report.Files++
+		err := x.messageFile(batch, subscribersOf, reactions)
+		batch = batch[:0]
+		return err
+	}
+	for after, files, more := uint64(0), 0, true; more; files++ {
+		if files > 0 && files%importRemapFiles == 0 {
+			if err := x.s.remapFile(); err != nil {
+				return err
+			}
+		}
+		err := x.in(func() error {
+			c := x.tx.Bucket(bucketMessages).Cursor()
+			for k, v := c.Seek(itob(after + 1)); k != nil && len(batch) < exportMessagesPerFile; k, v = c.Next() {
+				var m message
+				if err := json.Unmarshal(v, &m); err != nil {
+					return fmt.Errorf("message %d: %w", btoi(k), err)
+				}
+				batch = append(batch, m)
+			}
+			if more = len(batch) > 0; more {
+				after = batch[len(batch)-1].ID
+			}
+			return flush()
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return reactions.Flush()
+}
+
+type exportMessage struct {
+	ID                     uint64 `json:"id"`
+	Sender                 uint64 `json:"sender"`
+	Recipient              uint64 `json:"recipient"`
+	Realm                  int    `json:"realm"`
+	Subject                string `json:"subject"`
+	Content                string `json:"content"`
+	RenderedContent        string `json:"rendered_content"`
+	RenderedContentVersion int    `json:"rendered_content_version"`
+	DateSent               any    `json:"date_sent"`
+	LastEditTime           any    `json:"last_edit_time"`
+	EditHistory            any    `json:"edit_history"`
+	SendingClient          int    `json:"sending_client"`
+	HasAttachment          bool   `json:"has_attachment"`
+	HasImage               bool   `json:"has_image"`
+	HasLink                bool   `json:"has_link"`
+}
+
+type exportUserMessage struct {
+	ID          uint64 `json:"id"`
+	UserProfile uint64 `json:"user_profile"`
+	Message     uint64 `json:"message"`
+	FlagsMask   int64  `json:"flags_mask"`
+}
+
+type exportReaction struct {
+	ID           uint64 `json:"id"`
+	Message      uint64 `json:"message"`
+	UserProfile  uint64 `json:"user_profile"`
+	EmojiName    string `json:"emoji_name"`
+	EmojiCode    string `json:"emoji_code"`
+	ReactionType string `json:"reaction_type"`
+}
+
+// messageFile writes one file of messages and their per-user rows: a row
+// for each subscriber who was subscribed when the message came (its id
+// above their start), with the read bit from the unread state.
+func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exportSubscriber, reactions *bufio.Writer) error {
+	var file struct {
+		Messages     []exportMessage     `json:"zerver_message"`
+		UserMessages []exportUserMessage `json:"zerver_usermessage"`
+	}
+	file.Messages = make([]exportMessage, 0, len(batch))
+	file.UserMessages = []exportUserMessage{}
+	byChannel := map[uint64][]uint64{} // by read key: a channel's id or a conversation's key
+	for _, m := range batch {
+		byChannel[m.readKey()] = append(byChannel[m.readKey()], m.ID)
+	}
+	// unread[user‖channel] is the batch's unread ids there, sorted.
+	unread := map[[2]uint64][]uint64{}
+	for channelID, ids := range byChannel {
+		for _, sub := range subscribersOf(channelID) {
+			list, err := unreadAmong(x.tx, sub.userID, channelID, ids)
+			if err != nil {
+				return err
+			}
+			unread[[2]uint64{sub.userID, channelID}] = list
+		}
+	}
+	flags := x.tx.Bucket(bucketFlags)
+	for _, m := range batch {
+		paths := linkedPaths(m.Content)
+		hasAttachment := false
+		for _, p := range paths {
+			if x.tx.Bucket(bucketAttachments).Get([]byte(p)) != nil {
+				x.links[p] = append(x.links[p], m.ID)
+				hasAttachment = true
+			}
+		}
+		rendered := renderedContent(m)
+		recipient, private := recipientID(recipientChannel, m.ChannelID), int64(0)
+		if m.isDirect() {
+			recipient, private = x.directRecipient(m), zulipFlagIsPrivate
+		}
+		row := exportMessage{
+			ID: m.ID, Sender: m.SenderID, Recipient: recipient, Realm: exportRealmID,
+			Subject: m.Topic, Content: m.Content, RenderedContent: rendered, RenderedContentVersion: 1,
+			DateSent: timestamp(m.Timestamp), LastEditTime: timestamp(max(m.LastEdit, m.LastMoved)), SendingClient: x.client(m.Client),
+			HasAttachment: hasAttachment, HasImage: strings.Contains(rendered, "<img"), HasLink: strings.Contains(rendered, "<a "),
+		}
+		if len(m.EditHistory) > 0 { // Zulip's Message.edit_history: a JSON text, newest first, as zulite keeps it
+			history, err := json.Marshal(m.EditHistory)
+			if err != nil {
+				return err
+			}
+			row.EditHistory = string(history)
+		}
+		file.Messages = append(file.Messages, row)
+		for _, sub := range subscribersOf(m.readKey()) {
+			if m.ID <= sub.start {
+				continue
+			}
+			var b byte
+			if v := flags.Get(append(itob(sub.userID), itob(m.ID)...)); len(v) > 0 {
+				b = v[0]
+			}
+			_, isUnread := slices.BinarySearch(unread[[2]uint64{sub.userID, m.readKey()}], m.ID)
+			file.UserMessages = append(file.UserMessages, exportUserMessage{
+				ID: uint64(x.report.UserMessages + 1), UserProfile: sub.userID, Message: m.ID, FlagsMask: zulipFlags(b, !isUnread) | private})
+			x.report.UserMessages++
+		}
+		for _, r := range reactionsOf(x.tx, m.ID) {
+			x.report.Reactions++
+			line, err := json.Marshal(exportReaction{ID: uint64(x.report.Reactions), Message: m.ID, UserProfile: r.UserID,
+				EmojiName: r.EmojiName, EmojiCode: r.EmojiCode, ReactionType: r.ReactionType})
+			if err != nil {
+				return err
+			}
+			reactions.Write(line)
+			reactions.WriteByte(',')
+		}
+	}
+	x.report.Messages += len(batch)
+	name := fmt.Sprintf("messages-%06d.json", x.report.Files)
+	return writeJSONFile(filepath.Join(x.dir, name), file)
+}
+
+// directRecipient is a direct message's Zulip recipient: a group's for
+// three participants or more, else the personal recipient of the one who
+// is not the sender (Zulip files a one-to-one message under the
+// recipient's), or the sender's own.
+func (x *exporter) directRecipient(m message) uint64 {
+	ids, _ := conversationParticipants(x.tx, m.ConversationID)
+	if len(ids) > 2 {
+		return recipientID(recipientHuddle, m.ConversationID)
+	}
+	for _, id := range ids {
+		if id != m.SenderID {
+			return recipientID(recipientPersonal, id)
+		}
+	}
+	return recipientID(recipientPersonal, m.SenderID)
+}
+
+// writeJSONFile writes v as JSON to path, whole or not at all.
+func writeJSONFile(path string, v any) error {
+	return writeFileAtomically(path, func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		if err := json.NewEncoder(bw).Encode(v); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+}
+
+type exportRecord struct {
+	Path          string `json:"path"`
+	S3Path        string `json:"s3_path"`
+	RealmID       int    `json:"realm_id"`
+	UserProfileID uint64 `json:"user_profile_id"`
+	ContentType   string `json:"content_type"`
+	Size          int64  `json:"size"`
+	LastModified  any    `json:"last_modified"`
+}
+
+type exportAttachment struct {
+	ID                uint64   `json:"id"`
+	FileName          string   `json:"file_name"`
+	PathID            string   `json:"path_id"`
+	Owner             uint64   `json:"owner"`
+	Realm             int      `json:"realm"`
+	CreateTime        any      `json:"create_time"`
+	Size              int64    `json:"size"`
+	ContentType       string   `json:"content_type"`
+	IsRealmPublic     *bool    `json:"is_realm_public"`
+	IsWebPublic       *bool    `json:"is_web_public"`
+	Messages          []uint64 `json:"messages"`
+	ScheduledMessages []uint64 `json:"scheduled_messages"`
+}
+
+// attachments writes attachment.json and uploads/: every uploaded file,
+// with the messages that link it.
+func (x *exporter) attachments() error {
+	records := []exportRecord{}
+	rows := []exportAttachment{}
+	c := x.tx.Bucket(bucketAttachments).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var a attachment
+		if err := json.Unmarshal(v, &a); err != nil {
+			return fmt.Errorf("attachment %s: %w", k, err)
+		}
+		if err := copyFileInto(blobPath(x.blobs, a.SHA256), filepath.Join(x.dir, "uploads", filepath.FromSlash(a.PathID))); err != nil {
+			return fmt.Errorf("attachment %s: %w", a.PathID, err)
+		}
+		links := x.links[a.PathID]
+		if links == nil {
+			links = []uint64{}
+		}
+		rows = append(rows, exportAttachment{ID: uint64(len(rows) + 1), FileName: a.Name, PathID: a.PathID, Owner: a.Owner, Realm: exportRealmID,
+			CreateTime: timestamp(a.Created), Size: a.Size, ContentType: a.ContentType, Messages: links, ScheduledMessages: []uint64{}})
+		records = append(records, exportRecord{Path: a.PathID, S3Path: a.PathID, RealmID: exportRealmID, UserProfileID: a.Owner,
+			ContentType: a.ContentType, Size: a.Size, LastModified: timestamp(a.Created)})
+	}
+	x.report.Attachments = len(rows)
+	if err := os.MkdirAll(filepath.Join(x.dir, "uploads"), 0o700); err != nil {
+		return err
+	}
+	if err := writeJSONFile(filepath.Join(x.dir, "uploads", "records.json"), records); err != nil {
+		return err
+	}
+	return writeJSONFile(filepath.Join(x.dir, "attachment.json"), map[string]any{"zerver_attachment": rows})
+}
+
+// avatars writes avatars/: for each user showing an uploaded avatar, the
+// image as Zulip's "USER.png" and the larger one as "USER.original", from
+// which the importer makes its medium size.
+func (x *exporter) avatars() error {
+	records := []exportRecord{}
+	if err := os.MkdirAll(filepath.Join(x.dir, "avatars"), 0o700); err != nil {
+		return err
+	}
+	for _, u := range x.users {
+		if u.Avatar == "" {
+			continue
+		}
+		original := u.AvatarMedium
+		if original == "" {
+			original = u.Avatar
+		}
+		for _, f := range []struct{ name, sum string }{{fmt.Sprintf("%d.png", u.ID), u.Avatar}, {fmt.Sprintf("%d.original", u.ID), original}} {
+			path := fmt.Sprintf("%d/%s", exportRealmID, f.name)
+			if err := copyFileInto(blobPath(x.blobs, f.sum), filepath.Join(x.dir, "avatars", filepath.FromSlash(path))); err != nil {
+				return fmt.Errorf("avatar of user %d: %w", u.ID, err)
+			}
+			records = append(records, exportRecord{Path: path, S3Path: path, RealmID: exportRealmID, UserProfileID: u.ID, ContentType: "image/png"})
+		}
+		x.report.Avatars++
+	}
+	return writeJSONFile(filepath.Join(x.dir, "avatars", "records.json"), records)
+}
+
+// copyFileInto copies the file from to the path to, making its directory.
+func copyFileInto(from, to string) error {
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		return err
+	}
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return writeFileAtomically(to, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
+		return err
+	})
+}
+
+// realm writes realm.json.
+func (x *exporter) realm() error {
+	tx := x.tx
+	var channels []channel
+	if err := tx.Bucket(bucketChannels).ForEach(func(_, v []byte) error {
+		var ch channel
+		if err := json.Unmarshal(v, &ch); err != nil {
+			return err
+		}
+		channels = append(channels, ch)
+		return nil
+	}); err != nil {
+		return err
+	}
+	created := time.Now().Unix()
+	for _, u := range x.users {
+		if u.Joined > 0 && u.Joined < created {
+			created = u.Joined
+		}
+	}
+	realm := map[string]any{
+		"id": exportRealmID, "name": "zulite", "string_id": "zulite", "description": "Organization imported from zulite.",
+		"date_created": timestamp(created), "deactivated": false,
+		"new_stream_announcements_stream": nil, "signup_announcements_stream": nil, "zulip_update_announcements_stream": nil,
+	}
+	var profiles []map[string]any
+	var recipients []map[string]any
+	var subscriptions []map[string]any
+	for _, u := range x.users {
+		avatarSource := "G"
+		if u.Avatar != "" {
+			avatarSource = "U"
+		}
+		role := u.Role
+		if role == 0 {
+			role = roleMember
+		}
+		var botType any
+		if u.Bot {
+			botType = 1 // a generic bot
+		}
+		profiles = append(profiles, map[string]any{
+			"id": u.ID, "email": u.Email, "delivery_email": u.Email, "full_name": u.FullName, "role": role,
+			"is_bot": u.Bot, "bot_type": botType, "bot_owner": nil, "is_active": u.Active, "is_mirror_dummy": false,
+			"realm": exportRealmID, "date_joined": timestamp(u.Joined), "last_login": nil, "last_reminder": nil,
+			"default_sending_stream": nil, "default_events_register_stream": nil, "last_active_message_id": nil,
+			"avatar_source": avatarSource, "avatar_version": max(u.AvatarVersion, 1), "timezone": "",
+			"password": nil, "api_key": "", "user_permissions": []any{}, "groups": []any{},
+		})
+		recipients = append(recipients, map[string]any{"id": recipientID(recipientPersonal, u.ID), "type": recipientPersonal, "type_id": u.ID})
+		subscriptions = append(subscriptions, map[string]any{"id": len(subscriptions) + 1, "user_profile": u.ID,
+			"recipient": recipientID(recipientPersonal, u.ID), "active": true, "is_user_active": u.Active, "color": "#c2c2c2",
+			"is_muted": false, "pin_to_top": false, "desktop_notifications": nil, "audible_notifications": nil,
+			"push_notifications": nil, "email_notifications": nil, "wildcard_mentions_notify": nil})
+		if n := keysWithPrefix(tx.Bucket(bucketAPIKeys), itob(u.ID)); n > 0 {
+			x.report.APIKeys += n
+		}
+		if tx.Bucket(bucketPasswords).Get(itob(u.ID)) != nil {
+			x.report.Passwords++
+		}
+		x.report.PushTokens += keysWithPrefix(tx.Bucket(bucketPushTokens), itob(u.ID))
+		if tx.Bucket(bucketUserStatus).Get(itob(u.ID)) != nil {
+			x.report.StatusTexts++
+		}
+	}
+	active := map[uint64]bool{}
+	for _, u := range x.users {
+		active[u.ID] = u.Active
+	}
+	var streams []map[string]any
+	for _, ch := range channels {
+		streams = append(streams, map[string]any{
+			"id": ch.ID, "name": ch.Name, "description": ch.Description, "rendered_description": "",
+			"invite_only": ch.Private, "history_public_to_subscribers": true, "is_web_public": false,
+			"realm": exportRealmID, "creator": nilIfZero(ch.CreatorID), "date_created": timestamp(ch.Created),
+			"deactivated": false, "message_retention_days": nil,
+		})
+		x.report.ChannelPermissions += len(ch.Groups)
+		recipients = append(recipients, map[string]any{"id": recipientID(recipientChannel, ch.ID), "type": recipientChannel, "type_id": ch.ID})
+	}
+	c := tx.Bucket(bucketSubscriptions).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var sub subscription
+		if err := json.Unmarshal(v, &sub); err != nil {
+			return err
+		}
+		userID, channelID := btoi(k[:8]), btoi(k[8:16])
+		subscriptions = append(subscriptions, map[string]any{"id": len(subscriptions) + 1, "user_profile": userID,
+			"recipient": recipientID(recipientChannel, channelID), "active": true, "is_user_active": active[userID], "color": sub.Color,
+			"is_muted": sub.Muted, "pin_to_top": sub.PinToTop, "desktop_notifications": sub.DesktopNotifications,
+			"audible_notifications": sub.AudibleNotifications, "push_notifications": sub.PushNotifications,
+			"email_notifications": sub.EmailNotifications, "wildcard_mentions_notify": sub.WildcardMentionsNotify})
+		x.report.Subscriptions++
+	}
+	// Direct-message groups: a huddle, its recipient and its members'
+	// subscriptions, from which the importer learns its members.
+	var huddles []map[string]any
+	cc := tx.Bucket(bucketConversations).Cursor()
+	for k, v := cc.First(); k != nil; k, v = cc.Next() {
+		ids := decodeIDs(v)
+		if len(ids) < 3 {
+			continue
+		}
+		id := btoi(k)
+		huddles = append(huddles, map[string]any{"id": id, "huddle_hash": huddleHash(ids), "group_size": len(ids)})
+		recipients = append(recipients, map[string]any{"id": recipientID(recipientHuddle, id), "type": recipientHuddle, "type_id": id})
+		for _, userID := range ids {
+			subscriptions = append(subscriptions, map[string]any{"id": len(subscriptions) + 1, "user_profile": userID,
+				"recipient": recipientID(recipientHuddle, id), "active": true, "is_user_active": active[userID], "color": "#c2c2c2",
+				"is_muted": false, "pin_to_top": false, "desktop_notifications": nil, "audible_notifications": nil,
+				"push_notifications": nil, "email_notifications": nil, "wildcard_mentions_notify": nil})
+		}
+	}
+	x.report.Users, x.report.Channels = len(x.users), len(channels)
+	var clients []map[string]any
+	for i, name := range x.clients {
+		clients = append(clients, map[string]any{"id": i + 1, "name": name})
+	}
+	tables := map[string]any{
+		"zerver_realm":                     []any{realm},
+		"zerver_userprofile":               orEmpty(profiles),
+		"zerver_userprofile_mirrordummy":   []any{},
+		"zerver_userprofile_crossrealm":    []any{},
+		"zerver_stream":                    orEmpty(streams),
+		"zerver_recipient":                 orEmpty(recipients),
+		"zerver_subscription":              orEmpty(subscriptions),
+		"zerver_huddle":                    orEmpty(huddles),
+		"zerver_client":                    orEmpty(clients),
+		"zerver_defaultstream":             []any{},
+		"zerver_realmemoji":                []any{},
+		"zerver_realmdomain":               []any{},
+		"zerver_realmfilter":               []any{},
+		"zerver_realmplayground":           []any{},
+		"zerver_realmauthenticationmethod": []any{map[string]any{"id": 1, "realm": exportRealmID, "name": "Email"}},
+		"zerver_userpresence":              []any{},
+		"zerver_useractivity":              []any{},
+		"zerver_useractivityinterval":      []any{},
+		"zerver_customprofilefield":        []any{},
+		"zerver_customprofilefieldvalue":   []any{},
+	}
+	names := make([]string, 0, len(tables))
+	for name := range tables {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return writeFileAtomically(filepath.Join(x.dir, "realm.json"), func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		bw.WriteString("{")
+		for _, name := range names {
+			body, err := json.Marshal(tables[name])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(bw, "%q:%s,\n", name, body)
+		}
+		// zerver_reaction last, copied from its file without its last comma.
+		bw.WriteString(`"zerver_reaction":[`)
+		if err := x.copyReactions(bw); err != nil {
+			return err
+		}
+		bw.WriteString("]}\n")
+		return bw.Flush()
+	})
+}
+
+// copyReactions copies the reaction rows, dropping the comma after the last.
+func (x *exporter) copyReactions(w io.Writer) error {
+	size, err := x.reactions.Seek(0, io.SeekEnd)
+	if err != nil || size == 0 {
+		return err
+	}
+	if _, err := x.reactions.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = io.Copy(w, io.LimitReader(x.reactions, size-1))
+	return err
+}
+
+// huddleHash is Zulip's get_huddle_hash: the SHA-1 of the sorted ids
+// joined by commas (the importer computes it again from the members).
+func huddleHash(ids []uint64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatUint(id, 10)
+	}
+	sum := sha1.Sum([]byte(strings.Join(parts, ",")))
+	return hex.EncodeToString(sum[:])
+}
+
+func keysWithPrefix(b *bbolt.Bucket, prefix []byte) int {
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+func nilIfZero(id uint64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}
+
+func orEmpty(rows []map[string]any) any {
+	if rows == nil {
+		return []any{}
+	}
+	return rows
+}

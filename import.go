@@ -1,0 +1,1001 @@
+package main
+
+// Moving from Zulip: `zulite import DIR` reads a Zulip realm export (made
+// by `manage.py export`, by `zulite export`, or by one of Zulip's
+// converters) into a new, empty database, and prints what it brought
+// over and what zulite cannot hold.
+//
+// Direct messages become conversations (store_dms.go): a message to a
+// personal recipient is its sender's and that user's, one to a group
+// (huddle) its members', read from the group's subscriptions as Zulip's
+// own import reads them.
+//
+// Users and channels keep their Zulip ids (so the user ids in rendered
+// mentions still name who they named), and their buckets' sequences
+// are moved past the largest. Messages are numbered anew from 1, in the
+// order of their Zulip ids, as Zulip's own import numbers them anew:
+// zulite's message ids are dense (store_channel_figures.go searches them
+// by time), and an export's are not (other organisations' messages,
+// deleted ones, direct messages left out). The old ids, in order, go to
+// a temporary file, so that a reaction's message is found by a binary
+// search there, not in a map in memory. Messages keep Zulip's rendering
+// of them.
+//
+// Every file is read as a stream (json.Decoder, a row at a time), and
+// what is held in memory is the realm's small tables (users, channels,
+// recipients, subscriptions), a state of a few bytes per (user,
+// channel), and one message file's (message id, channel) pairs and
+// per-user rows, Zulip writing 1000 messages a file: memory does not grow
+// with the number of messages (figures in the notes).
+//
+// Unread state is written as unread.go keeps it, per subscription: the
+// watermark at the newest message read, the unread ones below it in
+// unread_below, nothing in read_above (importedPair.take), so that
+// scattered unread messages cost their own ids and nothing for the read
+// ones. A subscription starts just below the first message the user
+// received (Zulip's first UserMessage row); one with nothing unread at
+// the end is marked read whole (readAll).
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.etcd.io/bbolt"
+)
+
+// importBatch is how many rows one write transaction takes.
+const importBatch = 5000
+
+// runImport imports the export in dir into o.DB, which must be new.
+func runImport(dir string, o options, stdout io.Writer) error {
+	if conn, err := net.DialTimeout("unix", socketPath(o.DB), lockTimeout); err == nil {
+		conn.Close()
+		return fmt.Errorf("import: a server is using %s: stop it, and import into a new database file", o.DB)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "realm.json")); err != nil {
+		return fmt.Errorf("import %s: no realm.json: %w", dir, err)
+	}
+	st, err := openStore(o.DB, lockTimeout)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	report, err := st.importZulip(dir)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", dir, err)
+	}
+	fmt.Fprint(stdout, report.String())
+	return nil
+}
+
+// importReport is what an import brought over and what it left.
+type importReport struct {
+	Users, Channels, Subscriptions, Messages, Flags, Reactions, Attachments, Avatars int
+	// What zulite cannot hold, in words, with counts.
+	left map[string]int
+}
+
+func (r *importReport) leave(what string, n int) {
+	if n == 0 {
+		return
+	}
+	if r.left == nil {
+		r.left = map[string]int{}
+	}
+	r.left[what] += n
+}
+
+func (r importReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "imported: %d users, %d channels, %d subscriptions, %d messages, %d personal flags, %d reactions, %d uploaded files, %d avatars\n",
+		r.Users, r.Channels, r.Subscriptions, r.Messages, r.Flags, r.Reactions, r.Attachments, r.Avatars)
+	const credentials = "users have no password or API key: give each one with 'zulite user password EMAIL' or 'zulite user key EMAIL'\n"
+	if len(r.left) == 0 {
+		b.WriteString("nothing left out\n")
+		b.WriteString(credentials)
+		return b.String()
+	}
+	b.WriteString("not imported (zulite does not model it):\n")
+	keys := make([]string, 0, len(r.left))
+	for k := range r.left {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  %d %s\n", r.left[k], k)
+	}
+	b.WriteString(credentials)
+	return b.String()
+}
+
+// importedPair is the import's state of one subscription.
+type importedPair struct {
+	started   bool // a row has been seen: the watermark is set below it
+	anyUnread bool
+	watermark uint64
+	pending   uint64 // the first unread message above the watermark, 0 for none
+}
+
+// importer carries an import's state.
+type importer struct {
+	s      *store
+	dir    string
+	report importReport
+	// users by id; channelOf: a stream recipient id → channel id.
+	users      map[uint64]bool
+	channelOf  map[uint64]uint64
+	recipients map[uint64]zulipRecipient
+	clients    map[uint64]string
+	pairs      map[[2]uint64]*importedPair
+	channels   map[uint64]bool
+	// oldIDs is the temporary file of the imported messages' Zulip ids,
+	// 8 bytes each, the nth holding message n's; lastOld the last written.
+	// huddles are the members of each direct-message group, by its
+	// recipient id; conversations the conversations made, by their
+	// participants' ids (encodeIDs).
+	huddles       map[uint64][]uint64
+	conversations map[string]uint64
+	// paths maps an upload's Zulip path id to its path id here.
+	paths   map[string]string
+	oldIDs  *os.File
+	written *bufio.Writer
+	lastOld uint64
+	nextID  uint64
+}
+
+// importZulip runs the import.
+func (s *store) importZulip(dir string) (importReport, error) {
+	x := &importer{s: s, dir: dir, users: map[uint64]bool{}, channelOf: map[uint64]uint64{}, recipients: map[uint64]zulipRecipient{},
+		clients: map[uint64]string{}, paths: map[string]string{}, huddles: map[uint64][]uint64{}, conversations: map[string]uint64{}, pairs: map[[2]uint64]*importedPair{}, channels: map[uint64]bool{}}
+	empty := true
+	s.view(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketUsers, bucketChannels, bucketMessages} {
+			if k, _ := tx.Bucket(b).Cursor().First(); k != nil {
+				empty = false
+			}
+		}
+		return nil
+	})
+	if !empty {
+		return x.report, errors.New("the database is not empty: import only into a new database file")
+	}
+	var err error
+	if x.oldIDs, err = os.CreateTemp(filepath.Dir(s.path), ".import-ids-*"); err != nil {
+		return x.report, err
+	}
+	defer os.Remove(x.oldIDs.Name())
+	defer x.oldIDs.Close()
+	x.written = bufio.NewWriter(x.oldIDs)
+	// The file is new: a failed import is started again from nothing, so
+	// the commits need not reach the disk one by one; it is synced once,
+	// at the end, before the import reports success.
+	s.db.NoSync = true
+	defer func() { s.db.NoSync = false }()
+	steps := []func() error{x.realm, x.attachments, x.messages, x.finishUnread, x.reactions, x.avatars}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return x.report, err
+		}
+	}
+	return x.report, s.db.Sync()
+}
+
+// realmTablesRead are the tables of realm.json that the import reads or
+// has nothing to take from; any other table with rows is reported.
+var realmTablesRead = map[string]bool{
+	"zerver_realm": true, "zerver_userprofile": true, "zerver_userprofile_mirrordummy": true, "zerver_userprofile_crossrealm": true,
+	"zerver_stream": true, "zerver_recipient": true, "zerver_subscription": true, "zerver_client": true, "zerver_reaction": true,
+	// Bookkeeping zulite derives or does not need.
+	"zerver_realmauditlog": true, "zerver_realmauthenticationmethod": true, "zerver_usergroup": true,
+	"zerver_namedusergroup": true, "zerver_usergroupmembership": true, "zerver_groupgroupmembership": true,
+	"zerver_useractivity": true, "zerver_useractivityinterval": true, "zerver_userpresence": true,
+	"zerver_realmuserdefault": true, "zerver_onboardingstep": true, "zerver_huddle": true,
+}
+
+// realm reads realm.json's users, channels and subscriptions and writes
+// them in one transaction.
+func (x *importer) realm() error {
+	var users []zulipUser
+	var streams []zulipStream
+	var subs []zulipSubscription
+	crossrealm := map[uint64]bool{}
+	err := eachTable(filepath.Join(x.dir, "realm.json"), func(name string, dec *json.Decoder) (bool, error) {
+		switch name {
+		case "zerver_userprofile", "zerver_userprofile_mirrordummy", "zerver_userprofile_crossrealm":
+			return true, eachRow(dec, func(u zulipUser) error {
+				if name == "zerver_userprofile_crossrealm" {
+					crossrealm[u.ID] = true
+				}
+				users = append(users, u)
+				return nil
+			})
+		case "zerver_stream":
+			return true, eachRow(dec, func(s zulipStream) error { streams = append(streams, s); return nil })
+		case "zerver_recipient":
+			return true, eachRow(dec, func(r zulipRecipient) error { x.recipients[r.ID] = r; return nil })
+		case "zerver_subscription":
+			return true, eachRow(dec, func(s zulipSubscription) error { subs = append(subs, s); return nil })
+		case "zerver_client":
+			return true, eachRow(dec, func(c zulipClient) error { x.clients[c.ID] = c.Name; return nil })
+		}
+		if realmTablesRead[name] {
+			return false, nil
+		}
+		n, err := countRows(dec)
+		x.report.leave("rows of "+name, n)
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range x.recipients {
+		if r.Type == recipientChannel {
+			x.channelOf[r.ID] = r.TypeID
+		}
+	}
+	return x.s.updateGuarded(func(tx *bbolt.Tx) error {
+		usersB, emails := tx.Bucket(bucketUsers), tx.Bucket(bucketUserEmails)
+		var maxUser uint64
+		for _, zu := range users {
+			email := zu.DeliveryEmail
+			if email == "" {
+				email = zu.Email
+			}
+			if emails.Get(emailKey(email)) != nil || x.users[zu.ID] {
+				return fmt.Errorf("user %d: e-mail %q or id used twice", zu.ID, email)
+			}
+			u := user{ID: zu.ID, Email: email, FullName: zu.FullName, Role: zu.Role, Bot: zu.IsBot, Active: zu.IsActive, Joined: unixSeconds(zu.DateJoined)}
+			switch {
+			case crossrealm[zu.ID]:
+				u.Bot, u.Active, u.Role = true, false, roleMember
+				x.report.leave("system bots of Zulip (notification bot, …): imported as deactivated bots", 1)
+			case zu.IsMirrorDummy:
+				u.Active = false
+				x.report.leave("mirror-dummy users: imported as deactivated users", 1)
+			}
+			switch u.Role {
+			case roleOwner, roleAdmin, roleMember, roleGuest:
+			case 300: // moderator
+				u.Role = roleMember
+				x.report.leave("moderators: zulite has no moderator role, imported as members", 1)
+			default:
+				u.Role = roleMember
+			}
+			if err := putJSON(usersB, itob(u.ID), u); err != nil {
+				return err
+			}
+			if err := emails.Put(emailKey(email), itob(u.ID)); err != nil {
+				return err
+			}
+			x.users[u.ID] = true
+			maxUser = max(maxUser, u.ID)
+			x.report.Users++
+		}
+		if err := usersB.SetSequence(maxUser); err != nil {
+			return err
+		}
+		channelsB, names := tx.Bucket(bucketChannels), tx.Bucket(bucketChannelNames)
+		var maxChannel uint64
+		for _, zs := range streams {
+			if names.Get(nameKey(zs.Name)) != nil || x.channels[zs.ID] {
+				return fmt.Errorf("channel %d: name %q or id used twice", zs.ID, zs.Name)
+			}
+			ch := channel{ID: zs.ID, Name: zs.Name, Description: zs.Description, Private: zs.InviteOnly, Created: unixSeconds(zs.DateCreated)}
+			if zs.Creator != nil && x.users[*zs.Creator] {
+				ch.CreatorID = *zs.Creator
+			}
+			if zs.Deactivated {
+				x.report.leave("archived channels: zulite has no archiving, imported as active channels", 1)
+			}
+			if zs.IsWebPublic {
+				x.report.leave("web-public channels: imported as public channels", 1)
+			}
+			if err := putJSON(channelsB, itob(ch.ID), ch); err != nil {
+				return err
+			}
+			if err := names.Put(nameKey(ch.Name), itob(ch.ID)); err != nil {
+				return err
+			}
+			x.channels[ch.ID] = true
+			maxChannel = max(maxChannel, ch.ID)
+			x.report.Channels++
+		}
+		if err := channelsB.SetSequence(maxChannel); err != nil {
+			return err
+		}
+		for _, zs := range subs {
+			if r := x.recipients[zs.Recipient]; r.Type == recipientHuddle && x.users[zs.UserProfile] {
+				x.huddles[zs.Recipient] = append(x.huddles[zs.Recipient], zs.UserProfile)
+			}
+			channelID, isChannel := x.channelOf[zs.Recipient]
+			if !isChannel || !zs.Active || !x.users[zs.UserProfile] || !x.channels[channelID] {
+				continue // a user's own recipient, a group's, or a channel left
+			}
+			key := [2]uint64{zs.UserProfile, channelID}
+			if x.pairs[key] != nil {
+				continue
+			}
+			color := zs.Color
+			if color == "" {
+				color = channelColor(channelID)
+			}
+			sub := subscription{Color: color, Muted: zs.IsMuted, PinToTop: zs.PinToTop, DesktopNotifications: zs.DesktopNotifications,
+				AudibleNotifications: zs.AudibleNotifications, PushNotifications: zs.PushNotifications,
+				EmailNotifications: zs.EmailNotifications, WildcardMentionsNotify: zs.WildcardMentionsNotify}
+			if err := putJSON(tx.Bucket(bucketSubscriptions), append(itob(key[0]), itob(key[1])...), sub); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketSubscribers).Put(append(itob(key[1]), itob(key[0])...), itob(0)); err != nil {
+				return err
+			}
+			if err := startUnread(tx, key[0], key[1], 0); err != nil {
+				return err
+			}
+			x.pairs[key] = &importedPair{}
+			x.report.Subscriptions++
+		}
+		return nil
+	})
+}
+
+// messageFiles are the export's messages-NNNNNN.json, in order.
+func (x *importer) messageFiles() []string {
+	var files []string
+	for n := 1; ; n++ {
+		path := filepath.Join(x.dir, fmt.Sprintf("messages-%06d.json", n))
+		if _, err := os.Stat(path); err != nil {
+			return files
+		}
+		files = append(files, path)
+	}
+}
+
+// messageChannel is a message of the file being imported: its Zulip id,
+// its id here and its channel.
+type messageChannel struct{ old, id, channelID uint64 }
+
+// newID is the id here of the message with the Zulip id old.
+func (x *importer) newID(old uint64) (uint64, bool, error) {
+	if err := x.written.Flush(); err != nil {
+		return 0, false, err
+	}
+	var buf [8]byte
+	var readErr error
+	n := int(x.nextID)
+	i := sort.Search(n, func(i int) bool {
+		if _, err := x.oldIDs.ReadAt(buf[:], int64(i)*8); err != nil {
+			readErr = err
+			return true
+		}
+		return btoi(buf[:]) >= old
+	})
+	if readErr != nil || i == n {
+		return 0, false, readErr
+	}
+	x.oldIDs.ReadAt(buf[:], int64(i)*8)
+	return uint64(i) + 1, btoi(buf[:]) == old, nil
+}
+
+// importRemapFiles is how many message files are imported between two
+// remappings of the database (remapFile).
+const importRemapFiles = 16
+
+// remapFile closes the database and opens it again, which unmaps every
+// page of it bbolt had mapped. Pages just written are in the page cache,
+// and each read fault maps their neighbours too, so that without it a
+// long import's resident memory grew with the file (289 MB for a million
+// messages) although its heap stays small. Only the import calls it,
+// while nothing else uses the store.
+func (s *store) remapFile() error {
+	noSync := s.db.NoSync
+	if err := s.db.Close(); err != nil {
+		return err
+	}
+	db, err := bbolt.Open(s.path, 0o600, &bbolt.Options{Timeout: lockTimeout})
+	if err != nil {
+		return fmt.Errorf("open store %s again: %w", s.path, err)
+	}
+	db.NoSync = noSync
+	s.db = db
+	return nil
+}
+
+// messages imports each message file: its messages, then its per-user rows.
+func (x *importer) messages() error {
+	for n, path := range x.messageFiles() {
+		if n > 0 && n%importRemapFiles == 0 {
+			if err := x.s.remapFile(); err != nil {
+				return err
+			}
+		}
+		placed, err := x.messageRows(path)
+		if err != nil {
+			return err
+		}
+		if err := x.userMessageRows(path, placed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messageRows writes the file's channel messages and answers their
+// channels, sorted by message id.
+func (x *importer) messageRows(path string) ([]messageChannel, error) {
+	var placed []messageChannel
+	var batch []message
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := x.s.updateGuarded(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketMessages)
+			for _, m := range batch {
+				if b.Get(itob(m.ID)) != nil {
+					return fmt.Errorf("message %d appears twice", m.ID)
+				}
+				if err := putJSON(b, itob(m.ID), m); err != nil {
+					return err
+				}
+				if err := x.index(tx, m); err != nil {
+					return err
+				}
+				if m.ID > b.Sequence() {
+					if err := b.SetSequence(m.ID); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		x.report.Messages += len(batch)
+		batch = batch[:0]
+		return err
+	}
+	err := eachTable(path, func(name string, dec *json.Decoder) (bool, error) {
+		if name != "zerver_message" {
+			return false, nil
+		}
+		return true, eachRow(dec, func(zm zulipMessage) error {
+			channelID, isChannel := x.channelOf[zm.Recipient]
+			var conversationID uint64
+			switch {
+			case !x.users[zm.Sender]:
+				return fmt.Errorf("message %d: unknown sender %d", zm.ID, zm.Sender)
+			case !isChannel:
+				var err error
+				if conversationID, err = x.conversation(zm); err != nil {
+					return err
+				}
+				if conversationID == 0 {
+					x.report.leave("messages to an unknown recipient", 1)
+					return nil
+				}
+			}
+			if zm.ID <= x.lastOld {
+				return fmt.Errorf("message %d comes after message %d: the export's messages must be in the order of their ids", zm.ID, x.lastOld)
+			}
+			x.lastOld = zm.ID
+			x.nextID++
+			if _, err := x.written.Write(itob(zm.ID)); err != nil {
+				return err
+			}
+			m := message{ID: x.nextID, SenderID: zm.Sender, ChannelID: channelID, ConversationID: conversationID, Topic: zm.Subject, Content: zm.Content,
+				Timestamp: int64(zm.DateSent), Client: x.clients[zm.SendingClient]}
+			if conversationID != 0 {
+				m.Topic = ""
+			}
+			if zm.RenderedContent != nil {
+				m.Rendered = *zm.RenderedContent
+			}
+			m.Content, m.Rendered = x.rewriteLinks(m.Content), x.rewriteLinks(m.Rendered)
+			if err := x.editHistory(&m, zm); err != nil {
+				return err
+			}
+			placed = append(placed, messageChannel{zm.ID, m.ID, m.readKey()})
+			batch = append(batch, m)
+			if len(batch) == importBatch {
+				return flush()
+			}
+			return nil
+		})
+	})
+	if err == nil {
+		err = flush()
+	}
+	return placed, err // in the order of their ids, old and new
+}
+
+// conversation is the conversation of a direct message, made on its
+// first message: its sender and the user of a personal recipient (Zulip
+// files a one-to-one message under the other's recipient), or the
+// members of a group's (its subscribers). 0: an unknown recipient.
+func (x *importer) conversation(zm zulipMessage) (uint64, error) {
+	r, ok := x.recipients[zm.Recipient]
+	var ids []uint64
+	switch {
+	case !ok:
+		return 0, nil
+	case r.Type == recipientPersonal && x.users[r.TypeID]:
+		ids = []uint64{zm.Sender, r.TypeID}
+	case r.Type == recipientHuddle && len(x.huddles[zm.Recipient]) > 0:
+		ids = append(slices.Clone(x.huddles[zm.Recipient]), zm.Sender)
+	default:
+		return 0, nil
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	key := string(encodeIDs(ids))
+	if id, ok := x.conversations[key]; ok {
+		return id, nil
+	}
+	var id uint64
+	err := x.s.updateGuarded(func(tx *bbolt.Tx) (err error) {
+		id, err = newConversation(tx, ids)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	x.conversations[key] = id
+	for _, p := range ids {
+		x.pairs[[2]uint64{p, conversationKey(id)}] = &importedPair{}
+	}
+	return id, nil
+}
+
+// index writes a message's indexes: its channel's and topic's, or its
+// conversation's and each participant's.
+func (x *importer) index(tx *bbolt.Tx, m message) error {
+	if !m.isDirect() {
+		return indexMessage(tx, m)
+	}
+	if err := tx.Bucket(bucketConversationMessages).Put(append(itob(m.ConversationID), itob(m.ID)...), nil); err != nil {
+		return err
+	}
+	participants, _ := conversationParticipants(tx, m.ConversationID)
+	for _, p := range participants {
+		if err := tx.Bucket(bucketDMMessages).Put(append(itob(p), itob(m.ID)...), itob(m.ConversationID)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// editHistory takes a message's edit history: Zulip keeps it as a JSON
+// text, newest first, in the shape zulite keeps it (editEntry); the last
+// content edit and the last move are read from it.
+func (x *importer) editHistory(m *message, zm zulipMessage) error {
+	var text string
+	if len(zm.EditHistory) == 0 || json.Unmarshal(zm.EditHistory, &text) != nil || text == "" {
+		if zm.LastEditTime != nil {
+			x.report.leave("edited messages without an edit history: their current content is imported", 1)
+		}
+		return nil
+	}
+	if err := json.Unmarshal([]byte(text), &m.EditHistory); err != nil {
+		return fmt.Errorf("message %d: edit history: %w", zm.ID, err)
+	}
+	for _, e := range m.EditHistory {
+		if e.PrevContent != nil && m.LastEdit == 0 {
+			m.LastEdit = e.Timestamp
+		}
+		if (e.PrevTopic != nil || e.PrevStream != 0) && m.LastMoved == 0 {
+			m.LastMoved = e.Timestamp
+		}
+	}
+	return nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// importedRow is one UserMessage row of a channel message, compact.
+type importedRow struct {
+	userID, channelID, messageID uint64
+	flags                        int64
+}
+
+// userMessageRows writes the file's personal flags and read state.
+func (x *importer) userMessageRows(path string, placed []messageChannel) error {
+	var rows []importedRow
+	err := eachTable(path, func(name string, dec *json.Decoder) (bool, error) {
+		if name != "zerver_usermessage" {
+			return false, nil
+		}
+		return true, eachRow(dec, func(zr zulipUserMessage) error {
+			i, found := slices.BinarySearchFunc(placed, zr.Message, func(p messageChannel, old uint64) int { return cmpUint(p.old, old) })
+			if !found || !x.users[zr.UserProfile] {
+				return nil // a row of a message not imported, reported with it
+			}
+			rows = append(rows, importedRow{zr.UserProfile, placed[i].channelID, placed[i].id, zr.FlagsMask})
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	// By subscription, then message: each subscription's read ids go to
+	// markRead together, sorted.
+	slices.SortFunc(rows, func(a, b importedRow) int {
+		if c := cmpUint(a.userID, b.userID); c != 0 {
+			return c
+		}
+		if c := cmpUint(a.channelID, b.channelID); c != 0 {
+			return c
+		}
+		return cmpUint(a.messageID, b.messageID)
+	})
+	for len(rows) > 0 {
+		n := min(len(rows), importBatch)
+		// Keep a subscription's rows in one transaction.
+		for n < len(rows) && rows[n].userID == rows[n-1].userID && rows[n].channelID == rows[n-1].channelID {
+			n++
+		}
+		if err := x.s.updateGuarded(func(tx *bbolt.Tx) error { return x.writeRows(tx, rows[:n]) }); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+func (x *importer) writeRows(tx *bbolt.Tx, rows []importedRow) error {
+	flags := tx.Bucket(bucketFlags)
+	for i, r := range rows {
+		if b := ourFlags(r.flags); b != 0 {
+			if err := flags.Put(append(itob(r.userID), itob(r.messageID)...), []byte{b}); err != nil {
+				return err
+			}
+			x.report.Flags++
+		}
+		if r.flags&zulipFlagGroupMentioned != 0 {
+			x.report.leave("group mentions: kept as mentions", 1)
+		}
+		pair := x.pairs[[2]uint64{r.userID, r.channelID}]
+		if pair == nil || r.flags&zulipFlagHistorical != 0 {
+			continue
+		}
+		if err := pair.take(tx, r); err != nil {
+			return err
+		}
+		if last := i == len(rows)-1 || rows[i+1].userID != r.userID || rows[i+1].channelID != r.channelID; last {
+			if err := startUnread(tx, r.userID, r.channelID, pair.watermark); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// take moves the subscription's unread state past one row, its rows
+// coming in the order of their messages. The watermark is the newest
+// message read; the unread ones below it go to unread_below when a read
+// one passes them, the run of unread messages since the last read one
+// being the channel's messages from the first of them (pending) up to
+// the read one; unread messages above the watermark need no record. A
+// subscription with unread messages scattered through its history is
+// thus a high watermark and a set of its unread ids, never a set of
+// every read one.
+func (p *importedPair) take(tx *bbolt.Tx, r importedRow) error {
+	if !p.started { // the subscription starts below the first message received
+		p.started, p.watermark = true, r.messageID-1
+		if isConversationKey(r.channelID) { // a conversation's state starts at 0, with the conversation
+			p.watermark = 0
+		} else if err := tx.Bucket(bucketSubscribers).Put(append(itob(r.channelID), itob(r.userID)...), itob(r.messageID-1)); err != nil {
+			return err
+		}
+	}
+	key := unreadKey(r.userID, r.channelID)
+	if r.flags&zulipFlagRead == 0 {
+		p.anyUnread = true
+		switch {
+		case r.messageID <= p.watermark: // out of order: below a read one already
+			return addToSet(tx.Bucket(bucketUnreadBelow), key, []uint64{r.messageID})
+		case p.pending == 0:
+			p.pending = r.messageID
+		}
+		return nil
+	}
+	if r.messageID <= p.watermark {
+		return nil
+	}
+	if p.pending != 0 {
+		next := recipientIndex(tx, r.channelID).iter(p.pending, true)
+		var ids []uint64
+		for id, ok := next(); ok && id < r.messageID; id, ok = next() {
+			if ids = append(ids, id); len(ids) == unreadChunkSize {
+				if err := addToSet(tx.Bucket(bucketUnreadBelow), key, ids); err != nil {
+					return err
+				}
+				ids = ids[:0]
+			}
+		}
+		if err := addToSet(tx.Bucket(bucketUnreadBelow), key, ids); err != nil {
+			return err
+		}
+		p.pending = 0
+	}
+	p.watermark = r.messageID
+	return nil
+}
+
+// finishUnread marks read whole every subscription with nothing unread
+// (what Zulip did not send a subscriber is not unread for them), and
+// starts those that received nothing at the newest message.
+func (x *importer) finishUnread() error {
+	keys := make([][2]uint64, 0, len(x.pairs))
+	for k, p := range x.pairs {
+		if !p.anyUnread {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b [2]uint64) int {
+		if c := cmpUint(a[0], b[0]); c != 0 {
+			return c
+		}
+		return cmpUint(a[1], b[1])
+	})
+	for len(keys) > 0 {
+		n := min(len(keys), importBatch)
+		err := x.s.updateGuarded(func(tx *bbolt.Tx) error {
+			newest := tx.Bucket(bucketMessages).Sequence()
+			for _, k := range keys[:n] {
+				if !x.pairs[k].started && !isConversationKey(k[1]) {
+					if err := tx.Bucket(bucketSubscribers).Put(append(itob(k[1]), itob(k[0])...), itob(newest)); err != nil {
+						return err
+					}
+				}
+				if _, err := readAll(tx, k[0], k[1]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
+// reactions reads realm.json's zerver_reaction.
+func (x *importer) reactions() error {
+	var batch []zulipReaction
+	flush := func() error {
+		err := x.s.updateGuarded(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketReactions)
+			for _, r := range batch {
+				x.report.Reactions++
+				seq, err := b.NextSequence()
+				if err != nil {
+					return err
+				}
+				if err := putJSON(b, append(itob(r.Message), itob(seq)...), storedReaction{UserID: r.UserProfile, EmojiName: r.EmojiName,
+					EmojiCode: r.EmojiCode, ReactionType: r.ReactionType}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		batch = batch[:0]
+		return err
+	}
+	err := eachTable(filepath.Join(x.dir, "realm.json"), func(name string, dec *json.Decoder) (bool, error) {
+		if name != "zerver_reaction" {
+			return false, nil
+		}
+		return true, eachRow(dec, func(r zulipReaction) error {
+			switch {
+			case r.ReactionType == reactionRealm:
+				x.report.leave("reactions with custom emoji: zulite has no custom emoji", 1)
+				return nil
+			case !x.users[r.UserProfile]:
+				return nil
+			}
+			id, found, err := x.newID(r.Message)
+			if err != nil {
+				return err
+			}
+			if !found {
+				x.report.leave("reactions to messages not imported", 1)
+				return nil
+			}
+			r.Message = id
+			batch = append(batch, r)
+			if len(batch) == importBatch {
+				return flush()
+			}
+			return nil
+		})
+	})
+	if err == nil && len(batch) > 0 {
+		err = flush()
+	}
+	return err
+}
+
+// readRecords reads DIR/sub/records.json; a missing one is no records.
+func (x *importer) readRecords(sub string) ([]zulipRecord, error) {
+	var records []zulipRecord
+	data, err := os.ReadFile(filepath.Join(x.dir, sub, "records.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &records)
+	}
+	return records, err
+}
+
+// zulipUploadLink is a link to an uploaded file in a Zulip message:
+// /user_uploads/REALM/…/NAME.
+var zulipUploadLink = regexp.MustCompile(`/user_uploads/([0-9]+/[^\s()\[\]<>"'` + "`" + `]+)`)
+
+func validUploadPath(realm, rest string) bool {
+	_, ok := uploadPathID(realm, rest)
+	return ok
+}
+
+// rewriteLinks points the links to uploaded files in a message's
+// content or rendering to their paths here, as Zulip's import does
+// (fix_upload_links).
+func (x *importer) rewriteLinks(text string) string {
+	if len(x.paths) == 0 || !strings.Contains(text, "/user_uploads/") {
+		return text
+	}
+	return zulipUploadLink.ReplaceAllStringFunc(text, func(link string) string {
+		path := strings.TrimPrefix(link, "/user_uploads/")
+		trimmed := strings.TrimRight(path, ".,;:!?")
+		if here, ok := x.paths[trimmed]; ok {
+			return "/user_uploads/" + here + path[len(trimmed):]
+		}
+		return link
+	})
+}
+
+// attachments reads attachment.json and copies each file's bytes from
+// uploads/ into the blob directory, under a path id of zulite's shape
+// (realm 2, one random token: Zulip's have two parts and its own realm
+// id), which the messages' links are rewritten to.
+func (x *importer) attachments() error {
+	records, err := x.readRecords("uploads")
+	if err != nil {
+		return fmt.Errorf("uploads/records.json: %w", err)
+	}
+	fileOf := map[string]string{}
+	for _, r := range records {
+		fileOf[r.S3Path] = r.Path
+	}
+	path := filepath.Join(x.dir, "attachment.json")
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	return eachTable(path, func(name string, dec *json.Decoder) (bool, error) {
+		if name != "zerver_attachment" {
+			return false, nil
+		}
+		return true, eachRow(dec, func(za zulipAttachment) error {
+			file, ok := fileOf[za.PathID]
+			if !ok || !x.users[za.Owner] {
+				x.report.leave("uploaded files missing from uploads/", 1)
+				return nil
+			}
+			f, err := os.Open(filepath.Join(x.dir, "uploads", filepath.FromSlash(file)))
+			if err != nil {
+				x.report.leave("uploaded files missing from uploads/", 1)
+				return nil
+			}
+			sum, size, err := x.s.writeBlob(f, math.MaxInt64-1)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("uploaded file %s: %w", za.PathID, err)
+			}
+			pathID := za.PathID
+			if realm, rest, _ := strings.Cut(pathID, "/"); !validUploadPath(realm, rest) {
+				pathID = uploadRealmID + "/" + randomPathToken() + "/" + sanitizeUploadName(filepath.Base(za.PathID))
+				x.paths[za.PathID] = pathID
+			}
+			a := attachment{PathID: pathID, Owner: za.Owner, Name: za.FileName, Size: size, SHA256: sum, Created: unixSeconds(za.CreateTime)}
+			if za.ContentType != nil {
+				a.ContentType = *za.ContentType
+			}
+			if err := x.s.addAttachment(user{ID: za.Owner}, a, 0); err != nil {
+				return err
+			}
+			x.report.Attachments++
+			return nil
+		})
+	})
+}
+
+// avatars reads avatars/: for each user, the 100-pixel image (NAME.png)
+// and the medium one (NAME-medium.png, or NAME.original when there is no
+// medium one) become their avatar.
+func (x *importer) avatars() error {
+	records, err := x.readRecords("avatars")
+	if err != nil {
+		return fmt.Errorf("avatars/records.json: %w", err)
+	}
+	type pair struct{ small, medium, original string }
+	byUser := map[uint64]*pair{}
+	for _, r := range records {
+		if !x.users[r.UserProfileID] {
+			continue
+		}
+		p := byUser[r.UserProfileID]
+		if p == nil {
+			p = &pair{}
+			byUser[r.UserProfileID] = p
+		}
+		switch {
+		case strings.HasSuffix(r.Path, "-medium.png"):
+			p.medium = r.Path
+		case strings.HasSuffix(r.Path, ".original"):
+			p.original = r.Path
+		default:
+			p.small = r.Path
+		}
+	}
+	ids := make([]uint64, 0, len(byUser))
+	for id := range byUser {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	blob := func(path string) (string, error) {
+		if path == "" {
+			return "", nil
+		}
+		f, err := os.Open(filepath.Join(x.dir, "avatars", filepath.FromSlash(path)))
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		sum, _, err := x.s.writeBlob(f, math.MaxInt64-1)
+		return sum, err
+	}
+	for _, id := range ids {
+		p := byUser[id]
+		if p.medium == "" {
+			p.medium = p.original
+		}
+		if p.small == "" {
+			p.small = p.medium
+		}
+		small, err := blob(p.small)
+		if err != nil {
+			x.report.leave("avatars missing from avatars/", 1)
+			continue
+		}
+		medium, err := blob(p.medium)
+		if err != nil || small == "" {
+			x.report.leave("avatars missing from avatars/", 1)
+			continue
+		}
+		if _, err := x.s.setAvatar(user{ID: id}, small, medium); err != nil {
+			return err
+		}
+		x.report.Avatars++
+	}
+	return nil
+}
