@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"unicode"
 )
 
 // messageEditHistoryVisibility is the realm's
@@ -27,12 +26,11 @@ func readEdit(r *apiRequest) (messageEdit, error) {
 	}
 	e.MessageID = id
 	if content, ok := r.params.lookup("content"); ok {
-		if strings.Contains(content, "\x00") {
-			return e, errContentNullBytes
+		content, err := normalizeBody(content)
+		if err != nil {
+			return e, err
 		}
-		// build_message_edit_request: an empty edit leaves "(deleted)";
-		// normalize_body otherwise.
-		content = strings.TrimLeft(strings.TrimRightFunc(content, unicode.IsSpace), "\n")
+		// build_message_edit_request: an empty edit leaves "(deleted)".
 		if content == "" {
 			content = "(deleted)"
 		}

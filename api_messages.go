@@ -155,10 +155,9 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if strings.Contains(content, "\x00") {
-		return nil, errContentNullBytes
+	if content, err = normalizeBody(content); err != nil {
+		return nil, err
 	}
-	content = strings.TrimLeft(strings.TrimRightFunc(content, unicode.IsSpace), "\n")
 	if content == "" {
 		return nil, errContentEmpty
 	}
@@ -729,4 +728,14 @@ func (s *server) updateFlagsForNarrow(r *apiRequest) (any, error) {
 		FoundNewest      bool     `json:"found_newest"`
 		Unsubscribed     []uint64 `json:"ignored_because_not_subscribed_channels"`
 	}{len(result.Messages), len(result.Changed), first, last, result.FoundOldest, result.FoundNewest, nonNilIDs(result.Unsubscribed)}, nil
+}
+
+// normalizeBody is Zulip's normalize_body without its emptiness check
+// (a send refuses empty content, an edit stores "(deleted)"): no null
+// bytes, trailing white space and leading blank lines dropped.
+func normalizeBody(content string) (string, error) {
+	if strings.Contains(content, "\x00") {
+		return "", errContentNullBytes
+	}
+	return strings.TrimLeft(strings.TrimRightFunc(content, unicode.IsSpace), "\n"), nil
 }

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 )
 
 // recipientDirectGroup is Zulip's Recipient type of a direct-message
@@ -37,10 +36,9 @@ func (s *server) sendDirect(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if strings.Contains(content, "\x00") {
-		return nil, errContentNullBytes
+	if content, err = normalizeBody(content); err != nil {
+		return nil, err
 	}
-	content = strings.TrimLeft(strings.TrimRightFunc(content, unicode.IsSpace), "\n")
 	if content == "" {
 		return nil, errContentEmpty
 	}
