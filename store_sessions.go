@@ -79,3 +79,25 @@ func (s *store) endSession(id string) error {
 	key := s.keyHash(id)
 	return s.update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketWebSessions).Delete(key) })
 }
+
+// endUserSessionsTx forgets every web session of the account: a new
+// password or a new key logs every browser out, as a stolen session
+// must not outlive the credentials it was opened with. Sessions are
+// stored by a hash of their id, so this walks them all (a login is rare;
+// the bucket stays small).
+func endUserSessionsTx(tx *bbolt.Tx, userID uint64) error {
+	b := tx.Bucket(bucketWebSessions)
+	var gone [][]byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if ws, ok := decodeWebSession(v); !ok || ws.userID == userID {
+			gone = append(gone, slices.Clone(k))
+		}
+	}
+	for _, k := range gone {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -57,6 +57,9 @@ func (s *store) setPassword(email, passwordHash string) error {
 			return err
 		}
 		report(accountChanged{Email: email, UserID: u.ID})
+		if err := endUserSessionsTx(tx, u.ID); err != nil { // store_sessions.go
+			return err
+		}
 		return tx.Bucket(bucketPasswords).Put(itob(u.ID), []byte(passwordHash))
 	})
 }
@@ -162,6 +165,9 @@ func (s *store) regenerateKey(email string) (string, error) {
 			return err
 		}
 		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: true})
+		if err := endUserSessionsTx(tx, u.ID); err != nil { // store_sessions.go
+			return err
+		}
 		if err := s.unregisterAllTx(tx, u.ID); err != nil { // push_bouncer.go
 			return err
 		}

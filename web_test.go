@@ -341,3 +341,40 @@ func BenchmarkWeb_OpenMillionMessageChannel(b *testing.B) {
 		})
 	}
 }
+
+// A new password or a new key logs every browser of the account out, and
+// no one else's.
+func TestWeb_NewCredentialsEndTheAccountsSessions(t *testing.T) {
+	e := newTestEnv(t)
+	later := time.Now().Add(time.Hour).Unix()
+	start := func(id string, u user) {
+		t.Helper()
+		if err := e.st.startSession(id, webSession{userID: u.ID, expires: later, csrf: "c-" + id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := func(id string) bool {
+		_, _, err := e.st.sessionUser(id, time.Now())
+		return err == nil
+	}
+	for _, c := range []struct {
+		name   string
+		change func() error
+	}{
+		{"a new password", func() error { return e.st.setPassword(e.alice.Email, "$argon2id$v=19$m=8,t=1,p=1$c2FsdA$aGFzaA") }},
+		{"a new key", func() error { _, err := e.st.regenerateKey(e.alice.Email); return err }},
+	} {
+		start("alice-laptop", e.alice.user)
+		start("alice-phone", e.alice.user)
+		start("bob", e.bob.user)
+		if err := c.change(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if live("alice-laptop") || live("alice-phone") {
+			t.Errorf("after %s: alice's sessions still open", c.name)
+		}
+		if !live("bob") {
+			t.Errorf("after %s for alice: bob's session ended", c.name)
+		}
+	}
+}
