@@ -100,6 +100,10 @@ type accountChanged struct {
 	EndsSessions bool
 }
 
+// accountCreated is a new account: everyone's queues hear of it
+// (realtime.go's publishAccountCreated).
+type accountCreated struct{ User user }
+
 // changeFeed hands committed changes on, in commit order, from a
 // goroutine of its own (store.publisher): the committer only appends to
 // it, so however slow their receiver (the event hub), no writer waits.

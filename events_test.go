@@ -800,3 +800,32 @@ func mustListen(t testing.TB) net.Listener {
 	}
 	return ln
 }
+
+// A new account is told to every queue that hears realm_user, as Zulip's
+// realm_user add: the person as register lists them, with avatar_url
+// null for a queue with client_gravatar.
+func TestEvents_ANewAccountIsToldToEveryone(t *testing.T) {
+	e := newTestEnv(t)
+	plain := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["realm_user"]`}, "client_gravatar": {"false"}}).str("queue_id")
+	gravatar := e.registerQueue(t, &e.alice, url.Values{"event_types": {`["realm_user"]`}, "client_gravatar": {"true"}}).str("queue_id")
+	r := e.request(t, http.MethodPost, "/api/v1/users", url.Values{"email": {"carol@example.com"}, "password": {"a long password"}, "full_name": {"Carol"}}, &e.owner)
+	wantAPISuccess(t, r)
+	carol := r.body["user_id"].(float64)
+	for _, c := range []struct {
+		who    *account
+		queue  string
+		avatar bool
+	}{{&e.bob, plain, true}, {&e.alice, gravatar, false}} {
+		events := e.pollNow(t, c.who, c.queue, -1)
+		if len(events) != 1 || events[0]["type"] != "realm_user" || events[0]["op"] != "add" {
+			t.Fatalf("%s's queue: got %v, want one realm_user add", c.who.Email, events)
+		}
+		person := events[0]["person"].(map[string]any)
+		if person["user_id"] != carol || person["email"] != "carol@example.com" || person["full_name"] != "Carol" {
+			t.Errorf("%s's queue: got person %v, want carol", c.who.Email, person)
+		}
+		if _, hasURL := person["avatar_url"].(string); hasURL != c.avatar {
+			t.Errorf("%s's queue: avatar_url %v, want a URL: %v", c.who.Email, person["avatar_url"], c.avatar)
+		}
+	}
+}

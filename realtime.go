@@ -256,6 +256,8 @@ func (s *server) publishChange(change any) {
 		s.publishSubscriptions(c)
 	case realmGroupChanged:
 		s.publishRealmGroup(c)
+	case accountCreated:
+		s.publishAccountCreated(c)
 	case accountChanged:
 		if c.EndsSessions {
 			s.events.removeAll(c.UserID)
@@ -430,4 +432,16 @@ func nonNilIDs(ids []uint64) []uint64 {
 		return []uint64{}
 	}
 	return ids
+}
+
+// publishAccountCreated tells every queue of a new account, as Zulip's
+// realm_user add (zerver/actions/create_user.py notify_created_user):
+// the person as register's realm_users lists them, its avatar_url null
+// for queues with client_gravatar while it has no uploaded avatar.
+func (s *server) publishAccountCreated(c accountCreated) {
+	variants := make([]event, 2)
+	for i, gravatar := range []bool{false, true} {
+		variants[i] = event{"type": "realm_user", "op": "add", "person": newRegisterUser(c.User, gravatar)}
+	}
+	s.events.tellEveryone("realm_user", func(q *eventQueue) int { return b2i(q.clientGravatar) }, variants...)
 }

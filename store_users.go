@@ -44,6 +44,7 @@ func (s *store) createAccount(email, fullName string, role int, bot bool, passwo
 			}
 		}
 		report(accountChanged{Email: email, UserID: id})
+		report(accountCreated{User: u})
 		return s.putKey(tx, id, key)
 	})
 	return u, key, err
