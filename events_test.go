@@ -821,7 +821,7 @@ func TestEvents_ANewAccountIsToldToEveryone(t *testing.T) {
 			t.Fatalf("%s's queue: got %v, want one realm_user add", c.who.Email, events)
 		}
 		person := events[0]["person"].(map[string]any)
-		if person["user_id"] != carol || person["email"] != "carol@example.com" || person["full_name"] != "Carol" {
+		if person["user_id"] != carol || person["email"] != "carol@example.com" || person["full_name"] != "Carol" || person["is_active"] != true {
 			t.Errorf("%s's queue: got person %v, want carol", c.who.Email, person)
 		}
 		if _, hasURL := person["avatar_url"].(string); hasURL != c.avatar {

@@ -436,12 +436,18 @@ func nonNilIDs(ids []uint64) []uint64 {
 
 // publishAccountCreated tells every queue of a new account, as Zulip's
 // realm_user add (zerver/actions/create_user.py notify_created_user):
-// the person as register's realm_users lists them, its avatar_url null
+// the person as register's realm_users lists them, with is_active
+// (format_user_row has it; register's lists leave it to the list, and
+// zulip-flutter's User requires it in the event), its avatar_url null
 // for queues with client_gravatar while it has no uploaded avatar.
 func (s *server) publishAccountCreated(c accountCreated) {
+	type person struct {
+		registerUser
+		IsActive bool `json:"is_active"`
+	}
 	variants := make([]event, 2)
 	for i, gravatar := range []bool{false, true} {
-		variants[i] = event{"type": "realm_user", "op": "add", "person": newRegisterUser(c.User, gravatar)}
+		variants[i] = event{"type": "realm_user", "op": "add", "person": person{newRegisterUser(c.User, gravatar), c.User.Active}}
 	}
 	s.events.tellEveryone("realm_user", func(q *eventQueue) int { return b2i(q.clientGravatar) }, variants...)
 }
