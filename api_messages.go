@@ -739,3 +739,38 @@ func normalizeBody(content string) (string, error) {
 	}
 	return strings.TrimLeft(strings.TrimRightFunc(content, unicode.IsSpace), "\n"), nil
 }
+
+// getMessage serves GET /api/v1/messages/{message_id} (Zulip's
+// json_fetch_raw_message, which zulip-terminal calls before an edit): the
+// message as GET /messages shows it, with the caller's flags, and its
+// raw Markdown; "Invalid message(s)" for one the caller may not read.
+func (s *server) getMessage(r *apiRequest) (any, error) {
+	id, err := pathMessageID(r)
+	if err != nil {
+		return nil, err
+	}
+	applyMarkdown, err := r.params.optionalBool("apply_markdown", true)
+	if err != nil {
+		return nil, err
+	}
+	allowEmptyTopic, err := r.params.optionalBool("allow_empty_topic_name", false)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.store.messages(r.user, messageRange{Narrow: []narrowTerm{{Operator: "id", ID: id}}, AnchorKind: anchorID, Anchor: id, IncludeAnchor: true})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Messages) != 1 || page.Messages[0].ID != id {
+		return nil, errInvalidMessages
+	}
+	m := page.Messages[0]
+	type withFlags struct {
+		messageObject
+		Flags []string `json:"flags"`
+	}
+	return struct {
+		RawContent string    `json:"raw_content"`
+		Message    withFlags `json:"message"`
+	}{m.Content, withFlags{newMessageObject(m, applyMarkdown, true, allowEmptyTopic), messageFlags(m)}}, nil
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -851,5 +852,34 @@ func TestUnreadTopicsShown_ZulipsAggregation(t *testing.T) {
 	}
 	if got := unreadTopicsShown(summary, true); !reflect.DeepEqual(got, capable) {
 		t.Errorf("with empty_topic_name: got %v, want %v", got, capable)
+	}
+}
+
+// GET /messages/{id} answers the message as GET /messages shows it, with
+// the caller's flags, and its raw Markdown (zulip-terminal reads it
+// before an edit); a message the caller may not read is "Invalid
+// message(s)".
+func TestGetMessage_RawContentAndTheCallersView(t *testing.T) {
+	e := newTestEnv(t)
+	r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"lunch"}, "content": {"**pizza**?"}}, &e.alice)
+	wantAPISuccess(t, r)
+	id := strconv.Itoa(int(r.body["id"].(float64)))
+	r = e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"secret"}, "topic": {"plans"}, "content": {"shh"}}, &e.alice)
+	wantAPISuccess(t, r)
+	secret := strconv.Itoa(int(r.body["id"].(float64)))
+
+	r = e.request(t, http.MethodGet, "/api/v1/messages/"+id, nil, &e.bob)
+	wantAPISuccess(t, r)
+	m := r.body["message"].(map[string]any)
+	if r.body["raw_content"] != "**pizza**?" || m["content"] != "<p><strong>pizza</strong>?</p>" || m["subject"] != "lunch" || fmt.Sprint(m["flags"]) != "[]" {
+		t.Errorf("bob's view: got raw %v, message %v", r.body["raw_content"], m)
+	}
+	r = e.request(t, http.MethodGet, "/api/v1/messages/"+id, url.Values{"apply_markdown": {"false"}}, &e.alice)
+	wantAPISuccess(t, r)
+	if m := r.body["message"].(map[string]any); m["content"] != "**pizza**?" || fmt.Sprint(m["flags"]) != "[read]" {
+		t.Errorf("alice's view without Markdown: got %v", m)
+	}
+	for _, path := range []string{"/api/v1/messages/" + secret, "/api/v1/messages/999999"} {
+		wantAPIError(t, e.request(t, http.MethodGet, path, nil, &e.bob), http.StatusBadRequest, "BAD_REQUEST", "Invalid message(s)")
 	}
 }

@@ -147,13 +147,13 @@ func (s *server) routes() http.Handler {
 	for _, prefix := range []string{"/api/v1", "/json"} {
 		mux.Handle(prefix+"/users/{user}", onlyGET(s.api(s.getUser)))
 	}
-	// PATCH and DELETE /api/v1/messages/{message_id}: one pattern, which
-	// answers 405 itself (method patterns would conflict with the 405
-	// pattern of /api/v1/messages/flags).
-	s.patterns = append(s.patterns, "PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}")
+	// GET, PATCH and DELETE /api/v1/messages/{message_id}: one pattern,
+	// which answers 405 itself (method patterns would conflict with the
+	// 405 pattern of /api/v1/messages/flags).
+	s.patterns = append(s.patterns, "GET /api/v1/messages/{message_id}", "PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}")
 	for _, prefix := range []string{"/api/v1", "/json"} {
 		mux.Handle(prefix+"/messages/{message_id}", byMethod(map[string]http.Handler{
-			http.MethodPatch: s.api(s.updateMessage), http.MethodDelete: s.api(s.deleteMessage)}))
+			http.MethodGet: s.api(s.getMessage), http.MethodPatch: s.api(s.updateMessage), http.MethodDelete: s.api(s.deleteMessage)}))
 	}
 	// POST /api/v1/users/me/X and GET /api/v1/users/{user}/X: one pattern
 	// each, for the same reason, that serves "me" with POST and anyone

@@ -92,7 +92,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"POST /api/v1/typing", "GET /api/v1/user_uploads/{realm_id}/{path...}", "GET /user_uploads/{realm_id}/{path...}",
 		"GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}", "POST /api/v1/users/me/avatar",
 		"POST /api/v1/messages/{message_id}/reactions", "DELETE /api/v1/messages/{message_id}/reactions",
-		"PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}", "GET /api/v1/messages/{message_id}/history"} {
+		"PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}", "GET /api/v1/messages/{message_id}/history", "GET /api/v1/messages/{message_id}"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -141,6 +141,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 			{"PATCH", "/api/v1/messages/" + dmID, url.Values{"content": {"mine now"}}}, {"PATCH", "/api/v1/messages/" + dmID, url.Values{"topic": {"moved"}}}},
 		"DELETE /api/v1/messages/{message_id}":           {{"DELETE", "/api/v1/messages/" + msgID, nil}, {"DELETE", "/api/v1/messages/" + dmID, nil}},
 		"GET /api/v1/messages/{message_id}/history":      {{"GET", "/api/v1/messages/" + msgID + "/history", nil}, {"GET", "/api/v1/messages/" + dmID + "/history", nil}},
+		"GET /api/v1/messages/{message_id}":              {{"GET", "/api/v1/messages/" + msgID, nil}, {"GET", "/api/v1/messages/" + dmID, nil}},
 		"POST /api/v1/mark_stream_as_read":               {{"POST", "/api/v1/mark_stream_as_read", url.Values{"stream_id": {secretID}}}},
 		"POST /api/v1/mark_topic_as_read":                {{"POST", "/api/v1/mark_topic_as_read", url.Values{"stream_id": {secretID}, "topic_name": {"plans"}}}},
 		"POST /api/v1/mark_all_as_read":                  {{"POST", "/api/v1/mark_all_as_read", nil}},

@@ -658,6 +658,8 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "DELETE", reactions, url.Values{"emoji_name": {"octopus"}}, &e.alice},
 		{false, "PATCH", editPath, url.Values{"content": {"lunch at one"}, "send_notification_to_old_thread": {"false"}}, &e.alice},
 		{true, "PATCH", editPath, nil, &e.alice},
+		{false, "GET", editPath, url.Values{"apply_markdown": {"false"}}, &e.alice},
+		{true, "GET", "/api/v1/messages/999999", nil, &e.alice},
 		{false, "GET", editPath + "/history", nil, &e.alice},
 		{true, "GET", "/api/v1/messages/999999/history", nil, &e.alice},
 		{true, "PATCH", direct, url.Values{"topic": {"lunch"}}, &e.alice},
