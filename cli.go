@@ -245,6 +245,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func parseCommandLine(args []string, getenv func(string) string, stdout, stderr io.Writer) (command, []string, options, error) {
 	var o options
 	words := positionalArgs(args)
+	if len(words) == 1 && words[0] == "help" { // asked for: the commands are the answer
+		fmt.Fprint(stdout, usageText())
+		return command{}, nil, o, flag.ErrHelp
+	}
 	cmd, ok := findCommand(words)
 	if !ok {
 		fmt.Fprint(stderr, usageText())

@@ -216,6 +216,9 @@ func TestHelp_AskedForIsAnAnswerNotAnError(t *testing.T) {
 			t.Errorf("zulite %q: got %v, %d bytes on stdout, stderr %q; want success and the flags on stdout", args, err, len(out), errOut)
 		}
 	}
+	if out, errOut, err := runCLI(t, nil, "help"); err != nil || !strings.Contains(out, "user add EMAIL") || errOut != "" {
+		t.Errorf("zulite help: got %v, stdout %q, stderr %q; want success and the commands on stdout", err, out, errOut)
+	}
 	if _, _, err := runCLI(t, nil, "serve", "--no-such-flag"); !errors.Is(err, errUsage) {
 		t.Errorf("a wrong flag: got %v, want a usage error", err)
 	}
