@@ -72,9 +72,9 @@ type command struct {
 var commands = []command{
 	{name: "serve", about: "serve the API (the default command)"},
 	{name: "user add", args: "EMAIL", nargs: 1, about: "create an account and print its API key", admin: userAdd},
-	{name: "user password", args: "EMAIL", nargs: 1, about: "set the account's password, read from standard input", admin: userPassword},
+	{name: "user password", args: "EMAIL", nargs: 1, about: "set the account's password, read from standard input, and end its web sessions", admin: userPassword},
 	{name: "user list", about: "list accounts: id, e-mail, role, active", admin: userList},
-	{name: "user key", args: "EMAIL", nargs: 1, about: "replace the account's API keys with a new one and remove its push tokens", admin: userKey},
+	{name: "user key", args: "EMAIL", nargs: 1, about: "replace the account's API keys with a new one, remove its push tokens and end its web sessions", admin: userKey},
 	{name: "user deactivate", args: "EMAIL", nargs: 1, about: "deactivate an account", admin: userDeactivate},
 	{name: "user reactivate", args: "EMAIL", nargs: 1, about: "reactivate an account", admin: userReactivate},
 	{name: "channel add", args: "NAME", nargs: 1, about: "create a channel and print its id", admin: channelAdd},
