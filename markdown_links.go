@@ -1,6 +1,7 @@
 package main
 
-// Links in messages: the URLs Zulip links by itself (its link regex,
+// Links in messages: the [text](url) and <url> patterns, the URLs Zulip
+// links by itself (its link regex,
 // get_web_link_regex), the schemes it allows (sanitize_url, which reads
 // a URL as Python's urllib does), and the hash URLs of channels and
 // topics (encode_stream, hash_util_encode).
@@ -427,3 +428,266 @@ func bitcoinAt(data string, p int) (int, bool) {
 }
 
 func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// findLink is LINK_RE: a "[" not after "!".
+func findLink(_ *inliner, data string, from int) (patternMatch, bool) {
+	for i := from; i < len(data); i++ {
+		if data[i] == '[' && (i == 0 || data[i-1] != '!') {
+			return patternMatch{start: i, end: i + 1}, true
+		}
+	}
+	return patternMatch{}, false
+}
+
+// handleLink is Python-Markdown's LinkInlineProcessor with Zulip's
+// changes: the URL sanitized (a link with another scheme stays text),
+// the realm's own links relative, an empty text replaced by the URL,
+// and no pattern run on the text.
+func handleLink(in *inliner, data string, m patternMatch) (inlineNode, int, int, bool) {
+	text, index, ok := linkText(data, m.end)
+	if !ok {
+		return inlineNode{}, 0, 0, false
+	}
+	href, title, hasTitle, index, ok := linkTarget(in, data, index)
+	if !ok {
+		return inlineNode{}, 0, 0, false
+	}
+	href, allowed := sanitizeURL(in.unescape(pyStrip(href)))
+	if !allowed {
+		return inlineNode{}, 0, 0, false
+	}
+	href = in.r.in.relativeToRealm(href)
+	a := &mdElement{tag: "a", text: text, atomic: true}
+	a.set("href", href)
+	if hasTitle {
+		a.set("title", title)
+	}
+	if pyStrip(a.text) == "" {
+		a.text = href
+	}
+	return inlineNode{el: a}, m.start, index, true
+}
+
+// linkText is getText: the text up to the "]" that balances the "[".
+func linkText(data string, index int) (string, int, bool) {
+	depth := 1
+	for pos := index; pos < len(data); pos++ {
+		switch data[pos] {
+		case ']':
+			depth--
+		case '[':
+			depth++
+		}
+		if depth == 0 {
+			return data[index:pos], pos + 1, true
+		}
+	}
+	return "", index, false
+}
+
+// linkTarget is getLink: "(" then either <url> with an optional quoted
+// title, or a URL up to the balancing ")", a quoted title inside it
+// taken as the title.
+func linkTarget(in *inliner, data string, index int) (href, title string, hasTitle bool, end int, ok bool) {
+	if index >= len(data) || data[index] != '(' {
+		return "", "", false, 0, false
+	}
+	pos := index + 1
+	for pos < len(data) {
+		r, n := utf8.DecodeRuneInString(data[pos:])
+		if !isPySpace(r) {
+			break
+		}
+		pos += n
+	}
+	if strings.HasPrefix(data[pos:], "<") {
+		if h, t, has, e, ok := angleLink(data, pos); ok {
+			return in.finishLink(h, t, has, e)
+		}
+	}
+	// Track bracket nesting, and quotes that may hold a title.
+	bracketCount, backtrackCount := 1, 1
+	start := pos
+	index = pos
+	lastBracket := -1
+	var quote, altQuote byte
+	startQuote, exitQuote, startAltQuote, exitAltQuote := -1, -1, -1, -1
+	ignoreMatches := false
+	var last byte
+	for p := index; p < len(data); p++ {
+		c := data[p]
+		switch {
+		case c == '(':
+			if !ignoreMatches {
+				bracketCount++
+			} else if backtrackCount > 0 {
+				backtrackCount--
+			}
+		case c == ')':
+			switch {
+			case (exitQuote != -1 && quote == last) || (exitAltQuote != -1 && altQuote == last):
+				bracketCount = 0
+			case !ignoreMatches:
+				bracketCount--
+			case backtrackCount > 0:
+				backtrackCount--
+				if backtrackCount == 0 {
+					lastBracket = index + 1
+				}
+			}
+		case c == '\'' || c == '"':
+			switch {
+			case quote == 0:
+				ignoreMatches = true
+				backtrackCount = bracketCount
+				bracketCount = 1
+				startQuote = index + 1
+				quote = c
+			case c != quote && altQuote == 0:
+				startAltQuote = index + 1
+				altQuote = c
+			case c == quote:
+				exitQuote = index + 1
+			case altQuote != 0 && c == altQuote:
+				exitAltQuote = index + 1
+			}
+		}
+		index++
+		if bracketCount == 0 {
+			switch {
+			case exitQuote >= 0 && quote == last:
+				href = data[start : startQuote-1]
+				title, hasTitle = data[startQuote:exitQuote-1], true
+			case exitAltQuote >= 0 && altQuote == last:
+				href = data[start : startAltQuote-1]
+				title, hasTitle = data[startAltQuote:exitAltQuote-1], true
+			default:
+				href = data[start : index-1]
+			}
+			break
+		}
+		if c != ' ' {
+			last = c
+		}
+	}
+	if bracketCount != 0 && backtrackCount == 0 {
+		if lastBracket < 0 {
+			// A "(" inside a title used up the backtrack count before any
+			// ")": Python slices with -1 and -2, that is from the end.
+			href = data[start:max(start, len(data)-2)]
+			return in.finishLink(href, title, hasTitle, len(data)-1)
+		}
+		href = data[start : lastBracket-1]
+		index = lastBracket
+		bracketCount = 0
+	}
+	if bracketCount != 0 {
+		return "", "", false, 0, false
+	}
+	return in.finishLink(href, title, hasTitle, index)
+}
+
+// angleLink is RE_LINK's <url> form: <url>, then optionally a quoted
+// title, then ")".
+func angleLink(data string, pos int) (href, title string, hasTitle bool, end int, ok bool) {
+	close := strings.IndexAny(data[pos+1:], "<>")
+	if close < 0 || data[pos+1+close] != '>' {
+		return "", "", false, 0, false
+	}
+	href = data[pos : pos+1+close+1]
+	p := skipPySpace(data, pos+1+close+1)
+	if p < len(data) && (data[p] == '\'' || data[p] == '"') {
+		q := strings.IndexByte(data[p+1:], data[p])
+		if q >= 0 {
+			title, hasTitle = data[p:p+1+q+1], true
+			p = skipPySpace(data, p+1+q+1)
+		}
+	}
+	if p >= len(data) || data[p] != ')' {
+		return "", "", false, 0, false
+	}
+	href = strings.TrimSpace(href[1 : len(href)-1])
+	if hasTitle {
+		title = title[1 : len(title)-1]
+	}
+	return href, title, hasTitle, p + 1, true
+}
+
+func skipPySpace(data string, p int) int {
+	for p < len(data) {
+		r, n := utf8.DecodeRuneInString(data[p:])
+		if !isPySpace(r) {
+			break
+		}
+		p += n
+	}
+	return p
+}
+
+func (in *inliner) finishLink(href, title string, hasTitle bool, end int) (string, string, bool, int, bool) {
+	if hasTitle {
+		title = dequote(in.unescape(pyStrip(title)))
+		title = strings.Map(func(r rune) rune {
+			if isPySpace(r) {
+				return ' '
+			}
+			return r
+		}, title)
+	}
+	return pyStrip(in.unescape(href)), title, hasTitle, end, true
+}
+
+func dequote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' && s[len(s)-1] == '"' || s[0] == '\'' && s[len(s)-1] == '\'') {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// unescape is InlineProcessor.unescape: placeholders become their
+// text.
+func (in *inliner) unescape(s string) string {
+	if !strings.Contains(s, inlinePlaceholder) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, inlinePlaceholder)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		n, end, ok := placeholderNumber(s, i+len(inlinePlaceholder))
+		if !ok || n >= len(in.stash) {
+			b.WriteString(s[:i+len(inlinePlaceholder)])
+			s = s[i+len(inlinePlaceholder):]
+			continue
+		}
+		b.WriteString(s[:i])
+		if node := in.stash[n]; node.el == nil {
+			b.WriteString(node.text)
+		} else {
+			b.WriteString(node.el.itertext())
+		}
+		s = s[end:]
+	}
+}
+
+// findAutolink is Zulip's link regex (markdown_links.go).
+func findAutolink(_ *inliner, data string, from int) (patternMatch, bool) {
+	s, e, ok := autolinkAt(data, from)
+	return patternMatch{start: s, end: e}, ok
+}
+
+// handleAutolink is url_to_a: a link, or the text when the scheme is
+// not allowed.
+func handleAutolink(in *inliner, data string, m patternMatch) (inlineNode, int, int, bool) {
+	url := data[m.start:m.end]
+	href, ok := sanitizeURL(url)
+	if !ok {
+		return textNode(url), m.start, m.end, true
+	}
+	a := &mdElement{tag: "a", text: url, atomic: true}
+	a.set("href", in.r.in.relativeToRealm(href))
+	return inlineNode{el: a}, m.start, m.end, true
+}
