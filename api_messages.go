@@ -674,21 +674,17 @@ func (s *server) getMessages(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	type withFlags struct {
-		messageObject
-		Flags []string `json:"flags"`
-	}
-	list := make([]withFlags, 0, len(page.Messages))
+	list := make([]flaggedMessage, 0, len(page.Messages))
 	for _, m := range page.Messages {
-		list = append(list, withFlags{newMessageObject(m, applyMarkdown, clientGravatar, allowEmptyTopic), messageFlags(m)})
+		list = append(list, flaggedMessage{newMessageObject(m, applyMarkdown, clientGravatar, allowEmptyTopic), messageFlags(m)})
 	}
 	return struct {
-		Messages       []withFlags `json:"messages"`
-		Anchor         uint64      `json:"anchor"`
-		FoundAnchor    bool        `json:"found_anchor"`
-		FoundOldest    bool        `json:"found_oldest"`
-		FoundNewest    bool        `json:"found_newest"`
-		HistoryLimited bool        `json:"history_limited"`
+		Messages       []flaggedMessage `json:"messages"`
+		Anchor         uint64           `json:"anchor"`
+		FoundAnchor    bool             `json:"found_anchor"`
+		FoundOldest    bool             `json:"found_oldest"`
+		FoundNewest    bool             `json:"found_newest"`
+		HistoryLimited bool             `json:"history_limited"`
 	}{list, page.Anchor, page.FoundAnchor, page.FoundOldest, page.FoundNewest, false}, nil
 }
 
@@ -765,12 +761,15 @@ func (s *server) getMessage(r *apiRequest) (any, error) {
 		return nil, errInvalidMessages
 	}
 	m := page.Messages[0]
-	type withFlags struct {
-		messageObject
-		Flags []string `json:"flags"`
-	}
 	return struct {
-		RawContent string    `json:"raw_content"`
-		Message    withFlags `json:"message"`
-	}{m.Content, withFlags{newMessageObject(m, applyMarkdown, true, allowEmptyTopic), messageFlags(m)}}, nil
+		RawContent string         `json:"raw_content"`
+		Message    flaggedMessage `json:"message"`
+	}{m.Content, flaggedMessage{newMessageObject(m, applyMarkdown, true, allowEmptyTopic), messageFlags(m)}}, nil
+}
+
+// flaggedMessage is a message object with the caller's flags, as GET
+// /messages and GET /messages/{message_id} give it.
+type flaggedMessage struct {
+	messageObject
+	Flags []string `json:"flags"`
 }
