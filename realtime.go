@@ -303,7 +303,11 @@ func (s *server) publishMessage(c messageSent) {
 	}
 	localTail := tail(flagsAnyMention, true, true) + 1
 	tails := make([]string, localTail+1)
-	for mentions := byte(0); mentions <= flagsAnyMention; mentions += flagMentioned {
+	most := byte(0) // a message without mentions needs the tails without them only
+	if len(c.Mentions.UserIDs) > 0 || c.Mentions.Channel || c.Mentions.Topic {
+		most = flagsAnyMention
+	}
+	for mentions := byte(0); mentions <= most; mentions += flagMentioned {
 		for subscribed := range 2 {
 			for isSender := range 2 {
 				flags := []string{}
