@@ -36,6 +36,21 @@ type trackedConn struct {
 	serving atomic.Int32 // handlers running on it (HTTP/2 runs several)
 	limiter *connLimiter
 	once    sync.Once
+	// parked: a poll on it is parked (parking.go) or was answered and
+	// handed back, until net/http takes it again as new: the
+	// connection stays counted meanwhile. pending is what the client
+	// sent after the poll, read again first.
+	parked  atomic.Bool
+	pending []byte
+}
+
+func (c *trackedConn) Read(b []byte) (int, error) {
+	if len(c.pending) > 0 {
+		n := copy(b, c.pending)
+		c.pending = c.pending[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
 }
 
 func (c *trackedConn) Close() error {
@@ -135,9 +150,9 @@ func (l *connLimiter) removeLocked(c *trackedConn) {
 }
 
 // connState is http.Server.ConnState's hook: a hijacked connection is
-// no longer the server's to count.
+// no longer the server's to count, unless it is a parked poll's.
 func (l *connLimiter) connState(conn net.Conn, state http.ConnState) {
-	if c := trackedOf(conn); c != nil && state == http.StateHijacked {
+	if c := trackedOf(conn); c != nil && state == http.StateHijacked && !c.parked.Load() {
 		c.once.Do(func() { l.forget(c) })
 	}
 }

@@ -88,7 +88,10 @@ type eventQueue struct {
 	firstID  int64
 	bytes    int // the events' size as a poll answers them
 	lastPoll time.Time
-	polls    int // polls waiting on it; it does not expire meanwhile
+	polls    int // polls waiting on it, parked ones too; it does not expire meanwhile
+	// parked are its polls waiting without a goroutine (parking.go),
+	// answered by the waker, their heartbeat timer, a drop or shutdown.
+	parked []*parkedPoll
 	// wake is made by a poll that waits and closed to wake it: for events
 	// (wakeQueues), when the queue is dropped and at shutdown. One channel,
 	// not three, for a waiting poll holds a goroutine's place on each.
@@ -211,6 +214,13 @@ type eventHub struct {
 	toWake    []*eventQueue
 	waking    bool          // a goroutine is waking them
 	wakeSlots chan struct{} // a token for each woken poll not yet running
+	// Parked polls' answers (parking.go) wait their turn in answers,
+	// written by at most parkedAnswerers goroutines, for the same reason.
+	answersMu sync.Mutex
+	answers   []parkedAnswer
+	answerers int
+	// watcher tells when a parked poll's client goes away (parking_linux.go).
+	watcher *closeWatcher
 
 	idleTimeout time.Duration
 	pollTimeout time.Duration
@@ -308,6 +318,10 @@ func (h *eventHub) dropLocked(q *eventQueue) {
 	if q.wake != nil {
 		close(q.wake)
 		q.wake = nil
+	}
+	parked, _ := h.unparkLocked(q)
+	for _, p := range parked {
+		h.answer(p, nil, false, false)
 	}
 }
 
@@ -499,6 +513,7 @@ func (h *eventHub) waker() {
 		}
 		h.wakeMu.Unlock()
 		for _, q := range queues {
+			h.answerParked(q)
 			h.wakeSlots <- struct{}{}
 			q.mu.Lock()
 			q.wakeDue = false
@@ -597,7 +612,7 @@ func (h *eventHub) enqueueLocked(q *eventQueue, e queuedEvent) (wake, fits bool)
 	q.events = append(q.events, e)
 	q.bytes += size
 	h.totalBytes.Add(int64(held))
-	wake = q.wake != nil && !q.wakeDue
+	wake = (q.wake != nil || len(q.parked) > 0) && !q.wakeDue
 	q.wakeDue = q.wakeDue || wake
 	return wake, true
 }
@@ -606,12 +621,15 @@ func (h *eventHub) enqueueLocked(q *eventQueue, e queuedEvent) (wake, fits bool)
 // timeout for one unless dontBlock; after the wait it answers a
 // heartbeat. It answers false when the queue does not exist (or stops
 // existing while it waits).
-func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEventID int64, dontBlock bool) ([]json.RawMessage, bool) {
+//
+// A poll that would wait parks instead when park gives it a parked poll
+// (parking.go); it then answers parked, and the answer is written later.
+func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEventID int64, dontBlock bool, park func() *parkedPoll) (events []json.RawMessage, found, parked bool) {
 	h.mu.RLock()
 	q, ok := h.queue(userID, id)
 	h.mu.RUnlock()
 	if !ok {
-		return nil, false
+		return nil, false, false
 	}
 	var deadline *time.Timer
 	defer func() {
@@ -623,7 +641,7 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 		q.mu.Lock()
 		if q.dropped {
 			q.mu.Unlock()
-			return nil, false
+			return nil, false, false
 		}
 		q.lastPoll = h.now()
 		// Events up to lastEventID are acknowledged: let them go.
@@ -631,7 +649,17 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 		if len(q.events) > 0 || dontBlock || h.closed.Load() {
 			pending, first := slices.Clone(q.events), q.firstID
 			q.mu.Unlock()
-			return render(pending, first), true
+			return render(pending, first), true, false
+		}
+		if park != nil {
+			q.mu.Unlock()
+			p := park()
+			park = nil
+			if p != nil {
+				h.park(q, p)
+				return nil, true, true
+			}
+			continue // it waits here: look again, the queue may have changed
 		}
 		if q.wake == nil {
 			q.wake = make(chan struct{})
@@ -672,8 +700,166 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 			h.wakeQueues([]*eventQueue{q})
 		}
 		if ctx.Err() != nil {
-			return nil, true
+			return nil, true, false
 		}
+	}
+}
+
+// park holds a poll without a goroutine until its queue has events, it
+// waits the poll timeout (a heartbeat), its queue is dropped or the
+// server shuts down; what changed while its connection was taken is
+// answered at once.
+func (h *eventHub) park(q *eventQueue, p *parkedPoll) {
+	q.mu.Lock()
+	if q.dropped || len(q.events) > 0 || h.closed.Load() {
+		events, found := render(q.events, q.firstID), !q.dropped
+		q.mu.Unlock()
+		h.answer(p, events, found, false)
+		return
+	}
+	p.queue = q
+	q.parked = append(q.parked, p)
+	q.polls++
+	q.lastPoll = h.now()
+	p.timer = time.AfterFunc(h.pollTimeout, func() { h.heartbeatParked(q, p) })
+	// Told when its client goes away; if it cannot be, the heartbeat
+	// still ends it.
+	if err := h.watcher.watch(p); err != nil {
+		p.unwatched = true
+	}
+	q.mu.Unlock()
+}
+
+// unparkLocked takes the queue's parked polls off it, with its events as
+// they answer them; q.mu is held.
+func (h *eventHub) unparkLocked(q *eventQueue) ([]*parkedPoll, []json.RawMessage) {
+	parked := q.parked
+	if len(parked) == 0 {
+		return nil, nil
+	}
+	q.parked = nil
+	q.polls -= len(parked)
+	q.lastPoll = h.now()
+	for _, p := range parked {
+		p.timer.Stop()
+	}
+	return parked, render(q.events, q.firstID)
+}
+
+// answerParked answers the queue's parked polls, as the waker wakes it.
+func (h *eventHub) answerParked(q *eventQueue) {
+	q.mu.Lock()
+	parked, events := h.unparkLocked(q)
+	q.mu.Unlock()
+	for _, p := range parked {
+		h.answer(p, events, true, true)
+	}
+}
+
+// heartbeatParked answers a parked poll that waited the poll timeout, as
+// poll does: the queue gets a heartbeat, and the poll its events.
+func (h *eventHub) heartbeatParked(q *eventQueue, p *parkedPoll) { h.unparkOne(q, p, true) }
+
+// goneParked answers a parked poll whose client went away (or sent
+// something): at once, with what its queue holds, as a waiting poll's
+// handler does when its request's context ends.
+func (h *eventHub) goneParked(p *parkedPoll) { h.unparkOne(p.queue, p, false) }
+
+func (h *eventHub) unparkOne(q *eventQueue, p *parkedPoll, heartbeatDue bool) {
+	q.mu.Lock()
+	i := slices.Index(q.parked, p)
+	if i < 0 { // answered meanwhile
+		q.mu.Unlock()
+		return
+	}
+	q.parked = slices.Delete(q.parked, i, i+1)
+	q.polls--
+	q.lastPoll = h.now()
+	p.timer.Stop()
+	over, wakeOthers := false, false
+	if heartbeatDue && !q.dropped {
+		var fits bool
+		if wakeOthers, fits = h.enqueueLocked(q, queuedEvent{shared: heartbeat}); !fits {
+			h.dropLocked(q)
+			over = true
+		}
+	}
+	events, found := render(q.events, q.firstID), !q.dropped
+	q.mu.Unlock()
+	if over {
+		h.removeDropped([]*eventQueue{q})
+	}
+	if wakeOthers {
+		h.wakeQueues([]*eventQueue{q})
+	}
+	h.answer(p, events, found, true)
+}
+
+// answer has a parked poll's answer written. Paced (the waker,
+// heartbeats), it goes to the answerers, at most parkedAnswerers
+// goroutines that live while there are answers to write (their stacks
+// stay grown from one answer to the next); a drop or shutdown, which hold
+// locks, write from a goroutine of their own.
+func (h *eventHub) answer(p *parkedPoll, events []json.RawMessage, found, paced bool) {
+	if !paced {
+		go p.answer(events, found)
+		return
+	}
+	h.answersMu.Lock()
+	h.answers = append(h.answers, parkedAnswer{p, events, found})
+	start := h.answerers < parkedAnswerers
+	if start {
+		h.answerers++
+	}
+	h.answersMu.Unlock()
+	if start {
+		go h.answerer()
+	}
+}
+
+type parkedAnswer struct {
+	p      *parkedPoll
+	events []json.RawMessage
+	found  bool
+}
+
+// answerer writes answers until none is left. One that takes longer than
+// parkedAnswerWait (a client reading slowly) is finished outside the
+// answerers: another takes its place.
+func (h *eventHub) answerer() {
+	for {
+		h.answersMu.Lock()
+		if len(h.answers) == 0 {
+			h.answerers--
+			h.answersMu.Unlock()
+			return
+		}
+		a := h.answers[0]
+		h.answers[0] = parkedAnswer{}
+		h.answers = h.answers[1:]
+		if len(h.answers) == 0 {
+			h.answers = nil
+		}
+		h.answersMu.Unlock()
+		slow := time.AfterFunc(parkedAnswerWait, h.replaceAnswerer)
+		a.p.answer(a.events, a.found)
+		if !slow.Stop() { // replaced: this goroutine is no longer an answerer
+			return
+		}
+	}
+}
+
+// replaceAnswerer takes an answerer writing to a slow reader out of the
+// count, and starts another if answers wait.
+func (h *eventHub) replaceAnswerer() {
+	h.answersMu.Lock()
+	start := len(h.answers) > 0
+	if !start {
+		h.answerers--
+	}
+	h.answersMu.Unlock()
+	if start {
+		go h.answerer()
 	}
 }
 
@@ -737,6 +923,10 @@ func (h *eventHub) close() {
 			close(q.wake)
 			q.wake = nil
 		}
+		parked, events := h.unparkLocked(q)
 		q.mu.Unlock()
+		for _, p := range parked {
+			h.answer(p, events, true, false)
+		}
 	}
 }

@@ -233,7 +233,7 @@ func TestEvents_LongPollWakesOnSendAndEndsOnShutdown(t *testing.T) {
 	defer cancel()
 	ended := make(chan bool)
 	go func() {
-		_, ok := e.server.events.poll(ctx, e.bob.ID, queue, 0, false)
+		_, ok, _ := e.server.events.poll(ctx, e.bob.ID, queue, 0, false, nil)
 		ended <- ok
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -249,7 +249,7 @@ func TestEvents_LongPollWakesOnSendAndEndsOnShutdown(t *testing.T) {
 func waitPoll(hub *eventHub, userID uint64, queue string, last int64) chan bool {
 	done := make(chan bool, 1)
 	go func() {
-		_, ok := hub.poll(context.Background(), userID, queue, last, false)
+		_, ok, _ := hub.poll(context.Background(), userID, queue, last, false, nil)
 		done <- ok
 	}()
 	return done
@@ -293,7 +293,7 @@ func TestEvents_PollingKeepsAQueueAliveAndHeartbeats(t *testing.T) {
 	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
 	events := make(chan []json.RawMessage, 1)
 	go func() {
-		got, _ := hub.poll(context.Background(), e.bob.ID, queue, -1, false)
+		got, _, _ := hub.poll(context.Background(), e.bob.ID, queue, -1, false, nil)
 		events <- got
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -678,7 +678,7 @@ func BenchmarkEvents_PublishMessage(b *testing.B) {
 				if id%10 == 0 {
 					b.StopTimer()
 					for _, l := range queues {
-						events, ok := hub.poll(context.Background(), l.user, l.queue, l.last, true)
+						events, ok, _ := hub.poll(context.Background(), l.user, l.queue, l.last, true, nil)
 						if !ok {
 							b.Fatalf("queue %s was dropped", l.queue)
 						}

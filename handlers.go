@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,8 +32,12 @@ type server struct {
 	passwords *passwordHasher
 	logins    *loginLimiter
 	events    *eventHub
-	limits    *rateLimiter // nil: no rate limits
-	walks     *walkSlots   // one message walk at a time per account
+	// parking hands parked polls' connections back to net/http
+	// (parking.go); nil when the server is not serving through it.
+	parking *parkingListener
+	parked  atomic.Int64 // parked polls not yet answered
+	limits  *rateLimiter // nil: no rate limits
+	walks   *walkSlots   // one message walk at a time per account
 	// channelBudget bounds the channels an account creates in an hour.
 	channelBudget *channelBudget
 	listings      chan struct{} // listingSlots: channel-listing answers being built
@@ -258,6 +263,7 @@ func (s *server) notFound() http.Handler {
 // apiRequest is what a handler gets: the caller and the parameters.
 type apiRequest struct {
 	*http.Request
+	writer http.ResponseWriter // for a poll that parks (parking.go)
 	user   user
 	params *params
 	// answered runs once the answer is written (or refused): what a
@@ -387,13 +393,16 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request, u user, h apiHand
 		writeError(w, s.log, r, err)
 		return
 	}
-	ar := &apiRequest{Request: r, user: u, params: p}
+	ar := &apiRequest{Request: r, writer: w, user: u, params: p}
 	defer func() {
 		for _, f := range ar.answered {
 			f()
 		}
 	}()
 	data, err := h(ar)
+	if err == errParked { // its answer is written when its queue has events
+		return
+	}
 	if err != nil {
 		writeError(w, s.log, r, err)
 		return

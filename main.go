@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -165,32 +166,9 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	defer admin.Close()
 	go serveAdmin(admin, adminEnv{st, s.passwords})
 
-	limited := newConnLimiter(ln, o.MaxConns, s.trusts)
-	s.metrics.connsRefused = &limited.refused
-	srv := &http.Server{
-		Handler:           serving(s.routes()),
-		ConnContext:       connContext,
-		ReadHeaderTimeout: o.HeaderWait,
-		ReadTimeout:       o.BodyWait,
-		WriteTimeout:      90 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		ConnState: func(c net.Conn, state http.ConnState) {
-			limited.connState(c, state)
-			s.metrics.trackConnections(c, state)
-		},
-		TLSConfig: tlsConfig,
-	}
-	srv.RegisterOnShutdown(s.events.close) // waiting long polls answer at once
+	srv, listening := s.httpServer(ln, o, tlsConfig, log)
 	served := make(chan error, 2)
-	go func() {
-		if tlsConfig != nil {
-			served <- srv.ServeTLS(limited, "", "")
-		} else {
-			served <- srv.Serve(limited)
-		}
-	}()
+	go func() { served <- srv.Serve(listening) }()
 	var msrv *http.Server
 	if mln != nil {
 		metricsMux := http.NewServeMux()
@@ -213,6 +191,8 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("shutdown", "err", err)
 	}
+	s.events.close() // parked polls answer too, when Shutdown left none waiting in handlers
+	s.stopParking(shutdownCtx)
 	if msrv != nil {
 		msrv.Shutdown(shutdownCtx)
 	}
@@ -222,6 +202,35 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return failed
+}
+
+// httpServer is the server zulite serves HTTP with, and the listener it
+// serves: ln within the connection bounds, TLS over that when configured,
+// and the parking listener outermost (parking.go), outside TLS, serving
+// HTTP/2 or HTTP/1.1 as ServeTLS would.
+func (s *server) httpServer(ln net.Listener, o options, tlsConfig *tls.Config, log *slog.Logger) (*http.Server, net.Listener) {
+	limited := newConnLimiter(ln, o.MaxConns, s.trusts)
+	s.metrics.connsRefused = &limited.refused
+	srv := &http.Server{
+		Handler:           serving(s.routes()),
+		ConnContext:       connContext,
+		ReadHeaderTimeout: o.HeaderWait,
+		ReadTimeout:       o.BodyWait,
+		WriteTimeout:      90 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnState: func(c net.Conn, state http.ConnState) {
+			limited.connState(c, state)
+			s.metrics.trackConnections(c, state)
+		},
+	}
+	srv.RegisterOnShutdown(s.events.close) // waiting long polls answer at once
+	var outer net.Listener = limited
+	if tlsConfig != nil {
+		outer = servingTLS(limited, tlsConfig)
+	}
+	return srv, s.startParking(outer)
 }
 
 // plainHTTPWarning is what to say when API keys would cross a network in

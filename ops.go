@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	runtimemetrics "runtime/metrics"
 	"slices"
@@ -26,6 +27,8 @@ type requestInfo struct {
 	id     string
 	route  string
 	userID uint64
+	start  time.Time
+	parked bool // a parked poll (parking.go): it logs itself when answered
 }
 
 // infoOf finds the request's info through the ResponseWriter that
@@ -84,9 +87,12 @@ func (ids *requestIDs) new() string {
 func (s *server) withRequestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w, info: requestInfo{id: s.requestIDs.new()}}
+		sw := &statusWriter{ResponseWriter: w, info: requestInfo{id: s.requestIDs.new(), start: start}}
 		w.Header().Set("X-Request-Id", sw.info.id)
 		next.ServeHTTP(sw, r)
+		if sw.info.parked {
+			return
+		}
 		elapsed := time.Since(start)
 		route := sw.info.route
 		if route == "" {
@@ -189,6 +195,9 @@ type metrics struct {
 	// connsRefused counts connections closed by --max-connections (nil
 	// when serving without the bound, as in tests).
 	connsRefused *atomic.Int64
+	// parkedPolls counts the long polls waiting parked (parking.go; nil
+	// when polls are not parked).
+	parkedPolls *atomic.Int64
 	// pushes: the store whose push outbox is reported (nil: pushes are
 	// off; push_outbox.go).
 	pushes *store
@@ -219,12 +228,22 @@ func (m *metrics) observeCommit(writes int, elapsed time.Duration) {
 	m.commitTime.observe(elapsed.Seconds())
 }
 
-// trackConnections counts open connections (http.Server.ConnState).
-func (m *metrics) trackConnections(_ any, state http.ConnState) {
+// trackConnections counts open connections (http.Server.ConnState). A
+// parked poll's connection stays counted: from its hijacking until
+// net/http takes it back as new (or parking.go closes it).
+func (m *metrics) trackConnections(conn net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateNew:
+		if c := trackedOf(conn); c != nil && c.parked.Swap(false) {
+			return
+		}
 		m.openConns.Add(1)
-	case http.StateClosed, http.StateHijacked:
+	case http.StateHijacked:
+		if c := trackedOf(conn); c != nil && c.parked.Load() {
+			return
+		}
+		m.openConns.Add(-1)
+	case http.StateClosed:
 		m.openConns.Add(-1)
 	}
 }
@@ -279,6 +298,11 @@ func (m *metrics) render(b io.Writer, db storeFigures) {
 	fmt.Fprintf(b, "zulite_open_connections %d\n", m.openConns.Load())
 	if m.pushes != nil {
 		writePushMetrics(b, m.pushes)
+	}
+	if m.parkedPolls != nil {
+		fmt.Fprintln(b, "# HELP zulite_parked_polls Long polls of GET /api/v1/events waiting without a goroutine of their own: their connections, counted among the open ones.")
+		fmt.Fprintln(b, "# TYPE zulite_parked_polls gauge")
+		fmt.Fprintf(b, "zulite_parked_polls %d\n", m.parkedPolls.Load())
 	}
 	if m.connsRefused != nil {
 		fmt.Fprintln(b, "# HELP zulite_connections_refused_total Connections closed by --max-connections: newcomers without room, and quiet ones closed to make room.")

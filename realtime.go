@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 )
@@ -191,27 +192,19 @@ func (s *server) getEvents(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	events, ok := s.events.poll(r.Context(), r.user.ID, id, lastEventID, dontBlock)
+	events, ok, parked := s.events.poll(r.Context(), r.user.ID, id, lastEventID, dontBlock, func() *parkedPoll { return s.parkPoll(r, id) })
+	if parked {
+		return nil, errParked
+	}
 	if !ok {
 		return nil, badQueue(id)
 	}
-	// The events are written as the hub rendered them, not encoded again.
-	n := len(`"events":[],"queue_id":""`) + len(id)
-	for _, e := range events {
-		n += len(e) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, `"events":[`...)
-	for i, e := range events {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, e...)
-	}
-	b = append(b, `],"queue_id":`...)
-	quoted, _ := json.Marshal(id) // the id of an existing queue: hex
-	return encodedMembers(append(b, quoted...)), nil
+	return pollMembers(events, id), nil
 }
+
+// errParked tells serve that the poll parked (parking.go): its answer is
+// written later, not now.
+var errParked = errors.New("parked")
 
 // deleteQueue serves DELETE /api/v1/events.
 func (s *server) deleteQueue(r *apiRequest) (any, error) {

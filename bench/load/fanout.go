@@ -731,17 +731,8 @@ func (p *poller) readResponse(body []byte) (int, []byte, error) {
 }
 
 func (p *poller) run() {
-	var body struct {
-		Events []struct {
-			ID      int64  `json:"id"`
-			Type    string `json:"type"`
-			Message struct {
-				ID uint64 `json:"id"`
-			} `json:"message"`
-		} `json:"events"`
-		Code string `json:"code"`
-	}
 	var raw []byte
+	var events []pollEvent
 	for {
 		if _, err := io.WriteString(p.conn, p.request+strconv.FormatInt(p.last, 10)+p.tail); err != nil {
 			p.fail(err)
@@ -754,17 +745,18 @@ func (p *poller) run() {
 			return
 		}
 		raw = got
-		body.Events, body.Code = body.Events[:0], ""
-		if err := json.Unmarshal(raw, &body); err != nil || status != 200 {
-			p.fail(fmt.Errorf("poll: got status %d %s", status, body.Code))
+		result, code, scanned, err := scanPoll(raw, events[:0])
+		events = scanned
+		if err != nil || status != 200 || result != "success" {
+			p.fail(fmt.Errorf("poll: got status %d %s %v", status, code, err))
 			return
 		}
 		p.mu.Lock()
-		for _, e := range body.Events {
-			p.last = max(p.last, e.ID)
-			if e.Type == "message" {
-				p.receipts = append(p.receipts, receipt{e.Message.ID, at})
-				if len(body.Events) == 1 {
+		for _, e := range events {
+			p.last = max(p.last, e.id)
+			if e.message {
+				p.receipts = append(p.receipts, receipt{e.messageID, at})
+				if len(events) == 1 {
 					p.messageBytes = len(raw)
 				}
 			}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Parked polls: a long poll with nothing to answer yet waits without a
+// goroutine. Through net/http, a waiting poll holds its connection's
+// goroutine, the background reader's, their stacks and net/http's
+// buffers, about 27 KiB; ten thousand connected clients then need more
+// memory than a small device has. So a poll over HTTP/1.x that would wait
+// takes its connection from net/http (Hijack) and parks it on its queue
+// (eventQueue.parked): what it holds is the connection, the header lines
+// already set for its answer and a timer, well under 1 KiB. When the
+// queue has events (the hub's waker), after the poll timeout (a
+// heartbeat), when the queue is dropped, or at shutdown, a goroutine of a
+// few writes the answer as net/http would and hands the connection back
+// to net/http through the listener (parkingListener), which serves its
+// next request as on any connection it accepts. HTTP/2 polls, and polls
+// served without a parking listener (tests calling the handler), wait in
+// their handler as before.
+
+// parkedAnswerers bounds the parked polls being answered at a time
+// (eventHub.answer): the answers to a big channel's message go out a few
+// at a time, so that a request that comes in meanwhile waits behind a few
+// of them, not behind ten thousand.
+const parkedAnswerers = 4
+
+// parkedAnswerWait is how long a parked poll's answer may take to write
+// as one of the answerers; a client that reads slower is written to
+// outside them, within parkedWriteTimeout.
+const (
+	parkedAnswerWait   = 50 * time.Millisecond
+	parkedWriteTimeout = 90 * time.Second // http.Server's WriteTimeout
+)
+
+// parkedPoll is a waiting poll without its goroutine: its connection and
+// what its answer and its log line need.
+type parkedPoll struct {
+	s       *server
+	conn    net.Conn     // as the listener gave it: a *trackedConn, or a *tls.Conn over one
+	tracked *trackedConn // conn, or what the TLS connection runs over
+	queueID string
+	ignored []string // parameters the request sent that no route reads
+	head    []byte   // the header lines set before it parked (X-Request-Id, rate limits)
+	close   bool     // the client asked for the connection to end after the answer
+	info    requestInfo
+	method  string
+	start   time.Time
+	queue   *eventQueue // set when it parks
+	timer   *time.Timer // the heartbeat; set and stopped under the queue's lock
+	// watchID is its place in the hub's close watcher; unwatched when it
+	// could not be watched.
+	watchID   uint32
+	unwatched bool
+}
+
+// startParking has the server park its waiting polls: it answers the
+// listener net/http is to serve, ln as it is where polls cannot park
+// (not Linux).
+func (s *server) startParking(ln net.Listener) net.Listener {
+	w, err := newCloseWatcher(s.events.goneParked)
+	if err != nil {
+		return ln
+	}
+	s.events.watcher = w
+	s.parking = newParkingListener(ln)
+	s.metrics.parkedPolls = &s.parked
+	return s.parking
+}
+
+// stopParking waits until every parked poll is answered (the hub's close
+// answers them), or ctx ends, and stops watching for clients going away.
+func (s *server) stopParking(ctx context.Context) {
+	for s.parked.Load() > 0 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s.events.watcher != nil {
+		s.events.watcher.close()
+	}
+}
+
+// parkPoll takes a poll's connection from net/http, or answers nil when
+// it must wait in its handler: HTTP/2, no parking listener, a connection
+// zulite did not accept. The poll's answer is written by answer, later.
+func (s *server) parkPoll(r *apiRequest, queueID string) *parkedPoll {
+	if s.parking == nil || s.events.watcher == nil || r.writer == nil || r.ProtoMajor != 1 {
+		return nil
+	}
+	tc, _ := r.Context().Value(connKey{}).(*trackedConn)
+	info := infoOf(r.writer)
+	if tc == nil || info == nil {
+		return nil
+	}
+	var head bytes.Buffer
+	r.writer.Header().Write(&head)
+	tc.parked.Store(true) // before Hijack, which runs the ConnState hooks
+	conn, buf, err := http.NewResponseController(r.writer).Hijack()
+	if err != nil {
+		tc.parked.Store(false)
+		return nil
+	}
+	if n := buf.Reader.Buffered(); n > 0 { // a pipelined request: net/http reads it next
+		pending, _ := buf.Reader.Peek(n)
+		tc.pending = slices.Clone(pending)
+	}
+	tc.serving.Add(1) // a waiting poll is never closed to make room
+	info.parked = true
+	s.parked.Add(1)
+	return &parkedPoll{s: s, conn: conn, tracked: tc, queueID: queueID, ignored: r.params.ignored(), head: head.Bytes(),
+		close: r.Close, info: *info, method: r.Method, start: info.start}
+}
+
+// answer writes the poll's answer (its events, or BAD_EVENT_QUEUE_ID
+// when its queue is gone), logs it, and hands the connection back to
+// net/http, or closes it at shutdown or when the client asked.
+func (p *parkedPoll) answer(events []json.RawMessage, found bool) {
+	defer p.s.parked.Add(-1)
+	if p.queue != nil && !p.unwatched {
+		p.s.events.watcher.unwatch(p)
+	}
+	w := &parkedWriter{header: http.Header{}}
+	if found {
+		writeSuccess(w, pollMembers(events, p.queueID), p.ignored)
+	} else {
+		writeError(w, p.s.log, nil, badQueue(p.queueID))
+	}
+	closing := p.close || p.s.events.closed.Load()
+	b := make([]byte, 0, 256+len(p.head)+w.body.Len())
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(w.status), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(w.status)...)
+	b = append(b, "\r\n"...)
+	b = append(b, p.head...)
+	for name, values := range w.header { // set by writeBody: Content-Type, Content-Length
+		for _, v := range values {
+			b = append(b, name...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	b = append(b, "Date: "...)
+	b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
+	if closing {
+		b = append(b, "\r\nConnection: close"...)
+	}
+	b = append(b, "\r\n\r\n"...)
+	b = append(b, w.body.Bytes()...)
+
+	p.conn.SetWriteDeadline(time.Now().Add(parkedWriteTimeout))
+	_, err := p.conn.Write(b)
+	elapsed := time.Since(p.start)
+	p.s.metrics.observeRequest(p.info.route, w.status, elapsed)
+	p.s.requestLog.line(p.start, p.method, p.info.route, w.status, elapsed, p.info.userID, p.info.id)
+	p.tracked.serving.Add(-1)
+	if err == nil && !closing {
+		p.conn.SetDeadline(time.Time{})
+		if p.s.parking.handBack(p.conn) {
+			return
+		}
+	}
+	p.s.metrics.openConns.Add(-1) // net/http counted it out when it was parked
+	p.conn.Close()
+}
+
+// parkedWriter takes a parked poll's answer as writeSuccess and
+// writeError write it.
+type parkedWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *parkedWriter) Header() http.Header { return w.header }
+func (w *parkedWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+func (w *parkedWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(b)
+}
+
+// pollMembers is a poll's answer after the envelope's own members: the
+// events as the hub rendered them, not encoded again, and the queue id.
+func pollMembers(events []json.RawMessage, queueID string) encodedMembers {
+	n := len(`"events":[],"queue_id":""`) + len(queueID)
+	for _, e := range events {
+		n += len(e) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `"events":[`...)
+	for i, e := range events {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e...)
+	}
+	b = append(b, `],"queue_id":`...)
+	quoted, _ := json.Marshal(queueID) // the id of an existing queue: hex
+	return encodedMembers(append(b, quoted...))
+}
+
+// parkingListener is the listener net/http serves: the connections it
+// accepts, and the parked polls' connections handed back once answered,
+// whose next request net/http then reads as on a new connection.
+type parkingListener struct {
+	net.Listener
+	accepted chan acceptedConn
+	returned chan net.Conn
+	done     chan struct{}
+	once     sync.Once
+}
+
+type acceptedConn struct {
+	conn net.Conn
+	err  error
+}
+
+func newParkingListener(ln net.Listener) *parkingListener {
+	l := &parkingListener{Listener: ln, accepted: make(chan acceptedConn), returned: make(chan net.Conn, 64), done: make(chan struct{})}
+	go l.acceptLoop()
+	return l
+}
+
+func (l *parkingListener) acceptLoop() {
+	for {
+		conn, err := l.Listener.Accept()
+		select {
+		case l.accepted <- acceptedConn{conn, err}:
+		case <-l.done:
+			if conn != nil {
+				conn.Close()
+			}
+			return
+		}
+		if err != nil && errors.Is(err, net.ErrClosed) {
+			return
+		}
+	}
+}
+
+func (l *parkingListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.returned:
+		return c, nil
+	default:
+	}
+	select {
+	case c := <-l.returned:
+		return c, nil
+	case a := <-l.accepted:
+		return a.conn, a.err
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// handBack gives an answered poll's connection back to net/http; false
+// once the listener is closed (shutdown), when the caller closes it.
+func (l *parkingListener) handBack(conn net.Conn) bool {
+	select {
+	case <-l.done:
+		return false
+	default:
+	}
+	select {
+	case l.returned <- conn:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *parkingListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	err := l.Listener.Close()
+	for { // connections handed back as it closed
+		select {
+		case c := <-l.returned:
+			c.Close()
+		default:
+			return err
+		}
+	}
+}
+
+// servingTLS is what http.Server.ServeTLS would serve: the TLS listener
+// over ln, offering HTTP/2 and HTTP/1.1. Serving it ourselves lets the
+// parking listener sit outside TLS, so that a handed-back connection is
+// not shaken hands with again.
+func servingTLS(ln net.Listener, config *tls.Config) net.Listener {
+	config = config.Clone()
+	for _, proto := range []string{"h2", "http/1.1"} {
+		if !slices.Contains(config.NextProtos, proto) {
+			config.NextProtos = append(config.NextProtos, proto)
+		}
+	}
+	return tls.NewListener(ln, config)
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The parking tests serve a test environment's server as zulite serve
+// does (httpServer: the connection bounds, the parking listener, the
+// close watcher) on a loopback port, and poll it over raw connections,
+// as an app keeps one connection polling.
+
+type parkedEnv struct {
+	*testEnv
+	addr string
+	srv  *http.Server
+}
+
+func serveParked(t *testing.T) *parkedEnv {
+	t.Helper()
+	if !canPark {
+		t.Skip("polls park on Linux only")
+	}
+	e := newTestEnv(t)
+	srv, listening := e.server.httpServer(mustListen(t), options{MaxConns: 4096}, nil, discardLogger())
+	go srv.Serve(listening)
+	t.Cleanup(func() { stopServing(e.server, srv) })
+	return &parkedEnv{testEnv: e, addr: listening.Addr().String(), srv: srv}
+}
+
+// stopServing shuts down as zulite serve does.
+func stopServing(s *server, srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.Shutdown(ctx)
+	s.events.close()
+	s.stopParking(ctx)
+}
+
+// pollConn is a client's connection that polls.
+type pollConn struct {
+	net.Conn
+	r    *bufio.Reader
+	auth string
+}
+
+func (e *parkedEnv) dial(t *testing.T, a account) *pollConn {
+	t.Helper()
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &pollConn{Conn: c, r: bufio.NewReader(c), auth: base64.StdEncoding.EncodeToString([]byte(a.Email + ":" + a.key))}
+}
+
+// request writes one request; extra is more header lines.
+func (c *pollConn) request(t *testing.T, method, target string, extra ...string) {
+	t.Helper()
+	req := method + " " + target + " HTTP/1.1\r\nHost: zulite.test\r\nAuthorization: Basic " + c.auth + "\r\n"
+	for _, h := range extra {
+		req += h + "\r\n"
+	}
+	if _, err := io.WriteString(c, req+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *pollConn) poll(t *testing.T, queueID string, last int64, extra ...string) {
+	t.Helper()
+	c.request(t, http.MethodGet, "/api/v1/events?queue_id="+url.QueryEscape(queueID)+"&last_event_id="+strconv.FormatInt(last, 10), extra...)
+}
+
+// answer reads one answer, within 10 s.
+func (c *pollConn) answer(t *testing.T) (*http.Response, map[string]any) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatalf("answer %q: %v", raw, err)
+	}
+	return resp, body
+}
+
+// events of an answer: their types, and the largest id.
+func answeredEvents(t *testing.T, body map[string]any) ([]string, int64) {
+	t.Helper()
+	list, ok := body["events"].([]any)
+	if !ok {
+		t.Fatalf("no events in %v", body)
+	}
+	var types []string
+	last := int64(-1)
+	for _, ev := range list {
+		m := ev.(map[string]any)
+		types = append(types, m["type"].(string))
+		last = max(last, int64(m["id"].(float64)))
+	}
+	return types, last
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (e *parkedEnv) waitParked(t *testing.T, n int64) {
+	t.Helper()
+	waitUntil(t, fmt.Sprintf("%d parked polls", n), func() bool { return e.server.parked.Load() == n })
+}
+
+// queuePolls is how many polls the hub counts on the queue.
+func (e *parkedEnv) queuePolls(queueID string) int {
+	e.server.events.mu.RLock()
+	q := e.server.events.queues[queueID]
+	e.server.events.mu.RUnlock()
+	if q == nil {
+		return -1
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.polls
+}
+
+// Waiting polls hold no goroutine: 200 of them cost a handful, where
+// waiting in their handlers cost two each (the handler's and net/http's
+// background reader's). Each is answered on its connection, which then
+// polls again.
+func TestParking_WaitingPollsHoldNoGoroutine(t *testing.T) {
+	e := serveParked(t)
+	const users, perUser = 10, maxQueuesPerUser
+	type client struct {
+		conn  *pollConn
+		queue string
+		last  int64
+	}
+	var clients []*client
+	for i := range users {
+		u, key := mustCreateUser(t, e.st, fmt.Sprintf("reader%d@example.com", i), roleMember, false)
+		mustSubscribe(t, e.st, u, "general")
+		a := account{u, key}
+		for range perUser {
+			r := e.registerQueue(t, &a, url.Values{"event_types": {`["message"]`}})
+			clients = append(clients, &client{conn: e.dial(t, a), queue: r.str("queue_id"), last: -1})
+		}
+	}
+	runtime.GC()
+	before := runtime.NumGoroutine()
+	for round := range 2 {
+		for _, c := range clients {
+			c.conn.poll(t, c.queue, c.last)
+		}
+		waitUntil(t, "every poll waiting", func() bool {
+			n := 0
+			for _, c := range clients {
+				n += e.queuePolls(c.queue)
+			}
+			return n == len(clients)
+		})
+		if grew := runtime.NumGoroutine() - before; grew > 20 {
+			t.Fatalf("round %d: %d polls waiting added %d goroutines, want at most 20", round, len(clients), grew)
+		}
+		id := e.sendAs(t, e.alice, e.general, "parked")
+		for i, c := range clients {
+			resp, body := c.conn.answer(t)
+			if resp.StatusCode != 200 || body["result"] != "success" || body["queue_id"] != c.queue {
+				t.Fatalf("client %d: got %d %v", i, resp.StatusCode, body)
+			}
+			if resp.Header.Get("Content-Type") != "application/json" || resp.ContentLength <= 0 || resp.Header.Get("X-Request-Id") == "" || resp.Header.Get("Date") == "" || resp.Close {
+				t.Fatalf("client %d: headers %v (keep-alive %v)", i, resp.Header, !resp.Close)
+			}
+			types, last := answeredEvents(t, body)
+			msg := body["events"].([]any)[0].(map[string]any)["message"].(map[string]any)
+			if len(types) != 1 || types[0] != "message" || uint64(msg["id"].(float64)) != id {
+				t.Fatalf("client %d: events %v, want message %d", i, body["events"], id)
+			}
+			c.last = last
+		}
+	}
+	waitUntil(t, "the answered polls' connections back with net/http", func() bool { return e.server.parked.Load() == 0 })
+}
+
+// A parked poll that waits the poll timeout answers a heartbeat, and its
+// connection polls on.
+func TestParking_HeartbeatAfterThePollTimeout(t *testing.T) {
+	e := serveParked(t)
+	e.server.events.pollTimeout = 200 * time.Millisecond
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
+	c := e.dial(t, e.bob)
+	last := int64(-1)
+	for range 2 {
+		c.poll(t, queue, last)
+		resp, body := c.answer(t)
+		types, id := answeredEvents(t, body)
+		if resp.StatusCode != 200 || len(types) != 1 || types[0] != "heartbeat" {
+			t.Fatalf("got %d %v, want one heartbeat", resp.StatusCode, body)
+		}
+		last = id
+	}
+}
+
+// A client that goes away ends its parked poll at once: its queue no
+// longer counts as polled (the push notifications' idle rule), and its
+// connection is closed and no longer counted.
+func TestParking_AClientGoneEndsItsPoll(t *testing.T) {
+	e := serveParked(t)
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
+	c := e.dial(t, e.bob)
+	c.poll(t, queue, -1)
+	e.waitParked(t, 1)
+	if e.queuePolls(queue) != 1 || e.server.metrics.openConns.Load() != 1 {
+		t.Fatalf("parked: queue polls %d, open connections %d, want 1 and 1", e.queuePolls(queue), e.server.metrics.openConns.Load())
+	}
+	c.Close()
+	waitUntil(t, "the poll to end", func() bool { return e.queuePolls(queue) == 0 && e.server.parked.Load() == 0 })
+	waitUntil(t, "the connection to be counted out", func() bool { return e.server.metrics.openConns.Load() == 0 })
+}
+
+// A queue deleted while its poll is parked answers the poll
+// BAD_EVENT_QUEUE_ID, as a waiting poll's handler does.
+func TestParking_QueueDeletedAnswersBadEventQueueID(t *testing.T) {
+	e := serveParked(t)
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	c := e.dial(t, e.bob)
+	c.poll(t, queue, -1)
+	e.waitParked(t, 1)
+	wantAPISuccess(t, e.request(t, http.MethodDelete, "/api/v1/events", url.Values{"queue_id": {queue}}, &e.bob))
+	resp, body := c.answer(t)
+	if resp.StatusCode != 400 || body["code"] != "BAD_EVENT_QUEUE_ID" || body["msg"] != "Bad event queue ID: "+queue || body["queue_id"] != queue {
+		t.Fatalf("got %d %v", resp.StatusCode, body)
+	}
+}
+
+// Shutdown answers parked polls at once and closes their connections.
+func TestParking_ShutdownAnswersParkedPolls(t *testing.T) {
+	e := serveParked(t)
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	c := e.dial(t, e.bob)
+	c.poll(t, queue, -1)
+	e.waitParked(t, 1)
+	began := time.Now()
+	go stopServing(e.server, e.srv)
+	resp, body := c.answer(t)
+	if types, _ := answeredEvents(t, body); resp.StatusCode != 200 || len(types) != 0 || !resp.Close {
+		t.Fatalf("got %d %v (Connection: close %v), want success, no events, the connection closing", resp.StatusCode, body, resp.Close)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("the answer took %v", took)
+	}
+	if _, err := c.r.ReadByte(); err != io.EOF {
+		t.Fatalf("after the answer: %v, want the connection closed", err)
+	}
+}
+
+// A request the client sent after its poll (pipelined) is served once the
+// poll is answered; a poll that asks for Connection: close gets it.
+func TestParking_PipelinedAndClosingPolls(t *testing.T) {
+	e := serveParked(t)
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
+	c := e.dial(t, e.bob)
+	target := "/api/v1/events?queue_id=" + queue + "&last_event_id=-1"
+	pipelined := "GET " + target + " HTTP/1.1\r\nHost: zulite.test\r\nAuthorization: Basic " + c.auth + "\r\n\r\n" +
+		"GET /api/v1/users/me HTTP/1.1\r\nHost: zulite.test\r\nAuthorization: Basic " + c.auth + "\r\n\r\n"
+	if _, err := io.WriteString(c, pipelined); err != nil {
+		t.Fatal(err)
+	}
+	e.waitParked(t, 1)
+	e.sendAs(t, e.alice, e.general, "pipelined")
+	if resp, body := c.answer(t); resp.StatusCode != 200 || len(body["events"].([]any)) != 1 {
+		t.Fatalf("the poll: %d %v", resp.StatusCode, body)
+	}
+	if resp, body := c.answer(t); resp.StatusCode != 200 || body["email"] != e.bob.Email {
+		t.Fatalf("the request after it: %d %v", resp.StatusCode, body)
+	}
+
+	c.poll(t, queue, 0, "Connection: close")
+	e.waitParked(t, 1)
+	e.sendAs(t, e.alice, e.general, "closing")
+	if resp, body := c.answer(t); resp.StatusCode != 200 || !resp.Close || len(body["events"].([]any)) != 1 {
+		t.Fatalf("the closing poll: %d %v (Connection: close %v)", resp.StatusCode, body, resp.Close)
+	}
+	if _, err := c.r.ReadByte(); err != io.EOF {
+		t.Fatalf("after the closing poll's answer: %v, want the connection closed", err)
+	}
+}
+
+// /metrics counts parked polls, and their connections among the open ones.
+func TestParking_Metrics(t *testing.T) {
+	e := serveParked(t)
+	for i := range 3 {
+		queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+		e.dial(t, e.bob).poll(t, queue, -1)
+		e.waitParked(t, int64(i+1))
+	}
+	c := e.dial(t, e.owner)
+	c.request(t, http.MethodGet, "/metrics")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"zulite_parked_polls 3\n", "zulite_open_connections 4\n"} { // the three polls, and this request
+		if !strings.Contains(string(page), want) {
+			t.Errorf("/metrics has no %q:\n%s", want, page)
+		}
+	}
+}
