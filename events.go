@@ -214,10 +214,11 @@ type eventHub struct {
 	toWake    []*eventQueue
 	waking    bool          // a goroutine is waking them
 	wakeSlots chan struct{} // a token for each woken poll not yet running
-	// Parked polls' answers (parking.go) wait their turn in answers,
-	// written by at most parkedAnswerers goroutines, for the same reason.
-	answersMu sync.Mutex
-	answers   []parkedAnswer
+	// Parked polls' answers, and the requests on their connections
+	// (parking.go), wait their turn in jobs, run by at most
+	// parkedAnswerers goroutines, for the same reason.
+	jobsMu    sync.Mutex
+	jobs      []func()
 	answerers int
 	// watcher tells when a parked poll's client goes away (parking_linux.go).
 	watcher *closeWatcher
@@ -724,8 +725,8 @@ func (h *eventHub) park(q *eventQueue, p *parkedPoll) {
 	p.timer = time.AfterFunc(h.pollTimeout, func() { h.heartbeatParked(q, p) })
 	// Told when its client goes away; if it cannot be, the heartbeat
 	// still ends it.
-	if err := h.watcher.watch(p); err != nil {
-		p.unwatched = true
+	if id, err := h.watcher.watch(p.tracked, false, func() { h.goneParked(p) }); err == nil {
+		p.watchID = id
 	}
 	q.mu.Unlock()
 }
@@ -796,68 +797,68 @@ func (h *eventHub) unparkOne(q *eventQueue, p *parkedPoll, heartbeatDue bool) {
 }
 
 // answer has a parked poll's answer written. Paced (the waker,
-// heartbeats), it goes to the answerers, at most parkedAnswerers
-// goroutines that live while there are answers to write (their stacks
-// stay grown from one answer to the next); a drop or shutdown, which hold
-// locks, write from a goroutine of their own.
+// heartbeats, a client gone), it is one of the answerers' jobs; a drop or
+// shutdown, which hold locks, write from a goroutine of their own.
 func (h *eventHub) answer(p *parkedPoll, events []json.RawMessage, found, paced bool) {
 	if !paced {
 		go p.answer(events, found)
 		return
 	}
-	h.answersMu.Lock()
-	h.answers = append(h.answers, parkedAnswer{p, events, found})
+	h.runJob(func() { p.answer(events, found) })
+}
+
+// runJob has one of the answerers run job: at most parkedAnswerers
+// goroutines that live while there are jobs (their stacks stay grown from
+// one to the next), writing parked polls' answers and serving the
+// requests that come on their connections (parking.go).
+func (h *eventHub) runJob(job func()) {
+	h.jobsMu.Lock()
+	h.jobs = append(h.jobs, job)
 	start := h.answerers < parkedAnswerers
 	if start {
 		h.answerers++
 	}
-	h.answersMu.Unlock()
+	h.jobsMu.Unlock()
 	if start {
 		go h.answerer()
 	}
 }
 
-type parkedAnswer struct {
-	p      *parkedPoll
-	events []json.RawMessage
-	found  bool
-}
-
-// answerer writes answers until none is left. One that takes longer than
+// answerer runs jobs until none is left. One that takes longer than
 // parkedAnswerWait (a client reading slowly) is finished outside the
 // answerers: another takes its place.
 func (h *eventHub) answerer() {
 	for {
-		h.answersMu.Lock()
-		if len(h.answers) == 0 {
+		h.jobsMu.Lock()
+		if len(h.jobs) == 0 {
 			h.answerers--
-			h.answersMu.Unlock()
+			h.jobsMu.Unlock()
 			return
 		}
-		a := h.answers[0]
-		h.answers[0] = parkedAnswer{}
-		h.answers = h.answers[1:]
-		if len(h.answers) == 0 {
-			h.answers = nil
+		job := h.jobs[0]
+		h.jobs[0] = nil
+		h.jobs = h.jobs[1:]
+		if len(h.jobs) == 0 {
+			h.jobs = nil
 		}
-		h.answersMu.Unlock()
+		h.jobsMu.Unlock()
 		slow := time.AfterFunc(parkedAnswerWait, h.replaceAnswerer)
-		a.p.answer(a.events, a.found)
+		job()
 		if !slow.Stop() { // replaced: this goroutine is no longer an answerer
 			return
 		}
 	}
 }
 
-// replaceAnswerer takes an answerer writing to a slow reader out of the
-// count, and starts another if answers wait.
+// replaceAnswerer takes an answerer held up by a slow client out of the
+// count, and starts another if jobs wait.
 func (h *eventHub) replaceAnswerer() {
-	h.answersMu.Lock()
-	start := len(h.answers) > 0
+	h.jobsMu.Lock()
+	start := len(h.jobs) > 0
 	if !start {
 		h.answerers--
 	}
-	h.answersMu.Unlock()
+	h.jobsMu.Unlock()
 	if start {
 		go h.answerer()
 	}

@@ -36,8 +36,13 @@ type server struct {
 	// (parking.go); nil when the server is not serving through it.
 	parking *parkingListener
 	parked  atomic.Int64 // parked polls not yet answered
-	limits  *rateLimiter // nil: no rate limits
-	walks   *walkSlots   // one message walk at a time per account
+	// served is the handler net/http serves, and connIdle its idle
+	// timeout, for the requests on parked polls' connections
+	// (parking_next.go).
+	served   http.Handler
+	connIdle time.Duration
+	limits   *rateLimiter // nil: no rate limits
+	walks    *walkSlots   // one message walk at a time per account
 	// channelBudget bounds the channels an account creates in an hour.
 	channelBudget *channelBudget
 	listings      chan struct{} // listingSlots: channel-listing answers being built

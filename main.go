@@ -226,6 +226,7 @@ func (s *server) httpServer(ln net.Listener, o options, tlsConfig *tls.Config, l
 		},
 	}
 	srv.RegisterOnShutdown(s.events.close) // waiting long polls answer at once
+	s.served, s.connIdle = srv.Handler, srv.IdleTimeout
 	var outer net.Listener = limited
 	if tlsConfig != nil {
 		outer = servingTLS(limited, tlsConfig)

@@ -59,17 +59,14 @@ type parkedPoll struct {
 	start   time.Time
 	queue   *eventQueue // set when it parks
 	timer   *time.Timer // the heartbeat; set and stopped under the queue's lock
-	// watchID is its place in the hub's close watcher; unwatched when it
-	// could not be watched.
-	watchID   uint32
-	unwatched bool
+	watchID uint32      // its place in the hub's close watcher; 0 when not watched
 }
 
 // startParking has the server park its waiting polls: it answers the
 // listener net/http is to serve, ln as it is where polls cannot park
 // (not Linux).
 func (s *server) startParking(ln net.Listener) net.Listener {
-	w, err := newCloseWatcher(s.events.goneParked)
+	w, err := newCloseWatcher()
 	if err != nil {
 		return ln
 	}
@@ -80,14 +77,19 @@ func (s *server) startParking(ln net.Listener) net.Listener {
 }
 
 // stopParking waits until every parked poll is answered (the hub's close
-// answers them), or ctx ends, and stops watching for clients going away.
+// answers them), or ctx ends, closes the connections waiting for a next
+// request, and stops watching.
 func (s *server) stopParking(ctx context.Context) {
+	if s.events.watcher == nil {
+		return
+	}
 	for s.parked.Load() > 0 && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if s.events.watcher != nil {
-		s.events.watcher.close()
+	for _, c := range s.events.watcher.awaitingConns() {
+		s.closeParked(c)
 	}
+	s.events.watcher.close()
 }
 
 // parkPoll takes a poll's connection from net/http, or answers nil when
@@ -104,8 +106,8 @@ func (s *server) parkPoll(r *apiRequest, queueID string) *parkedPoll {
 	}
 	var head bytes.Buffer
 	r.writer.Header().Write(&head)
-	tc.parked.Store(true) // before Hijack, which runs the ConnState hooks
-	conn, buf, err := http.NewResponseController(r.writer).Hijack()
+	tc.parked.Store(true)                                           // before Hijack, which runs the ConnState hooks
+	conn, buf, err := http.NewResponseController(r.writer).Hijack() // or pollWriter's (parking_next.go)
 	if err != nil {
 		tc.parked.Store(false)
 		return nil
@@ -122,12 +124,12 @@ func (s *server) parkPoll(r *apiRequest, queueID string) *parkedPoll {
 }
 
 // answer writes the poll's answer (its events, or BAD_EVENT_QUEUE_ID
-// when its queue is gone), logs it, and hands the connection back to
-// net/http, or closes it at shutdown or when the client asked.
+// when its queue is gone) and logs it; the connection then waits for the
+// client's next request (awaitRequest).
 func (p *parkedPoll) answer(events []json.RawMessage, found bool) {
 	defer p.s.parked.Add(-1)
-	if p.queue != nil && !p.unwatched {
-		p.s.events.watcher.unwatch(p)
+	if p.watchID != 0 {
+		p.s.events.watcher.unwatch(p.watchID)
 	}
 	w := &parkedWriter{header: http.Header{}}
 	if found {
@@ -135,48 +137,39 @@ func (p *parkedPoll) answer(events []json.RawMessage, found bool) {
 	} else {
 		writeError(w, p.s.log, nil, badQueue(p.queueID))
 	}
-	closing := p.close || p.s.events.closed.Load()
-	b := make([]byte, 0, 256+len(p.head)+w.body.Len())
-	b = append(b, "HTTP/1.1 "...)
-	b = strconv.AppendInt(b, int64(w.status), 10)
-	b = append(b, ' ')
-	b = append(b, http.StatusText(w.status)...)
-	b = append(b, "\r\n"...)
-	b = append(b, p.head...)
-	for name, values := range w.header { // set by writeBody: Content-Type, Content-Length
-		for _, v := range values {
-			b = append(b, name...)
-			b = append(b, ": "...)
-			b = append(b, v...)
-			b = append(b, "\r\n"...)
-		}
-	}
-	b = append(b, "Date: "...)
-	b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
-	if closing {
-		b = append(b, "\r\nConnection: close"...)
-	}
-	b = append(b, "\r\n\r\n"...)
-	b = append(b, w.body.Bytes()...)
-
-	p.conn.SetWriteDeadline(time.Now().Add(parkedWriteTimeout))
-	_, err := p.conn.Write(b)
+	err := w.writeTo(p.conn, p.head, p.close || p.s.events.closed.Load())
 	elapsed := time.Since(p.start)
 	p.s.metrics.observeRequest(p.info.route, w.status, elapsed)
 	p.s.requestLog.line(p.start, p.method, p.info.route, w.status, elapsed, p.info.userID, p.info.id)
 	p.tracked.serving.Add(-1)
-	if err == nil && !closing {
-		p.conn.SetDeadline(time.Time{})
-		if p.s.parking.handBack(p.conn) {
+	p.s.afterAnswer(p.conn, p.tracked, err == nil && !p.close)
+}
+
+// afterAnswer keeps an answered connection for the client's next request
+// (awaitRequest), hands it back to net/http (a TLS connection), or closes
+// it: after an error, when the client asked, at shutdown.
+func (s *server) afterAnswer(conn net.Conn, tc *trackedConn, keep bool) {
+	if keep && !s.events.closed.Load() {
+		conn.SetDeadline(time.Time{})
+		if conn == net.Conn(tc) && s.awaitRequest(tc) {
+			return
+		}
+		if s.parking.handBack(conn) {
 			return
 		}
 	}
-	p.s.metrics.openConns.Add(-1) // net/http counted it out when it was parked
-	p.conn.Close()
+	s.closeParked(conn)
 }
 
-// parkedWriter takes a parked poll's answer as writeSuccess and
-// writeError write it.
+// closeParked closes a connection that net/http counted out when it was
+// parked.
+func (s *server) closeParked(conn net.Conn) {
+	s.metrics.openConns.Add(-1)
+	conn.Close()
+}
+
+// parkedWriter takes an answer as writeSuccess and writeError write it,
+// and writes it as net/http would.
 type parkedWriter struct {
 	header http.Header
 	status int
@@ -192,6 +185,44 @@ func (w *parkedWriter) WriteHeader(status int) {
 func (w *parkedWriter) Write(b []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
 	return w.body.Write(b)
+}
+
+// writeTo writes the answer to conn, with head (header lines already
+// written out) before its own headers; closing says so to the client.
+func (w *parkedWriter) writeTo(conn net.Conn, head []byte, closing bool) error {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	b := make([]byte, 0, 256+len(head)+w.body.Len())
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(w.status), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(w.status)...)
+	b = append(b, "\r\n"...)
+	b = append(b, head...)
+	for name, values := range w.header {
+		for _, v := range values {
+			b = append(b, name...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	if w.header.Get("Content-Length") == "" {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, int64(w.body.Len()), 10)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "Date: "...)
+	b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
+	if closing {
+		b = append(b, "\r\nConnection: close"...)
+	}
+	b = append(b, "\r\n\r\n"...)
+	b = append(b, w.body.Bytes()...)
+	conn.SetWriteDeadline(time.Now().Add(parkedWriteTimeout))
+	_, err := conn.Write(b)
+	return err
 }
 
 // pollMembers is a poll's answer after the envelope's own members: the

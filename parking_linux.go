@@ -9,83 +9,90 @@ import (
 	"time"
 )
 
-// closeWatcher tells when a parked poll's client goes away (or sends
-// anything), as net/http's background read tells a waiting handler: an
-// epoll set of the parked connections, waited on by one goroutine. The
-// hub then answers the poll at once, so that its queue no longer counts
-// as polled (push notifications go to a user whose app has gone) and its
-// connection is closed.
+// closeWatcher is an epoll set of connections zulite holds without a
+// goroutine (parking.go), waited on by one goroutine: a parked poll's,
+// to be told when its client goes away (or sends anything), as net/http's
+// background read tells a waiting handler; an answered poll's, to be told
+// when the client's next request comes. Each watch is told once.
 type closeWatcher struct {
 	epfd   int
-	gone   func(*parkedPoll)
 	closed chan struct{}
 
-	mu    sync.Mutex
-	next  uint32
-	polls map[uint32]*parkedPoll
+	mu      sync.Mutex
+	next    uint32
+	watches map[uint32]watch
+}
+
+// watch is a connection watched, and what to do when it is ready;
+// awaiting: an answered poll's, waiting for the client's next request.
+type watch struct {
+	conn     *trackedConn
+	ready    func()
+	awaiting bool
 }
 
 const canPark = true
 
-func newCloseWatcher(gone func(*parkedPoll)) (*closeWatcher, error) {
+func newCloseWatcher() (*closeWatcher, error) {
 	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
-	w := &closeWatcher{epfd: fd, gone: gone, closed: make(chan struct{}), polls: map[uint32]*parkedPoll{}}
+	w := &closeWatcher{epfd: fd, closed: make(chan struct{}), watches: map[uint32]watch{}}
 	go w.run()
 	return w, nil
 }
 
-// watch adds a parked poll's connection to the set.
-func (w *closeWatcher) watch(p *parkedPoll) error {
-	raw, ok := p.tracked.Conn.(syscall.Conn)
+// watch adds the connection to the set: ready runs (on the watcher's
+// goroutine: it must not wait) when the client sends something or goes
+// away. It answers the watch's id, for unwatch.
+func (w *closeWatcher) watch(conn *trackedConn, awaiting bool, ready func()) (uint32, error) {
+	raw, ok := conn.Conn.(syscall.Conn)
 	if !ok {
-		return errors.New("not a socket")
+		return 0, errors.New("not a socket")
 	}
 	rc, err := raw.SyscallConn()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	w.mu.Lock()
 	w.next++
-	for w.polls[w.next] != nil || w.next == 0 {
+	for _, taken := w.watches[w.next]; taken || w.next == 0; _, taken = w.watches[w.next] {
 		w.next++
 	}
-	p.watchID = w.next
-	w.polls[p.watchID] = p
+	id := w.next
+	w.watches[id] = watch{conn, ready, awaiting}
 	w.mu.Unlock()
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(p.watchID)}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(id)}
 	if cerr := rc.Control(func(fd uintptr) { err = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev) }); cerr != nil {
 		err = cerr
 	}
 	if err != nil {
-		w.forget(p)
+		w.forget(id)
+		return 0, err
 	}
-	return err
+	return id, nil
 }
 
-// unwatch takes the connection out of the set, before it is answered.
-func (w *closeWatcher) unwatch(p *parkedPoll) {
-	if !w.forget(p) {
-		return // the watcher has it, or had it: it left the set then
-	}
-	if raw, ok := p.tracked.Conn.(syscall.Conn); ok {
-		if rc, err := raw.SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) { syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) })
-		}
-	}
-}
-
-// forget drops the poll from the map; false when it was not there.
-func (w *closeWatcher) forget(p *parkedPoll) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.polls[p.watchID] != p {
+// unwatch takes the connection out of the set; false when its watch was
+// told already (or is being told).
+func (w *closeWatcher) unwatch(id uint32) bool {
+	wt, ok := w.forget(id)
+	if !ok {
 		return false
 	}
-	delete(w.polls, p.watchID)
+	if rc, err := wt.conn.Conn.(syscall.Conn).SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) })
+	}
 	return true
+}
+
+func (w *closeWatcher) forget(id uint32) (watch, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wt, ok := w.watches[id]
+	delete(w.watches, id)
+	return wt, ok
 }
 
 func (w *closeWatcher) run() {
@@ -106,15 +113,31 @@ func (w *closeWatcher) run() {
 			continue
 		}
 		for _, ev := range events[:n] {
-			w.mu.Lock()
-			p := w.polls[uint32(ev.Fd)]
-			delete(w.polls, uint32(ev.Fd))
-			w.mu.Unlock()
-			if p != nil {
-				w.gone(p)
+			// The connection stays in the set, told no more (one shot),
+			// until whoever it is handed to takes it out.
+			if wt, ok := w.forget(uint32(ev.Fd)); ok {
+				if rc, err := wt.conn.Conn.(syscall.Conn).SyscallConn(); err == nil {
+					rc.Control(func(fd uintptr) { syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) })
+				}
+				wt.ready()
 			}
 		}
 	}
+}
+
+// awaiting answers the connections watched for a next request, taken
+// out of the set, for shutdown to close.
+func (w *closeWatcher) awaitingConns() []*trackedConn {
+	w.mu.Lock()
+	var conns []*trackedConn
+	for id, wt := range w.watches {
+		if wt.awaiting {
+			conns = append(conns, wt.conn)
+			delete(w.watches, id)
+		}
+	}
+	w.mu.Unlock()
+	return conns
 }
 
 func (w *closeWatcher) close() {

@@ -11,10 +11,13 @@ const canPark = false
 
 type closeWatcher struct{}
 
-func newCloseWatcher(func(*parkedPoll)) (*closeWatcher, error) {
+func newCloseWatcher() (*closeWatcher, error) {
 	return nil, errors.New("parking polls needs Linux")
 }
 
-func (*closeWatcher) watch(*parkedPoll) error { return errors.New("parking polls needs Linux") }
-func (*closeWatcher) unwatch(*parkedPoll)     {}
-func (*closeWatcher) close()                  {}
+func (*closeWatcher) watch(*trackedConn, bool, func()) (uint32, error) {
+	return 0, errors.New("parking polls needs Linux")
+}
+func (*closeWatcher) unwatch(uint32) bool           { return false }
+func (*closeWatcher) awaitingConns() []*trackedConn { return nil }
+func (*closeWatcher) close()                        {}

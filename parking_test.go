@@ -333,3 +333,98 @@ func TestParking_Metrics(t *testing.T) {
 		}
 	}
 }
+
+// On an answered poll's connection, the next request is served whatever
+// it is: another poll (read by zulite), any other request, or a
+// malformed one (net/http's, which refuses it as it refuses any).
+func TestParking_TheNextRequestOnAnAnsweredConnection(t *testing.T) {
+	e := serveParked(t)
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
+	c := e.dial(t, e.bob)
+	last := int64(-1)
+	answerMessage := func() {
+		t.Helper()
+		e.waitParked(t, 1)
+		e.sendAs(t, e.alice, e.general, "next")
+		resp, body := c.answer(t)
+		types, id := answeredEvents(t, body)
+		if resp.StatusCode != 200 || len(types) != 1 || types[0] != "message" {
+			t.Fatalf("got %d %v", resp.StatusCode, body)
+		}
+		last = id
+	}
+	c.poll(t, queue, last)
+	answerMessage()
+	c.poll(t, queue, last) // read by zulite, parked again
+	answerMessage()
+	c.request(t, http.MethodGet, "/api/v1/users/me")
+	if resp, body := c.answer(t); resp.StatusCode != 200 || body["email"] != e.bob.Email {
+		t.Fatalf("users/me after a poll: %d %v", resp.StatusCode, body)
+	}
+	c.poll(t, queue, last)
+	answerMessage()
+	io.WriteString(c, "GET /api/v1/events?queue_id="+queue+" HTTP/1.1\r\nAuthorization: Basic "+c.auth+"\r\n\r\n") // no Host
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil || resp.StatusCode != 400 {
+		t.Fatalf("a poll without Host: %v %v, want net/http's 400", resp, err)
+	}
+}
+
+// An answered connection that sends nothing more is closed after the
+// idle timeout, as net/http closes an idle one.
+func TestParking_AnAnsweredConnectionIdleIsClosed(t *testing.T) {
+	e := serveParked(t)
+	e.server.connIdle = 200 * time.Millisecond
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
+	c := e.dial(t, e.bob)
+	c.poll(t, queue, -1)
+	e.waitParked(t, 1)
+	e.sendAs(t, e.alice, e.general, "idle")
+	c.answer(t)
+	if _, err := c.r.ReadByte(); err != io.EOF {
+		t.Fatalf("after the idle timeout: %v, want the connection closed", err)
+	}
+	waitUntil(t, "the connection to be counted out", func() bool { return e.server.metrics.openConns.Load() == 0 })
+}
+
+// nextPoll reads as a poll only what it checks as strictly as net/http;
+// anything else is net/http's to read.
+func TestNextPoll_TakesOnlyPlainPolls(t *testing.T) {
+	const poll = "GET /api/v1/events?queue_id=ab&last_event_id=3 HTTP/1.1\r\nHost: zulite.test:9991\r\nAuthorization: Basic eDp5\r\nUser-Agent: ZulipMobile/1.0\r\n\r\n"
+	r := nextPoll([]byte(poll))
+	if r == nil || r.URL.Path != "/api/v1/events" || r.URL.Query().Get("last_event_id") != "3" || r.Host != "zulite.test:9991" ||
+		r.Header.Get("Authorization") != "Basic eDp5" || r.Header.Get("User-Agent") != "ZulipMobile/1.0" || r.Close {
+		t.Fatalf("a plain poll: %+v", r)
+	}
+	if r := nextPoll([]byte(strings.Replace(poll, "\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1))); r == nil || !r.Close {
+		t.Fatalf("Connection: close: %+v", r)
+	}
+	if r := nextPoll([]byte(strings.Replace(poll, "/api/v1/events", "/json/events", 1))); r == nil {
+		t.Fatal("the web client's poll was refused")
+	}
+	for name, req := range map[string]string{
+		"another route":       strings.Replace(poll, "/api/v1/events", "/api/v1/users/me", 1),
+		"another method":      strings.Replace(poll, "GET ", "POST ", 1),
+		"HTTP/1.0":            strings.Replace(poll, "HTTP/1.1", "HTTP/1.0", 1),
+		"no Host":             strings.Replace(poll, "Host: zulite.test:9991\r\n", "", 1),
+		"two Hosts":           strings.Replace(poll, "\r\n\r\n", "\r\nHost: other\r\n\r\n", 1),
+		"a bad Host":          strings.Replace(poll, "zulite.test:9991", "zulite.test/x", 1),
+		"a body announced":    strings.Replace(poll, "\r\n\r\n", "\r\nContent-Length: 0\r\n\r\n", 1),
+		"chunked":             strings.Replace(poll, "\r\n\r\n", "\r\nTransfer-Encoding: chunked\r\n\r\n", 1),
+		"an upgrade":          strings.Replace(poll, "\r\n\r\n", "\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n", 1),
+		"Expect":              strings.Replace(poll, "\r\n\r\n", "\r\nExpect: 100-continue\r\n\r\n", 1),
+		"a folded header":     strings.Replace(poll, "\r\nUser-Agent", "\r\n X-Folded: x\r\nUser-Agent", 1),
+		"a space in a name":   strings.Replace(poll, "User-Agent:", "User Agent:", 1),
+		"a control in value":  strings.Replace(poll, "ZulipMobile", "Zulip\x01Mobile", 1),
+		"a bare LF":           strings.Replace(poll, "\r\nUser-Agent", "\nUser-Agent", 1),
+		"a space in target":   strings.Replace(poll, "queue_id=ab", "queue_id=a b", 1),
+		"not ended":           strings.TrimSuffix(poll, "\r\n"),
+		"pipelined":           poll + poll,
+		"a second line first": "\r\n" + poll,
+	} {
+		if r := nextPoll([]byte(req)); r != nil {
+			t.Errorf("%s: read as a poll", name)
+		}
+	}
+}

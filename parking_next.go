@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The next request on an answered poll's connection. An app polls again
+// at once on the same connection; handing the connection back to
+// net/http for that costs a connection's setup each time (a goroutine
+// and its stack grown again, buffers, a background reader, the hijack),
+// which at ten thousand clients was most of a message's fan-out. So the
+// connection waits for the next request in the close watcher's epoll set,
+// with no goroutine, and one of the answerers reads it when it comes. A
+// poll (GET /api/v1/events or /json/events, HTTP/1.1, no body, nothing
+// after it) is served there by the same handler net/http serves, through
+// pollWriter, whose Hijack parks it again. Anything else, or anything
+// this reading does not check as strictly as net/http, goes to net/http
+// with the bytes read (trackedConn.pending), as a new connection.
+
+// nextRequestWait is how long the rest of a request already under way may
+// take to arrive; a slower one is net/http's to read.
+const nextRequestWait = 100 * time.Millisecond
+
+// awaitingRequest is an answered connection in the watcher's set.
+type awaitingRequest struct {
+	mu   sync.Mutex
+	id   uint32
+	idle *time.Timer // closes the connection after the idle timeout
+}
+
+// awaitRequest watches an answered poll's connection for the client's
+// next request; false when it cannot be (the caller hands it to
+// net/http).
+func (s *server) awaitRequest(tc *trackedConn) bool {
+	if len(tc.pending) > 0 { // a request already read: net/http's
+		return false
+	}
+	a := &awaitingRequest{}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id, err := s.events.watcher.watch(tc, true, func() {
+		a.mu.Lock()
+		a.idle.Stop()
+		a.mu.Unlock()
+		s.events.runJob(func() { s.serveNext(tc) })
+	})
+	if err != nil {
+		return false
+	}
+	a.id = id
+	a.idle = time.AfterFunc(s.connIdle, func() {
+		if s.events.watcher.unwatch(id) {
+			s.closeParked(tc)
+		}
+	})
+	return true
+}
+
+var nextBuffers = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
+
+// serveNext reads the request that came on an answered poll's connection
+// and serves it, or hands it to net/http.
+func (s *server) serveNext(tc *trackedConn) {
+	bp := nextBuffers.Get().(*[]byte)
+	defer nextBuffers.Put(bp)
+	buf, n := *bp, 0
+	tc.SetReadDeadline(time.Now().Add(nextRequestWait))
+	for n < len(buf) {
+		k, err := tc.Read(buf[n:])
+		n += k
+		if err != nil || bytes.Contains(buf[max(0, n-k-3):n], []byte("\r\n\r\n")) {
+			break
+		}
+	}
+	if n == 0 { // the client went away
+		s.closeParked(tc)
+		return
+	}
+	tc.SetReadDeadline(time.Time{})
+	req := nextPoll(buf[:n])
+	if req == nil || s.events.closed.Load() {
+		tc.pending = slices.Clone(buf[:n])
+		s.afterAnswerToNetHTTP(tc)
+		return
+	}
+	req.RemoteAddr = tc.RemoteAddr().String()
+	req = req.WithContext(context.WithValue(context.Background(), connKey{}, tc))
+	w := &pollWriter{parkedWriter: parkedWriter{header: http.Header{}}, conn: tc}
+	if !s.serveCaught(w, req) {
+		s.closeParked(tc)
+		return
+	}
+	if w.hijacked { // parked again
+		return
+	}
+	err := w.writeTo(tc, nil, req.Close || s.events.closed.Load())
+	s.afterAnswer(tc, tc, err == nil && !req.Close)
+}
+
+// afterAnswerToNetHTTP hands a connection to net/http, with what was read
+// of its next request, or closes it when net/http no longer serves.
+func (s *server) afterAnswerToNetHTTP(tc *trackedConn) {
+	if !s.parking.handBack(tc) {
+		s.closeParked(tc)
+	}
+}
+
+// serveCaught serves a request as net/http would, a panic caught and
+// logged; false after a panic.
+func (s *server) serveCaught(w http.ResponseWriter, r *http.Request) (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("panic serving a poll", "route", r.URL.Path, "panic", v)
+			ok = false
+		}
+	}()
+	s.served.ServeHTTP(w, r)
+	return true
+}
+
+// pollWriter is the ResponseWriter of a request served on an answered
+// poll's connection: the answer is written when the handler returns, or
+// the poll parks again (Hijack).
+type pollWriter struct {
+	parkedWriter
+	conn     *trackedConn
+	hijacked bool
+}
+
+// noBuffered is the reader of a pollWriter's hijacking: nothing read
+// ahead.
+var noBuffered = bufio.NewReaderSize(strings.NewReader(""), 16)
+
+func (w *pollWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.hijacked || w.status != 0 {
+		return nil, nil, errors.New("already answered")
+	}
+	w.hijacked = true
+	return w.conn, bufio.NewReadWriter(noBuffered, nil), nil
+}
+
+// nextPoll is the request b when it is one more poll, as strict as
+// net/http or stricter: the request line "GET /api/v1/events?... HTTP/1.1"
+// (or /json/events), header lines "Name: value" of token names and
+// values without controls, one Host of host characters, Connection only
+// keep-alive or close, nothing that announces a body or a change of
+// protocol, and nothing after the blank line. nil for anything else.
+func nextPoll(b []byte) *http.Request {
+	head, ok := bytes.CutSuffix(b, []byte("\r\n\r\n"))
+	if !ok || bytes.Contains(head, []byte("\r\n\r\n")) {
+		return nil
+	}
+	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	target, ok1 := bytes.CutPrefix(line, []byte("GET "))
+	target, ok2 := bytes.CutSuffix(target, []byte(" HTTP/1.1"))
+	path, _, _ := bytes.Cut(target, []byte("?"))
+	if !ok1 || !ok2 || (string(path) != "/api/v1/events" && string(path) != "/json/events") {
+		return nil
+	}
+	for _, c := range target {
+		if c <= ' ' || c >= 0x7f {
+			return nil
+		}
+	}
+	h := make(http.Header, 8)
+	host, hosts, closing := "", 0, false
+	for len(rest) > 0 {
+		var l []byte
+		l, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		name, value, ok := bytes.Cut(l, []byte(":"))
+		if !ok || len(name) == 0 {
+			return nil
+		}
+		for _, c := range name {
+			if !isTokenChar(c) {
+				return nil
+			}
+		}
+		value = bytes.Trim(value, " \t")
+		for _, c := range value {
+			if (c < ' ' && c != '\t') || c == 0x7f {
+				return nil
+			}
+		}
+		key := textproto.CanonicalMIMEHeaderKey(string(name))
+		switch key {
+		case "Content-Length", "Transfer-Encoding", "Expect", "Upgrade", "Te", "Trailer", "Http2-Settings":
+			return nil
+		case "Host":
+			hosts++
+			host = string(value)
+			for _, c := range value {
+				if !isTokenChar(c) && !strings.ContainsRune("[]:", rune(c)) {
+					return nil
+				}
+			}
+		case "Connection":
+			switch strings.ToLower(string(value)) {
+			case "close":
+				closing = true
+			case "keep-alive":
+			default:
+				return nil
+			}
+		}
+		h[key] = append(h[key], string(value))
+	}
+	if hosts != 1 || host == "" {
+		return nil
+	}
+	u, err := url.ParseRequestURI(string(target))
+	if err != nil {
+		return nil
+	}
+	return &http.Request{Method: http.MethodGet, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, Host: host,
+		RequestURI: string(target), Body: http.NoBody, Close: closing}
+}
+
+// isTokenChar is RFC 9110's tchar.
+func isTokenChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
