@@ -151,12 +151,23 @@ func (s *store) publisher() {
 			stopping = true
 		}
 		for _, p := range s.feed.take() {
-			if h := s.hooks.Load(); h != nil {
-				for _, c := range p.changes {
-					h.changes(c)
+			released := false
+			release := func() {
+				if !released {
+					released = true
+					close(p.done)
 				}
 			}
-			close(p.done)
+			if h := s.hooks.Load(); h != nil {
+				for i, c := range p.changes {
+					if i == len(p.changes)-1 {
+						h.changes(c, release)
+					} else {
+						h.changes(c, func() {})
+					}
+				}
+			}
+			release()
 		}
 		if stopping {
 			return

@@ -84,7 +84,7 @@ func TestCommit_SlowChangeReceiverHoldsNoOtherWriter(t *testing.T) {
 	var mu sync.Mutex
 	var heard []uint64
 	st.hooks.Store(&storeHooks{
-		changes: func(change any) {
+		changes: func(change any, _ func()) {
 			if m, ok := change.(messageSent); ok {
 				holding <- struct{}{}
 				<-release

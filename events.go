@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -414,7 +415,19 @@ func (h *eventHub) dropNewerThan(userID, seq uint64) {
 type audience struct {
 	recipients, others []uint64
 	allPublic          bool
+	// release, when set, lets the writer answer: once every queue has
+	// the event, before their polls are woken; or, to more than
+	// earlyReleaseRecipients recipients, once first's queues (the
+	// writer's: the sender's) have it, before anyone else's.
+	release func()
+	first   uint64
 }
+
+// earlyReleaseRecipients is the audience past which a writer does not
+// wait for everyone's queues: a send to a channel of thousands answers
+// once the sender's own queues have the message, and the rest follow in
+// commit order. Below it the fan-out costs less than the send itself.
+const earlyReleaseRecipients = 100
 
 func usersAudience(userIDs ...uint64) audience { return audience{recipients: userIDs} }
 
@@ -447,6 +460,14 @@ func (h *eventHub) offer(eventType string, to audience, pick func(q *eventQueue,
 		}
 	}
 	h.mu.RLock()
+	if to.release != nil && len(to.recipients) > earlyReleaseRecipients {
+		for _, q := range h.byUser[to.first] {
+			give(q, slices.Contains(to.recipients, to.first))
+		}
+		to.release()
+		to.release = nil
+		runtime.Gosched() // the writer answers now, not after the fan-out
+	}
 	for _, id := range to.recipients {
 		for _, q := range h.byUser[id] {
 			give(q, true)
@@ -463,6 +484,10 @@ func (h *eventHub) offer(eventType string, to audience, pick func(q *eventQueue,
 		}
 	}
 	h.mu.RUnlock()
+	if to.release != nil && len(woken) > 0 {
+		to.release()
+		runtime.Gosched() // the writer answers now, before the woken polls'
+	}
 	h.wakeQueues(woken)
 	h.removeDropped(over)
 }

@@ -674,7 +674,7 @@ func BenchmarkEvents_PublishMessage(b *testing.B) {
 			for b.Loop() {
 				id++
 				e.server.publishChange(messageSent{sentMessage: sentMessage{message: message{ID: id, SenderID: e.alice.ID, ChannelID: e.general.ID, Topic: "t", Content: content, Timestamp: 1700000000},
-					Channel: e.general, recipients: &recipients{read: func() []uint64 { return ids }}, ReadBySender: true}, Sender: e.alice.user})
+					Channel: e.general, recipients: &recipients{read: func() []uint64 { return ids }}, ReadBySender: true}, Sender: e.alice.user}, func() {})
 				if id%10 == 0 {
 					b.StopTimer()
 					for _, l := range queues {
@@ -828,4 +828,42 @@ func TestEvents_ANewAccountIsToldToEveryone(t *testing.T) {
 			t.Errorf("%s's queue: avatar_url %v, want a URL: %v", c.who.Email, person["avatar_url"], c.avatar)
 		}
 	}
+}
+
+// A send to a big channel answers once the sender's own queues have the
+// message, not after everyone's: here a reader's queue is held (its lock
+// taken, as a slow fan-out would hold the send), and the send still
+// answers, with its local echo in the sender's queue; the reader gets the
+// message once the queue is let go.
+func TestEvents_ASendToABigChannelAnswersBeforeItsFanOut(t *testing.T) {
+	e := newTestEnv(t)
+	var readers []account
+	for i := range earlyReleaseRecipients + 1 {
+		u, key := mustCreateUser(t, e.st, fmt.Sprintf("crowd%d@example.com", i), roleMember, false)
+		mustSubscribe(t, e.st, u, "general")
+		readers = append(readers, account{u, key})
+	}
+	sending := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	held := e.registerQueue(t, &readers[0], nil).str("queue_id")
+	e.server.events.mu.RLock()
+	q := e.server.events.queues[held]
+	e.server.events.mu.RUnlock()
+	q.mu.Lock()
+	answered := make(chan response, 1)
+	go func() {
+		answered <- e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"},
+			"content": {"hi"}, "queue_id": {sending}, "local_id": {"1"}}, &e.bob)
+	}()
+	select {
+	case r := <-answered:
+		q.mu.Unlock()
+		wantAPISuccess(t, r)
+	case <-time.After(5 * time.Second):
+		q.mu.Unlock()
+		t.Fatal("the send waited for its fan-out to every queue")
+	}
+	if events := e.pollNow(t, &e.bob, sending, -1); len(events) != 1 || events[0]["local_message_id"] != "1" {
+		t.Fatalf("the sender's queue: got %v, want the message with its local id", events)
+	}
+	waitUntil(t, "the held reader's message", func() bool { return len(e.pollNow(t, &readers[0], held, -1)) == 1 })
 }

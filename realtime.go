@@ -224,10 +224,10 @@ func (s *server) deleteQueue(r *apiRequest) (any, error) {
 // in commit order from its publisher goroutine, never the committer's,
 // so queues hear changes in the order they happened and a slow fan-out
 // holds no writer; it only touches memory.
-func (s *server) publishChange(change any) {
+func (s *server) publishChange(change any, release func()) {
 	switch c := change.(type) {
 	case messageSent:
-		s.publishMessage(c)
+		s.publishMessage(c, release)
 		if s.pusher != nil {
 			s.pusher.poke()
 		}
@@ -281,10 +281,12 @@ func (s *server) publishChange(change any) {
 // for a queue without empty_topic_name, and local_message_id for the
 // sender's queue named in the send (queue_id) are written around those
 // bytes when the queue is polled.
-func (s *server) publishMessage(c messageSent) {
+func (s *server) publishMessage(c messageSent, release func()) {
 	sender := c.Sender.ID
 	senderSubscribed := slices.Contains(c.Recipients(), sender)
-	to := audience{recipients: c.Recipients(), allPublic: !c.Channel.Private}
+	// The send answers before the polls it wakes do (or, to a big
+	// channel, once its own queues have the message).
+	to := audience{recipients: c.Recipients(), allPublic: !c.Channel.Private, release: release, first: sender}
 	if !senderSubscribed {
 		to.others = []uint64{sender}
 	}

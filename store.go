@@ -192,8 +192,13 @@ var (
 // storeHooks are how the store tells of committed changes.
 type storeHooks struct {
 	// changes hears every committed change clients are told about (see
-	// changes.go), in commit order, in the publisher goroutine.
-	changes func(change any)
+	// changes.go), in commit order, in the publisher goroutine. The
+	// writer answers once its publication is handed on; the hook may let
+	// it answer sooner by calling release (a message: before the polls it
+	// wakes are answered, or, to a big channel, once the sender's own
+	// queues have it). release is a no-op but for a publication's last
+	// change.
+	changes func(change any, release func())
 	// listening tells whether a user has event queues, and the number of
 	// the latest one registered, so that work only listeners need is
 	// skipped when nobody listens.
