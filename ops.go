@@ -293,6 +293,9 @@ func (m *metrics) render(b io.Writer, db storeFigures) {
 	fmt.Fprintln(b, "# HELP go_gc_gogc_percent The garbage collector's GOGC: zulite's default or the environment's.")
 	fmt.Fprintln(b, "# TYPE go_gc_gogc_percent gauge")
 	fmt.Fprintf(b, "go_gc_gogc_percent %d\n", gcPercent())
+	fmt.Fprintln(b, "# HELP go_gc_heap_live_bytes Heap memory held by live objects, as the last garbage collection found it: what zulite keeps, without the collector's headroom that RSS also holds.")
+	fmt.Fprintln(b, "# TYPE go_gc_heap_live_bytes gauge")
+	fmt.Fprintf(b, "go_gc_heap_live_bytes %d\n", heapLive())
 	fmt.Fprintln(b, "# HELP zulite_open_connections HTTP connections open now.")
 	fmt.Fprintln(b, "# TYPE zulite_open_connections gauge")
 	fmt.Fprintf(b, "zulite_open_connections %d\n", m.openConns.Load())
@@ -400,6 +403,16 @@ func (l *bufferedLog) close() {
 	defer l.mu.Unlock()
 	l.closed = true
 	l.flushLocked()
+}
+
+// heapLive reads the live heap the last collection marked.
+func heapLive() uint64 {
+	sample := []runtimemetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	runtimemetrics.Read(sample)
+	if sample[0].Value.Kind() != runtimemetrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
 }
 
 // gcPercent reads the GOGC in force from runtime/metrics: -1 when the

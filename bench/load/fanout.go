@@ -75,7 +75,8 @@ type fanoutRow struct {
 	queues, accounts                  int
 	idleKiB, registeredKiB, listenKiB int
 	afterKiB, peakKiB                 int
-	connections                       int // zulite_open_connections while listening
+	connections                       int     // zulite_open_connections while listening
+	liveListening, liveAfter          float64 // go_gc_heap_live_bytes (-1: the server has none)
 	sendNone, sendListening           time.Duration
 	serverNone, serverListening       time.Duration // as zulite's request log has them
 	serverCPU, clientCPU              time.Duration // while sending to listeners
@@ -531,6 +532,7 @@ func fanoutRun(c fanoutConfig, server string, z *process, log *serverLog, n, max
 	time.Sleep(3 * time.Second) // every first poll is waiting
 	row.listenKiB = rssAnon(pid)
 	row.connections = openConnections(t, owner)
+	row.liveListening = metricValue(t, owner, "go_gc_heap_live_bytes")
 
 	fmt.Printf("%d polls waiting; sending\n", n)
 	peak := watchRSS(pid)
@@ -557,6 +559,7 @@ func fanoutRun(c fanoutConfig, server string, z *process, log *serverLog, n, max
 	time.Sleep(time.Second)
 	row.peakKiB = peak()
 	row.afterKiB = rssAnon(pid)
+	row.liveAfter = metricValue(t, owner, "go_gc_heap_live_bytes")
 	row.serverListening = median(log.since(logged))
 
 	var delays []time.Duration
@@ -623,16 +626,22 @@ func median(d []time.Duration) time.Duration {
 // openConnections reads zulite_open_connections from /metrics, as an
 // administrator.
 func openConnections(t *target, a account) int {
+	return int(metricValue(t, a, "zulite_open_connections"))
+}
+
+// metricValue reads a metric from /metrics, as an administrator; -1 when
+// the server has none.
+func metricValue(t *target, a account, name string) float64 {
 	resp, err := t.httpClient().Do(newRequest(t, http.MethodGet, "/metrics", nil, a.email, a.key))
 	if err != nil {
-		return 0
+		return -1
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "zulite_open_connections "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			n, _ := strconv.ParseFloat(v, 64)
-			return int(n)
+			return n
 		}
 	}
 	return -1
@@ -780,6 +789,10 @@ func printFanout(c fanoutConfig, rows []fanoutRow) {
 	for _, r := range rows {
 		fmt.Printf("%s, %d queues: a message event is %d bytes as a poll answers it; RSS after the sends minus while waiting: %+.1f MiB (%+.0f KiB a send)\n",
 			r.server, r.queues, r.messageBytes, float64(r.afterKiB-r.listenKiB)/1024, float64(r.afterKiB-r.listenKiB)/float64(c.sends))
+		if r.liveListening >= 0 && r.liveAfter >= 0 {
+			fmt.Printf("%s, %d queues: live heap at the last collection (go_gc_heap_live_bytes) %.1f MiB while waiting, %.1f MiB after the sends (%+.0f KiB a send); the rest of RSS's growth is the collector's headroom\n",
+				r.server, r.queues, r.liveListening/(1<<20), r.liveAfter/(1<<20), (r.liveAfter-r.liveListening)/1024/float64(c.sends))
+		}
 		fmt.Printf("%s, %d queues: send median as the server logs it: %s with none, %s listening; CPU while sending: the server %v (%.0f µs an event delivered), this client %v\n",
 			r.server, r.queues, ms(r.serverNone), ms(r.serverListening), r.serverCPU, float64(r.serverCPU)/float64(time.Microsecond)/float64(max(r.delivered, 1)), r.clientCPU)
 	}
