@@ -539,7 +539,7 @@ func (h *eventHub) waker() {
 		}
 		h.wakeMu.Unlock()
 		for _, q := range queues {
-			h.answerParked(q)
+			h.runJob(func() { h.answerParked(q) })
 			h.wakeSlots <- struct{}{}
 			q.mu.Lock()
 			q.wakeDue = false
@@ -773,12 +773,14 @@ func (h *eventHub) unparkLocked(q *eventQueue) ([]*parkedPoll, []json.RawMessage
 }
 
 // answerParked answers the queue's parked polls, as the waker wakes it.
+// It runs as one of the answerers' jobs: the queue's events are rendered
+// when its answer is written, so that the jobs waiting hold no copy.
 func (h *eventHub) answerParked(q *eventQueue) {
 	q.mu.Lock()
 	parked, events := h.unparkLocked(q)
 	q.mu.Unlock()
 	for _, p := range parked {
-		h.answer(p, events, true, true)
+		p.answer(events, true)
 	}
 }
 
