@@ -539,12 +539,17 @@ func (h *eventHub) waker() {
 		}
 		h.wakeMu.Unlock()
 		for _, q := range queues {
-			h.runJob(func() { h.answerParked(q) })
+			q.mu.Lock()
+			parked := len(q.parked) > 0
+			q.mu.Unlock()
+			if parked {
+				h.runJob(func() { h.answerParked(q) })
+			}
 			h.wakeSlots <- struct{}{}
 			q.mu.Lock()
 			q.wakeDue = false
 			took := false
-			if q.wake != nil && q.polls > 0 {
+			if q.wake != nil && q.polls > len(q.parked) { // polls waiting in their handlers
 				close(q.wake) // every waiting poll of the queue wakes
 				q.wake = nil
 				took, q.woken = !q.woken, true
@@ -777,6 +782,9 @@ func (h *eventHub) unparkLocked(q *eventQueue) ([]*parkedPoll, []json.RawMessage
 // when its answer is written, so that the jobs waiting hold no copy.
 func (h *eventHub) answerParked(q *eventQueue) {
 	q.mu.Lock()
+	// A poll parked after this answer is woken by the next event: the
+	// waker, which clears the flag too, may not have reached the queue yet.
+	q.wakeDue = false
 	parked, events := h.unparkLocked(q)
 	q.mu.Unlock()
 	for _, p := range parked {

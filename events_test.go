@@ -709,20 +709,43 @@ func TestEvents_PollWritesEventsAsTheEnvelopeWritesAnswers(t *testing.T) {
 
 // BenchmarkEvents_WaitingPollMemory measures what a queue and a poll
 // waiting on it cost zulite, through the whole HTTP stack on real
-// connections (the server as serve configures it, without TLS): the heap
-// and the goroutine stacks held, after a collection, per queue
-// registered and per poll waiting. The polls' clients are raw
-// connections of this process, whose sockets (about 0.3 KiB each) are
-// counted in; run it with -benchtime=1x.
+// connections: parked (the server as serve configures it, without TLS)
+// and waiting in its handler (as an HTTP/2 poll, or one where polls do
+// not park, waits): the heap and the goroutine stacks held, after a
+// collection, per queue registered and per poll waiting. The polls'
+// clients are raw connections of this process, whose sockets (about 0.3
+// KiB each) are counted in; run it with -benchtime=1x.
 func BenchmarkEvents_WaitingPollMemory(b *testing.B) {
+	for _, parked := range []bool{true, false} {
+		name := "in_handler"
+		if parked {
+			name = "parked"
+		}
+		b.Run(name, func(b *testing.B) {
+			if parked && !canPark {
+				b.Skip("polls park on Linux only")
+			}
+			benchmarkWaitingPollMemory(b, parked)
+		})
+	}
+}
+
+func benchmarkWaitingPollMemory(b *testing.B, parked bool) {
 	const users, perUser = 50, maxQueuesPerUser // 1,000 queues
 	for b.Loop() {
 		e := newTestEnv(b)
-		limited := newConnLimiter(mustListen(b), 4*users*perUser, func(netip.Addr) bool { return true })
-		srv := &http.Server{Handler: serving(e.handler), ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout: 30 * time.Second, WriteTimeout: 90 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
-			ConnState: limited.connState}
-		go srv.Serve(limited)
+		var srv *http.Server
+		var listening net.Listener
+		if parked {
+			srv, listening = e.server.httpServer(mustListen(b), options{MaxConns: 4 * users * perUser}, nil, discardLogger())
+		} else {
+			limited := newConnLimiter(mustListen(b), 4*users*perUser, func(netip.Addr) bool { return true })
+			srv = &http.Server{Handler: serving(e.handler), ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second,
+				ReadTimeout: 30 * time.Second, WriteTimeout: 90 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
+				ConnState: limited.connState}
+			listening = limited
+		}
+		go srv.Serve(listening)
 		measure := func() (heap, stack uint64) {
 			var m runtime.MemStats
 			runtime.GC()
@@ -756,7 +779,7 @@ func BenchmarkEvents_WaitingPollMemory(b *testing.B) {
 		heap1, stack1 := measure()
 		var conns []net.Conn
 		for _, p := range polls {
-			c, err := net.Dial("tcp", limited.Addr().String())
+			c, err := net.Dial("tcp", listening.Addr().String())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -788,7 +811,7 @@ func BenchmarkEvents_WaitingPollMemory(b *testing.B) {
 		for _, c := range conns {
 			c.Close()
 		}
-		srv.Close()
+		stopServing(e.server, srv)
 	}
 }
 

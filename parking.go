@@ -71,7 +71,7 @@ func (s *server) startParking(ln net.Listener) net.Listener {
 		return ln
 	}
 	s.events.watcher = w
-	s.parking = newParkingListener(ln)
+	s.parking = newParkingListener(ln, s.closeParked)
 	s.metrics.parkedPolls = &s.parked
 	return s.parking
 }
@@ -96,7 +96,12 @@ func (s *server) stopParking(ctx context.Context) {
 // it must wait in its handler: HTTP/2, no parking listener, a connection
 // zulite did not accept. The poll's answer is written by answer, later.
 func (s *server) parkPoll(r *apiRequest, queueID string) *parkedPoll {
-	if s.parking == nil || s.events.watcher == nil || r.writer == nil || r.ProtoMajor != 1 {
+	// Only a plain HTTP/1.1 GET parks: its answer is the next bytes on the
+	// connection. A body net/http has not read (a GET may carry one), a
+	// HEAD (answered without a body), HTTP/1.0's keep-alive wait in the
+	// handler, where net/http deals with them.
+	if s.parking == nil || s.events.watcher == nil || r.writer == nil || r.Method != http.MethodGet || r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
+		r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
 		return nil
 	}
 	tc, _ := r.Context().Value(connKey{}).(*trackedConn)
@@ -112,15 +117,20 @@ func (s *server) parkPoll(r *apiRequest, queueID string) *parkedPoll {
 		tc.parked.Store(false)
 		return nil
 	}
+	closing := r.Close
 	if n := buf.Reader.Buffered(); n > 0 { // a pipelined request: net/http reads it next
-		pending, _ := buf.Reader.Peek(n)
-		tc.pending = slices.Clone(pending)
+		if conn == net.Conn(tc) {
+			pending, _ := buf.Reader.Peek(n)
+			tc.pending = slices.Clone(pending)
+		} else { // read out of TLS records: the connection ends after the answer, and the client sends it again
+			closing = true
+		}
 	}
 	tc.serving.Add(1) // a waiting poll is never closed to make room
 	info.parked = true
 	s.parked.Add(1)
 	return &parkedPoll{s: s, conn: conn, tracked: tc, queueID: queueID, ignored: r.params.ignored(), head: head.Bytes(),
-		close: r.Close, info: *info, method: r.Method, start: info.start}
+		close: closing, info: *info, method: r.Method, start: info.start}
 }
 
 // answer writes the poll's answer (its events, or BAD_EVENT_QUEUE_ID
@@ -151,10 +161,7 @@ func (p *parkedPoll) answer(events []json.RawMessage, found bool) {
 func (s *server) afterAnswer(conn net.Conn, tc *trackedConn, keep bool) {
 	if keep && !s.events.closed.Load() {
 		conn.SetDeadline(time.Time{})
-		if conn == net.Conn(tc) && s.awaitRequest(tc) {
-			return
-		}
-		if s.parking.handBack(conn) {
+		if s.awaitRequest(conn, tc) || s.parking.handBack(conn) {
 			return
 		}
 	}
@@ -254,6 +261,7 @@ type parkingListener struct {
 	returned chan net.Conn
 	done     chan struct{}
 	once     sync.Once
+	dropped  func(net.Conn) // closes a connection handed back as it closed
 }
 
 type acceptedConn struct {
@@ -261,8 +269,8 @@ type acceptedConn struct {
 	err  error
 }
 
-func newParkingListener(ln net.Listener) *parkingListener {
-	l := &parkingListener{Listener: ln, accepted: make(chan acceptedConn), returned: make(chan net.Conn, 64), done: make(chan struct{})}
+func newParkingListener(ln net.Listener, dropped func(net.Conn)) *parkingListener {
+	l := &parkingListener{Listener: ln, accepted: make(chan acceptedConn), returned: make(chan net.Conn, 64), done: make(chan struct{}), dropped: dropped}
 	go l.acceptLoop()
 	return l
 }
@@ -310,6 +318,11 @@ func (l *parkingListener) handBack(conn net.Conn) bool {
 	}
 	select {
 	case l.returned <- conn:
+		select {
+		case <-l.done: // closed meanwhile: Close may have drained before it came
+			l.drain()
+		default:
+		}
 		return true
 	case <-l.done:
 		return false
@@ -319,12 +332,18 @@ func (l *parkingListener) handBack(conn net.Conn) bool {
 func (l *parkingListener) Close() error {
 	l.once.Do(func() { close(l.done) })
 	err := l.Listener.Close()
-	for { // connections handed back as it closed
+	l.drain()
+	return err
+}
+
+// drain closes the connections handed back as the listener closed.
+func (l *parkingListener) drain() {
+	for {
 		select {
 		case c := <-l.returned:
-			c.Close()
+			l.dropped(c)
 		default:
-			return err
+			return
 		}
 	}
 }

@@ -47,6 +47,11 @@ func newCloseWatcher() (*closeWatcher, error) {
 // goroutine: it must not wait) when the client sends something or goes
 // away. It answers the watch's id, for unwatch.
 func (w *closeWatcher) watch(conn *trackedConn, awaiting bool, ready func()) (uint32, error) {
+	select {
+	case <-w.closed: // its epoll fd may be closed, its number another file's
+		return 0, errors.New("the watcher is closed")
+	default:
+	}
 	raw, ok := conn.Conn.(syscall.Conn)
 	if !ok {
 		return 0, errors.New("not a socket")
@@ -80,6 +85,11 @@ func (w *closeWatcher) unwatch(id uint32) bool {
 	wt, ok := w.forget(id)
 	if !ok {
 		return false
+	}
+	select {
+	case <-w.closed:
+		return true
+	default:
 	}
 	if rc, err := wt.conn.Conn.(syscall.Conn).SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) { syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) })

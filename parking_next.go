@@ -41,10 +41,15 @@ type awaitingRequest struct {
 
 // awaitRequest watches an answered poll's connection for the client's
 // next request; false when it cannot be (the caller hands it to
-// net/http).
-func (s *server) awaitRequest(tc *trackedConn) bool {
+// net/http). A TLS connection goes to net/http when its next bytes come,
+// a plain one is read by serveNext.
+func (s *server) awaitRequest(conn net.Conn, tc *trackedConn) bool {
 	if len(tc.pending) > 0 { // a request already read: net/http's
 		return false
+	}
+	next := func() { s.serveNext(tc) }
+	if conn != net.Conn(tc) {
+		next = func() { s.afterAnswerToNetHTTP(conn) }
 	}
 	a := &awaitingRequest{}
 	a.mu.Lock()
@@ -53,7 +58,7 @@ func (s *server) awaitRequest(tc *trackedConn) bool {
 		a.mu.Lock()
 		a.idle.Stop()
 		a.mu.Unlock()
-		s.events.runJob(func() { s.serveNext(tc) })
+		s.events.runJob(next)
 	})
 	if err != nil {
 		return false
@@ -61,7 +66,7 @@ func (s *server) awaitRequest(tc *trackedConn) bool {
 	a.id = id
 	a.idle = time.AfterFunc(s.connIdle, func() {
 		if s.events.watcher.unwatch(id) {
-			s.closeParked(tc)
+			s.closeParked(conn)
 		}
 	})
 	return true
@@ -110,9 +115,9 @@ func (s *server) serveNext(tc *trackedConn) {
 
 // afterAnswerToNetHTTP hands a connection to net/http, with what was read
 // of its next request, or closes it when net/http no longer serves.
-func (s *server) afterAnswerToNetHTTP(tc *trackedConn) {
-	if !s.parking.handBack(tc) {
-		s.closeParked(tc)
+func (s *server) afterAnswerToNetHTTP(conn net.Conn) {
+	if !s.parking.handBack(conn) {
+		s.closeParked(conn)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -427,4 +428,139 @@ func TestNextPoll_TakesOnlyPlainPolls(t *testing.T) {
 			t.Errorf("%s: read as a poll", name)
 		}
 	}
+}
+
+// What parks is a plain HTTP/1.1 GET: a poll that carries a body (here a
+// whole second request, smuggled) or a HEAD waits in its handler, where
+// net/http reads the body away and writes no body to a HEAD. One request,
+// one answer.
+func TestParking_OnlyAPlainGetParks(t *testing.T) {
+	e := serveParked(t)
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
+	c := e.dial(t, e.bob)
+	smuggled := "GET /api/v1/users/me HTTP/1.1\r\nHost: zulite.test\r\nAuthorization: Basic " + c.auth + "\r\n\r\n"
+	c.poll(t, queue, -1, "Content-Length: "+strconv.Itoa(len(smuggled)))
+	io.WriteString(c, smuggled)
+	waitUntil(t, "the poll waiting", func() bool { return e.queuePolls(queue) == 1 })
+	if n := e.server.parked.Load(); n != 0 {
+		t.Fatalf("a poll with a body parked (%d parked)", n)
+	}
+	e.sendAs(t, e.alice, e.general, "one")
+	_, body := c.answer(t)
+	_, last := answeredEvents(t, body)
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if resp, err := http.ReadResponse(c.r, nil); err == nil {
+		t.Fatalf("a second answer to one request: %d", resp.StatusCode)
+	}
+
+	h := e.dial(t, e.bob)
+	h.request(t, http.MethodHead, "/api/v1/events?queue_id="+queue+"&last_event_id="+strconv.FormatInt(last, 10))
+	waitUntil(t, "the HEAD poll waiting", func() bool { return e.queuePolls(queue) == 1 })
+	e.sendAs(t, e.alice, e.general, "two")
+	h.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if resp, err := http.ReadResponse(h.r, &http.Request{Method: http.MethodHead}); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the HEAD poll: %v %v", resp, err)
+	}
+	h.request(t, http.MethodGet, "/api/v1/users/me")
+	if resp, body := h.answer(t); resp.StatusCode != 200 || body["email"] != e.bob.Email {
+		t.Fatalf("the request after a HEAD poll: %d %v", resp.StatusCode, body)
+	}
+}
+
+// A request pipelined after a poll over TLS was read out of its TLS
+// records: the poll's answer says Connection: close and the connection
+// ends cleanly, for the client to send it again.
+func TestParking_TLSPipelinedRequestEndsTheConnection(t *testing.T) {
+	if !canPark {
+		t.Skip("polls park on Linux only")
+	}
+	certFile, keyFile, pool := selfSigned(t, t.TempDir())
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv(t)
+	srv, listening := e.server.httpServer(mustListen(t), options{MaxConns: 4096}, &tls.Config{Certificates: []tls.Certificate{cert}}, discardLogger())
+	go srv.Serve(listening)
+	t.Cleanup(func() { stopServing(e.server, srv) })
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
+	conn, err := tls.Dial("tcp", listening.Addr().String(), &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	auth := base64.StdEncoding.EncodeToString([]byte(e.bob.Email + ":" + e.bob.key))
+	io.WriteString(conn, "GET /api/v1/events?queue_id="+queue+"&last_event_id=-1 HTTP/1.1\r\nHost: zulite.test\r\nAuthorization: Basic "+auth+"\r\n\r\n"+
+		"GET /api/v1/users/me HTTP/1.1\r\nHost: zulite.test\r\nAuthorization: Basic "+auth+"\r\n\r\n")
+	waitUntil(t, "the poll parked", func() bool { return e.server.parked.Load() == 1 })
+	e.sendAs(t, e.alice, e.general, "tls")
+	r := bufio.NewReader(conn)
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil || resp.StatusCode != 200 || !resp.Close {
+		t.Fatalf("the poll's answer: %v %v, want 200 with Connection: close", resp, err)
+	}
+	io.ReadAll(resp.Body)
+	if _, err := r.ReadByte(); err != io.EOF {
+		t.Fatalf("after the answer: %v, want the connection ended cleanly", err)
+	}
+}
+
+// A queue once polled in its handler (HTTP/2, say) and now parked is
+// woken without taking a wake slot that no handler will give back: past
+// 32 such queues, every wake stopped.
+func TestParking_ParkedPollsTakeNoWakeSlot(t *testing.T) {
+	e := serveParked(t)
+	type client struct {
+		a     account
+		queue string
+		conn  *pollConn
+	}
+	var clients []*client
+	for i := range wakeSlots + 2 {
+		u, key := mustCreateUser(t, e.st, fmt.Sprintf("slot%d@example.com", i), roleMember, false)
+		mustSubscribe(t, e.st, u, "general")
+		a := account{u, key}
+		clients = append(clients, &client{a: a, queue: e.registerQueue(t, &a, url.Values{"event_types": {`["message"]`}}).str("queue_id")})
+	}
+	e.server.events.pollTimeout = 20 * time.Millisecond
+	for _, c := range clients { // polled in its handler once, answered a heartbeat
+		wantAPISuccess(t, e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {c.queue}, "last_event_id": {"-1"}}, &c.a))
+	}
+	e.server.events.pollTimeout = pollTimeout
+	for i, c := range clients {
+		c.conn = e.dial(t, c.a)
+		c.conn.poll(t, c.queue, 0)
+		e.waitParked(t, int64(i+1))
+	}
+	e.sendAs(t, e.alice, e.general, "one")
+	for _, c := range clients {
+		c.conn.answer(t)
+	}
+	if held := len(e.server.events.wakeSlots); held != 0 {
+		t.Fatalf("%d wake slots held after every poll was answered", held)
+	}
+}
+
+// A poll that parks again while the waker is behind is still woken by
+// the next event.
+func TestParking_APollParkedAgainIsWokenWhileTheWakerIsBehind(t *testing.T) {
+	e := serveParked(t)
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
+	c := e.dial(t, e.bob)
+	c.poll(t, queue, -1)
+	e.waitParked(t, 1)
+	for range wakeSlots { // the waker is held back: woken handler polls not yet running
+		e.server.events.wakeSlots <- struct{}{}
+	}
+	e.sendAs(t, e.alice, e.general, "one")
+	_, body := c.answer(t)
+	_, last := answeredEvents(t, body)
+	c.poll(t, queue, last)
+	e.waitParked(t, 1)
+	e.sendAs(t, e.alice, e.general, "two")
+	for range wakeSlots { // the waker catches up
+		<-e.server.events.wakeSlots
+	}
+	c.answer(t)
 }
