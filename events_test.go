@@ -762,7 +762,7 @@ func benchmarkWaitingPollMemory(b *testing.B, parked bool) {
 		for i := range users {
 			u, key := mustCreateUser(b, e.st, fmt.Sprintf("poller%d@example.com", i), roleMember, false)
 			for range perUser {
-				req := httptest.NewRequest(http.MethodPost, "/api/v1/register", strings.NewReader(url.Values{"apply_markdown": {"true"}, "fetch_event_types": {`["message"]`}}.Encode()))
+				req := httptest.NewRequest(http.MethodPost, "/api/v1/register", strings.NewReader(url.Values{"apply_markdown": {"true"}, "event_types": {`["message"]`}}.Encode()))
 				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 				req.SetBasicAuth(u.Email, key)
 				rec := httptest.NewRecorder()
