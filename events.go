@@ -716,20 +716,11 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 		}
 		q.lastPoll = h.now()
 		over, wakeOthers := false, false
-		if heartbeatDue && !q.dropped {
-			var fits bool
-			if wakeOthers, fits = h.enqueueLocked(q, queuedEvent{shared: heartbeat}); !fits {
-				h.dropLocked(q)
-				over = true
-			}
+		if heartbeatDue {
+			over, wakeOthers = h.heartbeatLocked(q)
 		}
 		q.mu.Unlock()
-		if over {
-			h.removeDropped([]*eventQueue{q})
-		}
-		if wakeOthers { // another poll waits on the queue too
-			h.wakeQueues([]*eventQueue{q})
-		}
+		h.afterHeartbeat(q, over, wakeOthers)
 		if ctx.Err() != nil {
 			return nil, true, false
 		}
@@ -813,21 +804,12 @@ func (h *eventHub) unparkOne(q *eventQueue, p *parkedPoll, heartbeatDue bool) {
 	q.lastPoll = h.now()
 	p.timer.Stop()
 	over, wakeOthers := false, false
-	if heartbeatDue && !q.dropped {
-		var fits bool
-		if wakeOthers, fits = h.enqueueLocked(q, queuedEvent{shared: heartbeat}); !fits {
-			h.dropLocked(q)
-			over = true
-		}
+	if heartbeatDue {
+		over, wakeOthers = h.heartbeatLocked(q)
 	}
 	events, found := render(q.events, q.firstID), !q.dropped
 	q.mu.Unlock()
-	if over {
-		h.removeDropped([]*eventQueue{q})
-	}
-	if wakeOthers {
-		h.wakeQueues([]*eventQueue{q})
-	}
+	h.afterHeartbeat(q, over, wakeOthers)
 	h.answer(p, events, found, true)
 }
 
@@ -896,6 +878,31 @@ func (h *eventHub) replaceAnswerer() {
 	h.jobsMu.Unlock()
 	if start {
 		go h.answerer()
+	}
+}
+
+// heartbeatLocked gives the queue of a poll that waited the poll timeout
+// its heartbeat; over when the queue had no room for it and is dropped,
+// wakeOthers when other polls wait on it. q.mu is held.
+func (h *eventHub) heartbeatLocked(q *eventQueue) (over, wakeOthers bool) {
+	if q.dropped {
+		return false, false
+	}
+	wakeOthers, fits := h.enqueueLocked(q, queuedEvent{shared: heartbeat})
+	if !fits {
+		h.dropLocked(q)
+		return true, false
+	}
+	return false, wakeOthers
+}
+
+// afterHeartbeat does what heartbeatLocked asks, once q.mu is let go.
+func (h *eventHub) afterHeartbeat(q *eventQueue, over, wakeOthers bool) {
+	if over {
+		h.removeDropped([]*eventQueue{q})
+	}
+	if wakeOthers { // another poll waits on the queue too
+		h.wakeQueues([]*eventQueue{q})
 	}
 }
 

@@ -137,6 +137,17 @@ func (e *parkedEnv) waitParked(t *testing.T, n int64) {
 	waitUntil(t, fmt.Sprintf("%d parked polls", n), func() bool { return e.server.parked.Load() == n })
 }
 
+// parkedPoll registers a queue of bob's for messages and parks a poll of
+// it on a connection of its own.
+func (e *parkedEnv) parkedPoll(t *testing.T) (string, *pollConn) {
+	t.Helper()
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
+	c := e.dial(t, e.bob)
+	c.poll(t, queue, -1)
+	e.waitParked(t, 1)
+	return queue, c
+}
+
 // queuePolls is how many polls the hub counts on the queue.
 func (e *parkedEnv) queuePolls(queueID string) int {
 	e.server.events.mu.RLock()
@@ -232,10 +243,7 @@ func TestParking_HeartbeatAfterThePollTimeout(t *testing.T) {
 // connection is closed and no longer counted.
 func TestParking_AClientGoneEndsItsPoll(t *testing.T) {
 	e := serveParked(t)
-	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
-	c := e.dial(t, e.bob)
-	c.poll(t, queue, -1)
-	e.waitParked(t, 1)
+	queue, c := e.parkedPoll(t)
 	if e.queuePolls(queue) != 1 || e.server.metrics.openConns.Load() != 1 {
 		t.Fatalf("parked: queue polls %d, open connections %d, want 1 and 1", e.queuePolls(queue), e.server.metrics.openConns.Load())
 	}
@@ -248,10 +256,7 @@ func TestParking_AClientGoneEndsItsPoll(t *testing.T) {
 // BAD_EVENT_QUEUE_ID, as a waiting poll's handler does.
 func TestParking_QueueDeletedAnswersBadEventQueueID(t *testing.T) {
 	e := serveParked(t)
-	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
-	c := e.dial(t, e.bob)
-	c.poll(t, queue, -1)
-	e.waitParked(t, 1)
+	queue, c := e.parkedPoll(t)
 	wantAPISuccess(t, e.request(t, http.MethodDelete, "/api/v1/events", url.Values{"queue_id": {queue}}, &e.bob))
 	resp, body := c.answer(t)
 	if resp.StatusCode != 400 || body["code"] != "BAD_EVENT_QUEUE_ID" || body["msg"] != "Bad event queue ID: "+queue || body["queue_id"] != queue {
@@ -262,10 +267,7 @@ func TestParking_QueueDeletedAnswersBadEventQueueID(t *testing.T) {
 // Shutdown answers parked polls at once and closes their connections.
 func TestParking_ShutdownAnswersParkedPolls(t *testing.T) {
 	e := serveParked(t)
-	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
-	c := e.dial(t, e.bob)
-	c.poll(t, queue, -1)
-	e.waitParked(t, 1)
+	_, c := e.parkedPoll(t)
 	began := time.Now()
 	go stopServing(e.server, e.srv)
 	resp, body := c.answer(t)
@@ -377,10 +379,7 @@ func TestParking_TheNextRequestOnAnAnsweredConnection(t *testing.T) {
 func TestParking_AnAnsweredConnectionIdleIsClosed(t *testing.T) {
 	e := serveParked(t)
 	e.server.connIdle = 200 * time.Millisecond
-	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
-	c := e.dial(t, e.bob)
-	c.poll(t, queue, -1)
-	e.waitParked(t, 1)
+	_, c := e.parkedPoll(t)
 	e.sendAs(t, e.alice, e.general, "idle")
 	c.answer(t)
 	if _, err := c.r.ReadByte(); err != io.EOF {
@@ -546,10 +545,7 @@ func TestParking_ParkedPollsTakeNoWakeSlot(t *testing.T) {
 // the next event.
 func TestParking_APollParkedAgainIsWokenWhileTheWakerIsBehind(t *testing.T) {
 	e := serveParked(t)
-	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
-	c := e.dial(t, e.bob)
-	c.poll(t, queue, -1)
-	e.waitParked(t, 1)
+	queue, c := e.parkedPoll(t)
 	for range wakeSlots { // the waker is held back: woken handler polls not yet running
 		e.server.events.wakeSlots <- struct{}{}
 	}
