@@ -219,7 +219,9 @@ func nextPoll(b []byte) *http.Request {
 				return nil
 			}
 		}
-		h[key] = append(h[key], string(value))
+		if key != "Host" { // net/http keeps it in Request.Host only
+			h[key] = append(h[key], string(value))
+		}
 	}
 	if hosts != 1 || host == "" {
 		return nil
