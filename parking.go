@@ -361,3 +361,159 @@ func servingTLS(ln net.Listener, config *tls.Config) net.Listener {
 	}
 	return tls.NewListener(ln, config)
 }
+
+// ---- The hub's side: parked polls on their queues, and the answerers ----
+
+// park holds a poll without a goroutine until its queue has events, it
+// waits the poll timeout (a heartbeat), its queue is dropped or the
+// server shuts down; what changed while its connection was taken is
+// answered at once.
+func (h *eventHub) park(q *eventQueue, p *parkedPoll) {
+	q.mu.Lock()
+	if q.dropped || len(q.events) > 0 || h.closed.Load() {
+		events, found := render(q.events, q.firstID), !q.dropped
+		q.mu.Unlock()
+		h.answer(p, events, found, false)
+		return
+	}
+	p.queue = q
+	q.parked = append(q.parked, p)
+	q.polls++
+	q.lastPoll = h.now()
+	p.timer = time.AfterFunc(h.pollTimeout, func() { h.heartbeatParked(q, p) })
+	// Told when its client goes away; if it cannot be, the heartbeat
+	// still ends it.
+	if id, err := h.watcher.watch(p.tracked, false, func() { h.goneParked(p) }); err == nil {
+		p.watchID = id
+	}
+	q.mu.Unlock()
+}
+
+// unparkLocked takes the queue's parked polls off it, with its events as
+// they answer them; q.mu is held.
+func (h *eventHub) unparkLocked(q *eventQueue) ([]*parkedPoll, []json.RawMessage) {
+	parked := q.parked
+	if len(parked) == 0 {
+		return nil, nil
+	}
+	q.parked = nil
+	q.polls -= len(parked)
+	q.lastPoll = h.now()
+	for _, p := range parked {
+		p.timer.Stop()
+	}
+	return parked, render(q.events, q.firstID)
+}
+
+// answerParked answers the queue's parked polls, as the waker wakes it.
+// It runs as one of the answerers' jobs: the queue's events are rendered
+// when its answer is written, so that the jobs waiting hold no copy.
+func (h *eventHub) answerParked(q *eventQueue) {
+	q.mu.Lock()
+	// A poll parked after this answer is woken by the next event: the
+	// waker, which clears the flag too, may not have reached the queue yet.
+	q.wakeDue = false
+	parked, events := h.unparkLocked(q)
+	q.mu.Unlock()
+	for _, p := range parked {
+		p.answer(events, true)
+	}
+}
+
+// heartbeatParked answers a parked poll that waited the poll timeout, as
+// poll does: the queue gets a heartbeat, and the poll its events.
+func (h *eventHub) heartbeatParked(q *eventQueue, p *parkedPoll) { h.unparkOne(q, p, true) }
+
+// goneParked answers a parked poll whose client went away (or sent
+// something): at once, with what its queue holds, as a waiting poll's
+// handler does when its request's context ends.
+func (h *eventHub) goneParked(p *parkedPoll) { h.unparkOne(p.queue, p, false) }
+
+func (h *eventHub) unparkOne(q *eventQueue, p *parkedPoll, heartbeatDue bool) {
+	q.mu.Lock()
+	i := slices.Index(q.parked, p)
+	if i < 0 { // answered meanwhile
+		q.mu.Unlock()
+		return
+	}
+	q.parked = slices.Delete(q.parked, i, i+1)
+	q.polls--
+	q.lastPoll = h.now()
+	p.timer.Stop()
+	over, wakeOthers := false, false
+	if heartbeatDue {
+		over, wakeOthers = h.heartbeatLocked(q)
+	}
+	events, found := render(q.events, q.firstID), !q.dropped
+	q.mu.Unlock()
+	h.afterHeartbeat(q, over, wakeOthers)
+	h.answer(p, events, found, true)
+}
+
+// answer has a parked poll's answer written. Paced (the waker,
+// heartbeats, a client gone), it is one of the answerers' jobs; a drop or
+// shutdown, which hold locks, write from a goroutine of their own.
+func (h *eventHub) answer(p *parkedPoll, events []json.RawMessage, found, paced bool) {
+	if !paced {
+		go p.answer(events, found)
+		return
+	}
+	h.runJob(func() { p.answer(events, found) })
+}
+
+// runJob has one of the answerers run job: at most parkedAnswerers
+// goroutines that live while there are jobs (their stacks stay grown from
+// one to the next), writing parked polls' answers and serving the
+// requests that come on their connections (parking.go).
+func (h *eventHub) runJob(job func()) {
+	h.jobsMu.Lock()
+	h.jobs = append(h.jobs, job)
+	start := h.answerers < parkedAnswerers
+	if start {
+		h.answerers++
+	}
+	h.jobsMu.Unlock()
+	if start {
+		go h.answerer()
+	}
+}
+
+// answerer runs jobs until none is left. One that takes longer than
+// parkedAnswerWait (a client reading slowly) is finished outside the
+// answerers: another takes its place.
+func (h *eventHub) answerer() {
+	for {
+		h.jobsMu.Lock()
+		if len(h.jobs) == 0 {
+			h.answerers--
+			h.jobsMu.Unlock()
+			return
+		}
+		job := h.jobs[0]
+		h.jobs[0] = nil
+		h.jobs = h.jobs[1:]
+		if len(h.jobs) == 0 {
+			h.jobs = nil
+		}
+		h.jobsMu.Unlock()
+		slow := time.AfterFunc(parkedAnswerWait, h.replaceAnswerer)
+		job()
+		if !slow.Stop() { // replaced: this goroutine is no longer an answerer
+			return
+		}
+	}
+}
+
+// replaceAnswerer takes an answerer held up by a slow client out of the
+// count, and starts another if jobs wait.
+func (h *eventHub) replaceAnswerer() {
+	h.jobsMu.Lock()
+	start := len(h.jobs) > 0
+	if !start {
+		h.answerers--
+	}
+	h.jobsMu.Unlock()
+	if start {
+		go h.answerer()
+	}
+}
