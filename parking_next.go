@@ -162,10 +162,11 @@ func (w *pollWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // keep-alive or close, nothing that announces a body or a change of
 // protocol, and nothing after the blank line. nil for anything else.
 func nextPoll(b []byte) *http.Request {
-	head, ok := bytes.CutSuffix(b, []byte("\r\n\r\n"))
-	if !ok || bytes.Contains(head, []byte("\r\n\r\n")) {
+	end := bytes.Index(b, []byte("\r\n\r\n"))
+	if end < 0 || end != len(b)-4 { // not ended, or more after it
 		return nil
 	}
+	head := b[:end]
 	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
 	target, ok1 := bytes.CutPrefix(line, []byte("GET "))
 	target, ok2 := bytes.CutSuffix(target, []byte(" HTTP/1.1"))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -559,4 +561,41 @@ func TestParking_APollParkedAgainIsWokenWhileTheWakerIsBehind(t *testing.T) {
 		<-e.server.events.wakeSlots
 	}
 	c.answer(t)
+}
+
+// FuzzNextPoll checks nextPoll against net/http: whatever it reads as a
+// poll, net/http reads as the same request (method, target, Host,
+// headers, Connection: close), without a body and with nothing left over.
+func FuzzNextPoll(f *testing.F) {
+	const poll = "GET /api/v1/events?queue_id=ab&last_event_id=3 HTTP/1.1\r\nHost: zulite.test:9991\r\nAuthorization: Basic eDp5\r\nUser-Agent: ZulipMobile/1.0\r\n\r\n"
+	for _, seed := range []string{
+		poll,
+		strings.Replace(poll, "/api/v1/events", "/json/events", 1),
+		strings.Replace(poll, "\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1),
+		strings.Replace(poll, "\r\n\r\n", "\r\nContent-Length: 4\r\n\r\nbody", 1),
+		strings.Replace(poll, "\r\nUser-Agent", "\r\n User-Agent", 1),
+		strings.Replace(poll, "Host: zulite.test:9991\r\n", "Host: [::1]:9991\r\nX-Forwarded-For: 10.0.0.1\r\n", 1),
+		"GET /api/v1/events HTTP/1.1\r\nHost: a\r\nCookie: s=1; t=2\r\n\r\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := nextPoll(b)
+		if got == nil {
+			return
+		}
+		r := bufio.NewReader(bytes.NewReader(b))
+		want, err := http.ReadRequest(r)
+		if err != nil {
+			t.Fatalf("nextPoll read %q; net/http refuses it: %v", b, err)
+		}
+		if r.Buffered() != 0 || want.ContentLength != 0 || len(want.TransferEncoding) != 0 {
+			t.Fatalf("nextPoll read %q; net/http sees a body or more (%d left, length %d)", b, r.Buffered(), want.ContentLength)
+		}
+		if got.Method != want.Method || got.URL.String() != want.URL.String() || got.RequestURI != want.RequestURI || got.Host != want.Host ||
+			got.Close != want.Close || got.ProtoMinor != want.ProtoMinor || !reflect.DeepEqual(got.Header, want.Header) {
+			t.Fatalf("%q: nextPoll read %s %s host %q close %v %v; net/http %s %s host %q close %v %v", b,
+				got.Method, got.URL, got.Host, got.Close, got.Header, want.Method, want.URL, want.Host, want.Close, want.Header)
+		}
+	})
 }
