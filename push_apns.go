@@ -140,32 +140,48 @@ func (c *apnsClient) send(ctx context.Context, d pushToken, payload json.RawMess
 	req.Header.Set("apns-push-type", "alert")
 	req.Header.Set("apns-priority", "10")
 	req.Header.Set("content-type", "application/json")
-	resp, err := c.http.Do(req)
+	status, raw, after, err := postToProvider(c.http, req, 64<<10)
 	if err != nil {
 		return pushResult{err: err, retry: true}
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode == http.StatusOK {
+	if status == http.StatusOK {
 		return pushResult{}
 	}
 	var answer struct {
 		Reason string `json:"reason"`
 	}
 	json.Unmarshal(raw, &answer)
-	err = fmt.Errorf("APNs: %d %s", resp.StatusCode, answer.Reason)
+	err = fmt.Errorf("APNs: %d %s", status, answer.Reason)
 	switch {
-	case resp.StatusCode == http.StatusGone, answer.Reason == "BadDeviceToken", answer.Reason == "Unregistered", answer.Reason == "DeviceTokenNotForTopic":
+	case status == http.StatusGone, answer.Reason == "BadDeviceToken", answer.Reason == "Unregistered", answer.Reason == "DeviceTokenNotForTopic":
 		return pushResult{err: err, dead: []pushToken{d}}
-	case resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500, answer.Reason == "ExpiredProviderToken":
+	case transientStatus(status), answer.Reason == "ExpiredProviderToken":
 		if answer.Reason == "ExpiredProviderToken" {
 			c.mu.Lock()
 			c.jwt = ""
 			c.mu.Unlock()
 		}
-		return pushResult{err: err, retry: true, after: retryAfter(resp.Header)}
+		return pushResult{err: err, retry: true, after: after}
 	}
 	return pushResult{err: err}
+}
+
+// postToProvider sends a request to a push provider (APNs, FCM, the
+// bouncer) and reads the start of its answer, up to limit bytes, and its
+// Retry-After. An error is a request that got no answer: worth retrying.
+func postToProvider(client *http.Client, req *http.Request, limit int64) (status int, body []byte, after time.Duration, err error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	defer resp.Body.Close()
+	body, _ = io.ReadAll(io.LimitReader(resp.Body, limit))
+	return resp.StatusCode, body, retryAfter(resp.Header), nil
+}
+
+// transientStatus is a provider's answer that may pass: 429 or 5xx.
+func transientStatus(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500
 }
 
 // retryAfter reads a Retry-After of seconds.

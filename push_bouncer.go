@@ -163,23 +163,20 @@ func (b *bouncerPush) post(ctx context.Context, endpoint, contentType string, bo
 	req.SetBasicAuth(b.reg.OrgID, b.reg.OrgKey)
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("User-Agent", "ZulipServer/"+zulipVersion)
-	resp, err := b.http.Do(req)
-	if err != nil {
-		return pushResult{err: err, retry: true}, nil
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	status, raw, after, err := postToProvider(b.http, req, 1<<20)
 	switch {
-	case resp.StatusCode == http.StatusOK:
+	case err != nil:
+		return pushResult{err: err, retry: true}, nil
+	case status == http.StatusOK:
 		return pushResult{}, raw
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return pushResult{err: fmt.Errorf("bouncer %s: %d", endpoint, resp.StatusCode), retry: true, after: retryAfter(resp.Header)}, nil
+	case transientStatus(status):
+		return pushResult{err: fmt.Errorf("bouncer %s: %d", endpoint, status), retry: true, after: after}, nil
 	}
 	var answer struct {
 		Msg string `json:"msg"`
 	}
 	json.Unmarshal(raw, &answer)
-	return pushResult{err: fmt.Errorf("bouncer %s: %d %s", endpoint, resp.StatusCode, answer.Msg)}, nil
+	return pushResult{err: fmt.Errorf("bouncer %s: %d %s", endpoint, status, answer.Msg)}, nil
 }
 
 // pushRegister is `zulite push register EMAIL HOSTNAME`: it registers

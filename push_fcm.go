@@ -168,13 +168,11 @@ func (c *fcmClient) send(ctx context.Context, d pushToken, payload json.RawMessa
 	}
 	req.Header.Set("Authorization", "Bearer "+access)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
+	status, raw, after, err := postToProvider(c.http, req, 64<<10)
 	if err != nil {
 		return pushResult{err: err, retry: true}
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode == http.StatusOK {
+	if status == http.StatusOK {
 		return pushResult{}
 	}
 	var answer struct {
@@ -192,17 +190,17 @@ func (c *fcmClient) send(ctx context.Context, d pushToken, payload json.RawMessa
 			code = detail.ErrorCode
 		}
 	}
-	err = fmt.Errorf("FCM: %d %s", resp.StatusCode, code)
+	err = fmt.Errorf("FCM: %d %s", status, code)
 	switch {
 	case code == "UNREGISTERED":
 		return pushResult{err: err, dead: []pushToken{d}}
-	case resp.StatusCode == http.StatusUnauthorized:
+	case status == http.StatusUnauthorized:
 		c.mu.Lock()
 		c.access = ""
 		c.mu.Unlock()
 		return pushResult{err: err, retry: true}
-	case resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
-		return pushResult{err: err, retry: true, after: retryAfter(resp.Header)}
+	case transientStatus(status):
+		return pushResult{err: err, retry: true, after: after}
 	}
 	return pushResult{err: err}
 }
