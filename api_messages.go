@@ -155,23 +155,16 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if content, err = normalizeBody(content); err != nil {
+	if content, err = sentContent(content); err != nil {
 		return nil, err
-	}
-	if content == "" {
-		return nil, errContentEmpty
 	}
 	readBySender, err := r.params.optionalBool("read_by_sender", defaultReadBySender)
 	if err != nil {
 		return nil, err
 	}
-	queueID, _ := r.params.lookup("queue_id")
-	localID, hasLocalID := r.params.lookup("local_id")
-	out := outgoingMessage{To: to, Topic: truncateTopic(topic), Content: truncateContent(content), Client: clientName(r),
-		ReadBySender: readBySender, QueueID: queueID, RealmURL: s.baseURL}
-	if hasLocalID {
-		out.LocalID = &localID
-	}
+	queueID, localID := localEcho(r.params)
+	out := outgoingMessage{To: to, Topic: truncateTopic(topic), Content: content, Client: clientName(r),
+		ReadBySender: readBySender, QueueID: queueID, LocalID: localID, RealmURL: s.baseURL}
 	sent, err := s.store.postMessage(r.user, out)
 	switch {
 	case errors.Is(err, errNoSuchChannel):
@@ -724,6 +717,29 @@ func (s *server) updateFlagsForNarrow(r *apiRequest) (any, error) {
 		FoundNewest      bool     `json:"found_newest"`
 		Unsubscribed     []uint64 `json:"ignored_because_not_subscribed_channels"`
 	}{len(result.Messages), len(result.Changed), first, last, result.FoundOldest, result.FoundNewest, nonNilIDs(result.Unsubscribed)}, nil
+}
+
+// sentContent is a send's content as it is stored: normalized, not
+// empty ("Message must not be empty"), truncated.
+func sentContent(content string) (string, error) {
+	content, err := normalizeBody(content)
+	if err != nil {
+		return "", err
+	}
+	if content == "" {
+		return "", errContentEmpty
+	}
+	return truncateContent(content), nil
+}
+
+// localEcho is a send's queue_id and local_id: the sender's queue gets
+// the local id back as local_message_id (nil: none sent).
+func localEcho(p *params) (queueID string, localID *string) {
+	queueID, _ = p.lookup("queue_id")
+	if id, ok := p.lookup("local_id"); ok {
+		localID = &id
+	}
+	return queueID, localID
 }
 
 // normalizeBody is Zulip's normalize_body without its emptiness check

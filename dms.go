@@ -36,19 +36,12 @@ func (s *server) sendDirect(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if content, err = normalizeBody(content); err != nil {
+	if content, err = sentContent(content); err != nil {
 		return nil, err
 	}
-	if content == "" {
-		return nil, errContentEmpty
-	}
-	queueID, _ := r.params.lookup("queue_id")
-	localID, hasLocalID := r.params.lookup("local_id")
-	out := outgoingDirect{To: to, Content: truncateContent(content), Client: clientName(r), ReadBySender: readBySender,
-		QueueID: queueID, RealmURL: s.baseURL}
-	if hasLocalID {
-		out.LocalID = &localID
-	}
+	queueID, localID := localEcho(r.params)
+	out := outgoingDirect{To: to, Content: content, Client: clientName(r), ReadBySender: readBySender,
+		QueueID: queueID, LocalID: localID, RealmURL: s.baseURL}
 	sent, err := s.store.postDirect(r.user, out)
 	if err != nil {
 		return nil, err
