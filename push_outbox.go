@@ -163,6 +163,17 @@ func hasPushDevice(tx *bbolt.Tx, userID uint64) bool {
 	return k != nil && bytes.HasPrefix(k, prefix)
 }
 
+// forDevice is the job for one device, with its provider's payload.
+func (j pushJob) forDevice(d pushToken, apns, fcm json.RawMessage) pushJob {
+	j.Device = &d
+	if d.Kind == pushAPNs {
+		j.APNs = apns
+	} else {
+		j.FCM = fcm
+	}
+	return j
+}
+
 // pushTransport is one way out: direct (APNs and FCM) or the bouncer.
 type pushTransport interface {
 	// deliver sends a notify or remove job; its answer says what became

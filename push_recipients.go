@@ -88,14 +88,7 @@ func (p *pusher) expand(ctx context.Context, key uint64, j pushJob) (pushOutcome
 				continue
 			}
 			for _, d := range devices {
-				one := base
-				one.Device = &d
-				if d.Kind == pushAPNs {
-					one.APNs = apns
-				} else {
-					one.FCM = fcm
-				}
-				jobs = append(jobs, pushEntry{job: one, devices: devices})
+				jobs = append(jobs, pushEntry{job: base.forDevice(d, apns, fcm), devices: devices})
 			}
 		}
 		return nil

@@ -57,14 +57,7 @@ func (p *pusher) removeRead() {
 				return putJob(b, base)
 			}
 			for _, d := range pushDevices(tx, uid) {
-				one := base
-				one.Device = &d
-				if d.Kind == pushAPNs {
-					one.APNs = apns
-				} else {
-					one.FCM = fcm
-				}
-				if err := putJob(b, one); err != nil {
+				if err := putJob(b, base.forDevice(d, apns, fcm)); err != nil {
 					return err
 				}
 				queued++
