@@ -419,8 +419,9 @@ type audience struct {
 	// the event, before their polls are woken; or, to more than
 	// earlyReleaseRecipients recipients, once first's queues (the
 	// writer's: the sender's) have it, before anyone else's.
-	release func()
-	first   uint64
+	release        func()
+	first          uint64
+	firstRecipient bool // first is among the recipients
 }
 
 // earlyReleaseRecipients is the audience past which a writer does not
@@ -462,7 +463,7 @@ func (h *eventHub) offer(eventType string, to audience, pick func(q *eventQueue,
 	h.mu.RLock()
 	if to.release != nil && len(to.recipients) > earlyReleaseRecipients {
 		for _, q := range h.byUser[to.first] {
-			give(q, slices.Contains(to.recipients, to.first))
+			give(q, to.firstRecipient)
 		}
 		to.release()
 		to.release = nil

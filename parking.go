@@ -55,8 +55,6 @@ type parkedPoll struct {
 	head    []byte   // the header lines set before it parked (X-Request-Id, rate limits)
 	close   bool     // the client asked for the connection to end after the answer
 	info    requestInfo
-	method  string
-	start   time.Time
 	queue   *eventQueue // set when it parks
 	timer   *time.Timer // the heartbeat; set and stopped under the queue's lock
 	watchID uint32      // its place in the hub's close watcher; 0 when not watched
@@ -130,7 +128,7 @@ func (s *server) parkPoll(r *apiRequest, queueID string) *parkedPoll {
 	info.parked = true
 	s.parked.Add(1)
 	return &parkedPoll{s: s, conn: conn, tracked: tc, queueID: queueID, ignored: r.params.ignored(), head: head.Bytes(),
-		close: closing, info: *info, method: r.Method, start: info.start}
+		close: closing, info: *info}
 }
 
 // answer writes the poll's answer (its events, or BAD_EVENT_QUEUE_ID
@@ -148,9 +146,9 @@ func (p *parkedPoll) answer(events []json.RawMessage, found bool) {
 		writeError(w, p.s.log, nil, badQueue(p.queueID))
 	}
 	err := w.writeTo(p.conn, p.head, p.close || p.s.events.closed.Load())
-	elapsed := time.Since(p.start)
+	elapsed := time.Since(p.info.start)
 	p.s.metrics.observeRequest(p.info.route, w.status, elapsed)
-	p.s.requestLog.line(p.start, p.method, p.info.route, w.status, elapsed, p.info.userID, p.info.id)
+	p.s.requestLog.line(p.info.start, http.MethodGet, p.info.route, w.status, elapsed, p.info.userID, p.info.id)
 	p.tracked.serving.Add(-1)
 	p.s.afterAnswer(p.conn, p.tracked, err == nil && !p.close)
 }

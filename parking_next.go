@@ -49,7 +49,7 @@ func (s *server) awaitRequest(conn net.Conn, tc *trackedConn) bool {
 	}
 	next := func() { s.serveNext(tc) }
 	if conn != net.Conn(tc) {
-		next = func() { s.afterAnswerToNetHTTP(conn) }
+		next = func() { s.handToNetHTTP(conn) }
 	}
 	a := &awaitingRequest{}
 	a.mu.Lock()
@@ -96,7 +96,7 @@ func (s *server) serveNext(tc *trackedConn) {
 	req := nextPoll(buf[:n])
 	if req == nil || s.events.closed.Load() {
 		tc.pending = slices.Clone(buf[:n])
-		s.afterAnswerToNetHTTP(tc)
+		s.handToNetHTTP(tc)
 		return
 	}
 	req.RemoteAddr = tc.RemoteAddr().String()
@@ -113,9 +113,9 @@ func (s *server) serveNext(tc *trackedConn) {
 	s.afterAnswer(tc, tc, err == nil && !req.Close)
 }
 
-// afterAnswerToNetHTTP hands a connection to net/http, with what was read
+// handToNetHTTP hands a connection to net/http, with what was read
 // of its next request, or closes it when net/http no longer serves.
-func (s *server) afterAnswerToNetHTTP(conn net.Conn) {
+func (s *server) handToNetHTTP(conn net.Conn) {
 	if !s.parking.handBack(conn) {
 		s.closeParked(conn)
 	}

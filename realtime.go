@@ -286,7 +286,7 @@ func (s *server) publishMessage(c messageSent, release func()) {
 	senderSubscribed := slices.Contains(c.Recipients(), sender)
 	// The send answers before the polls it wakes do (or, to a big
 	// channel, once its own queues have the message).
-	to := audience{recipients: c.Recipients(), allPublic: !c.Channel.Private, release: release, first: sender}
+	to := audience{recipients: c.Recipients(), allPublic: !c.Channel.Private, release: release, first: sender, firstRecipient: senderSubscribed}
 	if !senderSubscribed {
 		to.others = []uint64{sender}
 	}
