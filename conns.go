@@ -36,10 +36,9 @@ type trackedConn struct {
 	serving atomic.Int32 // handlers running on it (HTTP/2 runs several)
 	limiter *connLimiter
 	once    sync.Once
-	// parked: a poll on it is parked (parking.go) or was answered and
-	// handed back, until net/http takes it again as new: the
-	// connection stays counted meanwhile. pending is what the client
-	// sent after the poll, read again first.
+	// parked: a poll on it has parked (parking.go): when net/http lets
+	// go of it (Hijack), it stays counted here. pending is what the
+	// client sent after the poll, read again first.
 	parked  atomic.Bool
 	pending []byte
 }
@@ -131,6 +130,14 @@ func (l *connLimiter) oldestQuiet(pick func(*trackedConn) bool) *trackedConn {
 		}
 	}
 	return oldest
+}
+
+// count is how many connections are open: parked polls' and those
+// waiting for their next request included (parking.go).
+func (l *connLimiter) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.open)
 }
 
 func (l *connLimiter) forget(c *trackedConn) {

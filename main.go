@@ -210,7 +210,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 // HTTP/2 or HTTP/1.1 as ServeTLS would.
 func (s *server) httpServer(ln net.Listener, o options, tlsConfig *tls.Config, log *slog.Logger) (*http.Server, net.Listener) {
 	limited := newConnLimiter(ln, o.MaxConns, s.trusts)
-	s.metrics.connsRefused = &limited.refused
+	s.metrics.connsRefused, s.metrics.openConns = &limited.refused, limited.count
 	srv := &http.Server{
 		Handler:           serving(s.routes()),
 		ConnContext:       connContext,
@@ -220,10 +220,7 @@ func (s *server) httpServer(ln net.Listener, o options, tlsConfig *tls.Config, l
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		ConnState: func(c net.Conn, state http.ConnState) {
-			limited.connState(c, state)
-			s.metrics.trackConnections(c, state)
-		},
+		ConnState:         limited.connState,
 	}
 	srv.RegisterOnShutdown(s.events.close) // waiting long polls answer at once
 	s.served, s.connIdle = srv.Handler, srv.IdleTimeout

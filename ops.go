@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	runtimemetrics "runtime/metrics"
 	"slices"
@@ -191,7 +190,9 @@ type metrics struct {
 	latency     map[string]*histogram
 	commitGroup *histogram
 	commitTime  *histogram
-	openConns   atomic.Int64
+	// openConns counts open connections: the connection limiter's (nil
+	// when serving without one, as in tests).
+	openConns func() int
 	// connsRefused counts connections closed by --max-connections (nil
 	// when serving without the bound, as in tests).
 	connsRefused *atomic.Int64
@@ -226,26 +227,6 @@ func (m *metrics) observeCommit(writes int, elapsed time.Duration) {
 	defer m.mu.Unlock()
 	m.commitGroup.observe(float64(writes))
 	m.commitTime.observe(elapsed.Seconds())
-}
-
-// trackConnections counts open connections (http.Server.ConnState). A
-// parked poll's connection stays counted: from its hijacking until
-// net/http takes it back as new (or parking.go closes it).
-func (m *metrics) trackConnections(conn net.Conn, state http.ConnState) {
-	switch state {
-	case http.StateNew:
-		if c := trackedOf(conn); c != nil && c.parked.Swap(false) {
-			return
-		}
-		m.openConns.Add(1)
-	case http.StateHijacked:
-		if c := trackedOf(conn); c != nil && c.parked.Load() {
-			return
-		}
-		m.openConns.Add(-1)
-	case http.StateClosed:
-		m.openConns.Add(-1)
-	}
 }
 
 // write renders every metric in Prometheus's text format.
@@ -298,7 +279,11 @@ func (m *metrics) render(b io.Writer, db storeFigures) {
 	fmt.Fprintf(b, "go_gc_heap_live_bytes %d\n", heapLive())
 	fmt.Fprintln(b, "# HELP zulite_open_connections HTTP connections open now.")
 	fmt.Fprintln(b, "# TYPE zulite_open_connections gauge")
-	fmt.Fprintf(b, "zulite_open_connections %d\n", m.openConns.Load())
+	open := 0
+	if m.openConns != nil {
+		open = m.openConns()
+	}
+	fmt.Fprintf(b, "zulite_open_connections %d\n", open)
 	if m.pushes != nil {
 		writePushMetrics(b, m.pushes)
 	}

@@ -69,7 +69,7 @@ func (s *server) startParking(ln net.Listener) net.Listener {
 		return ln
 	}
 	s.events.watcher = w
-	s.parking = newParkingListener(ln, s.closeParked)
+	s.parking = newParkingListener(ln)
 	s.metrics.parkedPolls = &s.parked
 	return s.parking
 }
@@ -85,7 +85,7 @@ func (s *server) stopParking(ctx context.Context) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	for _, c := range s.events.watcher.awaitingConns() {
-		s.closeParked(c)
+		c.Close()
 	}
 	s.events.watcher.close()
 }
@@ -163,13 +163,6 @@ func (s *server) afterAnswer(conn net.Conn, tc *trackedConn, keep bool) {
 			return
 		}
 	}
-	s.closeParked(conn)
-}
-
-// closeParked closes a connection that net/http counted out when it was
-// parked.
-func (s *server) closeParked(conn net.Conn) {
-	s.metrics.openConns.Add(-1)
 	conn.Close()
 }
 
@@ -259,7 +252,6 @@ type parkingListener struct {
 	returned chan net.Conn
 	done     chan struct{}
 	once     sync.Once
-	dropped  func(net.Conn) // closes a connection handed back as it closed
 }
 
 type acceptedConn struct {
@@ -267,8 +259,8 @@ type acceptedConn struct {
 	err  error
 }
 
-func newParkingListener(ln net.Listener, dropped func(net.Conn)) *parkingListener {
-	l := &parkingListener{Listener: ln, accepted: make(chan acceptedConn), returned: make(chan net.Conn, 64), done: make(chan struct{}), dropped: dropped}
+func newParkingListener(ln net.Listener) *parkingListener {
+	l := &parkingListener{Listener: ln, accepted: make(chan acceptedConn), returned: make(chan net.Conn, 64), done: make(chan struct{})}
 	go l.acceptLoop()
 	return l
 }
@@ -339,7 +331,7 @@ func (l *parkingListener) drain() {
 	for {
 		select {
 		case c := <-l.returned:
-			l.dropped(c)
+			c.Close()
 		default:
 			return
 		}

@@ -66,7 +66,7 @@ func (s *server) awaitRequest(conn net.Conn, tc *trackedConn) bool {
 	a.id = id
 	a.idle = time.AfterFunc(s.connIdle, func() {
 		if s.events.watcher.unwatch(id) {
-			s.closeParked(conn)
+			conn.Close()
 		}
 	})
 	return true
@@ -89,7 +89,7 @@ func (s *server) serveNext(tc *trackedConn) {
 		}
 	}
 	if n == 0 { // the client went away
-		s.closeParked(tc)
+		tc.Close()
 		return
 	}
 	tc.SetReadDeadline(time.Time{})
@@ -103,7 +103,7 @@ func (s *server) serveNext(tc *trackedConn) {
 	req = req.WithContext(context.WithValue(context.Background(), connKey{}, tc))
 	w := &pollWriter{parkedWriter: parkedWriter{header: http.Header{}}, conn: tc}
 	if !s.serveCaught(w, req) {
-		s.closeParked(tc)
+		tc.Close()
 		return
 	}
 	if w.hijacked { // parked again
@@ -117,7 +117,7 @@ func (s *server) serveNext(tc *trackedConn) {
 // of its next request, or closes it when net/http no longer serves.
 func (s *server) handToNetHTTP(conn net.Conn) {
 	if !s.parking.handBack(conn) {
-		s.closeParked(conn)
+		conn.Close()
 	}
 }
 

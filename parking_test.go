@@ -246,12 +246,12 @@ func TestParking_HeartbeatAfterThePollTimeout(t *testing.T) {
 func TestParking_AClientGoneEndsItsPoll(t *testing.T) {
 	e := serveParked(t)
 	queue, c := e.parkedPoll(t)
-	if e.queuePolls(queue) != 1 || e.server.metrics.openConns.Load() != 1 {
-		t.Fatalf("parked: queue polls %d, open connections %d, want 1 and 1", e.queuePolls(queue), e.server.metrics.openConns.Load())
+	if e.queuePolls(queue) != 1 || e.server.metrics.openConns() != 1 {
+		t.Fatalf("parked: queue polls %d, open connections %d, want 1 and 1", e.queuePolls(queue), e.server.metrics.openConns())
 	}
 	c.Close()
 	waitUntil(t, "the poll to end", func() bool { return e.queuePolls(queue) == 0 && e.server.parked.Load() == 0 })
-	waitUntil(t, "the connection to be counted out", func() bool { return e.server.metrics.openConns.Load() == 0 })
+	waitUntil(t, "the connection to be counted out", func() bool { return e.server.metrics.openConns() == 0 })
 }
 
 // A queue deleted while its poll is parked answers the poll
@@ -387,7 +387,7 @@ func TestParking_AnAnsweredConnectionIdleIsClosed(t *testing.T) {
 	if _, err := c.r.ReadByte(); err != io.EOF {
 		t.Fatalf("after the idle timeout: %v, want the connection closed", err)
 	}
-	waitUntil(t, "the connection to be counted out", func() bool { return e.server.metrics.openConns.Load() == 0 })
+	waitUntil(t, "the connection to be counted out", func() bool { return e.server.metrics.openConns() == 0 })
 }
 
 // nextPoll reads as a poll only what it checks as strictly as net/http;
