@@ -191,7 +191,7 @@ func (w *parkedWriter) writeTo(conn net.Conn, head []byte, closing bool) error {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	b := make([]byte, 0, 256+len(head)+w.body.Len())
+	b := make([]byte, 0, 256+len(head))
 	b = append(b, "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(w.status), 10)
 	b = append(b, ' ')
@@ -217,9 +217,13 @@ func (w *parkedWriter) writeTo(conn net.Conn, head []byte, closing bool) error {
 		b = append(b, "\r\nConnection: close"...)
 	}
 	b = append(b, "\r\n\r\n"...)
-	b = append(b, w.body.Bytes()...)
 	conn.SetWriteDeadline(time.Now().Add(parkedWriteTimeout))
-	_, err := conn.Write(b)
+	if tc, ok := conn.(*trackedConn); ok { // a TCP connection: one writev, the body not copied again
+		out := net.Buffers{b, w.body.Bytes()}
+		_, err := out.WriteTo(tc.Conn)
+		return err
+	}
+	_, err := conn.Write(append(b, w.body.Bytes()...)) // TLS: one record
 	return err
 }
 
