@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -183,13 +184,83 @@ func connContext(ctx context.Context, conn net.Conn) context.Context {
 	return ctx
 }
 
-// serving marks a request's connection busy while next serves it.
-func serving(next http.Handler) http.Handler {
+// serving marks a request's connection busy while next serves it, from
+// the moment the whole request has arrived: until its body is read to
+// the end, the connection is as quiet as one still sending its headers,
+// and may be closed for room. Its body is given strangerBodyWait (or
+// bodyWait, if shorter) until the request proves an account (bodyTrusted).
+func serving(next http.Handler, bodyWait time.Duration) http.Handler {
+	wait := strangerBodyWait
+	if bodyWait > 0 {
+		wait = min(wait, bodyWait)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, ok := r.Context().Value(connKey{}).(*trackedConn); ok {
+		c, ok := r.Context().Value(connKey{}).(*trackedConn)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Body == nil || r.Body == http.NoBody {
 			c.serving.Add(1)
 			defer c.serving.Add(-1)
+			next.ServeHTTP(w, r)
+			return
 		}
+		b := &arrivingBody{ReadCloser: r.Body, conn: c, left: r.ContentLength, start: time.Now()}
+		defer b.served()
+		http.NewResponseController(w).SetReadDeadline(b.start.Add(wait))
+		r.Body = b
 		next.ServeHTTP(w, r)
 	})
+}
+
+// strangerBodyWait is how long a request without credentials may take to
+// send its body, --read-timeout if shorter.
+const strangerBodyWait = 10 * time.Second
+
+// arrivingBody is a request body still on its way: its connection counts
+// as served once the body has been read to its end.
+type arrivingBody struct {
+	io.ReadCloser
+	conn    *trackedConn
+	left    int64 // bytes still to come; -1 when the length is not known
+	start   time.Time
+	arrived atomic.Bool
+}
+
+func (b *arrivingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.left > 0 {
+		b.left -= int64(min(int64(n), b.left))
+	}
+	if err == io.EOF || b.left == 0 {
+		b.arrive()
+	}
+	return n, err
+}
+
+func (b *arrivingBody) arrive() {
+	if b.arrived.CompareAndSwap(false, true) {
+		b.conn.serving.Add(1)
+	}
+}
+
+// served ends the request: the connection is no longer served for it.
+func (b *arrivingBody) served() {
+	if b.arrived.Load() {
+		b.conn.serving.Add(-1)
+	}
+}
+
+// bodyTrusted gives the body of a request that authenticated as an
+// account the whole of --read-timeout from its start, as a member's
+// upload over a slow link needs (no deadline when bodyWait is 0).
+func bodyTrusted(w http.ResponseWriter, r *http.Request, bodyWait time.Duration) {
+	if b, ok := r.Body.(*arrivingBody); ok && !b.arrived.Load() {
+		var deadline time.Time // none, when the server sets none
+		if bodyWait > 0 {
+			deadline = b.start.Add(bodyWait)
+		}
+		http.NewResponseController(w).SetReadDeadline(deadline)
+	}
 }

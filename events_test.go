@@ -740,7 +740,7 @@ func benchmarkWaitingPollMemory(b *testing.B, parked bool) {
 			srv, listening = e.server.httpServer(mustListen(b), options{MaxConns: 4 * users * perUser}, nil, discardLogger())
 		} else {
 			limited := newConnLimiter(mustListen(b), 4*users*perUser, func(netip.Addr) bool { return true })
-			srv = &http.Server{Handler: serving(e.handler), ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second,
+			srv = &http.Server{Handler: serving(e.handler, 30*time.Second), ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second,
 				ReadTimeout: 30 * time.Second, WriteTimeout: 90 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
 				ConnState: limited.connState}
 			listening = limited

@@ -41,6 +41,9 @@ type server struct {
 	// (parking_next.go).
 	served   http.Handler
 	connIdle time.Duration
+	// bodyWait is --read-timeout: an account's request body may take
+	// that long, a stranger's less (conns.go).
+	bodyWait time.Duration
 	limits   *rateLimiter // nil: no rate limits
 	walks    *walkSlots   // one message walk at a time per account
 	// channelBudget bounds the channels an account creates in an hour.
@@ -366,6 +369,7 @@ func (s *server) admit(w http.ResponseWriter, r *http.Request, checks ...roleChe
 	if info != nil {
 		info.userID = u.ID
 	}
+	bodyTrusted(w, r, s.bodyWait)
 	if err := s.limits.allowAccount(w, u.ID, now); err != nil {
 		return user{}, err
 	}

@@ -713,3 +713,72 @@ func TestChannelCreation_PolicyAndBounds(t *testing.T) {
 		t.Errorf("joining an existing channel after the restriction: got %d %v", status, body["msg"])
 	}
 }
+
+// Issue 28: a stranger who sends request headers and then a body that
+// never comes holds no connection slot against a member: a request is
+// being served (and safe from eviction) only once it has all arrived,
+// and a body sent without credentials gets a short deadline of its own.
+func TestMaxConnections_StrangersSlowBodiesGiveWay(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		perIP int // connections from each of four addresses: each one's share
+	}{
+		{"bound of 64", []string{"--max-connections", "64"}, 16},
+		{"default bound", nil, defaultMaxConnections / 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"), tc.flags...)
+			defer srv.stop()
+			addr := strings.TrimPrefix(srv.baseURL, "http://")
+			var held []net.Conn
+			defer func() {
+				for _, c := range held {
+					c.Close()
+				}
+			}()
+			slowBody := "POST /accounts/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n"
+			for i := 2; i <= 5; i++ {
+				d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0." + strconv.Itoa(i))}, Timeout: 2 * time.Second}
+				for range tc.perIP {
+					c, err := d.Dial("tcp", addr)
+					if err != nil {
+						t.Fatalf("dial from 127.0.0.%d: %v", i, err)
+					}
+					if _, err := c.Write([]byte(slowBody)); err != nil {
+						t.Fatalf("write from 127.0.0.%d: %v", i, err)
+					}
+					held = append(held, c)
+				}
+			}
+			start := time.Now()
+			time.Sleep(300 * time.Millisecond) // the handlers have started, waiting for the bodies
+
+			// A member's request gets through, on new connections, again and again.
+			for i := range 5 {
+				c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+				req, _ := http.NewRequest(http.MethodGet, srv.baseURL+"/api/v1/users/me", nil)
+				req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatalf("a member's request %d among the slow bodies: got %v, want 200", i, errors.Unwrap(err))
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Fatalf("a member's request %d among the slow bodies: got %d, want 200", i, resp.StatusCode)
+				}
+			}
+
+			// Every stranger's connection is over well before --read-timeout
+			// (60 s): closed for room, or its body's own deadline passed.
+			limit := start.Add(strangerBodyWait + 5*time.Second)
+			for i, c := range held {
+				c.SetReadDeadline(limit)
+				if _, err := io.Copy(io.Discard, c); errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("stranger's connection %d: still open %v after its headers (%v), want it closed within %v", i, time.Since(start).Round(time.Second), err, strangerBodyWait)
+				}
+			}
+		})
+	}
+}

@@ -212,7 +212,7 @@ func (s *server) httpServer(ln net.Listener, o options, tlsConfig *tls.Config, l
 	limited := newConnLimiter(ln, o.MaxConns, s.trusts)
 	s.metrics.connsRefused, s.metrics.openConns = &limited.refused, limited.count
 	srv := &http.Server{
-		Handler:           serving(s.routes()),
+		Handler:           serving(s.routes(), o.BodyWait),
 		ConnContext:       connContext,
 		ReadHeaderTimeout: o.HeaderWait,
 		ReadTimeout:       o.BodyWait,
@@ -223,7 +223,7 @@ func (s *server) httpServer(ln net.Listener, o options, tlsConfig *tls.Config, l
 		ConnState:         limited.connState,
 	}
 	srv.RegisterOnShutdown(s.events.close) // waiting long polls answer at once
-	s.served, s.connIdle = srv.Handler, srv.IdleTimeout
+	s.served, s.connIdle, s.bodyWait = srv.Handler, srv.IdleTimeout, o.BodyWait
 	var outer net.Listener = limited
 	if tlsConfig != nil {
 		outer = servingTLS(limited, tlsConfig)
