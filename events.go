@@ -90,6 +90,9 @@ type eventQueue struct {
 	bytes    int // the events' size as a poll answers them
 	lastPoll time.Time
 	polls    int // polls waiting on it, parked ones too; it does not expire meanwhile
+	// newest counts the polls that reached it: a poll waiting in its
+	// handler whose number is not the newest was replaced (poll).
+	newest uint64
 	// parked are its polls waiting without a goroutine (parking.go),
 	// answered by the waker, their heartbeat timer, a drop or shutdown.
 	parked []*parkedPoll
@@ -656,6 +659,12 @@ func (h *eventHub) enqueueLocked(q *eventQueue, e queuedEvent) (wake, fits bool)
 //
 // A poll that would wait parks instead when park gives it a parked poll
 // (parking.go); it then answers parked, and the answer is written later.
+//
+// A queue has one client, so one poll waits on it at a time: as in
+// Zulip (ClientDescriptor.finish_current_handler), a poll answers the
+// one waiting before it with what the queue holds, and one member
+// polling a queue from many connections holds one of them, not every
+// connection slot.
 func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEventID int64, dontBlock bool, park func() *parkedPoll) (events []json.RawMessage, found, parked bool) {
 	h.mu.RLock()
 	q, ok := h.queue(userID, id)
@@ -663,6 +672,7 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 	if !ok {
 		return nil, false, false
 	}
+	mine := h.replacePolls(q)
 	var deadline *time.Timer
 	defer func() {
 		if deadline != nil {
@@ -678,7 +688,7 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 		q.lastPoll = h.now()
 		// Events up to lastEventID are acknowledged: let them go.
 		h.releaseLocked(q, int(min(max(lastEventID-q.firstID+1, 0), int64(len(q.events)))))
-		if len(q.events) > 0 || dontBlock || h.closed.Load() {
+		if len(q.events) > 0 || dontBlock || h.closed.Load() || q.newest != mine {
 			pending, first := slices.Clone(q.events), q.firstID
 			q.mu.Unlock()
 			return render(pending, first), true, false
@@ -726,6 +736,26 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 			return nil, true, false
 		}
 	}
+}
+
+// replacePolls answers the polls waiting on q, as a newer poll has
+// reached it: parked ones through the answerers, and those waiting in
+// their handlers are woken to find themselves replaced. It answers the
+// newer poll's number.
+func (h *eventHub) replacePolls(q *eventQueue) uint64 {
+	q.mu.Lock()
+	q.newest++
+	mine := q.newest
+	if q.wake != nil && q.polls > len(q.parked) {
+		close(q.wake)
+		q.wake = nil
+	}
+	parked, events := h.unparkLocked(q)
+	q.mu.Unlock()
+	for _, p := range parked {
+		h.answer(p, events, true, true)
+	}
+	return mine
 }
 
 // heartbeatLocked gives the queue of a poll that waited the poll timeout

@@ -890,3 +890,64 @@ func TestEvents_ASendToABigChannelAnswersBeforeItsFanOut(t *testing.T) {
 	}
 	waitUntil(t, "the held reader's message", func() bool { return len(e.pollNow(t, &readers[0], held, -1)) == 1 })
 }
+
+// A poll waiting in its handler (HTTP/2, or where polls cannot park) is
+// answered, with what its queue holds, when a newer poll reaches its
+// queue; the newer one waits in its place.
+func TestEvents_ANewerPollAnswersTheOneWaitingInItsHandler(t *testing.T) {
+	e := newTestEnv(t)
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	hub := e.server.events
+	type answer struct {
+		events int
+		found  bool
+	}
+	poll := func() chan answer {
+		done := make(chan answer, 1)
+		go func() {
+			events, ok, _ := hub.poll(context.Background(), e.bob.ID, queue, -1, false, nil)
+			done <- answer{len(events), ok}
+		}()
+		return done
+	}
+	waiting := func() int {
+		q, _ := hub.queue(e.bob.ID, queue)
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.polls
+	}
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 5 s", what)
+			}
+		}
+	}
+	first := poll()
+	until("the first poll waits", func() bool { return waiting() == 1 })
+	second := poll()
+	select {
+	case a := <-first:
+		if !a.found || a.events != 0 {
+			t.Errorf("the replaced poll: got %d events (found %v), want none, found", a.events, a.found)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first poll still waits after a second reached its queue")
+	}
+	until("the second poll waits", func() bool { return waiting() == 1 })
+	select {
+	case <-second:
+		t.Fatal("the second poll answered with nothing to answer")
+	default:
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice))
+	select {
+	case a := <-second:
+		if a.events != 1 {
+			t.Errorf("the newer poll woken by a send: got %d events, want 1", a.events)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a send did not wake the newer poll")
+	}
+}

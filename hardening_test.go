@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -780,5 +781,92 @@ func TestMaxConnections_StrangersSlowBodiesGiveWay(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Issue 28: one member polling one queue from many connections holds
+// one waiting poll, not a connection slot each: as in Zulip, a newer
+// poll on a queue answers the one waiting before it, whose connection
+// is then quiet and may be closed for room.
+func TestMaxConnections_ANewerPollAnswersTheOneWaitingOnItsQueue(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"), "--max-connections", "64")
+	defer srv.stop()
+	addr := strings.TrimPrefix(srv.baseURL, "http://")
+	member := func() (int, map[string]any) {
+		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+		req, _ := http.NewRequest(http.MethodPost, srv.baseURL+"/api/v1/register", strings.NewReader("event_types=%5B%22message%22%5D"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	code, reg := member()
+	queue, _ := reg["queue_id"].(string)
+	if code != 200 || queue == "" {
+		t.Fatalf("register: got %d, want 200 with a queue_id", code)
+	}
+	poll := "GET /api/v1/events?queue_id=" + url.QueryEscape(queue) + "&last_event_id=-1 HTTP/1.1\r\nHost: x\r\nAuthorization: Basic " +
+		base64.StdEncoding.EncodeToString([]byte(srv.ownerEmail+":"+srv.ownerKey)) + "\r\n\r\n"
+
+	// 5 addresses × 20 connections, each polling the same queue.
+	var polls []net.Conn
+	defer func() {
+		for _, c := range polls {
+			c.Close()
+		}
+	}()
+	for i := 2; i <= 6; i++ {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0." + strconv.Itoa(i))}, Timeout: 2 * time.Second}
+		for range 20 {
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				continue
+			}
+			c.Write([]byte(poll))
+			polls = append(polls, c)
+			time.Sleep(2 * time.Millisecond) // one after the other, as a client retrying
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+
+	// Every other client is still served.
+	for i := range 5 {
+		if code, _ := member(); code != 200 {
+			t.Fatalf("another request %d while one queue is polled from 100 connections: got %d, want 200", i, code)
+		}
+	}
+	// At most one poll still waits: each of the others was answered
+	// (events [], as Zulip answers the poll a newer one replaced) or its
+	// connection, quiet once answered, was closed for room.
+	answers := make([]chan []byte, len(polls)) // nil: still waiting
+	for i, c := range polls {
+		answers[i] = make(chan []byte, 1)
+		go func() {
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			b, err := io.ReadAll(c)
+			if errors.Is(err, os.ErrDeadlineExceeded) && len(b) == 0 {
+				b = nil
+			}
+			answers[i] <- b
+		}()
+	}
+	waiting := 0
+	for _, answer := range answers {
+		b := <-answer
+		if b == nil {
+			waiting++
+		} else if len(b) > 0 && (!bytes.HasPrefix(b, []byte("HTTP/1.1 200 ")) || !bytes.Contains(b, []byte(`"events":[]`))) {
+			t.Errorf("a replaced poll's answer: got %q, want 200 with events []", firstLine(string(b)))
+		}
+	}
+	if waiting > 1 {
+		t.Errorf("polls still waiting on the queue: got %d, want 1", waiting)
 	}
 }
