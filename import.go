@@ -21,6 +21,19 @@ package main
 // search there, not in a map in memory. Messages keep Zulip's rendering
 // of them.
 //
+// Every file of the export is opened through one os.Root on its
+// directory (openExportFile), so that no path in it, by .. or through a
+// symlink, reads a file outside it: a hostile export's uploads/ or
+// avatars/records.json naming another server's zuliprc would have made
+// it an upload its readers download. Such an export is refused whole,
+// naming the record: it is not one Zulip wrote, and what else in it was
+// made up cannot be told.
+//
+// The import makes the database file and its upload directory, and
+// refuses to start when either is there already; an import that fails
+// removes both, so that it leaves nothing and the next attempt starts
+// from nothing.
+//
 // Every file is read as a stream (json.Decoder, a row at a time), and
 // what is held in memory is the realm's small tables (users, channels,
 // recipients, subscriptions), a state of a few bytes per (user,
@@ -42,6 +55,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -55,8 +69,9 @@ import (
 // importBatch is how many rows one write transaction takes.
 const importBatch = 5000
 
-// runImport imports the export in dir into o.DB, which must be new.
-func runImport(dir string, o options, stdout io.Writer) error {
+// runImport imports the export in dir into o.DB, which must be new; a
+// failed import removes the database file and upload directory it made.
+func runImport(dir string, o options, stdout io.Writer) (err error) {
 	if conn, err := net.DialTimeout("unix", socketPath(o.DB), lockTimeout); err == nil {
 		conn.Close()
 		return fmt.Errorf("import: a server is using %s: stop it, and import into a new database file", o.DB)
@@ -64,17 +79,45 @@ func runImport(dir string, o options, stdout io.Writer) error {
 	if _, err := os.Stat(filepath.Join(dir, "realm.json")); err != nil {
 		return fmt.Errorf("import %s: no realm.json: %w", dir, err)
 	}
+	if err := createDatabaseFile(o.DB); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(o.DB)
+			os.RemoveAll(uploadsDir(o.DB))
+		}
+	}()
 	st, err := openStore(o.DB, lockTimeout)
 	if err != nil {
 		return err
 	}
-	defer st.close()
 	report, err := st.importZulip(dir)
+	if closeErr := st.close(); err == nil && closeErr != nil {
+		err = closeErr
+	}
 	if err != nil {
 		return fmt.Errorf("import %s: %w", dir, err)
 	}
 	fmt.Fprint(stdout, report.String())
 	return nil
+}
+
+// createDatabaseFile makes the import's database file, empty (bbolt lays
+// it out when it opens it), refusing one that is there already, or an
+// upload directory without it: another database's uploaded files.
+func createDatabaseFile(path string) error {
+	if _, err := os.Lstat(uploadsDir(path)); err == nil {
+		return fmt.Errorf("import: %s exists: it holds another database's uploaded files; import into a new database file", uploadsDir(path))
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("import: %s exists: import only into a new database file", path)
+	}
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	return f.Close()
 }
 
 // importReport is what an import brought over and what it left.
@@ -128,7 +171,7 @@ type importedPair struct {
 // importer carries an import's state.
 type importer struct {
 	s      *store
-	dir    string
+	root   *os.Root // the export's directory
 	report importReport
 	// users by id; channelOf: a stream recipient id → channel id.
 	users      map[uint64]bool
@@ -154,7 +197,12 @@ type importer struct {
 
 // importZulip runs the import.
 func (s *store) importZulip(dir string) (importReport, error) {
-	x := &importer{s: s, dir: dir, users: map[uint64]bool{}, channelOf: map[uint64]uint64{}, recipients: map[uint64]zulipRecipient{},
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return importReport{}, err
+	}
+	defer root.Close()
+	x := &importer{s: s, root: root, users: map[uint64]bool{}, channelOf: map[uint64]uint64{}, recipients: map[uint64]zulipRecipient{},
 		clients: map[uint64]string{}, paths: map[string]string{}, huddles: map[uint64][]uint64{}, conversations: map[string]uint64{}, pairs: map[[2]uint64]*importedPair{}, channels: map[uint64]bool{}}
 	empty := true
 	s.view(func(tx *bbolt.Tx) error {
@@ -168,7 +216,6 @@ func (s *store) importZulip(dir string) (importReport, error) {
 	if !empty {
 		return x.report, errors.New("the database is not empty: import only into a new database file")
 	}
-	var err error
 	if x.oldIDs, err = os.CreateTemp(filepath.Dir(s.path), ".import-ids-*"); err != nil {
 		return x.report, err
 	}
@@ -208,7 +255,7 @@ func (x *importer) realm() error {
 	var streams []zulipStream
 	var subs []zulipSubscription
 	crossrealm := map[uint64]bool{}
-	err := eachTable(filepath.Join(x.dir, "realm.json"), func(name string, dec *json.Decoder) (bool, error) {
+	err := eachTable(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
 		switch name {
 		case "zerver_userprofile", "zerver_userprofile_mirrordummy", "zerver_userprofile_crossrealm":
 			return true, eachRow(dec, func(u zulipUser) error {
@@ -351,11 +398,11 @@ func (x *importer) realm() error {
 func (x *importer) messageFiles() []string {
 	var files []string
 	for n := 1; ; n++ {
-		path := filepath.Join(x.dir, fmt.Sprintf("messages-%06d.json", n))
-		if _, err := os.Stat(path); err != nil {
+		name := fmt.Sprintf("messages-%06d.json", n)
+		if _, err := x.root.Lstat(name); err != nil {
 			return files
 		}
-		files = append(files, path)
+		files = append(files, name)
 	}
 }
 
@@ -461,7 +508,7 @@ func (x *importer) messageRows(path string) ([]messageChannel, error) {
 		batch = batch[:0]
 		return err
 	}
-	err := eachTable(path, func(name string, dec *json.Decoder) (bool, error) {
+	err := eachTable(x.root, path, func(name string, dec *json.Decoder) (bool, error) {
 		if name != "zerver_message" {
 			return false, nil
 		}
@@ -628,7 +675,7 @@ func (x *importer) reactions() error {
 		batch = batch[:0]
 		return err
 	}
-	err := eachTable(filepath.Join(x.dir, "realm.json"), func(name string, dec *json.Decoder) (bool, error) {
+	err := eachTable(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
 		if name != "zerver_reaction" {
 			return false, nil
 		}

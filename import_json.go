@@ -6,10 +6,12 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
+	"syscall"
 )
 
 // The rows of a Zulip export that zulite reads; foreign keys are named
@@ -98,33 +100,56 @@ type (
 	}
 )
 
-// eachTable walks a JSON object of tables ({"name": [rows…], …}) as a
-// stream, calling fn with each table's name and the decoder positioned at
-// its value; fn reads the value with eachRow, or returns false to have
-// it skipped, a row at a time.
-func eachTable(path string, fn func(name string, dec *json.Decoder) (bool, error)) error {
-	f, err := os.Open(path)
+// openExportFile opens the export's file name (a path inside the
+// export, with the system's separators) through root, which refuses a
+// name that leads out of the export, by .. or through a symlink. Only a
+// regular file is opened: a named pipe would block the import, a device
+// read on forever.
+func openExportFile(root *os.Root, name string) (*os.File, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &fs.PathError{Op: "open", Path: name, Err: errNotRegular}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+var errNotRegular = errors.New("not a regular file")
+
+// eachTable walks a JSON object of tables ({"name": [rows…], …}), the
+// export's file name, as a stream, calling fn with each table's name and
+// the decoder positioned at its value; fn reads the value with eachRow,
+// or returns false to have it skipped, a row at a time.
+func eachTable(root *os.Root, name string, fn func(table string, dec *json.Decoder) (bool, error)) error {
+	f, err := openExportFile(root, name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
 	if err := expectDelim(dec, '{'); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return fmt.Errorf("%s: %w", filepath.Base(path), err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
-		name, _ := tok.(string)
-		read, err := fn(name, dec)
+		table, _ := tok.(string)
+		read, err := fn(table, dec)
 		if err != nil {
-			return fmt.Errorf("%s: %s: %w", filepath.Base(path), name, err)
+			return fmt.Errorf("%s: %s: %w", name, table, err)
 		}
 		if !read {
 			if err := skipValue(dec); err != nil {
-				return fmt.Errorf("%s: %s: %w", filepath.Base(path), name, err)
+				return fmt.Errorf("%s: %s: %w", name, table, err)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"go.etcd.io/bbolt"
@@ -530,4 +531,206 @@ func TestImport_ScatteredUnreadIsAWatermarkAndTheUnreadIDs(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// importThroughBinary runs `zulite import DIR --db DB` with the built
+// binary, DB in a new directory of its own, and answers the run and that
+// directory's names afterwards.
+func importThroughBinary(t *testing.T, bin, dir string) (e2eCLIResult, []string) {
+	t.Helper()
+	dbDir := t.TempDir()
+	r := e2eRunCLI(t, bin, "import", dir, "--db", filepath.Join(dbDir, "z.db"))
+	return r, dirNames(t, dbDir)
+}
+
+// dirNames is the names in dir.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestImport_FilesOutsideTheExportAreRefusedAndLeaveNothing: a hostile
+// export names a file outside it in uploads/ or avatars/records.json,
+// by a path with .. or an absolute one, or reaches one through a
+// symlink (to an absolute or a relative target, of the file or of a
+// directory on its way); the import copied it, and it was served as the
+// upload or the avatar. Now the import refuses, naming the record, and
+// leaves no database behind.
+func TestImport_FilesOutsideTheExportAreRefusedAndLeaveNothing(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "zuliprc")
+	if err := os.WriteFile(secret, []byte("another server's credentials\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const plan = "5/ab/cdefghijklmnopqrstuvwxyz/plan.txt"
+	uploadRecord := func(path string) string {
+		return fmt.Sprintf(`[{"path": %q, "s3_path": %q, "realm_id": 5, "user_profile_id": 11, "content_type": "text/plain", "size": 9}]`, path, plan)
+	}
+	avatarRecord := func(path string) string {
+		return fmt.Sprintf(`[{"path": %q, "s3_path": "5/avatar", "realm_id": 5, "user_profile_id": 11, "content_type": "image/png"}]`, path)
+	}
+	// relTo is the secret's path relative to the export's folder sub.
+	relTo := func(dir, sub string) string {
+		rel, err := filepath.Rel(filepath.Join(dir, sub), secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rel
+	}
+	symlink := func(t *testing.T, target, link string) {
+		if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		// hostile makes the export in dir hostile.
+		hostile func(t *testing.T, dir string)
+		want    string
+	}{
+		{"an upload record's path climbs out with ..", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "uploads", "records.json"), uploadRecord(relTo(dir, "uploads")))
+		}, `uploads/records.json: record 1: path "../`},
+		{"an upload record's path is absolute", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "uploads", "records.json"), uploadRecord(secret))
+		}, fmt.Sprintf(`uploads/records.json: record 1: path %q is not inside the export`, secret)},
+		{"an avatar record's path climbs out with ..", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "avatars", "records.json"), avatarRecord(relTo(dir, "avatars")))
+		}, `avatars/records.json: record 1: path "../`},
+		{"an upload is a symlink to an absolute path outside", func(t *testing.T, dir string) {
+			symlink(t, secret, filepath.Join(dir, "uploads", plan))
+		}, `uploads/records.json: record 1: path "` + plan + `": path escapes from parent`},
+		{"an upload is a symlink to a relative path outside", func(t *testing.T, dir string) {
+			link := filepath.Join(dir, "uploads", plan)
+			symlink(t, relTo(dir, filepath.Join("uploads", filepath.Dir(plan))), link)
+		}, `uploads/records.json: record 1: path "` + plan + `": path escapes from parent`},
+		{"a directory on an upload's way is a symlink outside", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(outside, "ab", "cdefghijklmnopqrstuvwxyz", "plan.txt"), "outside")
+			if err := os.RemoveAll(filepath.Join(dir, "uploads", "5")); err != nil {
+				t.Fatal(err)
+			}
+			symlink(t, outside, filepath.Join(dir, "uploads", "5"))
+		}, `uploads/records.json: record 1: path "` + plan + `": path escapes from parent`},
+		{"an avatar is a symlink to an absolute path outside", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "avatars", "records.json"), avatarRecord("5/avatar.png"))
+			symlink(t, secret, filepath.Join(dir, "avatars", "5", "avatar.png"))
+		}, `avatars/records.json: record 1: path "5/avatar.png": path escapes from parent`},
+		{"an upload is a named pipe", func(t *testing.T, dir string) {
+			path := filepath.Join(dir, "uploads", plan)
+			os.Remove(path)
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, `uploads/records.json: record 1: path "` + plan + `": not a regular file`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeExport(t, handWrittenExport)
+			c.hostile(t, dir)
+			r, left := importThroughBinary(t, bin, dir)
+			if r.code == 0 || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("got exit %d, stderr %q; want a non-zero exit and one line with %q", r.code, r.stderr, c.want)
+			}
+			if len(left) != 0 {
+				t.Errorf("files left beside the database: got %v, want none", left)
+			}
+		})
+	}
+
+	// A symlink that stays inside the export is followed: it reads no
+	// more than the export's author could have copied in.
+	dir := writeExport(t, handWrittenExport)
+	writeFile(t, filepath.Join(dir, "elsewhere", "plan.txt"), "the plans")
+	symlink(t, "../../../../elsewhere/plan.txt", filepath.Join(dir, "uploads", plan))
+	r, _ := importThroughBinary(t, bin, dir)
+	r.wantOK(t, "an import with a symlink inside the export")
+	if !strings.Contains(r.stdout, "1 uploaded files") {
+		t.Errorf("an import with a symlink inside the export: got %q, want 1 uploaded file", r.stdout)
+	}
+}
+
+// writeFile writes text to path, making its directories.
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestImport_AFailedImportLeavesNothing: an import that fails, at its
+// first file or after it has written messages and uploaded files, leaves
+// neither a database file nor an upload directory, so that the next
+// attempt starts from nothing.
+func TestImport_AFailedImportLeavesNothing(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	for _, broken := range []string{"realm.json", "messages-000002.json"} {
+		t.Run(broken, func(t *testing.T) {
+			dir := writeExport(t, handWrittenExport)
+			writeFile(t, filepath.Join(dir, broken), `{"zerver_message": [{"id": 200,`)
+			r, left := importThroughBinary(t, bin, dir)
+			if r.code == 0 || !strings.Contains(r.stderr, broken) {
+				t.Errorf("got exit %d, stderr %q; want a non-zero exit naming %s", r.code, r.stderr, broken)
+			}
+			if len(left) != 0 {
+				t.Errorf("files left beside the database: got %v, want none", left)
+			}
+		})
+	}
+}
+
+// TestImport_AnExistingDatabaseIsRefusedUntouched: the import makes its
+// database file and upload directory; one already there, even empty, is
+// refused before anything is written, so that a failed import can remove
+// what it made and nothing else.
+func TestImport_AnExistingDatabaseIsRefusedUntouched(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	dir := writeExport(t, handWrittenExport)
+	dbDir := t.TempDir()
+	db := filepath.Join(dbDir, "z.db")
+	e2eRunCLI(t, bin, "user", "list", "--db", db).wantOK(t, "user list") // makes an empty database
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e2eRunCLI(t, bin, "import", dir, "--db", db)
+	if r.code == 0 || !strings.Contains(r.stderr, db+" exists") {
+		t.Errorf("an import into an empty database: got exit %d, stderr %q; want a non-zero exit saying %s exists", r.code, r.stderr, db)
+	}
+	if after, err := os.ReadFile(db); err != nil || !slices.Equal(after, before) {
+		t.Errorf("the database changed (%v)", err)
+	}
+	if got := dirNames(t, dbDir); !slices.Equal(got, []string{"z.db"}) {
+		t.Errorf("files beside the database: got %v, want [z.db]", got)
+	}
+
+	// An upload directory without its database is another's blobs.
+	fresh := filepath.Join(dbDir, "fresh.db")
+	if err := os.Mkdir(uploadsDir(fresh), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r = e2eRunCLI(t, bin, "import", dir, "--db", fresh)
+	if r.code == 0 || !strings.Contains(r.stderr, uploadsDir(fresh)+" exists") {
+		t.Errorf("an import beside an upload directory: got exit %d, stderr %q; want a non-zero exit saying it exists", r.code, r.stderr)
+	}
+	if got := dirNames(t, dbDir); !slices.Equal(got, []string{"fresh.db.uploads", "z.db"}) {
+		t.Errorf("files beside the database: got %v, want [fresh.db.uploads z.db]", got)
+	}
 }

@@ -22,7 +22,7 @@ type importedRow struct {
 // userMessageRows writes the file's personal flags and read state.
 func (x *importer) userMessageRows(path string, placed []messageChannel) error {
 	var rows []importedRow
-	err := eachTable(path, func(name string, dec *json.Decoder) (bool, error) {
+	err := eachTable(x.root, path, func(name string, dec *json.Decoder) (bool, error) {
 		if name != "zerver_usermessage" {
 			return false, nil
 		}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -18,16 +19,47 @@ import (
 )
 
 // readRecords reads DIR/sub/records.json; a missing one is no records.
+// A record whose path is not inside sub/ (.., an absolute path) refuses
+// the export.
 func (x *importer) readRecords(sub string) ([]zulipRecord, error) {
-	var records []zulipRecord
-	data, err := os.ReadFile(filepath.Join(x.dir, sub, "records.json"))
+	f, err := openExportFile(x.root, filepath.Join(sub, "records.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	var records []zulipRecord
 	if err == nil {
 		err = json.Unmarshal(data, &records)
 	}
-	return records, err
+	if err != nil {
+		return nil, fmt.Errorf("%s/records.json: %w", sub, err)
+	}
+	for i, r := range records {
+		if !filepath.IsLocal(filepath.FromSlash(r.Path)) {
+			return nil, fmt.Errorf("%s/records.json: record %d: path %q is not inside the export", sub, i+1, r.Path)
+		}
+	}
+	return records, nil
+}
+
+// openRecord opens the file of record n (from 1) of sub/records.json. A
+// file that is not there answers fs.ErrNotExist, to be reported as
+// missing; any other failure (a symlink out of the export, a file that
+// is no regular one) refuses the export, naming the record.
+func (x *importer) openRecord(sub string, n int, path string) (*os.File, error) {
+	f, err := openExportFile(x.root, filepath.Join(sub, filepath.FromSlash(path)))
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return f, err
+	}
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		err = pathErr.Err // the path is said once, as the record has it
+	}
+	return nil, fmt.Errorf("%s/records.json: record %d: path %q: %w", sub, n, path, err)
 }
 
 // zulipUploadLink is a link to an uploaded file in a Zulip message:
@@ -63,30 +95,32 @@ func (x *importer) rewriteLinks(text string) string {
 func (x *importer) attachments() error {
 	records, err := x.readRecords("uploads")
 	if err != nil {
-		return fmt.Errorf("uploads/records.json: %w", err)
+		return err
 	}
-	fileOf := map[string]string{}
-	for _, r := range records {
-		fileOf[r.S3Path] = r.Path
+	recordOf := map[string]int{} // from 1
+	for i, r := range records {
+		recordOf[r.S3Path] = i + 1
 	}
-	path := filepath.Join(x.dir, "attachment.json")
-	if _, err := os.Stat(path); err != nil {
+	if _, err := x.root.Lstat("attachment.json"); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	return eachTable(path, func(name string, dec *json.Decoder) (bool, error) {
+	return eachTable(x.root, "attachment.json", func(name string, dec *json.Decoder) (bool, error) {
 		if name != "zerver_attachment" {
 			return false, nil
 		}
 		return true, eachRow(dec, func(za zulipAttachment) error {
-			file, ok := fileOf[za.PathID]
+			n, ok := recordOf[za.PathID]
 			if !ok || !x.users[za.Owner] {
 				x.report.leave("uploaded files missing from uploads/", 1)
 				return nil
 			}
-			f, err := os.Open(filepath.Join(x.dir, "uploads", filepath.FromSlash(file)))
-			if err != nil {
+			f, err := x.openRecord("uploads", n, records[n-1].Path)
+			if errors.Is(err, fs.ErrNotExist) {
 				x.report.leave("uploaded files missing from uploads/", 1)
 				return nil
+			}
+			if err != nil {
+				return err
 			}
 			sum, size, err := x.s.writeBlob(f, math.MaxInt64-1)
 			f.Close()
@@ -117,11 +151,11 @@ func (x *importer) attachments() error {
 func (x *importer) avatars() error {
 	records, err := x.readRecords("avatars")
 	if err != nil {
-		return fmt.Errorf("avatars/records.json: %w", err)
+		return err
 	}
-	type pair struct{ small, medium, original string }
+	type pair struct{ small, medium, original int } // records, from 1; 0 for none
 	byUser := map[uint64]*pair{}
-	for _, r := range records {
+	for i, r := range records {
 		if !x.users[r.UserProfileID] {
 			continue
 		}
@@ -132,11 +166,11 @@ func (x *importer) avatars() error {
 		}
 		switch {
 		case strings.HasSuffix(r.Path, "-medium.png"):
-			p.medium = r.Path
+			p.medium = i + 1
 		case strings.HasSuffix(r.Path, ".original"):
-			p.original = r.Path
+			p.original = i + 1
 		default:
-			p.small = r.Path
+			p.small = i + 1
 		}
 	}
 	ids := make([]uint64, 0, len(byUser))
@@ -144,11 +178,15 @@ func (x *importer) avatars() error {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	blob := func(path string) (string, error) {
-		if path == "" {
+	// blob copies record n's file; "" for none, or one not there.
+	blob := func(n int) (string, error) {
+		if n == 0 {
 			return "", nil
 		}
-		f, err := os.Open(filepath.Join(x.dir, "avatars", filepath.FromSlash(path)))
+		f, err := x.openRecord("avatars", n, records[n-1].Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
 		if err != nil {
 			return "", err
 		}
@@ -158,19 +196,23 @@ func (x *importer) avatars() error {
 	}
 	for _, id := range ids {
 		p := byUser[id]
-		if p.medium == "" {
+		if p.medium == 0 {
 			p.medium = p.original
 		}
-		if p.small == "" {
+		if p.small == 0 {
 			p.small = p.medium
 		}
 		small, err := blob(p.small)
 		if err != nil {
-			x.report.leave("avatars missing from avatars/", 1)
-			continue
+			return err
 		}
-		medium, err := blob(p.medium)
-		if err != nil || small == "" {
+		var medium string
+		if small != "" {
+			if medium, err = blob(p.medium); err != nil {
+				return err
+			}
+		}
+		if small == "" || p.medium != 0 && medium == "" {
 			x.report.leave("avatars missing from avatars/", 1)
 			continue
 		}
