@@ -6,8 +6,10 @@ import (
 	"errors"
 	"flag"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -237,5 +239,37 @@ func TestVersion_SaysWhenNoCommitIsRecorded(t *testing.T) {
 	buildCommit = "0123abc"
 	if out := mustRunCLI(t, nil, "version"); !strings.Contains(out, "commit 0123abc") {
 		t.Errorf("version with buildCommit: got %q, want commit 0123abc", out)
+	}
+}
+
+// Issue 29: the server owns its goroutines. When serve fails after
+// starting them (here the admin socket's name is taken by a directory),
+// they end with it, before the store closes, though the caller's
+// context goes on.
+func TestServe_AFailedStartLeavesNoGoroutineBehind(t *testing.T) {
+	running := func() int {
+		buf := make([]byte, 1<<20)
+		for {
+			n := runtime.Stack(buf, true)
+			if n < len(buf) {
+				buf = buf[:n]
+				break
+			}
+			buf = make([]byte, 2*len(buf))
+		}
+		return strings.Count(string(buf), "(*eventHub).run(") + strings.Count(string(buf), "uploadJanitor(")
+	}
+	before := running()
+	db := filepath.Join(t.TempDir(), "z.db")
+	if err := os.MkdirAll(filepath.Join(socketPath(db), "taken"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut syncBuffer
+	err := run(context.Background(), []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "admin socket") {
+		t.Fatalf("serve with its socket's name taken: got %v, want the admin socket's error", err)
+	}
+	if after := running(); after != before {
+		t.Errorf("the hub's and the upload janitor's goroutines after serve returned: got %d, want %d", after, before)
 	}
 }

@@ -311,8 +311,13 @@ func (s *server) metricsPage(authenticated bool) http.Handler {
 				return
 			}
 		}
+		figures, err := s.store.figures()
+		if err != nil {
+			writeError(w, s.log, r, internalError(err))
+			return
+		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		s.metrics.write(w, s.store.figures())
+		s.metrics.write(w, figures)
 	})
 }
 

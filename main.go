@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -138,24 +139,34 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 
+	// The server owns its goroutines: whichever way serve returns, they
+	// are stopped and waited for before the store closes (deferred after
+	// st.close, so run before it).
+	ctx, stop := context.WithCancel(ctx)
+	var running sync.WaitGroup
+	defer func() {
+		stop()
+		running.Wait()
+	}()
+
 	s := newServer(st, log, baseURL, o.RealmName)
 	s.requestLog = &requestLog{out: logOut, json: o.LogFormat == "json"}
 	s.events.idleTimeout = o.QueueIdle
 	s.limits = newRateLimiter(rules)
 	s.trustedProxies = proxies
 	s.uploads = uploads
-	go st.uploadJanitor(uploadSweepInterval, uploads.grace, log.Info)
+	running.Go(func() { st.uploadJanitor(ctx, uploadSweepInterval, uploads.grace, log.Info) })
 	if rules == nil {
 		s.logins = nil // off switches off every kind of limit, the per-account login one too
 		s.channelBudget = nil
 	}
-	go s.events.run(ctx)
+	running.Go(func() { s.events.run(ctx) })
 	if s.pusher, err = newPushWorker(st, s, o, log); err != nil {
 		return err
 	}
 	if s.pusher != nil {
 		s.metrics.pushes = st
-		go s.pusher.run(ctx)
+		running.Go(func() { s.pusher.run(ctx) })
 	}
 	go s.passwords.prepareAtStart() // the first unknown login then costs one hash, like the rest
 
@@ -164,7 +175,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer admin.Close()
-	go serveAdmin(admin, adminEnv{st, s.passwords})
+	running.Go(func() { serveAdmin(admin, adminEnv{st, s.passwords}) })
 
 	srv, listening := s.httpServer(ln, o, tlsConfig, log)
 	served := make(chan error, 2)
@@ -197,6 +208,8 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		msrv.Shutdown(shutdownCtx)
 	}
 	admin.Close()
+	stop()
+	running.Wait()
 	if err := st.close(); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}

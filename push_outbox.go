@@ -239,13 +239,16 @@ func (p *pusher) readChanged(userID uint64) {
 // pushed messages: a read whose remove was not yet queued when the
 // process stopped is found then.
 func (p *pusher) run(ctx context.Context) {
-	p.st.view(func(tx *bbolt.Tx) error {
+	err := p.st.view(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketPushSent).Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Seek(itob(btoi(k[:8]) + 1)) {
 			p.reads[btoi(k[:8])] = true
 		}
 		return nil
 	})
+	if err != nil { // its reads are looked at again when they next change
+		p.log.Error("push: finding the reads to remove at start", "err", err)
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

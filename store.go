@@ -562,18 +562,21 @@ type storeFigures struct {
 	pagesWritten int64 // data and freelist pages written by commits since the start
 }
 
-func (s *store) figures() storeFigures {
+func (s *store) figures() (storeFigures, error) {
 	var f storeFigures
-	s.view(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		f.bytes = tx.Size()
 		return nil
 	})
+	if err != nil {
+		return f, err
+	}
 	stats := s.db.Stats()
 	// PageCount counts every page a commit allocates, overflow pages
 	// included, and each is written once; Write would count a page and
 	// its overflow as one.
 	f.pagesWritten = stats.TxStats.GetPageCount()
-	return f
+	return f, nil
 }
 
 // snapshot writes a consistent copy of the database to w from one read

@@ -24,6 +24,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -428,8 +429,8 @@ func (s *store) sweepUploads(now time.Time, grace time.Duration) (records, blobs
 }
 
 // uploadJanitor indexes links and sweeps unlinked files every interval
-// until the store stops.
-func (s *store) uploadJanitor(interval, grace time.Duration, logf func(msg string, args ...any)) {
+// until ctx ends.
+func (s *store) uploadJanitor(ctx context.Context, interval, grace time.Duration, logf func(msg string, args ...any)) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -439,7 +440,7 @@ func (s *store) uploadJanitor(interval, grace time.Duration, logf func(msg strin
 			logf("upload sweep", "records", records, "blobs", blobs)
 		}
 		select {
-		case <-s.stop:
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
