@@ -80,6 +80,7 @@ func (s *server) routeList() []string {
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
 		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), walks: newWalkSlots(), channelBudget: newChannelBudget(), listings: make(chan struct{}, listingSlots), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now(), uploads: defaultUploadLimits()}
+	s.metrics.passwordHashes = &s.passwords.derivations
 	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening, commits: s.metrics.observeCommit})
 	return s
 }

@@ -202,6 +202,9 @@ type metrics struct {
 	// pushes: the store whose push outbox is reported (nil: pushes are
 	// off; push_outbox.go).
 	pushes *store
+	// passwordHashes counts the password hasher's argon2id derivations
+	// (passwords.go; nil for metrics kept without a server).
+	passwordHashes *atomic.Int64
 }
 
 func newMetrics() *metrics {
@@ -284,6 +287,11 @@ func (m *metrics) render(b io.Writer, db storeFigures) {
 		open = m.openConns()
 	}
 	fmt.Fprintf(b, "zulite_open_connections %d\n", open)
+	if m.passwordHashes != nil {
+		fmt.Fprintln(b, "# HELP zulite_password_hashes_total Password hashes computed (argon2id, 12 MiB each): one per password login, whether the account exists or not, and one per password set.")
+		fmt.Fprintln(b, "# TYPE zulite_password_hashes_total counter")
+		fmt.Fprintf(b, "zulite_password_hashes_total %d\n", m.passwordHashes.Load())
+	}
 	if m.pushes != nil {
 		writePushMetrics(b, m.pushes)
 	}

@@ -46,6 +46,9 @@ type passwordHasher struct {
 	// first use, keeping start-up fast.
 	dummy     string
 	dummyOnce sync.Once
+	// derivations counts the argon2id keys computed, for logins and new
+	// passwords alike: /metrics' zulite_password_hashes_total.
+	derivations atomic.Int64
 }
 
 func newPasswordHasher() *passwordHasher {
@@ -69,6 +72,7 @@ func (h *passwordHasher) derive(ctx context.Context, password string, salt []byt
 		return nil, ctx.Err()
 	}
 	defer func() { <-h.slots }()
+	h.derivations.Add(1)
 	return argon2.IDKey([]byte(password), salt, passes, memory, lanes, argonKeyLen), nil
 }
 
