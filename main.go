@@ -168,7 +168,6 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		s.metrics.pushes = st
 		running.Go(func() { s.pusher.run(ctx) })
 	}
-	go s.passwords.prepareAtStart() // the first unknown login then costs one hash, like the rest
 
 	admin, err := listenAdmin(socketPath(o.DB))
 	if err != nil {

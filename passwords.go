@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,17 +41,22 @@ type passwordHasher struct {
 	slots   chan struct{}
 	waiting atomic.Int32
 	// dummy is verified against when an account has no password or does
-	// not exist, so that every login attempt costs one hash. It is made on
-	// first use, keeping start-up fast.
-	dummy     string
-	dummyOnce sync.Once
+	// not exist, so that every login attempt costs one hash, the same as
+	// a wrong password's. It is a stored form with our parameters and a
+	// random salt and key: the check derives a key with them as for any
+	// account, and the key is never matched, so no hash needs computing
+	// to make it. Made with the hasher, it is never missing.
+	dummy string
 	// derivations counts the argon2id keys computed, for logins and new
 	// passwords alike: /metrics' zulite_password_hashes_total.
 	derivations atomic.Int64
 }
 
 func newPasswordHasher() *passwordHasher {
-	return &passwordHasher{slots: make(chan struct{}, passwordSlots)}
+	salt, key := make([]byte, argonSaltLen), make([]byte, argonKeyLen)
+	rand.Read(salt)
+	rand.Read(key)
+	return &passwordHasher{slots: make(chan struct{}, passwordSlots), dummy: storedForm(salt, key)}
 }
 
 var errHasherBusy = errors.New("too many password checks waiting")
@@ -76,20 +80,6 @@ func (h *passwordHasher) derive(ctx context.Context, password string, salt []byt
 	return argon2.IDKey([]byte(password), salt, passes, memory, lanes, argonKeyLen), nil
 }
 
-// prepare makes the dummy hash ahead of the first login (serve calls it
-// at start), so that even the first unknown account costs one hash.
-func (h *passwordHasher) prepare() {
-	h.dummyOnce.Do(func() { h.dummy, _ = h.hash(context.Background(), "not a password of anyone") })
-}
-
-// prepareAtStart is prepare for serve: it then gives the hash's 12 MiB
-// back to the system at once, instead of holding it until the runtime's
-// scavenger gets to it, which matters on a small device.
-func (h *passwordHasher) prepareAtStart() {
-	h.prepare()
-	debug.FreeOSMemory()
-}
-
 // hash makes the stored form of a new password.
 func (h *passwordHasher) hash(ctx context.Context, password string) (string, error) {
 	salt := make([]byte, argonSaltLen)
@@ -98,8 +88,13 @@ func (h *passwordHasher) hash(ctx context.Context, password string) (string, err
 	if err != nil {
 		return "", err
 	}
+	return storedForm(salt, key), nil
+}
+
+// storedForm is a password's stored form, in the PHC string format.
+func storedForm(salt, key []byte) string {
 	enc := base64.RawStdEncoding
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemoryKiB, argonPasses, argonLanes, enc.EncodeToString(salt), enc.EncodeToString(key)), nil
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemoryKiB, argonPasses, argonLanes, enc.EncodeToString(salt), enc.EncodeToString(key))
 }
 
 // verify checks a password against a stored hash in constant time. An
@@ -108,7 +103,6 @@ func (h *passwordHasher) hash(ctx context.Context, password string) (string, err
 func (h *passwordHasher) verify(ctx context.Context, stored, password string) (bool, error) {
 	ok := stored != ""
 	if !ok {
-		h.prepare()
 		stored = h.dummy
 	}
 	parts := strings.Split(stored, "$")

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,5 +290,102 @@ func TestFetchAPIKey_BotsDoNotLogInWithPasswords(t *testing.T) {
 	wantAPIError(t, e.login(t, "bot@example.com", "bot-password"), 401, "AUTHENTICATION_FAILED", "Your username or password is incorrect")
 	if _, _, err := runCLI(t, nil, "user", "add", "b2@example.com", "--bot", "--password-stdin", "--db", t.TempDir()+"/z.db"); !errors.Is(err, errUsage) {
 		t.Errorf("user add --bot --password-stdin: got %v, want a usage error", err)
+	}
+}
+
+// An unknown account costs the work a wrong password costs, one argon2id
+// derivation, even when the first such login met a busy hasher: the
+// dummy hash it is checked against could then stay empty, and unknown
+// accounts failed without hashing, which told them apart (issue 28,
+// item 6). The work is counted, not timed.
+func TestPasswordHasher_UnknownAccountCostsOneHashEvenAfterABusyStart(t *testing.T) {
+	h := newPasswordHasher()
+	stored := hashOf("right-password") // made by another hasher: h's count stays its own
+	for range passwordSlots {
+		h.slots <- struct{}{}
+	}
+	h.waiting.Store(passwordQueue)
+	if _, err := h.verify(t.Context(), "", "guess-guess"); !errors.Is(err, errHasherBusy) {
+		t.Errorf("the first unknown account, hasher busy: got %v, want errHasherBusy", err)
+	}
+	h.waiting.Store(0)
+	for range passwordSlots {
+		<-h.slots
+	}
+	for _, c := range []struct{ rule, stored string }{
+		{"unknown account", ""},
+		{"wrong password", stored},
+		{"unknown account again", ""},
+	} {
+		before := h.derivations.Load()
+		ok, err := h.verify(t.Context(), c.stored, "guess-guess")
+		if got := h.derivations.Load() - before; ok || err != nil || got != 1 {
+			t.Errorf("%s: got %v, %v and %d derivations; want false, nil and 1", c.rule, ok, err, got)
+		}
+	}
+}
+
+// Through the real binary: a wrong password, an unknown account and an
+// account without a password each cost one password hash, as /metrics
+// counts them; so does each of a burst of logins of unknown accounts that
+// was checked, and one refused because the hasher was busy costs none.
+func TestPasswordLogin_UnknownAccountAndWrongPasswordCostOneHashEach(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"))
+	defer srv.stop()
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	status, body, _ := owner.do(t, http.MethodPost, "/api/v1/users", url.Values{"email": {"alice@example.com"}, "password": {"alice-password"}, "full_name": {"Alice"}}, e2ePython)
+	e2eWantSuccess(t, "create alice", status, body)
+	hashes := func() int64 {
+		t.Helper()
+		_, page := e2eMetrics(t, srv)
+		for line := range strings.SplitSeq(page, "\n") {
+			if v, ok := strings.CutPrefix(line, "zulite_password_hashes_total "); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("zulite_password_hashes_total: got %q", v)
+				}
+				return n
+			}
+		}
+		t.Fatalf("/metrics: got no zulite_password_hashes_total")
+		return 0
+	}
+	anonymous := e2eNewClient(srv.baseURL, "", "")
+	login := func(username, password string) int {
+		status, _, _ := anonymous.do(t, http.MethodPost, "/api/v1/fetch_api_key", url.Values{"username": {username}, "password": {password}}, e2ePython)
+		return status
+	}
+	for _, c := range []struct {
+		rule, username, password string
+		status                   int
+	}{
+		{"wrong password", "alice@example.com", "guess-guess", 401},
+		{"unknown account", "nobody@example.com", "guess-guess", 401},
+		{"account without a password", srv.ownerEmail, "guess-guess", 401},
+		{"right password", "alice@example.com", "alice-password", 200},
+	} {
+		before := hashes()
+		got := login(c.username, c.password)
+		if n := hashes() - before; got != c.status || n != 1 {
+			t.Errorf("%s: got status %d and %d hashes; want %d and 1", c.rule, got, n, c.status)
+		}
+	}
+	before := hashes()
+	var wg sync.WaitGroup
+	var checked, busy atomic.Int64
+	for i := range 40 {
+		wg.Go(func() {
+			switch login(fmt.Sprintf("nobody%d@example.com", i), "guess-guess") {
+			case 401:
+				checked.Add(1)
+			case 429:
+				busy.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := hashes() - before; n != checked.Load() || checked.Load()+busy.Load() != 40 {
+		t.Errorf("40 logins of unknown accounts at once: %d checked, %d refused as busy, %d hashes; want one hash per check", checked.Load(), busy.Load(), n)
 	}
 }
