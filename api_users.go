@@ -292,7 +292,7 @@ func (s *server) passwordLogin(r *http.Request, username, password string) (user
 		return user{}, err
 	}
 	if wait := s.logins.reserve(username, time.Now()); wait > 0 {
-		return user{}, rateLimited(wait)
+		return user{}, tooManySignIns(wait)
 	}
 	u, stored, err := s.store.credentials(username)
 	if err != nil && !errors.Is(err, errNoSuchUser) {

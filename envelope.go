@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html"
 	"log/slog"
 	"net/http"
@@ -409,6 +410,18 @@ func rateLimited(wait time.Duration) *apiError {
 	secs := max(1, int((wait+time.Second-1)/time.Second))
 	return &apiError{status: http.StatusTooManyRequests, code: "RATE_LIMIT_HIT", msg: "API usage exceeded rate limit",
 		extra: []field{{"retry-after", secs}}, retryAfter: secs}
+}
+
+// tooManySignIns is the 429 of an account whose password logins are
+// held back after too many failures: Zulip's RATE_LIMIT_HIT and
+// retry-after, with the words Zulip's login form shows then
+// (zerver/forms.py, OurAuthenticationForm.clean), which say for how long.
+// Zulip's fetch_api_key sends the general words instead; zulite's login
+// page shows msg, and a client that shows it tells its user more.
+func tooManySignIns(wait time.Duration) *apiError {
+	e := rateLimited(wait)
+	e.msg = fmt.Sprintf("You're making too many attempts to sign in. Try again in %d seconds or contact your organization administrator for help.", e.retryAfter)
+	return e
 }
 
 // Accounts (zerver/views/users.py, zerver/lib/users.py).

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -138,7 +139,7 @@ func TestFetchAPIKey_FiveFailuresPerAccountThenRefused(t *testing.T) {
 		wantAPIError(t, e.login(t, "alice@example.com", "guess"), 401, "AUTHENTICATION_FAILED", "Your username or password is incorrect")
 	}
 	r := e.login(t, "alice@example.com", "alice-password") // even the right one, for now
-	wantAPIError(t, r, 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
+	wantAPIError(t, r, 429, "RATE_LIMIT_HIT", signInRefusal(r))
 	if secs, _ := r.body["retry-after"].(float64); secs < 1 || secs > 1800 || r.header.Get("Retry-After") == "" {
 		t.Errorf("retry-after: got %v and header %q, want 1..1800 seconds", r.body["retry-after"], r.header.Get("Retry-After"))
 	}
@@ -246,6 +247,12 @@ func TestRun_PasswordsFromStandardInput(t *testing.T) {
 	if !check("another-s3cret-pass") || check("s3cret-pass") {
 		t.Errorf("user password: want the new password to verify and the old one not")
 	}
+}
+
+// signInRefusal is the msg of a login refused by the account's throttle,
+// for the wait its answer gives.
+func signInRefusal(r response) string {
+	return fmt.Sprintf("You're making too many attempts to sign in. Try again in %v seconds or contact your organization administrator for help.", r.body["retry-after"])
 }
 
 func hashOf(password string) string {
@@ -388,4 +395,56 @@ func TestPasswordLogin_UnknownAccountAndWrongPasswordCostOneHashEach(t *testing.
 	if n := hashes() - before; n != checked.Load() || checked.Load()+busy.Load() != 40 {
 		t.Errorf("40 logins of unknown accounts at once: %d checked, %d refused as busy, %d hashes; want one hash per check", checked.Load(), busy.Load(), n)
 	}
+}
+
+// After 5 wrong passwords an account's password logins are refused for
+// the rest of 30 minutes, and the refusal says for how long, in the API
+// (Zulip's RATE_LIMIT_HIT and retry-after) and on the web page's login
+// form alike, in the words of Zulip's login form (issue 28, item 7).
+func TestLoginThrottle_SaysHowLongInTheAPIAndOnTheLoginPage(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"))
+	defer srv.stop()
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	status, body, _ := owner.do(t, http.MethodPost, "/api/v1/users", url.Values{"email": {"alice@example.com"}, "password": {"alice-password"}, "full_name": {"Alice"}}, e2ePython)
+	e2eWantSuccess(t, "create alice", status, body)
+	anonymous := e2eNewClient(srv.baseURL, "", "")
+	login := url.Values{"username": {"alice@example.com"}, "password": {"guess-guess"}}
+	for i := range 5 {
+		status, body, _ := anonymous.do(t, http.MethodPost, "/api/v1/fetch_api_key", login, e2ePython)
+		e2eWantError(t, fmt.Sprintf("wrong password %d", i+1), status, body, 401, "Your username or password is incorrect", "AUTHENTICATION_FAILED")
+	}
+	wantHowLong := func(what string, status int, body map[string]any, header http.Header) {
+		t.Helper()
+		secs, ok := jsonInt(body["retry-after"])
+		if status != 429 || body["code"] != "RATE_LIMIT_HIT" || !ok || secs < 1790 || secs > 1800 || header.Get("Retry-After") != strconv.FormatInt(secs, 10) {
+			t.Errorf("%s: got %d, code %v, retry-after %v, header %q; want 429 RATE_LIMIT_HIT and about 1800 seconds in both", what, status, body["code"], body["retry-after"], header.Get("Retry-After"))
+		}
+		want := fmt.Sprintf("You're making too many attempts to sign in. Try again in %d seconds or contact your organization administrator for help.", secs)
+		if body["msg"] != want {
+			t.Errorf("%s: msg: got %q, want %q", what, body["msg"], want)
+		}
+	}
+	login.Set("password", "alice-password") // even the right one, for now
+	status, body, header := anonymous.do(t, http.MethodPost, "/api/v1/fetch_api_key", login, e2ePython)
+	wantHowLong("fetch_api_key", status, body, header)
+
+	req, err := http.NewRequest(http.MethodPost, srv.baseURL+"/accounts/login", strings.NewReader(login.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body = nil
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	if err := dec.Decode(&body); err != nil {
+		t.Fatalf("login page: %v", err)
+	}
+	wantHowLong("the login page's form", resp.StatusCode, body, resp.Header)
 }

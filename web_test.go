@@ -232,7 +232,8 @@ func TestWeb_FailedLoginsCountAsFetchAPIKeysDo(t *testing.T) {
 		}
 	}
 	// The account's five failures are shared with fetch_api_key.
-	wantAPIError(t, e.login(t, "alice@example.com", "alice-password"), 429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
+	r := e.login(t, "alice@example.com", "alice-password")
+	wantAPIError(t, r, 429, "RATE_LIMIT_HIT", signInRefusal(r))
 	// And the address's failures are counted.
 	e.server.limits.mu.Lock()
 	n := 0
