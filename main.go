@@ -223,8 +223,12 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 func (s *server) httpServer(ln net.Listener, o options, tlsConfig *tls.Config, log *slog.Logger) (*http.Server, net.Listener) {
 	limited := newConnLimiter(ln, o.MaxConns, s.trusts)
 	s.metrics.connsRefused, s.metrics.openConns = &limited.refused, limited.count
+	handler := s.routes()
+	if tlsConfig != nil {
+		handler = strictTransport(handler)
+	}
 	srv := &http.Server{
-		Handler:           serving(s.routes(), o.BodyWait),
+		Handler:           serving(handler, o.BodyWait),
 		ConnContext:       connContext,
 		ReadHeaderTimeout: o.HeaderWait,
 		ReadTimeout:       o.BodyWait,

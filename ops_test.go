@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -330,5 +331,114 @@ func TestGC_TheBinaryDefaultsToGOGC200UnlessTheEnvironmentSetsIt(t *testing.T) {
 			t.Errorf("GOGC=%q: want go_gc_gogc_percent %s in\n%s", c.env, c.want, text)
 		}
 		srv.stop()
+	}
+}
+
+// Under TLS every answer tells browsers to come back over HTTPS only,
+// for a year (Strict-Transport-Security, as Zulip's nginx sends it):
+// pages, API successes and errors, over HTTP/1.1 and HTTP/2, and a long
+// poll answered after it was parked. Over plain HTTP no answer carries
+// it (issue 28, item 7).
+func TestTLS_EveryAnswerCarriesStrictTransportSecurity(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	h1 := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	h2 := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	type answer struct {
+		status int
+		proto  string
+		hsts   string
+	}
+	send := func(c *http.Client, method, target, email, key string, params url.Values) answer {
+		t.Helper()
+		req, err := http.NewRequest(method, target, strings.NewReader(params.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if email != "" {
+			req.SetBasicAuth(email, key)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, target, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return answer{resp.StatusCode, resp.Proto, resp.Header.Get("Strict-Transport-Security")}
+	}
+	requests := []struct {
+		method, path string
+		auth         bool
+		status       int
+	}{
+		{"GET", "/", false, 200},
+		{"GET", "/api/v1/server_settings", false, 200},
+		{"GET", "/api/v1/users/me", true, 200},
+		{"GET", "/api/v1/users/me", false, 401},
+		{"GET", "/api/v1/nowhere", false, 404},
+		{"POST", "/api/v1/fetch_api_key", false, 401},
+		{"GET", "/health", false, 200},
+	}
+	const want = "max-age=31536000"
+
+	srv := e2eStartServer(t, bin, filepath.Join(dir, "z.db"), "--tls-cert", certFile, "--tls-key", keyFile)
+	base := "https://" + strings.TrimPrefix(srv.baseURL, "http://")
+	login := url.Values{"username": {"nobody@example.com"}, "password": {"guess-guess"}}
+	for _, c := range []*http.Client{h1, h2} {
+		for _, r := range requests {
+			email := ""
+			if r.auth {
+				email = srv.ownerEmail
+			}
+			got := send(c, r.method, base+r.path, email, srv.ownerKey, login)
+			if got.status != r.status || got.hsts != want {
+				t.Errorf("%s %s over TLS (%s): got %d with Strict-Transport-Security %q; want %d with %q", r.method, r.path, got.proto, got.status, got.hsts, r.status, want)
+			}
+		}
+	}
+	// A long poll over HTTP/1.1 parks; its answer is written later, apart
+	// from net/http's.
+	owner := &client{base: base, email: srv.ownerEmail, key: srv.ownerKey, http: h1}
+	status, body, _ := owner.do(t, http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}}, e2ePython)
+	e2eWantSuccess(t, "register", status, body)
+	queue, _ := body["queue_id"].(string)
+	polled := make(chan answer, 1)
+	go func() {
+		polled <- send(h1, "GET", base+"/api/v1/events?queue_id="+url.QueryEscape(queue)+"&last_event_id=-1", srv.ownerEmail, srv.ownerKey, nil)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+		req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
+		resp, err := h1.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(page), "\nzulite_parked_polls 1\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the long poll did not park")
+		}
+	}
+	status, body, _ = owner.do(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"direct"}, "to": {`["` + srv.ownerEmail + `"]`}, "content": {"wake up"}}, e2ePython)
+	e2eWantSuccess(t, "send", status, body)
+	if got := <-polled; got.status != 200 || got.hsts != want {
+		t.Errorf("a long poll over TLS: got %d with Strict-Transport-Security %q; want 200 with %q", got.status, got.hsts, want)
+	}
+	srv.stop()
+
+	plain := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"))
+	for _, r := range requests {
+		email := ""
+		if r.auth {
+			email = plain.ownerEmail
+		}
+		if got := send(http.DefaultClient, r.method, plain.baseURL+r.path, email, plain.ownerKey, login); got.status != r.status || got.hsts != "" {
+			t.Errorf("%s %s over plain HTTP: got %d with Strict-Transport-Security %q; want %d without", r.method, r.path, got.status, got.hsts, r.status)
+		}
 	}
 }
