@@ -16,18 +16,6 @@ import (
 	"time"
 )
 
-// knownViolations are the places where zulite's answers do not match
-// Zulip's published OpenAPI description (testdata/openapi/) today. Each
-// entry is a known gap for issue 12 (zulite moves from feature level 278
-// to 421) and must be removed when fixed: TestOpenAPI_EveryRouteMatchesZulipsContract
-// fails on a violation not listed here, and on an entry no longer seen.
-// An entry is a route pattern and a JSON path (array indices written []);
-// "(operation)" means the extract has no operation for the route.
-var knownViolations = []struct{ route, path string }{
-	// None today: every route zulite serves answers as zulip.yaml says,
-	// up to zulipYAMLDrift.
-}
-
 // zulipYAMLDrift are places where the extract does not describe what Zulip
 // itself sends at feature level 421: the extract is zulip.yaml at feature
 // level 441-442, and zulip.yaml is sometimes narrower than Zulip's code.
@@ -770,44 +758,26 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		}
 	}
 
-	// Report: unknown violations fail; known ones are listed in the skip;
-	// zulipYAMLDrift is no violation.
+	// Report: every violation fails, listed; zulipYAMLDrift is no
+	// violation. (A gap known and accepted was a skip once; a skip reads
+	// as a pass in CI, so a gap is a failure until it is fixed.)
 	indices := regexp.MustCompile(`\[\d+\]`)
-	known, drift := map[string]bool{}, map[string]bool{}
-	for _, k := range knownViolations {
-		known[k.route+" "+k.path] = false
-	}
+	drift := map[string]bool{}
 	for _, d := range zulipYAMLDrift {
 		drift[d.route+" "+d.path] = false
 	}
-	var unknown, gaps []string
 	for _, f := range seen {
 		key := f.route + " " + indices.ReplaceAllString(f.path, "[]")
-		line := fmt.Sprintf("%s → %s at %s: %s", f.route, f.status, f.path, f.problem)
 		if _, ok := drift[key]; ok {
 			drift[key] = true
-		} else if _, ok := known[key]; ok {
-			known[key] = true
-			gaps = append(gaps, line)
-		} else {
-			unknown = append(unknown, line)
+			continue
 		}
-	}
-	for _, line := range unknown {
-		t.Errorf("contract violation: %s", line)
-	}
-	for _, k := range knownViolations {
-		if !known[k.route+" "+k.path] {
-			t.Errorf("knownViolations entry {%q, %q} is no longer seen: remove it", k.route, k.path)
-		}
+		t.Errorf("contract violation: %s → %s at %s: %s", f.route, f.status, f.path, f.problem)
 	}
 	for _, d := range zulipYAMLDrift {
 		if !drift[d.route+" "+d.path] {
 			t.Errorf("zulipYAMLDrift entry {%q, %q} is no longer seen: remove it", d.route, d.path)
 		}
-	}
-	if len(gaps) > 0 && !t.Failed() {
-		t.Skipf("%d known contract gaps (issue 12, see knownViolations):\n%s", len(gaps), strings.Join(gaps, "\n"))
 	}
 }
 
