@@ -157,8 +157,11 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	s.uploads = uploads
 	running.Go(func() { st.uploadJanitor(ctx, uploadSweepInterval, uploads.grace, log.Info) })
 	if rules == nil {
-		s.logins = nil // off switches off every kind of limit, the per-account login one too
-		s.channelBudget = nil
+		// off lifts the limits on requests: per account, and on failed
+		// authentications (per address, and per account for passwords).
+		// The abuse budgets (channels an account creates, upload quotas,
+		// --max-channels) are no request limits, and stay.
+		s.logins = nil
 	}
 	running.Go(func() { s.events.run(ctx) })
 	if s.pusher, err = newPushWorker(st, s, o, log); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -175,8 +176,9 @@ func TestRateLimit_HeadersOnAnErrorToo(t *testing.T) {
 }
 
 // --rate-limit off switches off both kinds (SPEC §8): per account, and
-// failed authentications per address (and so failed logins) too.
-func TestRateLimit_OffSwitchesOffEveryKind(t *testing.T) {
+// failed authentications per address (and so failed logins) too; the
+// abuse budgets stay (TestRateLimitOff_KeepsTheChannelCreationBudget).
+func TestRateLimit_OffSwitchesOffRequestAndAuthenticationLimits(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "z.db")
 	stdout, stderr, _ := startServe(t, db, nil, "--rate-limit", "off")
 	base := "http://" + addrFrom(t, stderr, "msg=listening")
@@ -245,5 +247,48 @@ func TestRateLimit_FailedAuthenticationWindowIsTenMinutes(t *testing.T) {
 	}
 	if err := l.addressBlocked("203.0.113.9", start.Add(10*time.Minute+time.Second)); err != nil {
 		t.Errorf("10 minutes later: got %v, want not blocked", err)
+	}
+}
+
+// --rate-limit off lifts the request limits, not the abuse budgets: with
+// it, an account still creates at most 200 channels an hour (one member
+// created 6,000 in 600 requests when off lifted the budget too), and the
+// help says which limits off lifts and which stay (issue 28, item 5).
+func TestRateLimitOff_KeepsTheChannelCreationBudget(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	help := e2eRunCLI(t, bin, "serve", "--help")
+	for _, want := range []string{"failed-authentication", "not the channel-creation budget"} {
+		if !strings.Contains(help.stdout, want) {
+			t.Errorf("serve --help on --rate-limit: got no %q in\n%s", want, help.stdout)
+		}
+	}
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db, "--rate-limit", "off")
+	r := e2eRunCLI(t, bin, "user", "add", "mallory@example.com", "--db", db)
+	r.wantOK(t, "user add")
+	mallory := e2eNewClient(srv.baseURL, "mallory@example.com", strings.TrimSpace(r.stdout))
+	subscribe := func(first, n int) (int, map[string]any, http.Header) {
+		var names []string
+		for i := range n {
+			names = append(names, fmt.Sprintf(`{"name":"c%d"}`, first+i))
+		}
+		return mallory.do(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {"[" + strings.Join(names, ",") + "]"}}, e2ePython)
+	}
+	for i := range 2 {
+		status, body, header := subscribe(i*100, 100)
+		if status != 200 {
+			t.Fatalf("100 new channels (%d): got %d %v, want 200", i, status, body["msg"])
+		}
+		if header.Get("X-RateLimit-Limit") != "" {
+			t.Errorf("X-RateLimit-Limit with --rate-limit off: got %q, want none", header.Get("X-RateLimit-Limit"))
+		}
+	}
+	status, body, _ := subscribe(200, 1)
+	if status != 429 || body["code"] != "RATE_LIMIT_HIT" || body["msg"] != "API usage exceeded rate limit" || body["retry-after"] == nil {
+		t.Errorf("the 201st channel within the hour: got %d %v %q retry-after %v, want 429 RATE_LIMIT_HIT %q with retry-after", status, body["code"], body["msg"], body["retry-after"], "API usage exceeded rate limit")
+	}
+	status, body, _ = mallory.do(t, http.MethodGet, "/api/v1/streams", url.Values{"include_all": {"true"}}, e2ePython)
+	if n := len(body["streams"].([]any)); status != 200 || n != 200 {
+		t.Errorf("channels after the refusal: got %d (status %d), want 200", n, status)
 	}
 }
