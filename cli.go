@@ -39,6 +39,10 @@ type options struct {
 	MaxUploadMiB   int           `json:"-"`
 	UploadQuotaMiB int           `json:"-"`
 	UploadGrace    time.Duration `json:"-"`
+	// UploadTotalMiB bounds every user's files together; below
+	// UploadDiskReserveMiB of free disk no upload is taken.
+	UploadTotalMiB       int `json:"-"`
+	UploadDiskReserveMiB int `json:"-"`
 	// Push: direct delivery's credentials and endpoints, the bouncer's
 	// address, the idle window and the outbox's bound (push_outbox.go).
 	PushAPNsKey, PushAPNsKeyID, PushAPNsTeamID, PushAPNsURL string        `json:"-"`
@@ -117,7 +121,9 @@ var flagTable = []flagSpec{
 	{name: "max-connections", command: "serve", env: "ZULITE_MAX_CONNECTIONS", def: defaultMaxConnections, help: "open connections at most; one address may hold a quarter of them (at least 16; trusted proxies are not limited per address); past either, the oldest quiet connection is closed", field: func(o *options) any { return &o.MaxConns }},
 	{name: "max-channels", command: "serve", env: "ZULITE_MAX_CHANNELS", def: defaultMaxChannels, help: "channels the server holds at most; creating more is refused", field: func(o *options) any { return &o.MaxChannels }},
 	{name: "max-file-upload-size-mib", command: "serve", env: "ZULITE_MAX_FILE_UPLOAD_SIZE_MIB", def: defaultMaxUploadMiB, help: "largest file an upload may carry, in MiB; 0 turns uploads off", field: func(o *options) any { return &o.MaxUploadMiB }},
-	{name: "upload-quota-mib", command: "serve", env: "ZULITE_UPLOAD_QUOTA_MIB", help: "most MiB of files each user may keep uploaded; 0 for no quota", field: func(o *options) any { return &o.UploadQuotaMiB }},
+	{name: "upload-quota-mib", command: "serve", env: "ZULITE_UPLOAD_QUOTA_MIB", def: defaultUploadQuotaMiB, help: "most MiB of files each user may keep uploaded; 0 for no quota", field: func(o *options) any { return &o.UploadQuotaMiB }},
+	{name: "upload-total-mib", command: "serve", env: "ZULITE_UPLOAD_TOTAL_MIB", def: defaultUploadTotalMiB, help: "most MiB of files all users together may keep uploaded (Zulip's organisation upload quota); 0 for none", field: func(o *options) any { return &o.UploadTotalMiB }},
+	{name: "upload-disk-reserve-mib", command: "serve", env: "ZULITE_UPLOAD_DISK_RESERVE_MIB", def: defaultUploadDiskReserveMiB, help: "refuse uploads that would leave less than this many MiB free on the disk holding them, kept for the database; 0 for no reserve", field: func(o *options) any { return &o.UploadDiskReserveMiB }},
 	{name: "upload-grace", command: "serve", env: "ZULITE_UPLOAD_GRACE", def: defaultUploadGrace, help: "delete an uploaded file that no message links after this long", field: func(o *options) any { return &o.UploadGrace }},
 	{name: "trusted-proxies", command: "serve", env: "ZULITE_TRUSTED_PROXIES", help: "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (the rightmost address not among them), for the failed-authentication limit", field: func(o *options) any { return &o.TrustedProxies }},
 	{name: "metrics-addr", command: "serve", env: "ZULITE_METRICS_ADDR", help: "serve GET /metrics without authentication on this address of its own; on the API address it is for administrators", field: func(o *options) any { return &o.MetricsAddr }},

@@ -136,7 +136,7 @@ func (x *importer) attachments() error {
 			if za.ContentType != nil {
 				a.ContentType = *za.ContentType
 			}
-			if err := x.s.addAttachment(user{ID: za.Owner}, a, 0); err != nil {
+			if err := x.s.addAttachment(user{ID: za.Owner}, a, uploadQuota{}); err != nil {
 				return err
 			}
 			x.report.Attachments++

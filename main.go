@@ -155,6 +155,9 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	s.limits = newRateLimiter(rules)
 	s.trustedProxies = proxies
 	s.uploads = uploads
+	if uploads.reserve > 0 && !diskFreeChecked {
+		log.Warn("--upload-disk-reserve-mib is not enforced on this system: its free disk space is not read; the upload quotas still hold")
+	}
 	running.Go(func() { st.uploadJanitor(ctx, uploadSweepInterval, uploads.grace, log.Info) })
 	if rules == nil {
 		// off lifts the limits on requests: per account, and on failed

@@ -387,6 +387,15 @@ func (s *server) realmIconURL() string {
 	return s.baseURL + "/static/images/logo/zulip-icon-128x128.png"
 }
 
+// uploadQuotaMiB is realm_upload_quota_mib: Zulip's organisation quota,
+// which is zulite's --upload-total-mib; nil when there is none.
+func (s *server) uploadQuotaMiB() any {
+	if s.uploads.quota.total == 0 {
+		return nil
+	}
+	return s.uploads.quota.total >> 20
+}
+
 // emojiDataPath serves server_emoji_data_url.
 const emojiDataPath = "/static/generated/emoji/emoji_api.json"
 
@@ -436,7 +445,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"allow_edit_history":             true,
 		"mandatory_topics":               false,
 		"presence_disabled":              false,
-		"upload_quota_mib":               nil,
+		"upload_quota_mib":               s.uploadQuotaMiB(),
 		"icon_url":                       s.realmIconURL(),
 		"icon_source":                    "G",
 		"logo_url":                       s.baseURL + "/static/images/logo/zulip-org-logo.svg?version=0",

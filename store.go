@@ -49,7 +49,9 @@ package main
 //	attachments      upload path id ("2/random/name", as in /user_uploads/…) → attachment (JSON:
 //	                 owner, name, size, type, the SHA-256 naming its blob in DB.uploads/;
 //	                 store_uploads.go)
-//	attachment_owners owner id ‖ path id → size (uint64), for quotas
+//	attachment_owners owner id ‖ path id → size (uint64), for quotas; meta's
+//	                 "attachment_bytes" → uint64 is every record's size together, for
+//	                 --upload-total-mib (made exact again by each sweep)
 //	attachment_refs  path id ‖ 0x00 ‖ message id → empty: the messages that link an upload
 //	                 (path ids hold no 0x00), indexed from the messages up to meta's
 //	                 "attachment_refs_through" → message id (uint64)

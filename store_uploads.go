@@ -57,7 +57,15 @@ type attachment struct {
 	Created     int64  `json:"created"`
 }
 
-var keyRefsThrough = []byte("attachment_refs_through")
+var (
+	keyRefsThrough     = []byte("attachment_refs_through")
+	keyAttachmentBytes = []byte("attachment_bytes")
+)
+
+// uploadQuota bounds the bytes of recorded files: each user's, and
+// everyone's together (--upload-quota-mib, --upload-total-mib; 0: no
+// bound). Zulip's quota is the organisation's; zulite has both.
+type uploadQuota struct{ perUser, total int64 }
 
 // errBlobTooLarge: the stream went past its limit (nothing was kept).
 var errBlobTooLarge = errors.New("blob over its limit")
@@ -166,29 +174,73 @@ func (s *store) openBlob(sum string) (*os.File, error) {
 }
 
 // addAttachment records an upload whose blob is written, within the
-// owner's quota (bytes; 0: none).
-func (s *store) addAttachment(owner user, a attachment, quota int64) error {
+// quota: as Zulip's check_upload_within_quota, what is kept and the new
+// file together may reach the quota, not pass it.
+func (s *store) addAttachment(owner user, a attachment, quota uploadQuota) error {
 	return s.update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketUsers).Get(itob(owner.ID)) == nil {
 			return errNoSuchUser
 		}
-		owned := tx.Bucket(bucketAttachmentOwners)
-		if quota > 0 {
-			used := a.Size
-			prefix := itob(owner.ID)
-			c := owned.Cursor()
-			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-				used += int64(btoi(v))
-			}
-			if used > quota {
-				return errUploadQuota
-			}
+		if quota.perUser > 0 && ownedBytes(tx, owner.ID)+a.Size > quota.perUser {
+			return errUploadQuota
+		}
+		total := attachmentBytes(tx)
+		if quota.total > 0 && total+a.Size > quota.total {
+			return errUploadQuota
 		}
 		if err := putJSON(tx.Bucket(bucketAttachments), []byte(a.PathID), a); err != nil {
 			return err
 		}
-		return owned.Put(append(itob(owner.ID), a.PathID...), itob(uint64(a.Size)))
+		if err := tx.Bucket(bucketAttachmentOwners).Put(append(itob(owner.ID), a.PathID...), itob(uint64(a.Size))); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyAttachmentBytes, itob(uint64(total+a.Size)))
 	})
+}
+
+// uploadUsage answers the bytes of the files owner keeps uploaded and of
+// everyone's: what is left of the quotas before an upload is read.
+func (s *store) uploadUsage(owner uint64) (mine, all int64, err error) {
+	err = s.view(func(tx *bbolt.Tx) error {
+		mine, all = ownedBytes(tx, owner), attachmentBytes(tx)
+		return nil
+	})
+	return mine, all, err
+}
+
+// ownedBytes is the size of owner's recorded files together.
+func ownedBytes(tx *bbolt.Tx, owner uint64) int64 {
+	var used int64
+	prefix := itob(owner)
+	c := tx.Bucket(bucketAttachmentOwners).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		used += int64(btoi(v))
+	}
+	return used
+}
+
+// attachmentBytes is the size of every recorded file together: meta's
+// count, or their sum in a database that has none yet.
+func attachmentBytes(tx *bbolt.Tx) int64 {
+	if v := tx.Bucket(bucketMeta).Get(keyAttachmentBytes); len(v) == 8 {
+		return int64(btoi(v))
+	}
+	var total int64
+	tx.Bucket(bucketAttachmentOwners).ForEach(func(_, v []byte) error {
+		total += int64(btoi(v))
+		return nil
+	})
+	return total
+}
+
+// uploadsDiskFree answers the bytes free on the filesystem holding the
+// blobs (the database's, before the first upload makes their
+// directory), and false where that cannot be known.
+func (s *store) uploadsDiskFree() (int64, bool) {
+	if free, ok := diskFree(s.uploadsDir()); ok {
+		return free, true
+	}
+	return diskFree(filepath.Dir(s.path))
 }
 
 // attachmentFor answers the file at pathID if u may see it: as its
@@ -355,6 +407,7 @@ func (s *store) sweepUploads(now time.Time, grace time.Duration) (records, blobs
 		clear(live)
 		attachments, refs, owned := tx.Bucket(bucketAttachments), tx.Bucket(bucketAttachmentRefs), tx.Bucket(bucketAttachmentOwners)
 		var gone []attachment
+		var kept int64 // the size of the records that stay: attachment_bytes, made exact
 		err := attachments.ForEach(func(k, v []byte) error {
 			var a attachment
 			if err := json.Unmarshal(v, &a); err != nil {
@@ -368,10 +421,16 @@ func (s *store) sweepUploads(now time.Time, grace time.Duration) (records, blobs
 				}
 			}
 			live[a.SHA256] = true
+			kept += a.Size
 			return nil
 		})
 		if err != nil {
 			return err
+		}
+		if v := tx.Bucket(bucketMeta).Get(keyAttachmentBytes); len(v) != 8 || int64(btoi(v)) != kept {
+			if err := tx.Bucket(bucketMeta).Put(keyAttachmentBytes, itob(uint64(kept))); err != nil {
+				return err
+			}
 		}
 		for _, a := range gone {
 			if err := attachments.Delete([]byte(a.PathID)); err != nil {

@@ -35,6 +35,17 @@ import (
 const (
 	defaultMaxUploadMiB = 25                 // Zulip's MAX_FILE_UPLOAD_SIZE
 	defaultUploadGrace  = 7 * 24 * time.Hour // how long an unlinked upload is kept
+	// The quotas' defaults are sized for a small device: without them one
+	// member uploaded 4 × 26 MB in 1.9 s, ~50 GiB an hour, until the disk
+	// was full and every write failed. The total is Zulip Cloud Free's
+	// organisation quota (Realm.UPLOAD_QUOTA_LIMITED, 5 GB) and fits a
+	// 16 GB card beside the system; each user may have a fifth of it; and
+	// uploads stop while the disk has less than the reserve free, which
+	// is left to the database, so that messages are still sent.
+	defaultUploadQuotaMiB       = 1024
+	defaultUploadTotalMiB       = 5120
+	defaultUploadDiskReserveMiB = 512
+
 	uploadSweepInterval = time.Hour
 	// uploadOverhead is what a multipart request may carry besides the
 	// file: boundaries, headers, small fields.
@@ -46,13 +57,15 @@ const (
 
 // uploadLimits are the upload flags.
 type uploadLimits struct {
-	maxMiB int           // --max-file-upload-size-mib; 0: uploads are off
-	quota  int64         // --upload-quota-mib in bytes, per user; 0: none
-	grace  time.Duration // --upload-grace
+	maxMiB  int           // --max-file-upload-size-mib; 0: uploads are off
+	quota   uploadQuota   // --upload-quota-mib and --upload-total-mib, in bytes
+	reserve int64         // --upload-disk-reserve-mib in bytes; 0: none
+	grace   time.Duration // --upload-grace
 }
 
 func defaultUploadLimits() uploadLimits {
-	return uploadLimits{maxMiB: defaultMaxUploadMiB, grace: defaultUploadGrace}
+	return uploadLimits{maxMiB: defaultMaxUploadMiB, quota: uploadQuota{perUser: defaultUploadQuotaMiB << 20, total: defaultUploadTotalMiB << 20},
+		reserve: defaultUploadDiskReserveMiB << 20, grace: defaultUploadGrace}
 }
 
 // uploadLimitsFrom reads the upload flags.
@@ -62,17 +75,62 @@ func uploadLimitsFrom(o options) (uploadLimits, error) {
 		return uploadLimits{}, fmt.Errorf("%w: --max-file-upload-size-mib must be 0 (no uploads) or more", errUsage)
 	case o.UploadQuotaMiB < 0:
 		return uploadLimits{}, fmt.Errorf("%w: --upload-quota-mib must be 0 (none) or more", errUsage)
+	case o.UploadTotalMiB < 0:
+		return uploadLimits{}, fmt.Errorf("%w: --upload-total-mib must be 0 (none) or more", errUsage)
+	case o.UploadDiskReserveMiB < 0:
+		return uploadLimits{}, fmt.Errorf("%w: --upload-disk-reserve-mib must be 0 (none) or more", errUsage)
 	case o.UploadGrace <= 0:
 		return uploadLimits{}, fmt.Errorf("%w: --upload-grace must be positive", errUsage)
 	}
-	return uploadLimits{maxMiB: o.MaxUploadMiB, quota: int64(o.UploadQuotaMiB) << 20, grace: o.UploadGrace}, nil
+	return uploadLimits{maxMiB: o.MaxUploadMiB, quota: uploadQuota{perUser: int64(o.UploadQuotaMiB) << 20, total: int64(o.UploadTotalMiB) << 20},
+		reserve: int64(o.UploadDiskReserveMiB) << 20, grace: o.UploadGrace}, nil
+}
+
+// uploadRoom is how many bytes an upload's file may have, and the
+// refusal past them: the largest file's, or a quota's.
+type uploadRoom struct {
+	bytes   int64 // -1: not even an empty file
+	refusal error
+}
+
+// uploadRoom is the room for u's next file now: the largest file,
+// narrowed to what is left of u's quota, of the server's total and of
+// the free disk above the reserve. The file is streamed only that far,
+// so that an upload refused for a quota writes nothing it keeps; the
+// store checks the quotas again as it records the file, against uploads
+// that finished meanwhile.
+func (s *server) uploadRoom(u user) (uploadRoom, error) {
+	room := uploadRoom{int64(s.uploads.maxMiB) << 20, errFileTooLarge(s.uploads.maxMiB)}
+	narrow := func(left int64) {
+		if left < room.bytes {
+			room = uploadRoom{max(left, -1), errUploadQuota}
+		}
+	}
+	if q := s.uploads.quota; q.perUser > 0 || q.total > 0 {
+		mine, all, err := s.store.uploadUsage(u.ID)
+		if err != nil {
+			return uploadRoom{}, err
+		}
+		if q.perUser > 0 {
+			narrow(q.perUser - mine)
+		}
+		if q.total > 0 {
+			narrow(q.total - all)
+		}
+	}
+	if s.uploads.reserve > 0 {
+		if free, ok := s.store.uploadsDiskFree(); ok {
+			narrow(free - s.uploads.reserve)
+		}
+	}
+	return room, nil
 }
 
 // uploadFile serves POST /api/v1/user_uploads: one file, in a multipart
 // part with a filename, streamed to disk within max_file_upload_size_mib,
-// recorded within the uploader's quota, and answered with its URL
-// (url, and its older name uri) and name. Other parts are parameters,
-// which this route does not use.
+// the quotas and the disk reserve (uploadRoom), recorded, and answered
+// with its URL (url, and its older name uri) and name. Other parts are
+// parameters, which this route does not use.
 func (s *server) uploadFile() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, err := s.admit(w, r)
@@ -120,11 +178,18 @@ func (s *server) receiveUpload(w http.ResponseWriter, r *http.Request, u user) (
 	if r.ContentLength > maxBytes+uploadOverhead {
 		return nil, nil, errFileTooLarge(s.uploads.maxMiB)
 	}
+	room, err := s.uploadRoom(u)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.ContentLength > room.bytes+uploadOverhead { // Zulip's order: the largest file, then the quota
+		return nil, nil, room.refusal
+	}
 	mediaType, mediaParams, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "multipart/form-data" || mediaParams["boundary"] == "" {
 		return nil, nil, errNoFileGiven // no multipart body: no file
 	}
-	file, fields, err := s.readUploadParts(w, r, mediaParams["boundary"], maxBytes)
+	file, fields, err := s.readUploadParts(w, r, mediaParams["boundary"], room)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -143,10 +208,10 @@ func (s *server) receiveUpload(w http.ResponseWriter, r *http.Request, u user) (
 }
 
 // readUploadParts reads the multipart body: the first part with a file
-// name goes to disk as it arrives; a second one is refused (Zulip's
-// "one file at a time"); the others are small parameters.
-func (s *server) readUploadParts(w http.ResponseWriter, r *http.Request, boundary string, maxBytes int64) (*receivedFile, url.Values, error) {
-	body := http.MaxBytesReader(w, r.Body, maxBytes+uploadOverhead)
+// name goes to disk as it arrives, within room; a second one is refused
+// (Zulip's "one file at a time"); the others are small parameters.
+func (s *server) readUploadParts(w http.ResponseWriter, r *http.Request, boundary string, room uploadRoom) (*receivedFile, url.Values, error) {
+	body := http.MaxBytesReader(w, r.Body, int64(s.uploads.maxMiB)<<20+uploadOverhead)
 	mr := multipart.NewReader(body, boundary)
 	fields := url.Values{}
 	var file *receivedFile
@@ -181,9 +246,12 @@ func (s *server) readUploadParts(w http.ResponseWriter, r *http.Request, boundar
 		if file != nil {
 			return nil, nil, errOneFileAtATime
 		}
-		sum, size, err := s.store.writeBlob(part, maxBytes)
+		if room.bytes < 0 {
+			return nil, nil, room.refusal
+		}
+		sum, size, err := s.store.writeBlob(part, room.bytes)
 		if errors.Is(err, errBlobTooLarge) {
-			return nil, nil, errFileTooLarge(s.uploads.maxMiB)
+			return nil, nil, room.refusal
 		}
 		if err != nil {
 			return nil, nil, uploadBodyError(err, s.uploads.maxMiB)

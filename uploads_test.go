@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +17,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -210,7 +215,7 @@ func TestUploads_Refusals(t *testing.T) {
 	wantAPIError(t, e.upload(t, nil, "/api/v1/user_uploads", uploadPart{"file", "a.txt", "", "x"}), http.StatusUnauthorized, "UNAUTHORIZED", "Not logged in: API authentication or user session required")
 
 	// The per-user quota: Zulip's error once a user's files would pass it.
-	e.server.uploads.quota = 10
+	e.server.uploads.quota.perUser = 10
 	e.mustUpload(t, &e.alice, "six.txt", "123456")
 	wantAPIError(t, e.upload(t, &e.alice, "/api/v1/user_uploads", uploadPart{"file", "five.txt", "", "12345"}), http.StatusBadRequest, "REALM_UPLOAD_QUOTA", "Upload would exceed your organization's upload quota.")
 	e.mustUpload(t, &e.bob, "five.txt", "12345") // another user's quota is their own
@@ -368,7 +373,7 @@ func TestBackup_CopiesUploadsAndRestoresWithOneCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	pathID := uploadRealmID + "/" + randomPathToken() + "/notes.txt"
-	if err := st.addAttachment(alice, attachment{PathID: pathID, Owner: alice.ID, Name: "notes.txt", Size: size, SHA256: sum, ContentType: "text/plain", Created: time.Now().Unix()}, 0); err != nil {
+	if err := st.addAttachment(alice, attachment{PathID: pathID, Owner: alice.ID, Name: "notes.txt", Size: size, SHA256: sum, ContentType: "text/plain", Created: time.Now().Unix()}, uploadQuota{}); err != nil {
 		t.Fatal(err)
 	}
 	st.close()
@@ -414,4 +419,201 @@ func TestBackup_CopiesUploadsAndRestoresWithOneCommand(t *testing.T) {
 	if got, _ := io.ReadAll(f); string(got) != "kept in the backup" {
 		t.Errorf("restored bytes: got %q", got)
 	}
+}
+
+// e2eUpload posts one file to a running server as the client's account
+// and answers the status and the envelope.
+func e2eUpload(t *testing.T, c *client, name string, content []byte) (int, map[string]any) {
+	t.Helper()
+	body, contentType := multipartBody(t, uploadPart{"file", name, "application/octet-stream", string(content)})
+	req, err := http.NewRequest(http.MethodPost, c.base+"/api/v1/user_uploads", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.SetBasicAuth(c.email, c.key)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatalf("upload %s: %v", name, err)
+	}
+	defer resp.Body.Close()
+	var envelope map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&envelope); err != nil {
+		t.Fatalf("upload %s: %d, body not JSON: %v", name, resp.StatusCode, err)
+	}
+	return resp.StatusCode, envelope
+}
+
+// storedUploads counts the blobs beside the database and the temporary
+// files an upload left: what a refused upload must not add to.
+func storedUploads(t *testing.T, db string) (blobs, temporary int) {
+	t.Helper()
+	shards, err := os.ReadDir(uploadsDir(db))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shard := range shards {
+		files, err := os.ReadDir(filepath.Join(uploadsDir(db), shard.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shard.Name() == "tmp" {
+			temporary += len(files)
+		} else {
+			blobs += len(files)
+		}
+	}
+	return blobs, temporary
+}
+
+// wantQuotaRefusal checks Zulip's answer to an upload past a quota.
+func wantQuotaRefusal(t *testing.T, what string, status int, body map[string]any) {
+	t.Helper()
+	if status != http.StatusBadRequest || body["result"] != "error" || body["code"] != "REALM_UPLOAD_QUOTA" || body["msg"] != "Upload would exceed your organization's upload quota." {
+		t.Errorf("%s: got %d %v %q, want 400 REALM_UPLOAD_QUOTA %q", what, status, body["code"], body["msg"], "Upload would exceed your organization's upload quota.")
+	}
+}
+
+// The upload limits are on by default: each user's quota, the server's
+// total and the free-disk reserve have defaults sized for a small
+// device, the help says them, and register tells the total as Zulip's
+// realm_upload_quota_mib (issue 28, item 4).
+func TestUploadLimits_OnByDefault(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	help := e2eRunCLI(t, bin, "serve", "--help")
+	for _, want := range []string{`-upload-quota-mib int\n[^\n]*\(default 1024\)`, `-upload-total-mib int\n[^\n]*\(default 5120\)`, `-upload-disk-reserve-mib int\n[^\n]*\(default 512\)`} {
+		if !regexp.MustCompile(want).MatchString(help.stdout) {
+			t.Errorf("serve --help: got no match for %q in\n%s", want, help.stdout)
+		}
+	}
+	srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"))
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	status, reg, _ := owner.do(t, http.MethodPost, "/api/v1/register", url.Values{"fetch_event_types": {`["realm"]`}}, e2ePython)
+	if status != 200 || fmt.Sprint(reg["realm_upload_quota_mib"]) != "5120" || fmt.Sprint(reg["max_file_upload_size_mib"]) != "25" {
+		t.Errorf("register: got %d, realm_upload_quota_mib %v, max_file_upload_size_mib %v; want 5120 and 25", status, reg["realm_upload_quota_mib"], reg["max_file_upload_size_mib"])
+	}
+}
+
+// An upload past its user's quota is refused with Zulip's quota error
+// and leaves nothing on disk; another user's quota is their own.
+func TestUploadQuota_PerUserRefusalKeepsNothing(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db, "--upload-quota-mib", "1")
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	r := e2eRunCLI(t, bin, "user", "add", "bob@example.com", "--db", db)
+	r.wantOK(t, "user add")
+	bob := e2eNewClient(srv.baseURL, "bob@example.com", strings.TrimSpace(r.stdout))
+
+	if status, body := e2eUpload(t, owner, "a.bin", bytes.Repeat([]byte("a"), 600<<10)); status != 200 {
+		t.Fatalf("first 600 KiB: got %d %v, want 200", status, body["msg"])
+	}
+	status, body := e2eUpload(t, owner, "b.bin", bytes.Repeat([]byte("b"), 600<<10))
+	wantQuotaRefusal(t, "the next 600 KiB past 1 MiB", status, body)
+	if blobs, temporary := storedUploads(t, db); blobs != 1 || temporary != 0 {
+		t.Errorf("after the refusal: got %d blobs and %d temporary files, want 1 and 0", blobs, temporary)
+	}
+	status, body = e2eUpload(t, owner, "big.bin", bytes.Repeat([]byte("c"), 2<<20)) // refused before it is read
+	wantQuotaRefusal(t, "2 MiB past 1 MiB", status, body)
+	if status, body := e2eUpload(t, bob, "b.bin", bytes.Repeat([]byte("b"), 600<<10)); status != 200 {
+		t.Errorf("another user's 600 KiB: got %d %v, want 200", status, body["msg"])
+	}
+	if blobs, temporary := storedUploads(t, db); blobs != 2 || temporary != 0 {
+		t.Errorf("at the end: got %d blobs and %d temporary files, want 2 and 0", blobs, temporary)
+	}
+}
+
+// --upload-total-mib bounds every user's files together: past it, anyone's
+// upload is refused with Zulip's quota error, and nothing is kept.
+func TestUploadTotal_RefusesAcrossUsers(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db, "--upload-total-mib", "1")
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	r := e2eRunCLI(t, bin, "user", "add", "bob@example.com", "--db", db)
+	r.wantOK(t, "user add")
+	bob := e2eNewClient(srv.baseURL, "bob@example.com", strings.TrimSpace(r.stdout))
+
+	if status, body := e2eUpload(t, owner, "a.bin", bytes.Repeat([]byte("a"), 600<<10)); status != 200 {
+		t.Fatalf("the owner's 600 KiB: got %d %v, want 200", status, body["msg"])
+	}
+	status, body := e2eUpload(t, bob, "b.bin", bytes.Repeat([]byte("b"), 600<<10))
+	wantQuotaRefusal(t, "bob's 600 KiB past the server's 1 MiB", status, body)
+	if blobs, temporary := storedUploads(t, db); blobs != 1 || temporary != 0 {
+		t.Errorf("after the refusal: got %d blobs and %d temporary files, want 1 and 0", blobs, temporary)
+	}
+	if status, body := e2eUpload(t, bob, "small.bin", bytes.Repeat([]byte("s"), 100<<10)); status != 200 {
+		t.Errorf("bob's 100 KiB within the total: got %d %v, want 200", status, body["msg"])
+	}
+	status, reg, _ := bob.do(t, http.MethodPost, "/api/v1/register", url.Values{"fetch_event_types": {`["realm"]`}}, e2ePython)
+	if status != 200 || fmt.Sprint(reg["realm_upload_quota_mib"]) != "1" {
+		t.Errorf("register: got %d, realm_upload_quota_mib %v, want 1", status, reg["realm_upload_quota_mib"])
+	}
+}
+
+// Below --upload-disk-reserve-mib of free space on the uploads'
+// filesystem, uploads are refused with Zulip's quota error and leave
+// nothing behind, while messages are still sent: the reserve is the
+// database's. A reserve larger than any disk stands for a full one.
+func TestUploadDiskReserve_RefusesUploadsWhileMessagesWork(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db, "--upload-disk-reserve-mib", strconv.Itoa(1<<30)) // 1 PiB
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	status, body := e2eUpload(t, owner, "note.txt", []byte("a small file"))
+	wantQuotaRefusal(t, "an upload with less free disk than the reserve", status, body)
+	if blobs, temporary := storedUploads(t, db); blobs != 0 || temporary != 0 {
+		t.Errorf("after the refusal: got %d blobs and %d temporary files, want none", blobs, temporary)
+	}
+	if status, body, _ := owner.do(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}, e2ePython); status != 200 {
+		t.Fatalf("subscribe: got %d %v", status, body["msg"])
+	}
+	status, body, _ = owner.do(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"still here"}}, e2ePython)
+	if status != 200 {
+		t.Errorf("a message below the reserve: got %d %v, want 200", status, body["msg"])
+	}
+}
+
+// The server's total is kept as one count beside the records, so that
+// an upload need not add up every file: each record adds its size, and
+// each sweep makes the count exact again (what it deleted gone, and any
+// drift, as from a database an older zulite wrote to, mended).
+func TestUploads_TotalCountedAndMadeExactBySweeps(t *testing.T) {
+	e := newTestEnv(t)
+	e.server.uploads.quota = uploadQuota{total: 10}
+	e.mustUpload(t, &e.alice, "six.txt", "123456")
+	wantAPIError(t, e.upload(t, &e.bob, "/api/v1/user_uploads", uploadPart{"file", "five.txt", "", "12345"}), http.StatusBadRequest, "REALM_UPLOAD_QUOTA", "Upload would exceed your organization's upload quota.")
+	e.mustUpload(t, &e.bob, "four.txt", "1234")
+	total := func() int64 {
+		t.Helper()
+		_, all, err := e.st.uploadUsage(e.alice.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return all
+	}
+	if got := total(); got != 10 {
+		t.Errorf("after two uploads of 6 and 4 bytes: got a total of %d, want 10", got)
+	}
+	// The store refuses too, for uploads that finished after the room was measured.
+	if err := e.st.addAttachment(e.bob.user, attachment{PathID: "2/" + strings.Repeat("r", 24) + "/late.txt", Owner: e.bob.ID, Size: 1}, uploadQuota{total: 10}); !errors.Is(err, errUploadQuota) {
+		t.Errorf("a record past the total: got %v, want the quota error", err)
+	}
+	e.st.update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyAttachmentBytes, itob(999)) }) // drift
+	if _, _, err := e.st.sweepUploads(time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got := total(); got != 10 {
+		t.Errorf("after a sweep within the grace: got a total of %d, want 10 again", got)
+	}
+	if _, _, err := e.st.sweepUploads(time.Now().Add(2*time.Hour), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got := total(); got != 0 {
+		t.Errorf("after the sweep deleted both unlinked files: got a total of %d, want 0", got)
+	}
+	e.mustUpload(t, &e.bob, "ten.txt", "0123456789")
 }
