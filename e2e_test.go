@@ -81,15 +81,42 @@ func TestEndToEnd_SPECStory(t *testing.T) {
 
 // ---- the binary ----
 
-func e2eBuildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "zulite")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: got %v, want success\n%s", err, out)
+// e2eBuildBinary answers the real binary, built once for the whole test
+// process (it was built by every test that ran it, 25 builds a run).
+func e2eBuildBinary(tb testing.TB) string {
+	tb.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "zulite-bin-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.dir, built.bin = dir, filepath.Join(dir, "zulite")
+		cmd := exec.Command("go", "build", "-o", built.bin, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		tb.Fatalf("go build: got %v, want success", built.err)
 	}
-	return bin
+	return built.bin
+}
+
+// built is the binary e2eBuildBinary built; TestMain removes it.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // e2eChildEnv is the test's environment without ZULITE_* settings, so that

@@ -66,12 +66,7 @@ func BenchmarkStartup(b *testing.B) {
 	}
 	b.Logf("database: %d users, %d unread entries, %d MiB", users, users*unreadEach, fi.Size()>>20)
 
-	bin := filepath.Join(dir, "zulite")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := e2eBuildBinary(b)
 	client := &http.Client{Timeout: time.Second}
 	for b.Loop() {
 		b.StopTimer()

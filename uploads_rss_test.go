@@ -36,12 +36,7 @@ func startRSSServer(tb testing.TB) *rssServer {
 		tb.Skipf("no /proc: %v", err)
 	}
 	dir := tb.TempDir()
-	bin := filepath.Join(dir, "zulite")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		tb.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := e2eBuildBinary(tb)
 	// No quotas: a long benchmark keeps 51 MiB more on each round.
 	cmd := exec.Command(bin, "serve", "--db", filepath.Join(dir, "z.db"), "--addr", "127.0.0.1:0", "--rate-limit", "off", "--upload-quota-mib", "0", "--upload-total-mib", "0")
 	cmd.Env = e2eChildEnv()
