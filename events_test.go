@@ -216,7 +216,7 @@ func TestEvents_LongPollWakesOnSendAndEndsOnShutdown(t *testing.T) {
 		json.Unmarshal(rec.Body.Bytes(), &body)
 		done <- response{status: rec.Code, body: body}
 	}()
-	time.Sleep(50 * time.Millisecond) // let the poll start waiting
+	untilPollsWait(t, e.server.events, e.bob.ID, queue, 1)
 	start := time.Now()
 	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice))
 	select {
@@ -236,12 +236,34 @@ func TestEvents_LongPollWakesOnSendAndEndsOnShutdown(t *testing.T) {
 		_, ok, _ := e.server.events.poll(ctx, e.bob.ID, queue, 0, false, nil)
 		ended <- ok
 	}()
-	time.Sleep(50 * time.Millisecond)
+	untilPollsWait(t, e.server.events, e.bob.ID, queue, 1)
 	e.server.events.close()
 	select {
 	case <-ended:
 	case <-time.After(5 * time.Second):
 		t.Fatal("a waiting poll did not end when the hub closed")
+	}
+}
+
+// untilPollsWait waits until n polls wait on the queue: a test that then
+// wakes them proves the wake-up, where a sleep might let the poll start
+// after the event it should have waited for.
+func untilPollsWait(t *testing.T, hub *eventHub, userID uint64, queue string, n int) {
+	t.Helper()
+	q, ok := hub.queue(userID, queue)
+	if !ok {
+		t.Fatalf("queue %s: not found", queue)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		q.mu.Lock()
+		polls := q.polls
+		q.mu.Unlock()
+		if polls == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue %s: %d polls waiting after 5 s, want %d", queue, polls, n)
+		}
 	}
 }
 
@@ -267,18 +289,20 @@ func within(t *testing.T, what string, done chan bool, want bool) {
 	}
 }
 
-func TestEvents_EveryWaitingPollWakesAndRemovalEndsThem(t *testing.T) {
+func TestEvents_AReconnectedPollWakesAndRemovalEndsIt(t *testing.T) {
 	e := newTestEnv(t)
 	hub := e.server.events
 	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
-	first, second := waitPoll(hub, e.bob.ID, queue, -1), waitPoll(hub, e.bob.ID, queue, -1)
-	time.Sleep(50 * time.Millisecond)
+	first := waitPoll(hub, e.bob.ID, queue, -1)
+	untilPollsWait(t, hub, e.bob.ID, queue, 1)
+	second := waitPoll(hub, e.bob.ID, queue, -1) // the client reconnected
+	within(t, "the poll a reconnection replaced", first, true)
+	untilPollsWait(t, hub, e.bob.ID, queue, 1)
 	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, &e.alice))
-	within(t, "first of two polls", first, true)
-	within(t, "second of two polls", second, true) // a reconnected client's poll must not wait 50 s
+	within(t, "the reconnected poll", second, true) // it must not wait 50 s
 
 	waiting := waitPoll(hub, e.bob.ID, queue, 0)
-	time.Sleep(50 * time.Millisecond)
+	untilPollsWait(t, hub, e.bob.ID, queue, 1)
 	wantAPISuccess(t, e.request(t, http.MethodDelete, "/api/v1/events", url.Values{"queue_id": {queue}}, &e.bob))
 	within(t, "poll on a deleted queue", waiting, false)
 }
@@ -296,7 +320,7 @@ func TestEvents_PollingKeepsAQueueAliveAndHeartbeats(t *testing.T) {
 		got, _, _ := hub.poll(context.Background(), e.bob.ID, queue, -1, false, nil)
 		events <- got
 	}()
-	time.Sleep(50 * time.Millisecond)
+	untilPollsWait(t, hub, e.bob.ID, queue, 1)
 	mu.Lock()
 	clock = clock.Add(2 * queueIdleTimeout) // long idle, but a poll is waiting
 	mu.Unlock()
@@ -910,22 +934,8 @@ func TestEvents_ANewerPollAnswersTheOneWaitingInItsHandler(t *testing.T) {
 		}()
 		return done
 	}
-	waiting := func() int {
-		q, _ := hub.queue(e.bob.ID, queue)
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return q.polls
-	}
-	until := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 5 s", what)
-			}
-		}
-	}
 	first := poll()
-	until("the first poll waits", func() bool { return waiting() == 1 })
+	untilPollsWait(t, hub, e.bob.ID, queue, 1)
 	second := poll()
 	select {
 	case a := <-first:
@@ -935,7 +945,7 @@ func TestEvents_ANewerPollAnswersTheOneWaitingInItsHandler(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the first poll still waits after a second reached its queue")
 	}
-	until("the second poll waits", func() bool { return waiting() == 1 })
+	untilPollsWait(t, hub, e.bob.ID, queue, 1)
 	select {
 	case <-second:
 		t.Fatal("the second poll answered with nothing to answer")
