@@ -64,7 +64,7 @@ func unreadTopicsShown(topics []unreadTopic, allowEmptyTopic bool) []unreadTopic
 			continue
 		}
 		name := displayTopic(t.Topic, allowEmptyTopic)
-		k := key{t.ChannelID, strings.ToLower(name)}
+		k := key{t.ChannelID, foldTopic(name)}
 		i, ok := index[k]
 		if !ok {
 			i = len(out)
@@ -81,7 +81,7 @@ func unreadTopicsShown(topics []unreadTopic, allowEmptyTopic bool) []unreadTopic
 		if a.ChannelID != b.ChannelID {
 			return cmp.Compare(a.ChannelID, b.ChannelID)
 		}
-		return strings.Compare(strings.ToLower(a.Topic), strings.ToLower(b.Topic))
+		return strings.Compare(foldTopic(a.Topic), foldTopic(b.Topic))
 	})
 	return out
 }

@@ -37,9 +37,9 @@ func matchesNarrow(terms []narrowTerm, m pagedMessage) bool {
 		case "channel":
 			ok = (t.ID != 0 && m.ChannelID == t.ID) || (t.Name != "" && sameChannelName(m.Channel.Name, t.Name))
 		case "topic":
-			ok = !m.isDirect() && strings.EqualFold(m.Topic, t.Name)
+			ok = !m.isDirect() && foldTopic(m.Topic) == foldTopic(t.Name)
 		case "sender":
-			ok = (t.ID != 0 && m.SenderID == t.ID) || (t.Name != "" && strings.EqualFold(m.Sender.Email, t.Name))
+			ok = (t.ID != 0 && m.SenderID == t.ID) || (t.Name != "" && foldEmail(m.Sender.Email) == foldEmail(t.Name))
 		case "id":
 			ok = m.ID == t.ID
 		case "is":
@@ -51,7 +51,7 @@ func matchesNarrow(terms []narrowTerm, m pagedMessage) bool {
 			case "mentioned": // Zulip's is:mentioned: any mention flag
 				ok = m.Flags&flagsAnyMention != 0
 			case "resolved":
-				ok = strings.HasPrefix(m.Topic, "✔ ")
+				ok = strings.HasPrefix(m.Topic, resolvedPrefix)
 			case "dm", "private":
 				ok = m.isDirect()
 			}

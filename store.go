@@ -632,12 +632,23 @@ func itob(v uint64) []byte {
 
 func btoi(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 
-func emailKey(email string) []byte { return []byte(strings.ToLower(email)) }
-func nameKey(name string) []byte   { return []byte(strings.ToLower(name)) }
+func emailKey(email string) []byte { return []byte(foldEmail(email)) }
+func nameKey(name string) []byte   { return []byte(foldChannelName(name)) }
+
+// foldEmail, foldChannelName and foldTopic are the one case fold of each
+// kind of name: the one its index's keys are made with (user_emails,
+// channel_names, topic_messages), so that whatever else compares two
+// names, a live narrow or a listing, agrees with the index. It is
+// strings.ToLower, as Zulip's live narrow lowers with Python's
+// str.lower: the Kelvin sign "K" is "k", but the long "ſ" is not "s".
+// Changing one changes the keys of databases already written.
+func foldEmail(email string) string      { return strings.ToLower(email) }
+func foldChannelName(name string) string { return strings.ToLower(name) }
+func foldTopic(topic string) string      { return strings.ToLower(topic) }
 
 // sameChannelName tells whether two names are one channel's: the name
 // index's normalisation, the only one used to compare names.
-func sameChannelName(a, b string) bool { return strings.ToLower(a) == strings.ToLower(b) }
+func sameChannelName(a, b string) bool { return foldChannelName(a) == foldChannelName(b) }
 
 // listAll decodes every record of a bucket of JSON values, in key order.
 func listAll[T any](s *store, bucket []byte) ([]T, error) {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"go.etcd.io/bbolt"
@@ -239,7 +238,7 @@ func indexMessage(tx *bbolt.Tx, m message) error {
 }
 
 func topicPrefix(channelID uint64, topic string) []byte {
-	return append(append(itob(channelID), strings.ToLower(topic)...), 0)
+	return append(append(itob(channelID), foldTopic(topic)...), 0)
 }
 
 func topicKey(channelID uint64, topic string, messageID uint64) []byte {
