@@ -606,22 +606,6 @@ func readRange(p *params, forFetch bool) (messageRange, error) {
 	return q, nil
 }
 
-// renameEmptyTopicTerm makes the first `topic` term naming the empty
-// topic by its display name name it "", as Zulip's
-// update_narrow_terms_containing_empty_topic_fallback_name does for
-// GET /messages and flags/narrow ("" itself already matches the empty
-// topic).
-func renameEmptyTopicTerm(terms []rawTerm) {
-	for i, t := range terms {
-		if t.operator == "topic" {
-			if t.operand == emptyTopicDisplayName { // "(no topic)" stays a name here
-				terms[i].operand = ""
-			}
-			return
-		}
-	}
-}
-
 // parseAnchor reads a message id anchor as Zulip's int() would, clamped
 // to 0 .. largestMessageID.
 func parseAnchor(anchor string) (uint64, error) {
@@ -769,7 +753,7 @@ func (s *server) getMessage(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.store.messages(r.user, messageRange{Narrow: []narrowTerm{{Operator: "id", ID: id}}, AnchorKind: anchorID, Anchor: id, IncludeAnchor: true})
+	page, err := s.store.messages(r.user, messageRange{Narrow: []narrowTerm{{Operator: opID, ID: id}}, AnchorKind: anchorID, Anchor: id, IncludeAnchor: true})
 	if err != nil {
 		return nil, err
 	}

@@ -16,14 +16,47 @@ import (
 
 // narrowTerm is one term of a narrow, its operand already typed.
 type narrowTerm struct {
-	Operator string // channel, topic, is, sender, id, search, has, in, dm, dm-including, group-pm-with; aliases are mapped
-	Name     string // channel or topic name, sender e-mail, or the operand of is/search/has/in
+	Operator narrowOperator
+	Name     string // channel or topic name, sender e-mail, or the operand of search, has, in or channels
 	ID       uint64 // channel, sender or message id, when given as a number
 	Negated  bool
 	// IDs: a dm term's user ids; once the store resolves it, the
 	// conversation's participants, sorted (store_dms.go).
 	IDs []uint64
 }
+
+// narrowOperator is what a term tests: Zulip's operator, its old names
+// mapped to the new, and for is: the operand too, since each is: operand
+// is a test of its own (and the store picks its index by some). Only
+// this file reads the names clients send; the store and the event
+// queues know a term by its narrowOperator alone.
+type narrowOperator uint8
+
+const (
+	opChannel     narrowOperator = iota + 1 // channel, stream
+	opChannels                              // channels, streams
+	opTopic                                 // topic, subject
+	opSender                                // sender
+	opID                                    // id
+	opWith                                  // with
+	opNear                                  // near
+	opIn                                    // in
+	opSearch                                // search
+	opHas                                   // has
+	opDM                                    // dm, pm-with, pm_with
+	opDMIncluding                           // dm-including
+	opGroupPMWith                           // group-pm-with, group_pm_with
+	opIsDM                                  // is:dm, is:private; the is: terms come last (isTest)
+	opIsStarred                             // is:starred
+	opIsUnread                              // is:unread
+	opIsMentioned                           // is:mentioned
+	opIsAlerted                             // is:alerted
+	opIsResolved                            // is:resolved
+	opIsFollowed                            // is:followed
+)
+
+// isTest tells whether the term is an is: term.
+func (op narrowOperator) isTest() bool { return op >= opIsDM }
 
 // matchesNarrow is the one narrow match, for a page (store_range.go),
 // a flag update by narrow and a live event queue alike: m as one user
@@ -34,40 +67,37 @@ func matchesNarrow(terms []narrowTerm, m pagedMessage) bool {
 	for _, t := range terms {
 		var ok bool
 		switch t.Operator {
-		case "channel":
+		case opChannel:
 			ok = (t.ID != 0 && m.ChannelID == t.ID) || (t.Name != "" && sameChannelName(m.Channel.Name, t.Name))
-		case "topic":
+		case opTopic:
 			ok = !m.isDirect() && foldTopic(m.Topic) == foldTopic(t.Name)
-		case "sender":
+		case opSender:
 			ok = (t.ID != 0 && m.SenderID == t.ID) || (t.Name != "" && foldEmail(m.Sender.Email) == foldEmail(t.Name))
-		case "id":
+		case opID:
 			ok = m.ID == t.ID
-		case "is":
-			switch t.Name {
-			case "unread":
-				ok = m.Unread
-			case "starred":
-				ok = m.Flags&flagStarred != 0
-			case "mentioned": // Zulip's is:mentioned: any mention flag
-				ok = m.Flags&flagsAnyMention != 0
-			case "resolved":
-				ok = strings.HasPrefix(m.Topic, resolvedPrefix)
-			case "dm", "private":
-				ok = m.isDirect()
-			}
-		case "search":
+		case opIsUnread:
+			ok = m.Unread
+		case opIsStarred:
+			ok = m.Flags&flagStarred != 0
+		case opIsMentioned: // Zulip's is:mentioned: any mention flag
+			ok = m.Flags&flagsAnyMention != 0
+		case opIsResolved:
+			ok = strings.HasPrefix(m.Topic, resolvedPrefix)
+		case opIsDM:
+			ok = m.isDirect()
+		case opSearch:
 			ok = containsFold(m.Content, t.Name) || containsFold(m.Topic, t.Name)
-		case "has":
+		case opHas:
 			ok = t.Name == "link" && (strings.Contains(m.Content, "http://") || strings.Contains(m.Content, "https://"))
-		case "in", "near":
+		case opIn, opNear:
 			ok = true // nothing is muted in zulite, and near only positions a client's view
-		case "channels":
+		case opChannels:
 			ok = !m.isDirect() && !m.Channel.Private
-		case "dm": // the conversation exactly: its participants, the reader among them
+		case opDM: // the conversation exactly: its participants, the reader among them
 			ok = m.isDirect() && slices.EqualFunc(m.Participants, t.IDs, func(u user, id uint64) bool { return u.ID == id })
-		case "dm-including":
+		case opDMIncluding:
 			ok = m.isDirect() && slices.ContainsFunc(m.Participants, func(u user) bool { return u.ID == t.ID })
-		case "group-pm-with": // Zulip's legacy operator: group conversations only
+		case opGroupPMWith: // Zulip's legacy operator: group conversations only
 			ok = m.isDirect() && len(m.Participants) > 2 && slices.ContainsFunc(m.Participants, func(u user) bool { return u.ID == t.ID })
 		}
 		if ok == t.Negated {
@@ -81,9 +111,8 @@ func matchesNarrow(terms []narrowTerm, m pagedMessage) bool {
 // an event queue's narrow cannot filter live messages by.
 func checkNarrowForEvents(terms []rawTerm) error {
 	for _, t := range terms {
-		switch narrowOperators[t.operator] { // old names included, as the fetch narrow takes them
-		case "channel", "topic", "sender", "is":
-		default:
+		op := narrowOperators[t.operator] // old names included, as the fetch narrow takes them
+		if op != opChannel && op != opTopic && op != opSender && t.operator != "is" {
 			return errOperatorNotSupported(t.operator)
 		}
 		if t.operator == "is" && t.operand == "followed" {
@@ -100,20 +129,25 @@ func containsFold(s, sub string) bool {
 // maxMessagesPerRequest bounds one page or one flag update, as Zulip's.
 const maxMessagesPerRequest = 5000
 
-// narrowOperators maps Zulip's operator names, old ones included, to the
-// ones zulite matches on.
-var narrowOperators = map[string]string{
-	"channel": "channel", "stream": "channel", "topic": "topic", "subject": "topic",
-	"is": "is", "sender": "sender", "id": "id", "with": "with", "search": "search", "has": "has",
-	"in": "in", "near": "near", "channels": "channels", "streams": "channels",
-	"dm": "dm", "pm-with": "dm", "pm_with": "dm", "dm-including": "dm-including", "group-pm-with": "group-pm-with", "group_pm_with": "group-pm-with",
+// narrowOperators maps Zulip's operator names, old ones included, to
+// what zulite matches on; "is" is read with its operand (isOperands).
+var narrowOperators = map[string]narrowOperator{
+	"channel": opChannel, "stream": opChannel, "topic": opTopic, "subject": opTopic,
+	"sender": opSender, "id": opID, "with": opWith, "search": opSearch, "has": opHas,
+	"in": opIn, "near": opNear, "channels": opChannels, "streams": opChannels,
+	"dm": opDM, "pm-with": opDM, "pm_with": opDM, "dm-including": opDMIncluding, "group-pm-with": opGroupPMWith, "group_pm_with": opGroupPMWith,
 }
 
-var narrowOperands = map[string][]string{
-	"is":       {"dm", "private", "starred", "unread", "mentioned", "alerted", "resolved", "followed"},
-	"has":      {"attachment", "image", "link", "reaction"},
-	"in":       {"home", "all"},
-	"channels": {"public", "web-public"},
+// isOperands maps the operands of "is" to what zulite matches on.
+var isOperands = map[string]narrowOperator{
+	"dm": opIsDM, "private": opIsDM, "starred": opIsStarred, "unread": opIsUnread,
+	"mentioned": opIsMentioned, "alerted": opIsAlerted, "resolved": opIsResolved, "followed": opIsFollowed,
+}
+
+var narrowOperands = map[narrowOperator][]string{
+	opHas:      {"attachment", "image", "link", "reaction"},
+	opIn:       {"home", "all"},
+	opChannels: {"public", "web-public"},
 }
 
 // A narrow's size is bounded, so that what one request makes a page walk
@@ -222,6 +256,22 @@ type rawTerm struct {
 	negated  bool
 }
 
+// renameEmptyTopicTerm makes the first `topic` term naming the empty
+// topic by its display name name it "", as Zulip's
+// update_narrow_terms_containing_empty_topic_fallback_name does for
+// GET /messages and flags/narrow ("" itself already matches the empty
+// topic).
+func renameEmptyTopicTerm(terms []rawTerm) {
+	for i, t := range terms {
+		if t.operator == "topic" {
+			if t.operand == emptyTopicDisplayName { // "(no topic)" stays a name here
+				terms[i].operand = ""
+			}
+			return
+		}
+	}
+}
+
 // checkOperand is the type check of an operand, which depends on the
 // operator (Zulip does it while parsing, before any other check).
 func checkOperand(operator string, operand any) error {
@@ -232,13 +282,13 @@ func checkOperand(operator string, operand any) error {
 		return errOperandTooLong
 	}
 	switch narrowOperators[operator] {
-	case "channel", "sender", "id", "with", "dm-including", "group-pm-with":
+	case opChannel, opSender, opID, opWith, opDMIncluding, opGroupPMWith:
 		if _, isString := operand.(string); !isString {
 			if _, isInt := jsonInt(operand); !isInt {
 				return errOperandNotStringOrInteger
 			}
 		}
-	case "dm":
+	case opDM:
 		if _, isString := operand.(string); isString {
 			return nil
 		}
@@ -251,7 +301,7 @@ func checkOperand(operator string, operand any) error {
 				return errNotInteger(elemName(`elem["operand"]`, i))
 			}
 		}
-	case "search":
+	case opSearch:
 		if text, isString := operand.(string); !isString {
 			return errNotString(`elem["operand"]`)
 		} else if strings.TrimSpace(text) == "" {
@@ -275,9 +325,8 @@ func narrowTerms(raw []rawTerm) ([]narrowTerm, error) {
 		if err != nil {
 			return nil, err
 		}
-		channelish = channelish || t.Operator == "channel" || t.Operator == "topic" || t.Operator == "channels"
-		dmish = dmish || t.Operator == "dm" || t.Operator == "dm-including" || t.Operator == "group-pm-with" ||
-			(t.Operator == "is" && (t.Name == "dm" || t.Name == "private"))
+		channelish = channelish || t.Operator == opChannel || t.Operator == opTopic || t.Operator == opChannels
+		dmish = dmish || t.Operator == opDM || t.Operator == opDMIncluding || t.Operator == opGroupPMWith || t.Operator == opIsDM
 		terms = append(terms, t)
 	}
 	if channelish && dmish {
@@ -289,21 +338,21 @@ func narrowTerms(raw []rawTerm) ([]narrowTerm, error) {
 // narrowTermOf checks one term's operator and operand.
 func narrowTermOf(operator string, operand any, negated bool) (narrowTerm, error) {
 	op, known := narrowOperators[operator]
-	if !known {
+	if !known && operator != "is" {
 		return narrowTerm{}, badNarrow("unknown operator " + operator)
 	}
 	t := narrowTerm{Operator: op, Negated: negated}
 	switch op {
-	case "channel", "sender", "id", "with", "dm-including", "group-pm-with":
+	case opChannel, opSender, opID, opWith, opDMIncluding, opGroupPMWith:
 		if id, ok := jsonInt(operand); ok {
-			if id <= 0 && (op == "id" || op == "with") {
+			if id <= 0 && (op == opID || op == opWith) {
 				return t, badNarrow("Invalid message ID")
 			}
 			t.ID = uint64(max(id, 0))
 			return t, nil
 		}
 		name, _ := operand.(string)
-		if op == "id" || op == "with" {
+		if op == opID || op == opWith {
 			id, err := strconv.ParseUint(name, 10, 64)
 			if err != nil || id == 0 {
 				return t, badNarrow("Invalid message ID")
@@ -313,7 +362,7 @@ func narrowTermOf(operator string, operand any, negated bool) (narrowTerm, error
 		}
 		t.Name = strings.TrimSpace(name)
 		return t, nil
-	case "dm": // e-mails joined by commas, or a list of user ids (store_dms.go resolves them)
+	case opDM: // e-mails joined by commas, or a list of user ids (store_dms.go resolves them)
 		if text, isText := operand.(string); isText {
 			t.Name = text
 			return t, nil
@@ -329,8 +378,14 @@ func narrowTermOf(operator string, operand any, negated bool) (narrowTerm, error
 	if !ok {
 		return t, errNotString(`elem["operand"]`)
 	}
+	if !known { // is
+		if t.Operator, known = isOperands[name]; !known {
+			return t, badNarrow("unknown '" + operator + "' operand " + name)
+		}
+		return t, nil
+	}
 	if allowed, listed := narrowOperands[op]; listed && !slices.Contains(allowed, name) {
-		if op == "channels" {
+		if op == opChannels {
 			return t, badNarrow("unknown channels operand " + name)
 		}
 		return t, badNarrow("unknown '" + operator + "' operand " + name)

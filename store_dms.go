@@ -381,7 +381,7 @@ func (r *rangeReader) seeDirect(m *pagedMessage) bool {
 // exact participant set (the reader added, sorted), dm-including's and
 // group-pm-with's to one user id.
 func (r *rangeReader) resolveDirect(t narrowTerm) (narrowTerm, error) {
-	if t.Operator != "dm" {
+	if t.Operator != opDM {
 		if t.Name != "" {
 			u, err := userByEmail(r.tx, t.Name)
 			if err != nil {
@@ -425,10 +425,10 @@ func (r *rangeReader) directSource(unread bool) (idSource, bool) {
 		if t.Negated {
 			continue
 		}
-		switch {
-		case t.Operator == "dm":
+		switch t.Operator {
+		case opDM:
 			exact = &r.terms[i]
-		case t.Operator == "dm-including", t.Operator == "group-pm-with", t.Operator == "is" && (t.Name == "dm" || t.Name == "private"):
+		case opDMIncluding, opGroupPMWith, opIsDM:
 			any = true
 		}
 	}

@@ -230,7 +230,7 @@ func (s *store) selectRange(tx *bbolt.Tx, u user, q messageRange) (messagePage, 
 func (r *rangeReader) resolve(terms []narrowTerm) error {
 	for _, t := range terms {
 		switch t.Operator {
-		case "channel":
+		case opChannel:
 			var ch channel
 			var err error
 			if t.Name != "" {
@@ -242,7 +242,7 @@ func (r *rangeReader) resolve(terms []narrowTerm) error {
 				return errNarrowUnknownChannel.about(t.Name + idText(t))
 			}
 			t.ID, t.Name = ch.ID, ""
-		case "with":
+		case opWith:
 			// The conversation of a message: its channel and topic, wherever
 			// the message has gone (zulite does not move messages).
 			m, err := messageByID(r.tx, t.ID)
@@ -251,20 +251,20 @@ func (r *rangeReader) resolve(terms []narrowTerm) error {
 					return errNarrowBadWith
 				}
 				ids, _ := conversationParticipants(r.tx, m.ConversationID)
-				r.terms = append(r.terms, narrowTerm{Operator: "dm", IDs: ids})
+				r.terms = append(r.terms, narrowTerm{Operator: opDM, IDs: ids})
 				continue
 			}
 			if err != nil || !r.canSee(m.ChannelID) {
 				return errNarrowBadWith
 			}
-			r.terms = append(r.terms, narrowTerm{Operator: "channel", ID: m.ChannelID}, narrowTerm{Operator: "topic", Name: m.Topic})
+			r.terms = append(r.terms, narrowTerm{Operator: opChannel, ID: m.ChannelID}, narrowTerm{Operator: opTopic, Name: m.Topic})
 			continue
-		case "dm", "dm-including", "group-pm-with":
+		case opDM, opDMIncluding, opGroupPMWith:
 			var err error
 			if t, err = r.resolveDirect(t); err != nil {
 				return err
 			}
-		case "sender":
+		case opSender:
 			if t.Name != "" {
 				u, err := userByEmail(r.tx, t.Name)
 				if err != nil {
@@ -279,8 +279,8 @@ func (r *rangeReader) resolve(terms []narrowTerm) error {
 	}
 	hasChannel, hasIs := false, false
 	for _, t := range r.terms {
-		hasChannel = hasChannel || (t.Operator == "channel" && !t.Negated)
-		hasIs = hasIs || t.Operator == "is"
+		hasChannel = hasChannel || (t.Operator == opChannel && !t.Negated)
+		hasIs = hasIs || t.Operator.isTest()
 	}
 	r.history = hasChannel && !hasIs
 	return nil
@@ -303,16 +303,16 @@ func (r *rangeReader) source(withUnread bool) idSource {
 		if t.Negated {
 			continue
 		}
-		switch {
-		case t.Operator == "channel":
+		switch t.Operator {
+		case opChannel:
 			channelID = t.ID
-		case t.Operator == "topic":
+		case opTopic:
 			topic = &t.Name
-		case t.Operator == "is" && t.Name == "unread":
+		case opIsUnread:
 			unread = true
-		case t.Operator == "is" && (t.Name == "starred" || t.Name == "mentioned"): // flags index both
+		case opIsStarred, opIsMentioned: // flags index both
 			starred = true
-		case t.Operator == "id":
+		case opID:
 			messageID = t.ID
 		}
 	}
