@@ -42,7 +42,7 @@ func (s *server) updateRealm(r *apiRequest) (any, error) {
 		}
 		id, isInt := jsonInt(next)
 		if !isInt {
-			return nil, errPermissionDenied.words("") // an anonymous group: zulite holds none
+			return nil, asAPIError(errPermissionDenied) // an anonymous group: zulite holds none
 		}
 		if err := checkRealmGroup(name, int(id)); err != nil {
 			return nil, err
@@ -68,7 +68,7 @@ func checkRealmGroup(name string, id int) error {
 	p := realmPermission(name)
 	switch {
 	case id < groupOwners || id > groupNobody:
-		return errNoSuchGroup.words("")
+		return asAPIError(errNoSuchGroup)
 	case id == groupInternet:
 		return errGroupNotAllowed(name, "role:internet")
 	case id == groupEveryone && !p.allowEveryoneGroup:

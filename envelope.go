@@ -74,7 +74,15 @@ func asAPIError(err error) *apiError {
 	}
 	var rej *rejection
 	if errors.As(err, &rej) {
-		return rej.words(nameOf(err))
+		var limit *moveTimeLimit
+		switch {
+		case rej.told != nil:
+			return asAPIError(rej.told)
+		case errors.As(err, &limit):
+			return moveTimeLimitWords(limit)
+		case rejectionWords[rej] != nil:
+			return rejectionWords[rej](nameOf(err))
+		}
 	}
 	return internalError(err)
 }
@@ -191,128 +199,88 @@ func writeJSON(b *bytes.Buffer, v any) {
 // ---- The catalogue: every error a client can be told, in Zulip's words ----
 //
 // To add an error, add it here: a fixed text is a variable, a text that
-// names something is a function, and a store refusal is a rejection with
-// its default wording. Texts are Zulip's, letter for letter; the comment
+// names something is a function, and a store refusal (a rejection,
+// store.go) has its words in rejectionWords. Texts are Zulip's, letter for letter; the comment
 // above a group says where Zulip words them.
-
-// rejection is a store sentinel: a request the store refused before its
-// first write, so nothing changed and the rest of its commit group
-// stands (store.updateReporting). words is what a client is told unless
-// the route words it otherwise; name is what the rejection is about (a
-// channel, a user), empty when it names nothing.
-type rejection struct {
-	text  string
-	words func(name string) *apiError
-}
-
-func (r *rejection) Error() string { return r.text }
-
-// about names what a rejection is about, for texts such as "Invalid
-// channel name 'x'".
-func (r *rejection) about(name string) error { return &namedError{r, name} }
-
-// namedError is a rejection with the name it is about.
-type namedError struct {
-	err  *rejection
-	name string
-}
-
-func (e *namedError) Error() string { return e.err.Error() + ": " + e.name }
-func (e *namedError) Unwrap() error { return e.err }
-
-// nameOf is the name a rejection is about, "" when it names nothing.
-func nameOf(err error) string {
-	var named *namedError
-	if errors.As(err, &named) {
-		return named.name
-	}
-	return ""
-}
-
-// isRejection tells a store refusal from a failure.
-func isRejection(err error) bool {
-	var rej *rejection
-	return errors.As(err, &rej)
-}
 
 func always(e *apiError) func(string) *apiError { return func(string) *apiError { return e } }
 
-// The store's rejections.
-var (
-	errEmailTaken        = &rejection{"e-mail already in use", always(badRequest("Email is already in use."))}
-	errNoSuchUser        = &rejection{"no such user", always(badRequest("No such user"))}
-	errNoSuchSession     = &rejection{"no such web session", always(errNotLoggedIn)}
-	errTokenNotFound     = &rejection{"token does not exist", always(badRequest("Token does not exist"))}
-	errChannelExists     = &rejection{"channel already exists", always(badRequest("Channel name already in use."))}
-	errNoSuchChannel     = &rejection{"no such channel", func(name string) *apiError { return badRequest("Invalid channel name '" + echoed(name) + "'") }}
-	errChannelForbidden  = &rejection{"channel not accessible", func(name string) *apiError { return badRequest("Unable to access channel (" + echoed(name) + ").") }}
-	errNoSuchTopic       = &rejection{"no such topic", errNoSuchTopicNamed}
-	errInvalidMessageIDs = &rejection{"invalid message(s)", always(errInvalidMessages)}
+// rejectionWords is what a client is told of each of the store's
+// rejections (store.go), unless the route words it otherwise; name is
+// what the rejection is about (a channel, a user), empty when it names
+// nothing. TestRejections_EachHasItsWords checks that none is missing.
+var rejectionWords = map[*rejection]func(name string) *apiError{
+	errEmailTaken:        always(badRequest("Email is already in use.")),
+	errNoSuchUser:        always(badRequest("No such user")),
+	errNoSuchSession:     always(errNotLoggedIn),
+	errTokenNotFound:     always(badRequest("Token does not exist")),
+	errChannelExists:     always(badRequest("Channel name already in use.")),
+	errNoSuchChannel:     func(name string) *apiError { return badRequest("Invalid channel name '" + echoed(name) + "'") },
+	errChannelForbidden:  func(name string) *apiError { return badRequest("Unable to access channel (" + echoed(name) + ").") },
+	errNoSuchTopic:       errNoSuchTopicNamed,
+	errInvalidMessageIDs: always(errInvalidMessages),
 
 	// A channel's topics policy (zerver/lib/exceptions.py's
 	// MessagesNotAllowedInEmptyTopicError and TopicsNotAllowedError).
-	errEmptyTopicNotAllowed = &rejection{"empty topic not allowed", always(topicsPolicyError("Sending messages to the " + emptyTopicDisplayName + " is not allowed in this channel."))}
-	errTopicsNotAllowed     = &rejection{"only the empty topic allowed", always(topicsPolicyError("Only the " + emptyTopicDisplayName + " topic is allowed in this channel."))}
+	errEmptyTopicNotAllowed: always(topicsPolicyError("Sending messages to the " + emptyTopicDisplayName + " is not allowed in this channel.")),
+	errTopicsNotAllowed:     always(topicsPolicyError("Only the " + emptyTopicDisplayName + " topic is allowed in this channel.")),
 
-	errPermissionDenied       = &rejection{"insufficient permission", always(errInsufficientPermission)}
-	errNoSuchGroup            = &rejection{"no such user group", always(badRequest("Invalid user group"))}
-	errNoSuchGroupID          = &rejection{"no such user group id", func(id string) *apiError { return badRequest("Invalid user group ID: " + echoed(id)) }}
-	errNoSuchUserID           = &rejection{"no such user id", func(id string) *apiError { return badRequest("Invalid user ID: " + echoed(id)) }}
-	errUserDeactivated        = &rejection{"user deactivated", always(badRequest("User is deactivated"))}
-	errNotSubscribedToChannel = &rejection{"not subscribed", func(id string) *apiError { return badRequest("Not subscribed to channel ID " + echoed(id)) }}
-	errCannotPost             = &rejection{"may not post", always(badRequest("You do not have permission to post in this channel."))}
+	errPermissionDenied:       always(errInsufficientPermission),
+	errNoSuchGroup:            always(badRequest("Invalid user group")),
+	errNoSuchGroupID:          func(id string) *apiError { return badRequest("Invalid user group ID: " + echoed(id)) },
+	errNoSuchUserID:           func(id string) *apiError { return badRequest("Invalid user ID: " + echoed(id)) },
+	errUserDeactivated:        always(badRequest("User is deactivated")),
+	errNotSubscribedToChannel: func(id string) *apiError { return badRequest("Not subscribed to channel ID " + echoed(id)) },
+	errCannotPost:             always(badRequest("You do not have permission to post in this channel.")),
 
 	// Mentions (zerver/lib/exceptions.py's StreamWildcardMentionNotAllowedError
 	// and TopicWildcardMentionNotAllowedError).
-	errChannelWildcardMentionNotAllowed = &rejection{"channel wildcard mention not allowed", always(&apiError{status: http.StatusBadRequest,
-		code: "STREAM_WILDCARD_MENTION_NOT_ALLOWED", msg: "You do not have permission to use channel wildcard mentions in this channel."})}
-	errTopicWildcardMentionNotAllowed = &rejection{"topic wildcard mention not allowed", always(&apiError{status: http.StatusBadRequest,
-		code: "TOPIC_WILDCARD_MENTION_NOT_ALLOWED", msg: "You do not have permission to use topic wildcard mentions in this topic."})}
+	errChannelWildcardMentionNotAllowed: always(&apiError{status: http.StatusBadRequest, code: "STREAM_WILDCARD_MENTION_NOT_ALLOWED", msg: "You do not have permission to use channel wildcard mentions in this channel."}),
+	errTopicWildcardMentionNotAllowed:   always(&apiError{status: http.StatusBadRequest, code: "TOPIC_WILDCARD_MENTION_NOT_ALLOWED", msg: "You do not have permission to use topic wildcard mentions in this topic."}),
 
 	// zerver/lib/message.py's answer when Markdown rendering fails (zulite:
 	// the rendering would be over 100 times the longest message, Zulip's
 	// own bound).
-	errUnableToRender = &rejection{"unable to render", always(badRequest("Unable to render message"))}
+	errUnableToRender: always(badRequest("Unable to render message")),
 
 	// Reactions (zerver/lib/exceptions.py's ReactionExistsError and
 	// ReactionDoesNotExistError).
-	errReactionExists       = &rejection{"reaction exists", always(&apiError{status: http.StatusBadRequest, code: "REACTION_ALREADY_EXISTS", msg: "Reaction already exists."})}
-	errReactionDoesNotExist = &rejection{"reaction does not exist", always(&apiError{status: http.StatusBadRequest, code: "REACTION_DOES_NOT_EXIST", msg: "Reaction doesn't exist."})}
+	errReactionExists:       always(&apiError{status: http.StatusBadRequest, code: "REACTION_ALREADY_EXISTS", msg: "Reaction already exists."}),
+	errReactionDoesNotExist: always(&apiError{status: http.StatusBadRequest, code: "REACTION_DOES_NOT_EXIST", msg: "Reaction doesn't exist."}),
 	// zerver/lib/emoji.py's get_emoji_data for a name it does not know;
 	// zerver/views/reactions.py's remove_reaction without a name or a
 	// code.
-	errNoSuchEmoji          = &rejection{"no such emoji", func(name string) *apiError { return badRequest("Emoji '" + echoed(name) + "' does not exist") }}
-	errEmojiArgumentMissing = &rejection{"no emoji given", always(badRequest("At least one of the following arguments must be present: emoji_name, emoji_code"))}
+	errNoSuchEmoji:          func(name string) *apiError { return badRequest("Emoji '" + echoed(name) + "' does not exist") },
+	errEmojiArgumentMissing: always(badRequest("At least one of the following arguments must be present: emoji_name, emoji_code")),
 	// zerver/lib/emoji.py's check_emoji_request.
-	errInvalidEmojiCode   = &rejection{"invalid emoji code", always(badRequest("Invalid emoji code."))}
-	errInvalidEmojiName   = &rejection{"invalid emoji name", always(badRequest("Invalid emoji name."))}
-	errInvalidEmojiType   = &rejection{"invalid emoji type", always(badRequest("Invalid emoji type."))}
-	errInvalidCustomEmoji = &rejection{"invalid custom emoji", always(badRequest("Invalid custom emoji."))}
+	errInvalidEmojiCode:   always(badRequest("Invalid emoji code.")),
+	errInvalidEmojiName:   always(badRequest("Invalid emoji name.")),
+	errInvalidEmojiType:   always(badRequest("Invalid emoji type.")),
+	errInvalidCustomEmoji: always(badRequest("Invalid custom emoji.")),
 
 	// Editing, moving and deleting messages (zerver/actions/message_edit.py,
 	// zerver/views/message_edit.py).
-	errNoSuchChannelID       = &rejection{"no such channel id", always(errInvalidChannelID)}
-	errNothingToChange       = &rejection{"nothing to change", always(badRequest("Nothing to change"))}
-	errPropagateWithoutTopic = &rejection{"propagate mode without a move", always(badRequest("Invalid propagate_mode without topic edit"))}
-	errResolveGeneralChat    = &rejection{"general chat resolved", always(badRequest("General chat cannot be marked as resolved"))}
-	errContentWhileMoving    = &rejection{"content edit in a move", always(badRequest("Cannot change message content while changing channel"))}
-	errCannotEditMessage     = &rejection{"may not edit", always(badRequest("You don't have permission to edit this message"))}
-	errCannotResolve         = &rejection{"may not resolve", always(badRequest("You don't have permission to resolve topics in this channel."))}
-	errCannotMoveMessage     = &rejection{"may not move", always(badRequest("You don't have permission to move this message"))}
-	errEditTimeLimit         = &rejection{"edit time limit", always(badRequest("The time limit for editing this message has passed"))}
-	errTopicTimeLimit        = &rejection{"topic time limit", always(badRequest("The time limit for editing this message's topic has passed."))}
-	errChannelTimeLimit      = &rejection{"channel time limit", always(badRequest("The time limit for editing this message's channel has passed"))}
-	errCannotDeleteMessage   = &rejection{"may not delete", always(badRequest("You don't have permission to delete this message"))}
-	errContentMismatch       = &rejection{"content changed", always(&apiError{status: http.StatusBadRequest, code: "EXPECTATION_MISMATCH",
-		msg: "'prev_content_sha256' value does not match the expected value."})}
-	errDeleteTimeLimit = &rejection{"delete time limit", always(badRequest("The time limit for deleting this message has passed"))}
+	errNoSuchChannelID:       always(errInvalidChannelID),
+	errNothingToChange:       always(badRequest("Nothing to change")),
+	errPropagateWithoutTopic: always(badRequest("Invalid propagate_mode without topic edit")),
+	errResolveGeneralChat:    always(badRequest("General chat cannot be marked as resolved")),
+	errContentWhileMoving:    always(badRequest("Cannot change message content while changing channel")),
+	errCannotEditMessage:     always(badRequest("You don't have permission to edit this message")),
+	errCannotResolve:         always(badRequest("You don't have permission to resolve topics in this channel.")),
+	errCannotMoveMessage:     always(badRequest("You don't have permission to move this message")),
+	errEditTimeLimit:         always(badRequest("The time limit for editing this message has passed")),
+	errTopicTimeLimit:        always(badRequest("The time limit for editing this message's topic has passed.")),
+	errChannelTimeLimit:      always(badRequest("The time limit for editing this message's channel has passed")),
+	errCannotDeleteMessage:   always(badRequest("You don't have permission to delete this message")),
+	errContentMismatch:       always(&apiError{status: http.StatusBadRequest, code: "EXPECTATION_MISMATCH", msg: "'prev_content_sha256' value does not match the expected value."}),
+	errDeleteTimeLimit:       always(badRequest("The time limit for deleting this message has passed")),
 	// validate_message_edit_payload on a direct message (store_dm_edit.go).
-	errDMToChannel = &rejection{"direct message moved", always(badRequest("Direct messages cannot be moved to channels."))}
-	errDMTopic     = &rejection{"direct message topic", always(badRequest("Direct messages cannot have topics."))}
+	errDMToChannel: always(badRequest("Direct messages cannot be moved to channels.")),
+	errDMTopic:     always(badRequest("Direct messages cannot have topics.")),
 
-	errNarrowUnknownChannel = &rejection{"unknown channel in narrow", func(name string) *apiError { return badNarrow("unknown channel " + echoed(name)) }}
-	errNarrowUnknownUser    = &rejection{"unknown user in narrow", func(name string) *apiError { return badNarrow("unknown user " + echoed(name)) }}
-	errNarrowBadWith        = &rejection{"invalid 'with' operand", always(badNarrow("Invalid 'with' operand"))}
+	errNarrowUnknownChannel: func(name string) *apiError { return badNarrow("unknown channel " + echoed(name)) },
+	errNarrowUnknownUser:    func(name string) *apiError { return badNarrow("unknown user " + echoed(name)) },
+	errNarrowBadWith:        always(badNarrow("Invalid 'with' operand")),
 
 	// Direct messages: zerver/actions/message_send.py's
 	// extract_private_recipients and check_can_send_direct_message,
@@ -320,16 +288,29 @@ var (
 	// validate_recipient_user_profiles, zerver/lib/exceptions.py's
 	// DirectMessagePermissionError and DirectMessageInitiationError, and
 	// zerver/lib/narrow.py's by_dm.
-	errNoRecipients           = badRequest("Message must have recipients")
-	errRecipientsDataType     = badRequest("Invalid data type for recipients")
-	errRecipientsMixed        = badRequest("Recipient lists may contain emails or user IDs, but not both.")
-	errDMInvalidEmail         = &rejection{"unknown recipient", func(email string) *apiError { return badRequest("Invalid email '" + echoed(email) + "'") }}
-	errDMInvalidUserID        = &rejection{"unknown recipient id", func(id string) *apiError { return badRequest("Invalid user ID " + echoed(id)) }}
-	errDMRecipientDeactivated = &rejection{"recipient deactivated", func(email string) *apiError { return badRequest("'" + echoed(email) + "' is no longer using Zulip.") }}
-	errDMsDisabled            = &rejection{"direct messages disabled", always(badRequest("Direct messages are disabled in this organization."))}
-	errDMNotAuthorized        = &rejection{"no one may authorize the conversation", always(badRequest("This conversation does not include any users who can authorize it."))}
-	errDMInitiation           = &rejection{"may not start conversations", always(badRequest("You do not have permission to initiate direct message conversations."))}
-	errNarrowUnknownDMUser    = &rejection{"unknown user in dm narrow", func(operand string) *apiError { return badNarrow("unknown user in " + echoed(operand)) }}
+	errDMInvalidEmail:         func(email string) *apiError { return badRequest("Invalid email '" + echoed(email) + "'") },
+	errDMInvalidUserID:        func(id string) *apiError { return badRequest("Invalid user ID " + echoed(id)) },
+	errDMRecipientDeactivated: func(email string) *apiError { return badRequest("'" + echoed(email) + "' is no longer using Zulip.") },
+	errDMsDisabled:            always(badRequest("Direct messages are disabled in this organization.")),
+	errDMNotAuthorized:        always(badRequest("This conversation does not include any users who can authorize it.")),
+	errDMInitiation:           always(badRequest("You do not have permission to initiate direct message conversations.")),
+	errNarrowUnknownDMUser:    func(operand string) *apiError { return badNarrow("unknown user in " + echoed(operand)) },
+
+	// Uploads (zerver/lib/upload/__init__.py; the missing and forbidden
+	// file errors are the texts of Zulip's HTML answers, in an envelope).
+	errUploadQuota:         always(&apiError{status: http.StatusBadRequest, code: "REALM_UPLOAD_QUOTA", msg: "Upload would exceed your organization's upload quota."}),
+	errNoSuchAttachment:    always(&apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "This file does not exist or has been deleted."}),
+	errAttachmentForbidden: always(&apiError{status: http.StatusForbidden, code: "BAD_REQUEST", msg: "You are not authorized to view this file."}),
+	errChannelsFull: func(max string) *apiError {
+		return badRequest("This server holds its most channels (" + max + "); ask its administrator.")
+	},
+}
+
+// Direct messages' recipients, checked before the store is asked.
+var (
+	errNoRecipients       = badRequest("Message must have recipients")
+	errRecipientsDataType = badRequest("Invalid data type for recipients")
+	errRecipientsMixed    = badRequest("Recipient lists may contain emails or user IDs, but not both.")
 )
 
 // Routing and the request (Django's and zerver/lib/request.py's texts).
@@ -470,7 +451,7 @@ var (
 
 // refusal makes an API error a store rejection, for a check the store
 // makes only once it knows it is needed.
-func refusal(e *apiError) error { return &rejection{e.msg, always(e)} }
+func refusal(e *apiError) error { return &rejection{text: e.msg, told: e} }
 
 // An organisation setting (zerver/views/realm.py).
 var errRealmSettingChanged = badRequest("'old' value does not match the expected value.")
@@ -479,14 +460,10 @@ var errRealmSettingChanged = badRequest("'old' value does not match the expected
 // bounds; Zulip sets none), and per account per hour (a rate limit).
 var errTooManyNewChannels = badRequest("Too many new channels in one request (limit: " + strconv.Itoa(maxNewChannelsPerRequest) + ").")
 
-func errChannelLimit(max uint64) error {
-	return refusal(badRequest("This server holds its most channels (" + strconv.FormatUint(max, 10) + "); ask its administrator."))
-}
-
 // errGroupNotAllowed refuses a system group a permission setting may not
 // have; it is a store rejection (the check runs in the transaction).
 func errGroupNotAllowed(setting, group string) error {
-	return &rejection{"group not allowed", always(badRequest("'" + setting + "' setting cannot be set to '" + group + "' group."))}
+	return refusal(badRequest("'" + setting + "' setting cannot be set to '" + group + "' group."))
 }
 
 func errUnknownSubscriptionProperty(property string) *apiError {
@@ -644,13 +621,10 @@ var (
 // missing and forbidden file errors are the texts of Zulip's HTML
 // answers, in an envelope.
 var (
-	errNoFileGiven         = badRequest("You must specify a file to upload")
-	errOneFileAtATime      = badRequest("You may only upload one file at a time")
-	errUploadQuota         = &rejection{"upload quota exceeded", always(&apiError{status: http.StatusBadRequest, code: "REALM_UPLOAD_QUOTA", msg: "Upload would exceed your organization's upload quota."})}
-	errNoSuchAttachment    = &rejection{"no such upload", always(&apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "This file does not exist or has been deleted."})}
-	errAttachmentForbidden = &rejection{"upload not visible", always(&apiError{status: http.StatusForbidden, code: "BAD_REQUEST", msg: "You are not authorized to view this file."})}
-	errInvalidUploadToken  = badRequest("Invalid token")
-	errInvalidUploadName   = badRequest("Invalid filename")
+	errNoFileGiven        = badRequest("You must specify a file to upload")
+	errOneFileAtATime     = badRequest("You may only upload one file at a time")
+	errInvalidUploadToken = badRequest("Invalid token")
+	errInvalidUploadName  = badRequest("Invalid filename")
 )
 
 func errFileTooLarge(maxMiB int) *apiError {
@@ -666,12 +640,12 @@ var (
 	errImageTooBig        = badRequest("Image size exceeds limit.")
 )
 
-// errMoveTimeLimit is Zulip's MessageMoveError: a change_all move of a
-// topic whose older messages are past the realm's move limit.
-func errMoveTimeLimit(first uint64, total, allowed int) error {
-	return &rejection{"move time limit", always(&apiError{status: http.StatusBadRequest, code: "MOVE_MESSAGES_TIME_LIMIT_EXCEEDED",
-		msg:   "You only have permission to move the " + strconv.Itoa(allowed) + "/" + strconv.Itoa(total) + " most recent messages in this topic.",
-		extra: []field{{"first_message_id_allowed_to_move", first}, {"total_messages_in_topic", total}, {"total_messages_allowed_to_move", allowed}}})}
+// moveTimeLimitWords is Zulip's MessageMoveError: a change_all move of
+// a topic whose older messages are past the realm's move limit.
+func moveTimeLimitWords(l *moveTimeLimit) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "MOVE_MESSAGES_TIME_LIMIT_EXCEEDED",
+		msg:   "You only have permission to move the " + strconv.Itoa(l.allowed) + "/" + strconv.Itoa(l.total) + " most recent messages in this topic.",
+		extra: []field{{"first_message_id_allowed_to_move", l.first}, {"total_messages_in_topic", l.total}, {"total_messages_allowed_to_move", l.allowed}}}
 }
 
 // errHistoryDisabled is GET /messages/{id}/history's answer when the

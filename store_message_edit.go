@@ -391,7 +391,7 @@ func checkMoveAllLimit(tx *bbolt.Tx, ids []uint64, now int64) error {
 	if len(allowed) > 0 {
 		first = allowed[0]
 	}
-	return errMoveTimeLimit(first, len(ids), len(allowed))
+	return &moveTimeLimit{first, len(ids), len(allowed)}
 }
 
 // unindexMessage removes a message from its topic's index, and from its

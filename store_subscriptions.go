@@ -212,7 +212,7 @@ func (s *store) subscribeUsers(req subscribeRequest) (subscribeResult, error) {
 			return req.TooManyCreated
 		}
 		if s.maxChannels > 0 && tx.Bucket(bucketChannels).Sequence()+uint64(len(create)) > s.maxChannels {
-			return errChannelLimit(s.maxChannels)
+			return errChannelsFull.about(strconv.FormatUint(s.maxChannels, 10))
 		}
 		res.Created = len(create)
 		var authorized []channel

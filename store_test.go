@@ -2,6 +2,9 @@ package main
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"path/filepath"
@@ -272,4 +275,59 @@ func TestSnapshotFile_AWholePrivateCopyWithNoNameBesideTheDatabase(t *testing.T)
 		}
 		return nil
 	})
+}
+
+// Every store rejection has its words for clients in envelope.go's
+// rejectionWords (but the move limit's, told through its typed error):
+// the store says nothing in Zulip's words, so a rejection left out of
+// the map would reach a client as an internal error.
+func TestRejections_EachHasItsWords(t *testing.T) {
+	parse := func(file string) *ast.File {
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	declared := map[string]bool{}
+	ast.Inspect(parse("store.go"), func(n ast.Node) bool {
+		if spec, ok := n.(*ast.ValueSpec); ok {
+			for i, v := range spec.Values {
+				if u, ok := v.(*ast.UnaryExpr); ok {
+					if lit, ok := u.X.(*ast.CompositeLit); ok {
+						if id, ok := lit.Type.(*ast.Ident); ok && id.Name == "rejection" {
+							declared[spec.Names[i].Name] = true
+						}
+					}
+				}
+			}
+		}
+		return true
+	})
+	worded := map[string]bool{}
+	ast.Inspect(parse("envelope.go"), func(n ast.Node) bool {
+		if spec, ok := n.(*ast.ValueSpec); ok && spec.Names[0].Name == "rejectionWords" {
+			for _, elt := range spec.Values[0].(*ast.CompositeLit).Elts {
+				worded[elt.(*ast.KeyValueExpr).Key.(*ast.Ident).Name] = true
+			}
+		}
+		return true
+	})
+	if len(declared) < 50 {
+		t.Fatalf("store.go: got %d rejections, want the store's sentinels (50 or more)", len(declared))
+	}
+	delete(declared, "errMoveTimeLimit")
+	for name := range declared {
+		if !worded[name] {
+			t.Errorf("%s: got no words in rejectionWords, want Zulip's", name)
+		}
+	}
+	for name := range worded {
+		if !declared[name] {
+			t.Errorf("rejectionWords[%s]: got words for no rejection of store.go", name)
+		}
+	}
+	if len(rejectionWords) != len(worded) {
+		t.Errorf("rejectionWords: got %d entries at run time, %d in the source", len(rejectionWords), len(worded))
+	}
 }
