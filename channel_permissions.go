@@ -74,32 +74,17 @@ func (g groupSetting) equal(o groupSetting) bool {
 	return g.Anonymous == o.Anonymous && g.Group == o.Group && slices.Equal(g.Members, o.Members) && slices.Equal(g.Subgroups, o.Subgroups)
 }
 
-// includes tells whether the user is in the group the value describes.
-// Deactivated users are in no group, as in Zulip.
+// includes tells whether the user is in the group the value describes
+// (inGroup for its named groups). Deactivated users are in no group, as
+// in Zulip.
 func (g groupSetting) includes(u user) bool {
 	if !u.Active {
 		return false
 	}
 	if !g.Anonymous {
-		return inSystemGroup(u, g.Group)
+		return inGroup(u, g.Group)
 	}
-	return slices.Contains(g.Members, u.ID) || slices.ContainsFunc(g.Subgroups, func(id int) bool { return inSystemGroup(u, id) })
-}
-
-// inSystemGroup follows Zulip's nesting of the role groups. zulite has
-// no moderators and no waiting period, so every member is a full member.
-func inSystemGroup(u user, group int) bool {
-	switch group {
-	case groupOwners:
-		return u.Role == roleOwner
-	case groupAdministrators, groupModerators:
-		return u.isAdmin()
-	case groupFullMembers, groupMembers:
-		return u.Role != roleGuest
-	case groupEveryone, groupInternet:
-		return true
-	}
-	return false
+	return slices.Contains(g.Members, u.ID) || slices.ContainsFunc(g.Subgroups, func(id int) bool { return inGroup(u, id) })
 }
 
 // groupSettingRule is one of a channel's permission settings at Zulip

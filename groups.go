@@ -29,7 +29,8 @@ type systemGroup struct {
 	subgroup    int // the group it holds as its one direct subgroup; 0 for none
 }
 
-// systemGroups lists the groups by id. Zulip chains them: owners ⊂
+// systemGroups lists the groups by id, from groupOwners on (inGroup
+// finds a group at its id's place). Zulip chains them: owners ⊂
 // administrators ⊂ moderators ⊂ full members ⊂ members ⊂ everyone ⊂
 // everyone on the internet; nobody stands apart, empty.
 var systemGroups = []systemGroup{
@@ -112,17 +113,21 @@ func newRealmUserGroups(users []user) []userGroupObject {
 }
 
 // inGroup tells whether a user belongs to a system group, directly or
-// through its subgroups.
+// through its subgroups: Zulip's is_user_in_group, which every
+// permission asks, the organisation's settings and a channel's alike
+// (groupSetting.includes). A role's group holds every higher role, so a
+// moderator is in role:moderators and the groups below it, never in
+// role:administrators. A deactivated user is in no group, and no user
+// is in a group that does not exist.
 func inGroup(u user, group int) bool {
 	if !u.Active {
 		return false
 	}
-	for g := group; g != 0; {
-		if slices.Contains(directGroups(u), g) {
+	direct := directGroups(u)
+	for g := group; g >= groupOwners && g <= groupNobody; g = systemGroups[g-groupOwners].subgroup {
+		if slices.Contains(direct, g) {
 			return true
 		}
-		i := slices.IndexFunc(systemGroups, func(s systemGroup) bool { return s.id == g })
-		g = systemGroups[i].subgroup
 	}
 	return false
 }
