@@ -76,16 +76,16 @@ func newStreamObject(ch channelView) streamObject {
 		SubscriberCount:            ch.SubscriberCount,
 		TopicsPolicy:               "inherit",
 
-		CanAddSubscribersGroup:            ch.groupSetting("can_add_subscribers_group"),
-		CanAdministerChannelGroup:         ch.groupSetting("can_administer_channel_group"),
-		CanDeleteAnyMessageGroup:          ch.groupSetting("can_delete_any_message_group"),
-		CanDeleteOwnMessageGroup:          ch.groupSetting("can_delete_own_message_group"),
-		CanMoveMessagesOutOfChannelGroup:  ch.groupSetting("can_move_messages_out_of_channel_group"),
-		CanMoveMessagesWithinChannelGroup: ch.groupSetting("can_move_messages_within_channel_group"),
-		CanRemoveSubscribersGroup:         ch.groupSetting("can_remove_subscribers_group"),
-		CanSendMessageGroup:               ch.groupSetting("can_send_message_group"),
-		CanSubscribeGroup:                 ch.groupSetting("can_subscribe_group"),
-		CanResolveTopicsGroup:             ch.groupSetting("can_resolve_topics_group"),
+		CanAddSubscribersGroup:            ch.groupSetting(channelCanAddSubscribersGroup),
+		CanAdministerChannelGroup:         ch.groupSetting(channelCanAdministerChannelGroup),
+		CanDeleteAnyMessageGroup:          ch.groupSetting(channelCanDeleteAnyMessageGroup),
+		CanDeleteOwnMessageGroup:          ch.groupSetting(channelCanDeleteOwnMessageGroup),
+		CanMoveMessagesOutOfChannelGroup:  ch.groupSetting(channelCanMoveMessagesOutOfChannelGroup),
+		CanMoveMessagesWithinChannelGroup: ch.groupSetting(channelCanMoveMessagesWithinChannelGroup),
+		CanRemoveSubscribersGroup:         ch.groupSetting(channelCanRemoveSubscribersGroup),
+		CanSendMessageGroup:               ch.groupSetting(channelCanSendMessageGroup),
+		CanSubscribeGroup:                 ch.groupSetting(channelCanSubscribeGroup),
+		CanResolveTopicsGroup:             ch.groupSetting(channelCanResolveTopicsGroup),
 	}
 	o.StreamPostPolicy = 1
 	if send := o.CanSendMessageGroup; !send.Anonymous && streamPostPolicies[send.Group] != 0 {
@@ -202,8 +202,8 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, rule := range channelGroupSettings {
-		g, ok, err := readGroupSetting(r.params, rule.Name)
+	for p := range channelPermissionCount {
+		g, ok, err := readGroupSetting(r.params, p.name())
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +211,7 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 			if req.Groups == nil {
 				req.Groups = map[string]groupSetting{}
 			}
-			req.Groups[rule.Name] = g
+			req.Groups[p.name()] = g
 		}
 	}
 	if _, err := r.params.optionalBool("announce", false); err != nil { // zulite has no announcement channel

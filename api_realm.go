@@ -8,10 +8,10 @@ package main
 // Zulip). The other settings stay at the values register reports.
 
 // realmChangeable are the organisation settings PATCH /realm changes.
-var realmChangeable = []string{"can_create_public_channel_group", "can_create_private_channel_group", "can_mention_many_users_group",
-	"can_delete_any_message_group", "can_delete_own_message_group", "can_move_messages_between_channels_group",
-	"can_move_messages_between_topics_group", "can_resolve_topics_group",
-	"direct_message_permission_group", "direct_message_initiator_group"} // who may send direct messages (store_dms.go)
+var realmChangeable = []realmPermission{realmCanCreatePublicChannelGroup, realmCanCreatePrivateChannelGroup, realmCanMentionManyUsersGroup,
+	realmCanDeleteAnyMessageGroup, realmCanDeleteOwnMessageGroup, realmCanMoveMessagesBetweenChannelsGroup,
+	realmCanMoveMessagesBetweenTopicsGroup, realmCanResolveTopicsGroup,
+	realmDirectMessagePermissionGroup, realmDirectMessageInitiatorGroup} // who may send direct messages (store_dms.go)
 
 // updateRealm serves PATCH /api/v1/realm for administrators. A group
 // setting's value is Zulip's {"new": value, "old": value} (old
@@ -19,11 +19,12 @@ var realmChangeable = []string{"can_create_public_channel_group", "can_create_pr
 // groups, so an anonymous group ({"direct_members": ...}) is refused.
 func (s *server) updateRealm(r *apiRequest) (any, error) {
 	type change struct {
-		name  string
-		group int
+		setting realmPermission
+		group   int
 	}
 	var changes []change
-	for _, name := range realmChangeable {
+	for _, setting := range realmChangeable {
+		name := setting.name()
 		raw, ok := r.params.lookup(name)
 		if !ok {
 			continue
@@ -44,18 +45,18 @@ func (s *server) updateRealm(r *apiRequest) (any, error) {
 		if !isInt {
 			return nil, asAPIError(errPermissionDenied) // an anonymous group: zulite holds none
 		}
-		if err := checkRealmGroup(name, int(id)); err != nil {
+		if err := checkRealmGroup(setting, int(id)); err != nil {
 			return nil, err
 		}
 		if old, given := obj["old"]; given {
-			if oldID, ok := jsonInt(old); !ok || int(oldID) != s.store.realmGroup(name) {
+			if oldID, ok := jsonInt(old); !ok || int(oldID) != s.store.realmGroup(setting) {
 				return nil, errRealmSettingChanged
 			}
 		}
-		changes = append(changes, change{name, int(id)})
+		changes = append(changes, change{setting, int(id)})
 	}
 	for _, c := range changes {
-		if err := s.store.setRealmGroup(c.name, c.group); err != nil {
+		if err := s.store.setRealmGroup(c.setting, c.group); err != nil {
 			return nil, err
 		}
 	}
@@ -64,8 +65,9 @@ func (s *server) updateRealm(r *apiRequest) (any, error) {
 
 // checkRealmGroup is Zulip's check of a realm group setting's value:
 // an existing system group that the setting allows.
-func checkRealmGroup(name string, id int) error {
-	p := realmPermission(name)
+func checkRealmGroup(setting realmPermission, id int) error {
+	p := &realmPermissionSettings[setting]
+	name := p.name
 	switch {
 	case id < groupOwners || id > groupNobody:
 		return asAPIError(errNoSuchGroup)
@@ -89,9 +91,9 @@ func (s *server) publishRealmGroup(c realmGroupChanged) {
 // mayCreateChannels answers whether the user may create a channel of
 // that kind, by the organisation's setting.
 func (s *server) mayCreateChannels(u user, private bool) bool {
-	setting := "can_create_public_channel_group"
+	setting := realmCanCreatePublicChannelGroup
 	if private {
-		setting = "can_create_private_channel_group"
+		setting = realmCanCreatePrivateChannelGroup
 	}
 	return inGroup(u, s.store.realmGroup(setting))
 }

@@ -133,12 +133,14 @@ func inGroup(u user, group int) bool {
 }
 
 // permissionSetting is one of Zulip's group-based permission settings:
-// its configuration as server_supported_permission_settings describes
-// it (zerver/lib/types.py GroupPermissionSetting) and, for an
-// organization setting, the group zulite holds it with.
+// its API name, its configuration as server_supported_permission_settings
+// describes it (zerver/lib/types.py GroupPermissionSetting) and, for an
+// organization or a channel setting, the group zulite holds it with
+// until it is given another.
 type permissionSetting struct {
 	name                   string
-	value                  int // realm settings only: the group that has the permission in zulite
+	value                  int  // realm and channel settings: the group zulite holds it with (a channel's may be groupChannelCreator)
+	honoured               bool // channel settings: zulite acts on it; one it does not act on keeps its default
 	requireSystemGroup     bool
 	allowInternetGroup     bool
 	allowNobodyGroup       bool
@@ -147,6 +149,42 @@ type permissionSetting struct {
 	defaultForSystemGroups string // "" for none
 	allowedSystemGroups    []string
 }
+
+// realmPermission names an organization permission setting, by its
+// place in realmPermissionSettings, which holds its API name (register's
+// realm_<name>): a misspelt one does not compile.
+type realmPermission int
+
+const (
+	realmCreateMultiuseInviteGroup realmPermission = iota
+	realmCanAccessAllUsersGroup
+	realmCanAddSubscribersGroup
+	realmCanAddCustomEmojiGroup
+	realmCanCreateBotsGroup
+	realmCanCreateGroups
+	realmCanCreatePublicChannelGroup
+	realmCanCreatePrivateChannelGroup
+	realmCanCreateWebPublicChannelGroup
+	realmCanCreateWriteOnlyBotsGroup
+	realmCanDeleteAnyMessageGroup
+	realmCanDeleteOwnMessageGroup
+	realmCanInviteUsersGroup
+	realmCanManageAllGroups
+	realmCanManageBillingGroup
+	realmCanMentionManyUsersGroup
+	realmCanMoveMessagesBetweenChannelsGroup
+	realmCanMoveMessagesBetweenTopicsGroup
+	realmCanResolveTopicsGroup
+	realmCanSetDeleteMessagePolicyGroup
+	realmCanSetTopicsPolicyGroup
+	realmCanSummarizeTopicsGroup
+	realmDirectMessageInitiatorGroup
+	realmDirectMessagePermissionGroup
+	realmPermissionCount // how many there are
+)
+
+// name is the setting's name in the API.
+func (p realmPermission) name() string { return realmPermissionSettings[p].name }
 
 // realmPermissionSettings are Zulip 11.0's Realm.REALM_PERMISSION_GROUP_SETTINGS,
 // with Zulip's defaults. zulite holds a permission with Zulip's default
@@ -160,47 +198,72 @@ type permissionSetting struct {
 // administrator may change who creates channels, who may use wildcard
 // mentions, who may delete, move and resolve messages, and who may send
 // and start direct messages (PATCH /realm; store.realmGroup).
-var realmPermissionSettings = []permissionSetting{
-	{name: "create_multiuse_invite_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
-	{name: "can_access_all_users_group", value: groupEveryone, requireSystemGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone",
+var realmPermissionSettings = [realmPermissionCount]permissionSetting{
+	realmCreateMultiuseInviteGroup: {name: "create_multiuse_invite_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
+	realmCanAccessAllUsersGroup: {name: "can_access_all_users_group", value: groupEveryone, requireSystemGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone",
 		allowedSystemGroups: []string{"role:everyone", "role:members"}},
-	{name: "can_add_subscribers_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"}, // members subscribe others (principals)
-	{name: "can_add_custom_emoji_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
-	{name: "can_create_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
-	{name: "can_create_groups", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
-	{name: "can_create_public_channel_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
-	{name: "can_create_private_channel_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
-	{name: "can_create_web_public_channel_group", value: groupNobody, requireSystemGroup: true, allowNobodyGroup: true, defaultGroupName: "role:owners",
+	realmCanAddSubscribersGroup:       {name: "can_add_subscribers_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"}, // members subscribe others (principals)
+	realmCanAddCustomEmojiGroup:       {name: "can_add_custom_emoji_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanCreateBotsGroup:           {name: "can_create_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanCreateGroups:              {name: "can_create_groups", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanCreatePublicChannelGroup:  {name: "can_create_public_channel_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanCreatePrivateChannelGroup: {name: "can_create_private_channel_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanCreateWebPublicChannelGroup: {name: "can_create_web_public_channel_group", value: groupNobody, requireSystemGroup: true, allowNobodyGroup: true, defaultGroupName: "role:owners",
 		allowedSystemGroups: []string{"role:moderators", "role:administrators", "role:owners", "role:nobody"}},
-	{name: "can_create_write_only_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
-	{name: "can_delete_any_message_group", value: groupAdministrators, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
-	{name: "can_delete_own_message_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
-	{name: "can_invite_users_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
-	{name: "can_manage_all_groups", value: groupOwners, defaultGroupName: "role:owners"},
-	{name: "can_manage_billing_group", value: groupAdministrators, defaultGroupName: "role:administrators"},
-	{name: "can_mention_many_users_group", value: groupAdministrators, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},
-	{name: "can_move_messages_between_channels_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
-	{name: "can_move_messages_between_topics_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
-	{name: "can_resolve_topics_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
-	{name: "can_set_delete_message_policy_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:moderators"},
-	{name: "can_set_topics_policy_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:members"},
-	{name: "can_summarize_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
-	{name: "direct_message_initiator_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
-	{name: "direct_message_permission_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	realmCanCreateWriteOnlyBotsGroup:         {name: "can_create_write_only_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanDeleteAnyMessageGroup:            {name: "can_delete_any_message_group", value: groupAdministrators, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
+	realmCanDeleteOwnMessageGroup:            {name: "can_delete_own_message_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	realmCanInviteUsersGroup:                 {name: "can_invite_users_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanManageAllGroups:                  {name: "can_manage_all_groups", value: groupOwners, defaultGroupName: "role:owners"},
+	realmCanManageBillingGroup:               {name: "can_manage_billing_group", value: groupAdministrators, defaultGroupName: "role:administrators"},
+	realmCanMentionManyUsersGroup:            {name: "can_mention_many_users_group", value: groupAdministrators, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},
+	realmCanMoveMessagesBetweenChannelsGroup: {name: "can_move_messages_between_channels_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanMoveMessagesBetweenTopicsGroup:   {name: "can_move_messages_between_topics_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	realmCanResolveTopicsGroup:               {name: "can_resolve_topics_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	realmCanSetDeleteMessagePolicyGroup:      {name: "can_set_delete_message_policy_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:moderators"},
+	realmCanSetTopicsPolicyGroup:             {name: "can_set_topics_policy_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:members"},
+	realmCanSummarizeTopicsGroup:             {name: "can_summarize_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	realmDirectMessageInitiatorGroup:         {name: "direct_message_initiator_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	realmDirectMessagePermissionGroup:        {name: "direct_message_permission_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
 }
 
-// channelPermissionSettings are Zulip 11.0's Stream.stream_permission_group_settings.
-var channelPermissionSettings = []permissionSetting{
-	{name: "can_add_subscribers_group", allowNobodyGroup: true, defaultGroupName: "role:nobody"},
-	{name: "can_administer_channel_group", allowNobodyGroup: true, defaultGroupName: "stream_creator_or_nobody"},
-	{name: "can_delete_any_message_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
-	{name: "can_delete_own_message_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
-	{name: "can_move_messages_out_of_channel_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
-	{name: "can_move_messages_within_channel_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
-	{name: "can_remove_subscribers_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},
-	{name: "can_send_message_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
-	{name: "can_subscribe_group", allowNobodyGroup: true, defaultGroupName: "role:nobody"},
-	{name: "can_resolve_topics_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+// channelPermission names a channel's permission setting, by its place
+// in channelPermissionSettings, which holds its API name.
+type channelPermission int
+
+const (
+	channelCanAddSubscribersGroup channelPermission = iota
+	channelCanAdministerChannelGroup
+	channelCanDeleteAnyMessageGroup
+	channelCanDeleteOwnMessageGroup
+	channelCanMoveMessagesOutOfChannelGroup
+	channelCanMoveMessagesWithinChannelGroup
+	channelCanRemoveSubscribersGroup
+	channelCanSendMessageGroup
+	channelCanSubscribeGroup
+	channelCanResolveTopicsGroup
+	channelPermissionCount // how many there are
+)
+
+// name is the setting's name in the API.
+func (p channelPermission) name() string { return channelPermissionSettings[p].name }
+
+// channelPermissionSettings are Zulip 11.0's Stream.stream_permission_group_settings,
+// in Zulip's order (can_create_topic_group came later, at 12.0), each
+// with its default and whether zulite acts on it. A setting zulite does
+// not act on (the permission of an action it does not offer) keeps its
+// default: any other value is refused rather than stored and ignored.
+var channelPermissionSettings = [channelPermissionCount]permissionSetting{
+	channelCanAddSubscribersGroup:            {name: "can_add_subscribers_group", value: groupNobody, honoured: true, allowNobodyGroup: true, defaultGroupName: "role:nobody"},
+	channelCanAdministerChannelGroup:         {name: "can_administer_channel_group", value: groupChannelCreator, honoured: true, allowNobodyGroup: true, defaultGroupName: "stream_creator_or_nobody"},
+	channelCanDeleteAnyMessageGroup:          {name: "can_delete_any_message_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanDeleteOwnMessageGroup:          {name: "can_delete_own_message_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanMoveMessagesOutOfChannelGroup:  {name: "can_move_messages_out_of_channel_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanMoveMessagesWithinChannelGroup: {name: "can_move_messages_within_channel_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanRemoveSubscribersGroup:         {name: "can_remove_subscribers_group", value: groupAdministrators, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},
+	channelCanSendMessageGroup:               {name: "can_send_message_group", value: groupEveryone, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
+	channelCanSubscribeGroup:                 {name: "can_subscribe_group", value: groupNobody, honoured: true, allowNobodyGroup: true, defaultGroupName: "role:nobody"},
+	channelCanResolveTopicsGroup:             {name: "can_resolve_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
 }
 
 // groupPermissionSettings are Zulip 11.0's NamedUserGroup.GROUP_PERMISSION_SETTINGS.
@@ -211,12 +274,6 @@ var groupPermissionSettings = []permissionSetting{
 	{name: "can_manage_group", allowNobodyGroup: true, defaultGroupName: "group_creator", defaultForSystemGroups: "role:nobody"},
 	{name: "can_mention_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone", defaultForSystemGroups: "role:nobody"},
 	{name: "can_remove_members_group", allowNobodyGroup: true, defaultGroupName: "role:nobody", defaultForSystemGroups: "role:nobody"},
-}
-
-// realmPermission finds an organization permission setting by name.
-func realmPermission(name string) permissionSetting {
-	i := slices.IndexFunc(realmPermissionSettings, func(p permissionSetting) bool { return p.name == name })
-	return realmPermissionSettings[i]
 }
 
 // supportedPermissionSettings is register's server_supported_permission_settings.
@@ -241,8 +298,8 @@ func supportedPermissionSettings() map[string]map[string]any {
 		return out
 	}
 	return map[string]map[string]any{
-		"realm":  describe(realmPermissionSettings),
-		"stream": describe(channelPermissionSettings),
+		"realm":  describe(realmPermissionSettings[:]),
+		"stream": describe(channelPermissionSettings[:]),
 		"group":  describe(groupPermissionSettings),
 	}
 }
@@ -252,8 +309,8 @@ func supportedPermissionSettings() map[string]map[string]any {
 // get_corresponding_policy_value_for_group_setting): the group's value
 // in Realm.SYSTEM_GROUPS_ENUM_MAP, or for can_mention_many_users_group in
 // Realm.SYSTEM_GROUPS_TO_WILDCARD_MENTION_POLICY_MAP.
-func legacyPolicy(setting string, group int) int {
-	if setting == "can_mention_many_users_group" {
+func legacyPolicy(setting realmPermission, group int) int {
+	if setting == realmCanMentionManyUsersGroup {
 		return map[int]int{groupEveryone: 1, groupMembers: 2, groupFullMembers: 3, groupAdministrators: 5, groupNobody: 6, groupModerators: 7}[group]
 	}
 	return map[int]int{groupMembers: 1, groupAdministrators: 2, groupFullMembers: 3, groupModerators: 4, groupEveryone: 5, groupNobody: 6, groupOwners: 7}[group]

@@ -66,3 +66,23 @@ func TestRoleModerators_OrganisationAndChannelSettingsAgree(t *testing.T) {
 	wantAPISuccess(t, send(mod))
 	wantAPISuccess(t, send(&e.admin))
 }
+
+// Every permission constant has its row, with a name of its own, so no
+// setting is looked up by a name that is not there.
+func TestPermissionSettings_OneNamedRowEach(t *testing.T) {
+	for name, table := range map[string][]permissionSetting{"realm": realmPermissionSettings[:], "channel": channelPermissionSettings[:], "group": groupPermissionSettings} {
+		seen := map[string]bool{}
+		for i, p := range table {
+			if p.name == "" || seen[p.name] {
+				t.Errorf("%s setting %d: name %q, want a name of its own", name, i, p.name)
+			}
+			seen[p.name] = true
+		}
+	}
+	if got, want := realmCanMentionManyUsersGroup.name(), "can_mention_many_users_group"; got != want {
+		t.Errorf("realmCanMentionManyUsersGroup: got %q, want %q", got, want)
+	}
+	if got, want := channelCanSendMessageGroup.name(), "can_send_message_group"; got != want {
+		t.Errorf("channelCanSendMessageGroup: got %q, want %q", got, want)
+	}
+}

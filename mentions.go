@@ -198,7 +198,7 @@ func (s *store) checkRendering(tx *bbolt.Tx, sender user, ch channel, r messageR
 		return errUnableToRender
 	}
 	m := r.Mentions
-	if (!m.Channel && !m.Topic) || inGroup(sender, s.realmGroup("can_mention_many_users_group")) {
+	if (!m.Channel && !m.Topic) || inGroup(sender, s.realmGroup(realmCanMentionManyUsersGroup)) {
 		return nil
 	}
 	if m.Channel && len(subscriberIDs(tx, ch.ID)) > wildcardMentionThreshold {

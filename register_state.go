@@ -264,14 +264,14 @@ func (s *server) addRealmUserState(state map[string]any, u user, users []user, o
 	state["realm_users"], state["realm_non_active_users"] = active, inactive
 	state["cross_realm_bots"] = []registerUser{} // zulite has no system bots
 	avatarState(state, u)
-	canCreatePrivate := inGroup(u, s.store.realmGroup("can_create_private_channel_group"))
-	canCreatePublic := inGroup(u, s.store.realmGroup("can_create_public_channel_group"))
-	canCreateWebPublic := inGroup(u, s.store.realmGroup("can_create_web_public_channel_group"))
+	canCreatePrivate := inGroup(u, s.store.realmGroup(realmCanCreatePrivateChannelGroup))
+	canCreatePublic := inGroup(u, s.store.realmGroup(realmCanCreatePublicChannelGroup))
+	canCreateWebPublic := inGroup(u, s.store.realmGroup(realmCanCreateWebPublicChannelGroup))
 	state["can_create_private_streams"] = canCreatePrivate
 	state["can_create_public_streams"] = canCreatePublic
 	state["can_create_web_public_streams"] = canCreateWebPublic
 	state["can_create_streams"] = canCreatePrivate || canCreatePublic || canCreateWebPublic
-	state["can_invite_others_to_realm"] = inGroup(u, s.store.realmGroup("can_invite_users_group"))
+	state["can_invite_others_to_realm"] = inGroup(u, s.store.realmGroup(realmCanInviteUsersGroup))
 	state["is_admin"] = u.isAdmin()
 	state["is_owner"] = u.Role == roleOwner
 	state["is_moderator"] = u.Role <= roleModerator // administrators too, since feature level 380
@@ -470,16 +470,16 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"zulip_update_announcements_stream_id":     -1,
 		"date_created":                             realmCreated(users),
 		"empty_topic_display_name":                 emptyTopicDisplayName,
-		"create_public_stream_policy":              legacyPolicy("can_create_public_channel_group", s.store.realmGroup("can_create_public_channel_group")),
-		"create_private_stream_policy":             legacyPolicy("can_create_private_channel_group", s.store.realmGroup("can_create_private_channel_group")),
-		"create_web_public_stream_policy":          legacyPolicy("can_create_web_public_channel_group", s.store.realmGroup("can_create_web_public_channel_group")),
-		"wildcard_mention_policy":                  legacyPolicy("can_mention_many_users_group", s.store.realmGroup("can_mention_many_users_group")),
+		"create_public_stream_policy":              legacyPolicy(realmCanCreatePublicChannelGroup, s.store.realmGroup(realmCanCreatePublicChannelGroup)),
+		"create_private_stream_policy":             legacyPolicy(realmCanCreatePrivateChannelGroup, s.store.realmGroup(realmCanCreatePrivateChannelGroup)),
+		"create_web_public_stream_policy":          legacyPolicy(realmCanCreateWebPublicChannelGroup, s.store.realmGroup(realmCanCreateWebPublicChannelGroup)),
+		"wildcard_mention_policy":                  legacyPolicy(realmCanMentionManyUsersGroup, s.store.realmGroup(realmCanMentionManyUsersGroup)),
 	}
 	for name, v := range realm {
 		state["realm_"+name] = v
 	}
-	for _, p := range realmPermissionSettings {
-		state["realm_"+p.name] = s.store.realmGroup(p.name)
+	for p := range realmPermissionCount {
+		state["realm_"+p.name()] = s.store.realmGroup(p)
 	}
 	server := map[string]any{
 		"max_avatar_file_size_mib":                         5,

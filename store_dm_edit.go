@@ -109,8 +109,8 @@ func (s *store) editDirect(u user, e messageEdit, orig message) (int, error) {
 // participant's dm_messages entry, unread exceptions and flags, its
 // reactions and its upload links; the participants hear of it.
 func (s *store) deleteDirect(tx *bbolt.Tx, u user, m message, report func(any)) error {
-	if !inGroup(u, s.realmGroup("can_delete_any_message_group")) {
-		if m.SenderID != u.ID || !inGroup(u, s.realmGroup("can_delete_own_message_group")) {
+	if !inGroup(u, s.realmGroup(realmCanDeleteAnyMessageGroup)) {
+		if m.SenderID != u.ID || !inGroup(u, s.realmGroup(realmCanDeleteOwnMessageGroup)) {
 			return errCannotDeleteMessage
 		}
 		if olderThan(s.now().Unix(), m.Timestamp, defaultMessageLimitSeconds) {

@@ -251,14 +251,14 @@ func (s *store) checkDirectPermission(sender user, recipients []user, exists boo
 	if sender.Bot || !slices.ContainsFunc(recipients, func(u user) bool { return !u.Bot && u.ID != sender.ID }) {
 		return nil
 	}
-	g := s.realmGroup("direct_message_permission_group")
+	g := s.realmGroup(realmDirectMessagePermissionGroup)
 	if !inGroup(sender, g) && !slices.ContainsFunc(recipients, func(u user) bool { return inGroup(u, g) }) {
 		if g == groupNobody {
 			return errDMsDisabled
 		}
 		return errDMNotAuthorized
 	}
-	if exists || inGroup(sender, s.realmGroup("direct_message_initiator_group")) {
+	if exists || inGroup(sender, s.realmGroup(realmDirectMessageInitiatorGroup)) {
 		return nil
 	}
 	return errDMInitiation

@@ -97,30 +97,30 @@ func isModerator(u user) bool { return u.isAdmin() }
 // can_move_messages_between_topics_group, or the channel's (either end)
 // can_move_messages_within_channel_group, or its administrators.
 func (s *store) canEditTopic(u user, from, to channel) bool {
-	if inGroup(u, s.realmGroup("can_move_messages_between_topics_group")) {
+	if inGroup(u, s.realmGroup(realmCanMoveMessagesBetweenTopicsGroup)) {
 		return true
 	}
 	within := func(ch channel) bool {
-		return u.isAdmin() || ch.groupSetting("can_administer_channel_group").includes(u) ||
-			ch.groupSetting("can_move_messages_within_channel_group").includes(u)
+		return u.isAdmin() || ch.groupSetting(channelCanAdministerChannelGroup).includes(u) ||
+			ch.groupSetting(channelCanMoveMessagesWithinChannelGroup).includes(u)
 	}
 	return within(from) || (from.ID != to.ID && within(to))
 }
 
 // canResolveTopics is Zulip's can_resolve_topics.
 func (s *store) canResolveTopics(u user, from, to channel) bool {
-	if inGroup(u, s.realmGroup("can_resolve_topics_group")) {
+	if inGroup(u, s.realmGroup(realmCanResolveTopicsGroup)) {
 		return true
 	}
-	return from.groupSetting("can_resolve_topics_group").includes(u) ||
-		(from.ID != to.ID && to.groupSetting("can_resolve_topics_group").includes(u))
+	return from.groupSetting(channelCanResolveTopicsGroup).includes(u) ||
+		(from.ID != to.ID && to.groupSetting(channelCanResolveTopicsGroup).includes(u))
 }
 
 // canMoveOutOf is Zulip's can_move_messages_out_of_channel.
 func (s *store) canMoveOutOf(u user, ch channel) bool {
-	return u.isAdmin() || inGroup(u, s.realmGroup("can_move_messages_between_channels_group")) ||
-		ch.groupSetting("can_administer_channel_group").includes(u) ||
-		ch.groupSetting("can_move_messages_out_of_channel_group").includes(u)
+	return u.isAdmin() || inGroup(u, s.realmGroup(realmCanMoveMessagesBetweenChannelsGroup)) ||
+		ch.groupSetting(channelCanAdministerChannelGroup).includes(u) ||
+		ch.groupSetting(channelCanMoveMessagesOutOfChannelGroup).includes(u)
 }
 
 // olderThan says whether a message sent at sent is past a limit of
@@ -585,7 +585,7 @@ func (s *store) deleteMessage(u user, id uint64) error {
 		if !s.canDelete(u, m, ch) {
 			return errCannotDeleteMessage
 		}
-		if !inGroup(u, s.realmGroup("can_delete_any_message_group")) && !ch.groupSetting("can_delete_any_message_group").includes(u) &&
+		if !inGroup(u, s.realmGroup(realmCanDeleteAnyMessageGroup)) && !ch.groupSetting(channelCanDeleteAnyMessageGroup).includes(u) &&
 			olderThan(s.now().Unix(), m.Timestamp, defaultMessageLimitSeconds) {
 			return errDeleteTimeLimit
 		}
@@ -622,13 +622,13 @@ func (s *store) deleteMessage(u user, id uint64) error {
 // limit: anyone in can_delete_any_message_group (the realm's or the
 // channel's), or the sender when in can_delete_own_message_group.
 func (s *store) canDelete(u user, m message, ch channel) bool {
-	if inGroup(u, s.realmGroup("can_delete_any_message_group")) || ch.groupSetting("can_delete_any_message_group").includes(u) {
+	if inGroup(u, s.realmGroup(realmCanDeleteAnyMessageGroup)) || ch.groupSetting(channelCanDeleteAnyMessageGroup).includes(u) {
 		return true
 	}
 	if m.SenderID != u.ID {
 		return false
 	}
-	return inGroup(u, s.realmGroup("can_delete_own_message_group")) || ch.groupSetting("can_delete_own_message_group").includes(u)
+	return inGroup(u, s.realmGroup(realmCanDeleteOwnMessageGroup)) || ch.groupSetting(channelCanDeleteOwnMessageGroup).includes(u)
 }
 
 // messageHistory is a message's edit history for GET

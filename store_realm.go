@@ -12,17 +12,17 @@ import (
 // holds: an administrator's choice (PATCH /realm; zulite lets the
 // channel-creation settings be changed), else zulite's default
 // (realmPermissionSettings).
-func (s *store) realmGroup(name string) int {
+func (s *store) realmGroup(p realmPermission) int {
 	if m := s.realmGroups.Load(); m != nil {
-		if g, ok := (*m)[name]; ok {
+		if g, ok := (*m)[p.name()]; ok {
 			return g
 		}
 	}
-	return realmPermission(name).value
+	return realmPermissionSettings[p].value
 }
 
 // setRealmGroup stores an organisation permission setting.
-func (s *store) setRealmGroup(name string, group int) error {
+func (s *store) setRealmGroup(p realmPermission, group int) error {
 	var next map[string]int
 	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		next = map[string]int{}
@@ -31,8 +31,8 @@ func (s *store) setRealmGroup(name string, group int) error {
 				return err
 			}
 		}
-		next[name] = group
-		report(realmGroupChanged{Setting: name, Group: group})
+		next[p.name()] = group
+		report(realmGroupChanged{Setting: p.name(), Group: group})
 		return putJSON(tx.Bucket(bucketMeta), keyRealmGroups, next)
 	})
 	if err == nil {

@@ -180,9 +180,9 @@ func (s *store) subscribeUsers(req subscribeRequest) (subscribeResult, error) {
 	var res subscribeResult
 	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		res = subscribeResult{}
-		for _, rule := range channelGroupSettings {
-			if g, ok := req.Groups[rule.Name]; ok {
-				if err := checkGroupSetting(tx, rule, g); err != nil {
+		for p := range channelPermissionCount {
+			if g, ok := req.Groups[p.name()]; ok {
+				if err := checkGroupSetting(tx, p, g); err != nil {
 					return err
 				}
 			}
@@ -494,8 +494,8 @@ func (s *store) audiences(tx *bbolt.Tx, change *subscriptionsChanged, created []
 			}
 			// Seen from the other side of the change: before joining (or
 			// after leaving), could the user see the channel?
-			outside := u.Role == roleGuest || (ch.Private && !u.isAdmin() && !ch.groupSetting("can_administer_channel_group").includes(u) &&
-				!ch.groupSetting("can_add_subscribers_group").includes(u) && !ch.groupSetting("can_subscribe_group").includes(u))
+			outside := u.Role == roleGuest || (ch.Private && !u.isAdmin() && !ch.groupSetting(channelCanAdministerChannelGroup).includes(u) &&
+				!ch.groupSetting(channelCanAddSubscribersGroup).includes(u) && !ch.groupSetting(channelCanSubscribeGroup).includes(u))
 			switch {
 			case outside && change.Op == "add":
 				revealed = append(revealed, id)
