@@ -33,8 +33,6 @@ package main
 
 import (
 	"bufio"
-	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,51 +43,30 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"zulite/internal/zulipexport"
 )
 
 // exportRealmID is the realm id written in the export, the one in
 // zulite's upload paths (uploadRealmID).
 const exportRealmID = 2
 
-// exportMessagesPerFile is Zulip's MESSAGE_BATCH_CHUNK_SIZE.
-const exportMessagesPerFile = 1000
-
-// Zulip's UserMessage.flags bits, in the order of UserMessage.ALL_FLAGS.
-const (
-	zulipFlagRead                    = 1 << 0
-	zulipFlagStarred                 = 1 << 1
-	zulipFlagCollapsed               = 1 << 2
-	zulipFlagMentioned               = 1 << 3
-	zulipFlagStreamWildcardMentioned = 1 << 4
-	zulipFlagTopicWildcardMentioned  = 1 << 5
-	zulipFlagGroupMentioned          = 1 << 6
-	zulipFlagHistorical              = 1 << 10
-	zulipFlagIsPrivate               = 1 << 11
-)
-
-// Zulip's Recipient types (recipientChannel is 2).
-const (
-	recipientPersonal = 1
-	recipientHuddle   = 3
-)
-
 // zulipFlags turns a flags-bucket byte and the read state into Zulip's
 // bitmask.
 func zulipFlags(b byte, read bool) int64 {
 	var f int64
 	if read {
-		f |= zulipFlagRead
+		f |= zulipexport.FlagRead
 	}
 	for _, m := range []struct {
 		ours   byte
 		theirs int64
-	}{{flagStarred, zulipFlagStarred}, {flagCollapsed, zulipFlagCollapsed}, {flagMentioned, zulipFlagMentioned},
-		{flagStreamWildcardMentioned, zulipFlagStreamWildcardMentioned}, {flagTopicWildcardMentioned, zulipFlagTopicWildcardMentioned}} {
+	}{{flagStarred, zulipexport.FlagStarred}, {flagCollapsed, zulipexport.FlagCollapsed}, {flagMentioned, zulipexport.FlagMentioned},
+		{flagStreamWildcardMentioned, zulipexport.FlagStreamWildcardMentioned}, {flagTopicWildcardMentioned, zulipexport.FlagTopicWildcardMentioned}} {
 		if b&m.ours != 0 {
 			f |= m.theirs
 		}
@@ -104,8 +81,8 @@ func ourFlags(f int64) byte {
 	for _, m := range []struct {
 		theirs int64
 		ours   byte
-	}{{zulipFlagStarred, flagStarred}, {zulipFlagCollapsed, flagCollapsed}, {zulipFlagMentioned | zulipFlagGroupMentioned, flagMentioned},
-		{zulipFlagStreamWildcardMentioned, flagStreamWildcardMentioned}, {zulipFlagTopicWildcardMentioned, flagTopicWildcardMentioned}} {
+	}{{zulipexport.FlagStarred, flagStarred}, {zulipexport.FlagCollapsed, flagCollapsed}, {zulipexport.FlagMentioned | zulipexport.FlagGroupMentioned, flagMentioned},
+		{zulipexport.FlagStreamWildcardMentioned, flagStreamWildcardMentioned}, {zulipexport.FlagTopicWildcardMentioned, flagTopicWildcardMentioned}} {
 		if f&m.theirs != 0 {
 			b |= m.ours
 		}
@@ -257,15 +234,6 @@ func (x *exporter) run() error {
 	})
 }
 
-// timestamp is a Zulip export's date: seconds since the epoch (the
-// importer's fix_datetime_fields), or null.
-func timestamp(unix int64) any {
-	if unix == 0 {
-		return nil
-	}
-	return float64(unix)
-}
-
 // client numbers a sending client's name for zerver_client.
 func (x *exporter) client(name string) int {
 	if name == "" {
@@ -330,7 +298,7 @@ func (x *exporter) messages() error {
 		}
 		err := x.in(func() error {
 			c := x.tx.Bucket(bucketMessages).Cursor()
-			for k, v := c.Seek(itob(after + 1)); k != nil && len(batch) < exportMessagesPerFile; k, v = c.Next() {
+			for k, v := c.Seek(itob(after + 1)); k != nil && len(batch) < zulipexport.MessagesPerFile; k, v = c.Next() {
 				var m message
 				if err := json.Unmarshal(v, &m); err != nil {
 					return fmt.Errorf("message %d: %w", btoi(k), err)
@@ -421,12 +389,12 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 		rendered := renderedContent(m)
 		recipient, private := recipientID(recipientChannel, m.ChannelID), int64(0)
 		if m.isDirect() {
-			recipient, private = x.directRecipient(m), zulipFlagIsPrivate
+			recipient, private = x.directRecipient(m), zulipexport.FlagIsPrivate
 		}
 		row := exportMessage{
 			ID: m.ID, Sender: m.SenderID, Recipient: recipient, Realm: exportRealmID,
 			Subject: m.Topic, Content: m.Content, RenderedContent: rendered, RenderedContentVersion: 1,
-			DateSent: timestamp(m.Timestamp), LastEditTime: timestamp(max(m.LastEdit, m.LastMoved)), SendingClient: x.client(m.Client),
+			DateSent: zulipexport.Timestamp(m.Timestamp), LastEditTime: zulipexport.Timestamp(max(m.LastEdit, m.LastMoved)), SendingClient: x.client(m.Client),
 			HasAttachment: hasAttachment, HasImage: strings.Contains(rendered, "<img"), HasLink: strings.Contains(rendered, "<a "),
 		}
 		if len(m.EditHistory) > 0 { // Zulip's Message.edit_history: a JSON text, newest first, as zulite keeps it
@@ -473,14 +441,14 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 func (x *exporter) directRecipient(m message) uint64 {
 	ids, _ := conversationParticipants(x.tx, m.ConversationID)
 	if len(ids) > 2 {
-		return recipientID(recipientHuddle, m.ConversationID)
+		return recipientID(zulipexport.RecipientHuddle, m.ConversationID)
 	}
 	for _, id := range ids {
 		if id != m.SenderID {
-			return recipientID(recipientPersonal, id)
+			return recipientID(zulipexport.RecipientPersonal, id)
 		}
 	}
-	return recipientID(recipientPersonal, m.SenderID)
+	return recipientID(zulipexport.RecipientPersonal, m.SenderID)
 }
 
 // writeJSONFile writes v as JSON to path, whole or not at all.
@@ -516,7 +484,7 @@ func (x *exporter) realm() error {
 	}
 	realm := map[string]any{
 		"id": exportRealmID, "name": "zulite", "string_id": "zulite", "description": "Organization imported from zulite.",
-		"date_created": timestamp(created), "deactivated": false,
+		"date_created": zulipexport.Timestamp(created), "deactivated": false,
 		"new_stream_announcements_stream": nil, "signup_announcements_stream": nil, "zulip_update_announcements_stream": nil,
 	}
 	var profiles []map[string]any
@@ -538,14 +506,14 @@ func (x *exporter) realm() error {
 		profiles = append(profiles, map[string]any{
 			"id": u.ID, "email": u.Email, "delivery_email": u.Email, "full_name": u.FullName, "role": role,
 			"is_bot": u.Bot, "bot_type": botType, "bot_owner": nil, "is_active": u.Active, "is_mirror_dummy": false,
-			"realm": exportRealmID, "date_joined": timestamp(u.Joined), "last_login": nil, "last_reminder": nil,
+			"realm": exportRealmID, "date_joined": zulipexport.Timestamp(u.Joined), "last_login": nil, "last_reminder": nil,
 			"default_sending_stream": nil, "default_events_register_stream": nil, "last_active_message_id": nil,
 			"avatar_source": avatarSource, "avatar_version": max(u.AvatarVersion, 1), "timezone": "",
 			"password": nil, "api_key": "", "user_permissions": []any{}, "groups": []any{},
 		})
-		recipients = append(recipients, map[string]any{"id": recipientID(recipientPersonal, u.ID), "type": recipientPersonal, "type_id": u.ID})
+		recipients = append(recipients, map[string]any{"id": recipientID(zulipexport.RecipientPersonal, u.ID), "type": zulipexport.RecipientPersonal, "type_id": u.ID})
 		subscriptions = append(subscriptions, map[string]any{"id": len(subscriptions) + 1, "user_profile": u.ID,
-			"recipient": recipientID(recipientPersonal, u.ID), "active": true, "is_user_active": u.Active, "color": "#c2c2c2",
+			"recipient": recipientID(zulipexport.RecipientPersonal, u.ID), "active": true, "is_user_active": u.Active, "color": "#c2c2c2",
 			"is_muted": false, "pin_to_top": false, "desktop_notifications": nil, "audible_notifications": nil,
 			"push_notifications": nil, "email_notifications": nil, "wildcard_mentions_notify": nil})
 		if n := keysWithPrefix(tx.Bucket(bucketAPIKeys), itob(u.ID)); n > 0 {
@@ -568,7 +536,7 @@ func (x *exporter) realm() error {
 		streams = append(streams, map[string]any{
 			"id": ch.ID, "name": ch.Name, "description": ch.Description, "rendered_description": "",
 			"invite_only": ch.Private, "history_public_to_subscribers": true, "is_web_public": false,
-			"realm": exportRealmID, "creator": nilIfZero(ch.CreatorID), "date_created": timestamp(ch.Created),
+			"realm": exportRealmID, "creator": nilIfZero(ch.CreatorID), "date_created": zulipexport.Timestamp(ch.Created),
 			"deactivated": false, "message_retention_days": nil,
 		})
 		x.report.ChannelPermissions += len(ch.Groups)
@@ -598,11 +566,11 @@ func (x *exporter) realm() error {
 			continue
 		}
 		id := btoi(k)
-		huddles = append(huddles, map[string]any{"id": id, "huddle_hash": huddleHash(ids), "group_size": len(ids)})
-		recipients = append(recipients, map[string]any{"id": recipientID(recipientHuddle, id), "type": recipientHuddle, "type_id": id})
+		huddles = append(huddles, map[string]any{"id": id, "huddle_hash": zulipexport.HuddleHash(ids), "group_size": len(ids)})
+		recipients = append(recipients, map[string]any{"id": recipientID(zulipexport.RecipientHuddle, id), "type": zulipexport.RecipientHuddle, "type_id": id})
 		for _, userID := range ids {
 			subscriptions = append(subscriptions, map[string]any{"id": len(subscriptions) + 1, "user_profile": userID,
-				"recipient": recipientID(recipientHuddle, id), "active": true, "is_user_active": active[userID], "color": "#c2c2c2",
+				"recipient": recipientID(zulipexport.RecipientHuddle, id), "active": true, "is_user_active": active[userID], "color": "#c2c2c2",
 				"is_muted": false, "pin_to_top": false, "desktop_notifications": nil, "audible_notifications": nil,
 				"push_notifications": nil, "email_notifications": nil, "wildcard_mentions_notify": nil})
 		}
@@ -670,17 +638,6 @@ func (x *exporter) copyReactions(w io.Writer) error {
 	}
 	_, err = io.Copy(w, io.LimitReader(x.reactions, size-1))
 	return err
-}
-
-// huddleHash is Zulip's get_huddle_hash: the SHA-1 of the sorted ids
-// joined by commas (the importer computes it again from the members).
-func huddleHash(ids []uint64) string {
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = strconv.FormatUint(id, 10)
-	}
-	sum := sha1.Sum([]byte(strings.Join(parts, ",")))
-	return hex.EncodeToString(sum[:])
 }
 
 func keysWithPrefix(b *bbolt.Bucket, prefix []byte) int {

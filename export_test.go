@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"go.etcd.io/bbolt"
+
+	"zulite/internal/zulipexport"
 )
 
 // exportActivity gives newTestEnv's organisation some history: messages
@@ -286,12 +288,12 @@ func TestExport_HasEveryTableAndFieldImportRealmReads(t *testing.T) {
 		return nil
 	})
 	for i, id := range channelIDs {
-		want := float64(zulipFlagRead)
+		want := float64(zulipexport.FlagRead)
 		if slices.Contains(unread, id) {
 			want = 0
 		}
 		if slices.Contains(starred, id) {
-			want += zulipFlagStarred
+			want += zulipexport.FlagStarred
 		}
 		if got, ok := flagsOf[[2]float64{float64(e.bob.ID), float64(id)}]; !ok || got != want {
 			t.Errorf("bob's flags_mask for message %d: got %v (row: %v), want %v", id, got, ok, want)

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"zulite/internal/zulipexport"
 )
 
 type exportRecord struct {
@@ -56,9 +58,9 @@ func (x *exporter) attachments() error {
 			links = []uint64{}
 		}
 		rows = append(rows, exportAttachment{ID: uint64(len(rows) + 1), FileName: a.Name, PathID: a.PathID, Owner: a.Owner, Realm: exportRealmID,
-			CreateTime: timestamp(a.Created), Size: a.Size, ContentType: a.ContentType, Messages: links, ScheduledMessages: []uint64{}})
+			CreateTime: zulipexport.Timestamp(a.Created), Size: a.Size, ContentType: a.ContentType, Messages: links, ScheduledMessages: []uint64{}})
 		records = append(records, exportRecord{Path: a.PathID, S3Path: a.PathID, RealmID: exportRealmID, UserProfileID: a.Owner,
-			ContentType: a.ContentType, Size: a.Size, LastModified: timestamp(a.Created)})
+			ContentType: a.ContentType, Size: a.Size, LastModified: zulipexport.Timestamp(a.Created)})
 	}
 	x.report.Attachments = len(rows)
 	if err := os.MkdirAll(filepath.Join(x.dir, "uploads"), 0o700); err != nil {

@@ -22,7 +22,7 @@ package main
 // of them.
 //
 // Every file of the export is opened through one os.Root on its
-// directory (openExportFile), so that no path in it, by .. or through a
+// directory (zulipexport's reader), so that no path in it, by .. or through a
 // symlink, reads a file outside it: a hostile export's uploads/ or
 // avatars/records.json naming another server's zuliprc would have made
 // it an upload its readers download. Such an export is refused whole,
@@ -64,6 +64,8 @@ import (
 	"strings"
 
 	"go.etcd.io/bbolt"
+
+	"zulite/internal/zulipexport"
 )
 
 // importBatch is how many rows one write transaction takes.
@@ -176,7 +178,7 @@ type importer struct {
 	// users by id; channelOf: a stream recipient id → channel id.
 	users      map[uint64]bool
 	channelOf  map[uint64]uint64
-	recipients map[uint64]zulipRecipient
+	recipients map[uint64]zulipexport.Recipient
 	clients    map[uint64]string
 	pairs      map[[2]uint64]*importedPair
 	channels   map[uint64]bool
@@ -202,7 +204,7 @@ func (s *store) importZulip(dir string) (importReport, error) {
 		return importReport{}, err
 	}
 	defer root.Close()
-	x := &importer{s: s, root: root, users: map[uint64]bool{}, channelOf: map[uint64]uint64{}, recipients: map[uint64]zulipRecipient{},
+	x := &importer{s: s, root: root, users: map[uint64]bool{}, channelOf: map[uint64]uint64{}, recipients: map[uint64]zulipexport.Recipient{},
 		clients: map[uint64]string{}, paths: map[string]string{}, huddles: map[uint64][]uint64{}, conversations: map[string]uint64{}, pairs: map[[2]uint64]*importedPair{}, channels: map[uint64]bool{}}
 	empty := true
 	s.view(func(tx *bbolt.Tx) error {
@@ -251,14 +253,14 @@ var realmTablesRead = map[string]bool{
 // realm reads realm.json's users, channels and subscriptions and writes
 // them in one transaction.
 func (x *importer) realm() error {
-	var users []zulipUser
-	var streams []zulipStream
-	var subs []zulipSubscription
+	var users []zulipexport.User
+	var streams []zulipexport.Stream
+	var subs []zulipexport.Subscription
 	crossrealm := map[uint64]bool{}
-	err := eachTable(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
+	err := zulipexport.ReadTables(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
 		switch name {
 		case "zerver_userprofile", "zerver_userprofile_mirrordummy", "zerver_userprofile_crossrealm":
-			return true, eachRow(dec, func(u zulipUser) error {
+			return true, zulipexport.ReadRows(dec, func(u zulipexport.User) error {
 				if name == "zerver_userprofile_crossrealm" {
 					crossrealm[u.ID] = true
 				}
@@ -266,18 +268,18 @@ func (x *importer) realm() error {
 				return nil
 			})
 		case "zerver_stream":
-			return true, eachRow(dec, func(s zulipStream) error { streams = append(streams, s); return nil })
+			return true, zulipexport.ReadRows(dec, func(s zulipexport.Stream) error { streams = append(streams, s); return nil })
 		case "zerver_recipient":
-			return true, eachRow(dec, func(r zulipRecipient) error { x.recipients[r.ID] = r; return nil })
+			return true, zulipexport.ReadRows(dec, func(r zulipexport.Recipient) error { x.recipients[r.ID] = r; return nil })
 		case "zerver_subscription":
-			return true, eachRow(dec, func(s zulipSubscription) error { subs = append(subs, s); return nil })
+			return true, zulipexport.ReadRows(dec, func(s zulipexport.Subscription) error { subs = append(subs, s); return nil })
 		case "zerver_client":
-			return true, eachRow(dec, func(c zulipClient) error { x.clients[c.ID] = c.Name; return nil })
+			return true, zulipexport.ReadRows(dec, func(c zulipexport.Client) error { x.clients[c.ID] = c.Name; return nil })
 		}
 		if realmTablesRead[name] {
 			return false, nil
 		}
-		n, err := countRows(dec)
+		n, err := zulipexport.CountRows(dec)
 		x.report.leave("rows of "+name, n)
 		return true, err
 	})
@@ -300,7 +302,7 @@ func (x *importer) realm() error {
 			if emails.Get(emailKey(email)) != nil || x.users[zu.ID] {
 				return fmt.Errorf("user %d: e-mail %q or id used twice", zu.ID, email)
 			}
-			u := user{ID: zu.ID, Email: email, FullName: zu.FullName, Role: zu.Role, Bot: zu.IsBot, Active: zu.IsActive, Joined: unixSeconds(zu.DateJoined)}
+			u := user{ID: zu.ID, Email: email, FullName: zu.FullName, Role: zu.Role, Bot: zu.IsBot, Active: zu.IsActive, Joined: zulipexport.UnixSeconds(zu.DateJoined)}
 			switch {
 			case crossrealm[zu.ID]:
 				u.Bot, u.Active, u.Role = true, false, roleMember
@@ -336,7 +338,7 @@ func (x *importer) realm() error {
 			if names.Get(nameKey(zs.Name)) != nil || x.channels[zs.ID] {
 				return fmt.Errorf("channel %d: name %q or id used twice", zs.ID, zs.Name)
 			}
-			ch := channel{ID: zs.ID, Name: zs.Name, Description: zs.Description, Private: zs.InviteOnly, Created: unixSeconds(zs.DateCreated)}
+			ch := channel{ID: zs.ID, Name: zs.Name, Description: zs.Description, Private: zs.InviteOnly, Created: zulipexport.UnixSeconds(zs.DateCreated)}
 			if zs.Creator != nil && x.users[*zs.Creator] {
 				ch.CreatorID = *zs.Creator
 			}
@@ -360,7 +362,7 @@ func (x *importer) realm() error {
 			return err
 		}
 		for _, zs := range subs {
-			if r := x.recipients[zs.Recipient]; r.Type == recipientHuddle && x.users[zs.UserProfile] {
+			if r := x.recipients[zs.Recipient]; r.Type == zulipexport.RecipientHuddle && x.users[zs.UserProfile] {
 				x.huddles[zs.Recipient] = append(x.huddles[zs.Recipient], zs.UserProfile)
 			}
 			channelID, isChannel := x.channelOf[zs.Recipient]
@@ -392,18 +394,6 @@ func (x *importer) realm() error {
 		}
 		return nil
 	})
-}
-
-// messageFiles are the export's messages-NNNNNN.json, in order.
-func (x *importer) messageFiles() []string {
-	var files []string
-	for n := 1; ; n++ {
-		name := fmt.Sprintf("messages-%06d.json", n)
-		if _, err := x.root.Lstat(name); err != nil {
-			return files
-		}
-		files = append(files, name)
-	}
 }
 
 // messageChannel is a message of the file being imported: its Zulip id,
@@ -458,7 +448,7 @@ func (s *store) remapFile() error {
 
 // messages imports each message file: its messages, then its per-user rows.
 func (x *importer) messages() error {
-	for n, path := range x.messageFiles() {
+	for n, path := range zulipexport.MessageFiles(x.root) {
 		if n > 0 && n%importRemapFiles == 0 {
 			if err := x.s.remapFile(); err != nil {
 				return err
@@ -508,11 +498,11 @@ func (x *importer) messageRows(path string) ([]messageChannel, error) {
 		batch = batch[:0]
 		return err
 	}
-	err := eachTable(x.root, path, func(name string, dec *json.Decoder) (bool, error) {
+	err := zulipexport.ReadTables(x.root, path, func(name string, dec *json.Decoder) (bool, error) {
 		if name != "zerver_message" {
 			return false, nil
 		}
-		return true, eachRow(dec, func(zm zulipMessage) error {
+		return true, zulipexport.ReadRows(dec, func(zm zulipexport.Message) error {
 			channelID, isChannel := x.channelOf[zm.Recipient]
 			var conversationID uint64
 			switch {
@@ -544,7 +534,7 @@ func (x *importer) messageRows(path string) ([]messageChannel, error) {
 			if zm.RenderedContent != nil {
 				m.Rendered = *zm.RenderedContent
 			}
-			m.Content, m.Rendered = x.rewriteLinks(m.Content), x.rewriteLinks(m.Rendered)
+			m.Content, m.Rendered = zulipexport.RewriteUploadLinks(m.Content, x.paths), zulipexport.RewriteUploadLinks(m.Rendered, x.paths)
 			if err := x.editHistory(&m, zm); err != nil {
 				return err
 			}
@@ -566,15 +556,15 @@ func (x *importer) messageRows(path string) ([]messageChannel, error) {
 // first message: its sender and the user of a personal recipient (Zulip
 // files a one-to-one message under the other's recipient), or the
 // members of a group's (its subscribers). 0: an unknown recipient.
-func (x *importer) conversation(zm zulipMessage) (uint64, error) {
+func (x *importer) conversation(zm zulipexport.Message) (uint64, error) {
 	r, ok := x.recipients[zm.Recipient]
 	var ids []uint64
 	switch {
 	case !ok:
 		return 0, nil
-	case r.Type == recipientPersonal && x.users[r.TypeID]:
+	case r.Type == zulipexport.RecipientPersonal && x.users[r.TypeID]:
 		ids = []uint64{zm.Sender, r.TypeID}
-	case r.Type == recipientHuddle && len(x.huddles[zm.Recipient]) > 0:
+	case r.Type == zulipexport.RecipientHuddle && len(x.huddles[zm.Recipient]) > 0:
 		ids = append(slices.Clone(x.huddles[zm.Recipient]), zm.Sender)
 	default:
 		return 0, nil
@@ -621,7 +611,7 @@ func (x *importer) index(tx *bbolt.Tx, m message) error {
 // editHistory takes a message's edit history: Zulip keeps it as a JSON
 // text, newest first, in the shape zulite keeps it (editEntry); the last
 // content edit and the last move are read from it.
-func (x *importer) editHistory(m *message, zm zulipMessage) error {
+func (x *importer) editHistory(m *message, zm zulipexport.Message) error {
 	var text string
 	if len(zm.EditHistory) == 0 || json.Unmarshal(zm.EditHistory, &text) != nil || text == "" {
 		if zm.LastEditTime != nil {
@@ -655,7 +645,7 @@ func cmpUint(a, b uint64) int {
 
 // reactions reads realm.json's zerver_reaction.
 func (x *importer) reactions() error {
-	var batch []zulipReaction
+	var batch []zulipexport.Reaction
 	flush := func() error {
 		err := x.s.updateGuarded(func(tx *bbolt.Tx) error {
 			b := tx.Bucket(bucketReactions)
@@ -675,11 +665,11 @@ func (x *importer) reactions() error {
 		batch = batch[:0]
 		return err
 	}
-	err := eachTable(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
+	err := zulipexport.ReadTables(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
 		if name != "zerver_reaction" {
 			return false, nil
 		}
-		return true, eachRow(dec, func(r zulipReaction) error {
+		return true, zulipexport.ReadRows(dec, func(r zulipexport.Reaction) error {
 			switch {
 			case r.ReactionType == reactionRealm:
 				x.report.leave("reactions with custom emoji: zulite has no custom emoji", 1)

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"go.etcd.io/bbolt"
+
+	"zulite/internal/zulipexport"
 )
 
 // importedEnv serves an imported store, as newTestEnv serves its own.
@@ -504,7 +506,7 @@ func writeSyntheticExport(t testing.TB, dir string, total int) {
 }
 
 func TestImport_ScatteredUnreadIsAWatermarkAndTheUnreadIDs(t *testing.T) {
-	const total = importRemapFiles*exportMessagesPerFile + 1 // the database is remapped once on the way
+	const total = importRemapFiles*zulipexport.MessagesPerFile + 1 // the database is remapped once on the way
 	dir := filepath.Join(t.TempDir(), "synthetic")
 	writeSyntheticExport(t, dir, total)
 	st := mustOpenStore(t)

@@ -11,6 +11,8 @@ import (
 	"slices"
 
 	"go.etcd.io/bbolt"
+
+	"zulite/internal/zulipexport"
 )
 
 // importedRow is one UserMessage row of a channel message, compact.
@@ -22,11 +24,11 @@ type importedRow struct {
 // userMessageRows writes the file's personal flags and read state.
 func (x *importer) userMessageRows(path string, placed []messageChannel) error {
 	var rows []importedRow
-	err := eachTable(x.root, path, func(name string, dec *json.Decoder) (bool, error) {
+	err := zulipexport.ReadTables(x.root, path, func(name string, dec *json.Decoder) (bool, error) {
 		if name != "zerver_usermessage" {
 			return false, nil
 		}
-		return true, eachRow(dec, func(zr zulipUserMessage) error {
+		return true, zulipexport.ReadRows(dec, func(zr zulipexport.UserMessage) error {
 			i, found := slices.BinarySearchFunc(placed, zr.Message, func(p messageChannel, old uint64) int { return cmpUint(p.old, old) })
 			if !found || !x.users[zr.UserProfile] {
 				return nil // a row of a message not imported, reported with it
@@ -72,11 +74,11 @@ func (x *importer) writeRows(tx *bbolt.Tx, rows []importedRow) error {
 			}
 			x.report.Flags++
 		}
-		if r.flags&zulipFlagGroupMentioned != 0 {
+		if r.flags&zulipexport.FlagGroupMentioned != 0 {
 			x.report.leave("group mentions: kept as mentions", 1)
 		}
 		pair := x.pairs[[2]uint64{r.userID, r.channelID}]
-		if pair == nil || r.flags&zulipFlagHistorical != 0 {
+		if pair == nil || r.flags&zulipexport.FlagHistorical != 0 {
 			continue
 		}
 		if err := pair.take(tx, r); err != nil {
@@ -110,7 +112,7 @@ func (p *importedPair) take(tx *bbolt.Tx, r importedRow) error {
 		}
 	}
 	key := unreadKey(r.userID, r.channelID)
-	if r.flags&zulipFlagRead == 0 {
+	if r.flags&zulipexport.FlagRead == 0 {
 		p.anyUnread = true
 		switch {
 		case r.messageID <= p.watermark: // out of order: below a read one already

@@ -8,84 +8,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
+
+	"zulite/internal/zulipexport"
 )
-
-// readRecords reads DIR/sub/records.json; a missing one is no records.
-// A record whose path is not inside sub/ (.., an absolute path) refuses
-// the export.
-func (x *importer) readRecords(sub string) ([]zulipRecord, error) {
-	f, err := openExportFile(x.root, filepath.Join(sub, "records.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(f)
-	f.Close()
-	var records []zulipRecord
-	if err == nil {
-		err = json.Unmarshal(data, &records)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s/records.json: %w", sub, err)
-	}
-	for i, r := range records {
-		if !filepath.IsLocal(filepath.FromSlash(r.Path)) {
-			return nil, fmt.Errorf("%s/records.json: record %d: path %q is not inside the export", sub, i+1, r.Path)
-		}
-	}
-	return records, nil
-}
-
-// openRecord opens the file of record n (from 1) of sub/records.json. A
-// file that is not there answers fs.ErrNotExist, to be reported as
-// missing; any other failure (a symlink out of the export, a file that
-// is no regular one) refuses the export, naming the record.
-func (x *importer) openRecord(sub string, n int, path string) (*os.File, error) {
-	f, err := openExportFile(x.root, filepath.Join(sub, filepath.FromSlash(path)))
-	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		return f, err
-	}
-	var pathErr *fs.PathError
-	if errors.As(err, &pathErr) {
-		err = pathErr.Err // the path is said once, as the record has it
-	}
-	return nil, fmt.Errorf("%s/records.json: record %d: path %q: %w", sub, n, path, err)
-}
-
-// zulipUploadLink is a link to an uploaded file in a Zulip message:
-// /user_uploads/REALM/…/NAME.
-var zulipUploadLink = regexp.MustCompile(`/user_uploads/([0-9]+/[^\s()\[\]<>"'` + "`" + `]+)`)
 
 func validUploadPath(realm, rest string) bool {
 	_, ok := uploadPathID(realm, rest)
 	return ok
-}
-
-// rewriteLinks points the links to uploaded files in a message's
-// content or rendering to their paths here, as Zulip's import does
-// (fix_upload_links).
-func (x *importer) rewriteLinks(text string) string {
-	if len(x.paths) == 0 || !strings.Contains(text, "/user_uploads/") {
-		return text
-	}
-	return zulipUploadLink.ReplaceAllStringFunc(text, func(link string) string {
-		path := strings.TrimPrefix(link, "/user_uploads/")
-		trimmed := strings.TrimRight(path, ".,;:!?")
-		if here, ok := x.paths[trimmed]; ok {
-			return "/user_uploads/" + here + path[len(trimmed):]
-		}
-		return link
-	})
 }
 
 // attachments reads attachment.json and copies each file's bytes from
@@ -93,7 +27,7 @@ func (x *importer) rewriteLinks(text string) string {
 // (realm 2, one random token: Zulip's have two parts and its own realm
 // id), which the messages' links are rewritten to.
 func (x *importer) attachments() error {
-	records, err := x.readRecords("uploads")
+	records, err := zulipexport.ReadRecords(x.root, "uploads")
 	if err != nil {
 		return err
 	}
@@ -104,17 +38,17 @@ func (x *importer) attachments() error {
 	if _, err := x.root.Lstat("attachment.json"); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	return eachTable(x.root, "attachment.json", func(name string, dec *json.Decoder) (bool, error) {
+	return zulipexport.ReadTables(x.root, "attachment.json", func(name string, dec *json.Decoder) (bool, error) {
 		if name != "zerver_attachment" {
 			return false, nil
 		}
-		return true, eachRow(dec, func(za zulipAttachment) error {
+		return true, zulipexport.ReadRows(dec, func(za zulipexport.Attachment) error {
 			n, ok := recordOf[za.PathID]
 			if !ok || !x.users[za.Owner] {
 				x.report.leave("uploaded files missing from uploads/", 1)
 				return nil
 			}
-			f, err := x.openRecord("uploads", n, records[n-1].Path)
+			f, err := zulipexport.OpenRecord(x.root, "uploads", n, records[n-1].Path)
 			if errors.Is(err, fs.ErrNotExist) {
 				x.report.leave("uploaded files missing from uploads/", 1)
 				return nil
@@ -132,7 +66,7 @@ func (x *importer) attachments() error {
 				pathID = uploadRealmID + "/" + randomPathToken() + "/" + sanitizeUploadName(filepath.Base(za.PathID))
 				x.paths[za.PathID] = pathID
 			}
-			a := attachment{PathID: pathID, Owner: za.Owner, Name: za.FileName, Size: size, SHA256: sum, Created: unixSeconds(za.CreateTime)}
+			a := attachment{PathID: pathID, Owner: za.Owner, Name: za.FileName, Size: size, SHA256: sum, Created: zulipexport.UnixSeconds(za.CreateTime)}
 			if za.ContentType != nil {
 				a.ContentType = *za.ContentType
 			}
@@ -149,7 +83,7 @@ func (x *importer) attachments() error {
 // and the medium one (NAME-medium.png, or NAME.original when there is no
 // medium one) become their avatar.
 func (x *importer) avatars() error {
-	records, err := x.readRecords("avatars")
+	records, err := zulipexport.ReadRecords(x.root, "avatars")
 	if err != nil {
 		return err
 	}
@@ -183,7 +117,7 @@ func (x *importer) avatars() error {
 		if n == 0 {
 			return "", nil
 		}
-		f, err := x.openRecord("avatars", n, records[n-1].Path)
+		f, err := zulipexport.OpenRecord(x.root, "avatars", n, records[n-1].Path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil
 		}

@@ -1,0 +1,90 @@
+package zulipexport
+
+// The rules of Zulip's importer that both directions keep.
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// MessagesPerFile is Zulip's MESSAGE_BATCH_CHUNK_SIZE: how many messages
+// one messages-NNNNNN.json holds.
+const MessagesPerFile = 1000
+
+// messageFileName is the nth message file's name, from 1.
+func messageFileName(n int) string {
+	return fmt.Sprintf("messages-%06d.json", n)
+}
+
+// Zulip's UserMessage.flags bits, in the order of UserMessage.ALL_FLAGS.
+const (
+	FlagRead                    = 1 << 0
+	FlagStarred                 = 1 << 1
+	FlagCollapsed               = 1 << 2
+	FlagMentioned               = 1 << 3
+	FlagStreamWildcardMentioned = 1 << 4
+	FlagTopicWildcardMentioned  = 1 << 5
+	FlagGroupMentioned          = 1 << 6
+	FlagHistorical              = 1 << 10
+	FlagIsPrivate               = 1 << 11
+)
+
+// Zulip's Recipient types (a stream's is 2).
+const (
+	RecipientPersonal = 1
+	RecipientHuddle   = 3
+)
+
+// Timestamp is a Zulip export's date: seconds since the epoch (the
+// importer's fix_datetime_fields), or null.
+func Timestamp(unix int64) any {
+	if unix == 0 {
+		return nil
+	}
+	return float64(unix)
+}
+
+// UnixSeconds is a Zulip export's date as Unix seconds.
+func UnixSeconds(t *float64) int64 {
+	if t == nil {
+		return 0
+	}
+	return int64(math.Floor(*t))
+}
+
+// HuddleHash is Zulip's get_huddle_hash: the SHA-1 of the sorted ids
+// joined by commas (the importer computes it again from the members).
+func HuddleHash(ids []uint64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatUint(id, 10)
+	}
+	sum := sha1.Sum([]byte(strings.Join(parts, ",")))
+	return hex.EncodeToString(sum[:])
+}
+
+// uploadLink is a link to an uploaded file in a Zulip message:
+// /user_uploads/REALM/…/NAME.
+var uploadLink = regexp.MustCompile(`/user_uploads/([0-9]+/[^\s()\[\]<>"'` + "`" + `]+)`)
+
+// RewriteUploadLinks points the links to uploaded files in a message's
+// content or rendering to their new path ids (paths: the export's path
+// id → the new one), as Zulip's import does (fix_upload_links).
+func RewriteUploadLinks(text string, paths map[string]string) string {
+	if len(paths) == 0 || !strings.Contains(text, "/user_uploads/") {
+		return text
+	}
+	return uploadLink.ReplaceAllStringFunc(text, func(link string) string {
+		path := strings.TrimPrefix(link, "/user_uploads/")
+		trimmed := strings.TrimRight(path, ".,;:!?")
+		if here, ok := paths[trimmed]; ok {
+			return "/user_uploads/" + here + path[len(trimmed):]
+		}
+		return link
+	})
+}
