@@ -32,7 +32,6 @@ package main
 // reopened between them (store.export says why).
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,7 +41,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -201,9 +199,8 @@ type exporter struct {
 	clients []string
 	// links are the messages linking each upload path.
 	links map[string][]uint64
-	// reactions is a temporary file of reaction rows, each followed by a
-	// comma, copied into realm.json at the end.
-	reactions *os.File
+	// out writes the export's files.
+	out *zulipexport.Writer
 }
 
 func (x *exporter) run() error {
@@ -214,12 +211,11 @@ func (x *exporter) run() error {
 	if err != nil {
 		return err
 	}
-	x.reactions, err = os.CreateTemp(x.dir, ".reactions-*")
+	x.out, err = zulipexport.NewWriter(x.dir, writeFileAtomically)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(x.reactions.Name())
-	defer x.reactions.Close()
+	defer x.out.Close()
 	if err := x.messages(); err != nil {
 		return err
 	}
@@ -252,7 +248,7 @@ type exportSubscriber struct {
 	userID, start uint64
 }
 
-// messages writes messages-NNNNNN.json, and the reactions to their file.
+// messages writes messages-NNNNNN.json, and adds their reactions.
 func (x *exporter) messages() error {
 	subscribers := map[uint64][]exportSubscriber{}
 	subscribersOf := func(key uint64) []exportSubscriber {
@@ -279,14 +275,13 @@ func (x *exporter) messages() error {
 		subscribers[key] = list
 		return list
 	}
-	reactions := bufio.NewWriter(x.reactions)
 	var batch []message
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
 		x.report.Files++
-		err := x.messageFile(batch, subscribersOf, reactions)
+		err := x.messageFile(batch, subscribersOf)
 		batch = batch[:0]
 		return err
 	}
@@ -314,53 +309,15 @@ func (x *exporter) messages() error {
 			return err
 		}
 	}
-	return reactions.Flush()
-}
-
-type exportMessage struct {
-	ID                     uint64 `json:"id"`
-	Sender                 uint64 `json:"sender"`
-	Recipient              uint64 `json:"recipient"`
-	Realm                  int    `json:"realm"`
-	Subject                string `json:"subject"`
-	Content                string `json:"content"`
-	RenderedContent        string `json:"rendered_content"`
-	RenderedContentVersion int    `json:"rendered_content_version"`
-	DateSent               any    `json:"date_sent"`
-	LastEditTime           any    `json:"last_edit_time"`
-	EditHistory            any    `json:"edit_history"`
-	SendingClient          int    `json:"sending_client"`
-	HasAttachment          bool   `json:"has_attachment"`
-	HasImage               bool   `json:"has_image"`
-	HasLink                bool   `json:"has_link"`
-}
-
-type exportUserMessage struct {
-	ID          uint64 `json:"id"`
-	UserProfile uint64 `json:"user_profile"`
-	Message     uint64 `json:"message"`
-	FlagsMask   int64  `json:"flags_mask"`
-}
-
-type exportReaction struct {
-	ID           uint64 `json:"id"`
-	Message      uint64 `json:"message"`
-	UserProfile  uint64 `json:"user_profile"`
-	EmojiName    string `json:"emoji_name"`
-	EmojiCode    string `json:"emoji_code"`
-	ReactionType string `json:"reaction_type"`
+	return nil
 }
 
 // messageFile writes one file of messages and their per-user rows: a row
 // for each subscriber who was subscribed when the message came (its id
 // above their start), with the read bit from the unread state.
-func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exportSubscriber, reactions *bufio.Writer) error {
-	var file struct {
-		Messages     []exportMessage     `json:"zerver_message"`
-		UserMessages []exportUserMessage `json:"zerver_usermessage"`
-	}
-	file.Messages = make([]exportMessage, 0, len(batch))
-	file.UserMessages = []exportUserMessage{}
+func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exportSubscriber) error {
+	messageRows := make([]zulipexport.MessageRow, 0, len(batch))
+	userMessageRows := []zulipexport.UserMessageRow{}
 	byChannel := map[uint64][]uint64{} // by read key: a channel's id or a conversation's key
 	for _, m := range batch {
 		byChannel[m.readKey()] = append(byChannel[m.readKey()], m.ID)
@@ -391,7 +348,7 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 		if m.isDirect() {
 			recipient, private = x.directRecipient(m), zulipexport.FlagIsPrivate
 		}
-		row := exportMessage{
+		row := zulipexport.MessageRow{
 			ID: m.ID, Sender: m.SenderID, Recipient: recipient, Realm: exportRealmID,
 			Subject: m.Topic, Content: m.Content, RenderedContent: rendered, RenderedContentVersion: 1,
 			DateSent: zulipexport.Timestamp(m.Timestamp), LastEditTime: zulipexport.Timestamp(max(m.LastEdit, m.LastMoved)), SendingClient: x.client(m.Client),
@@ -404,7 +361,7 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 			}
 			row.EditHistory = string(history)
 		}
-		file.Messages = append(file.Messages, row)
+		messageRows = append(messageRows, row)
 		for _, sub := range subscribersOf(m.readKey()) {
 			if m.ID <= sub.start {
 				continue
@@ -414,24 +371,20 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 				b = v[0]
 			}
 			_, isUnread := slices.BinarySearch(unread[[2]uint64{sub.userID, m.readKey()}], m.ID)
-			file.UserMessages = append(file.UserMessages, exportUserMessage{
+			userMessageRows = append(userMessageRows, zulipexport.UserMessageRow{
 				ID: uint64(x.report.UserMessages + 1), UserProfile: sub.userID, Message: m.ID, FlagsMask: zulipFlags(b, !isUnread) | private})
 			x.report.UserMessages++
 		}
 		for _, r := range reactionsOf(x.tx, m.ID) {
 			x.report.Reactions++
-			line, err := json.Marshal(exportReaction{ID: uint64(x.report.Reactions), Message: m.ID, UserProfile: r.UserID,
-				EmojiName: r.EmojiName, EmojiCode: r.EmojiCode, ReactionType: r.ReactionType})
-			if err != nil {
+			if err := x.out.AddReaction(zulipexport.ReactionRow{ID: uint64(x.report.Reactions), Message: m.ID, UserProfile: r.UserID,
+				EmojiName: r.EmojiName, EmojiCode: r.EmojiCode, ReactionType: r.ReactionType}); err != nil {
 				return err
 			}
-			reactions.Write(line)
-			reactions.WriteByte(',')
 		}
 	}
 	x.report.Messages += len(batch)
-	name := fmt.Sprintf("messages-%06d.json", x.report.Files)
-	return writeJSONFile(filepath.Join(x.dir, name), file)
+	return x.out.WriteMessages(messageRows, userMessageRows)
 }
 
 // directRecipient is a direct message's Zulip recipient: a group's for
@@ -449,17 +402,6 @@ func (x *exporter) directRecipient(m message) uint64 {
 		}
 	}
 	return recipientID(zulipexport.RecipientPersonal, m.SenderID)
-}
-
-// writeJSONFile writes v as JSON to path, whole or not at all.
-func writeJSONFile(path string, v any) error {
-	return writeFileAtomically(path, func(w io.Writer) error {
-		bw := bufio.NewWriter(w)
-		if err := json.NewEncoder(bw).Encode(v); err != nil {
-			return err
-		}
-		return bw.Flush()
-	})
 }
 
 // realm writes realm.json.
@@ -583,61 +525,14 @@ func (x *exporter) realm() error {
 	tables := map[string]any{
 		"zerver_realm":                     []any{realm},
 		"zerver_userprofile":               orEmpty(profiles),
-		"zerver_userprofile_mirrordummy":   []any{},
-		"zerver_userprofile_crossrealm":    []any{},
 		"zerver_stream":                    orEmpty(streams),
 		"zerver_recipient":                 orEmpty(recipients),
 		"zerver_subscription":              orEmpty(subscriptions),
 		"zerver_huddle":                    orEmpty(huddles),
 		"zerver_client":                    orEmpty(clients),
-		"zerver_defaultstream":             []any{},
-		"zerver_realmemoji":                []any{},
-		"zerver_realmdomain":               []any{},
-		"zerver_realmfilter":               []any{},
-		"zerver_realmplayground":           []any{},
 		"zerver_realmauthenticationmethod": []any{map[string]any{"id": 1, "realm": exportRealmID, "name": "Email"}},
-		"zerver_userpresence":              []any{},
-		"zerver_useractivity":              []any{},
-		"zerver_useractivityinterval":      []any{},
-		"zerver_customprofilefield":        []any{},
-		"zerver_customprofilefieldvalue":   []any{},
 	}
-	names := make([]string, 0, len(tables))
-	for name := range tables {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return writeFileAtomically(filepath.Join(x.dir, "realm.json"), func(w io.Writer) error {
-		bw := bufio.NewWriter(w)
-		bw.WriteString("{")
-		for _, name := range names {
-			body, err := json.Marshal(tables[name])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(bw, "%q:%s,\n", name, body)
-		}
-		// zerver_reaction last, copied from its file without its last comma.
-		bw.WriteString(`"zerver_reaction":[`)
-		if err := x.copyReactions(bw); err != nil {
-			return err
-		}
-		bw.WriteString("]}\n")
-		return bw.Flush()
-	})
-}
-
-// copyReactions copies the reaction rows, dropping the comma after the last.
-func (x *exporter) copyReactions(w io.Writer) error {
-	size, err := x.reactions.Seek(0, io.SeekEnd)
-	if err != nil || size == 0 {
-		return err
-	}
-	if _, err := x.reactions.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	_, err = io.Copy(w, io.LimitReader(x.reactions, size-1))
-	return err
+	return x.out.WriteRealm(tables)
 }
 
 func keysWithPrefix(b *bbolt.Bucket, prefix []byte) int {

@@ -2,9 +2,10 @@
 // `manage.py export` writes and `manage.py import` reads
 // (zerver/lib/export.py, zerver/lib/import_realm.py): the rows of its
 // files, a reader that streams them a row at a time through one os.Root
-// on the export (no path in an export reads a file outside it), and the
-// rules of Zulip's importer (file names, flag bits, recipient types,
-// dates, its rewriting of upload links).
+// on the export (no path in an export reads a file outside it), a writer
+// that makes each file whole or not at all, and the rules of Zulip's
+// importer (file names, flag bits, recipient types, dates, the tables it
+// requires, its rewriting of upload links).
 //
 //	DIR/realm.json            the realm's tables: users, streams, recipients,
 //	                          subscriptions, reactions, …
@@ -14,8 +15,9 @@
 //	DIR/uploads/records.json  one record an uploaded file; its bytes beside it
 //	DIR/avatars/records.json  one record an avatar image; its bytes beside it
 //
-// It knows nothing of zulite's store: the core's import reads rows from
-// it and writes the store, and the core's export follows its rules. It
-// never imports bbolt, net/http, or package main's types, and never
-// calls back into the core.
+// It knows nothing of zulite's store: the core's export walks the store
+// and hands it rows, and the core's import reads rows from it and writes
+// the store. It never imports bbolt, net/http, or package main's types,
+// and calls back into the core only through the file-writing function
+// NewWriter takes.
 package zulipexport
