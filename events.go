@@ -224,8 +224,6 @@ type eventHub struct {
 	jobsMu    sync.Mutex
 	jobs      []func()
 	answerers int
-	// watcher tells when a parked poll's client goes away (parking_linux.go).
-	watcher *closeWatcher
 
 	idleTimeout time.Duration
 	pollTimeout time.Duration

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"zulite/internal/conns"
 )
 
 func (e *testEnv) registerQueue(t *testing.T, a *account, params url.Values) response {
@@ -777,7 +779,7 @@ func BenchmarkEvents_WaitingPollMemory(b *testing.B) {
 			name = "parked"
 		}
 		b.Run(name, func(b *testing.B) {
-			if parked && !canPark {
+			if parked && !conns.CanPark {
 				b.Skip("polls park on Linux only")
 			}
 			benchmarkWaitingPollMemory(b, parked)
@@ -794,10 +796,10 @@ func benchmarkWaitingPollMemory(b *testing.B, parked bool) {
 		if parked {
 			srv, listening = e.server.httpServer(mustListen(b), options{MaxConns: 4 * users * perUser}, nil, discardLogger())
 		} else {
-			limited := newConnLimiter(mustListen(b), 4*users*perUser, func(netip.Addr) bool { return true })
-			srv = &http.Server{Handler: serving(e.handler, 30*time.Second), ConnContext: connContext, ReadHeaderTimeout: 10 * time.Second,
+			limited := conns.NewLimiter(mustListen(b), 4*users*perUser, func(netip.Addr) bool { return true })
+			srv = &http.Server{Handler: conns.Serving(e.handler, 30*time.Second), ConnContext: conns.ConnContext, ReadHeaderTimeout: 10 * time.Second,
 				ReadTimeout: 30 * time.Second, WriteTimeout: 90 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
-				ConnState: limited.connState}
+				ConnState: limited.ConnState}
 			listening = limited
 		}
 		go srv.Serve(listening)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"zulite/internal/conns"
 )
 
 // zulite answers as this Zulip release: Zulip 11.0, feature level 421,
@@ -32,17 +34,12 @@ type server struct {
 	passwords *passwordHasher
 	logins    *loginLimiter
 	events    *eventHub
-	// parking hands parked polls' connections back to net/http
-	// (parking.go); nil when the server is not serving through it.
-	parking *parkingListener
+	// parking takes waiting polls' connections from net/http and keeps
+	// them (parking.go); nil when polls do not park.
+	parking *conns.Parking
 	parked  atomic.Int64 // parked polls not yet answered
-	// served is the handler net/http serves, and connIdle its idle
-	// timeout, for the requests on parked polls' connections
-	// (parking_next.go).
-	served   http.Handler
-	connIdle time.Duration
 	// bodyWait is --read-timeout: an account's request body may take
-	// that long, a stranger's less (conns.go).
+	// that long, a stranger's less (conns.Serving).
 	bodyWait time.Duration
 	limits   *rateLimiter // nil: no rate limits
 	walks    *walkSlots   // one message walk at a time per account
@@ -375,7 +372,7 @@ func (s *server) admit(w http.ResponseWriter, r *http.Request, checks ...roleChe
 	if info != nil {
 		info.userID = u.ID
 	}
-	bodyTrusted(w, r, s.bodyWait)
+	conns.BodyTrusted(w, r, s.bodyWait)
 	if err := s.limits.allowAccount(w, u.ID, now); err != nil {
 		return user{}, err
 	}

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"zulite/internal/conns"
 )
 
 // Issue 11: what an ordinary account, a local user or a careless setup
@@ -335,8 +337,8 @@ func TestMaxConnections_PartialHeadersGetAShareAndLongPollsLive(t *testing.T) {
 		return n
 	}
 	open("127.0.0.2", 300)
-	if n := stillOpen("127.0.0.2"); n > connShare(64) {
-		t.Errorf("one address: %d connections left open, want at most its share, %d", n, connShare(64))
+	if n := stillOpen("127.0.0.2"); n > conns.Share(64) {
+		t.Errorf("one address: %d connections left open, want at most its share, %d", n, conns.Share(64))
 	}
 	for i := range 10 {
 		open("127.0.0."+strconv.Itoa(10+i), 30)
@@ -727,7 +729,7 @@ func TestMaxConnections_StrangersSlowBodiesGiveWay(t *testing.T) {
 		perIP int // connections from each of four addresses: each one's share
 	}{
 		{"bound of 64", []string{"--max-connections", "64"}, 16},
-		{"default bound", nil, defaultMaxConnections / 4},
+		{"default bound", nil, conns.DefaultMax / 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"), tc.flags...)
@@ -773,11 +775,11 @@ func TestMaxConnections_StrangersSlowBodiesGiveWay(t *testing.T) {
 
 			// Every stranger's connection is over well before --read-timeout
 			// (60 s): closed for room, or its body's own deadline passed.
-			limit := start.Add(strangerBodyWait + 5*time.Second)
+			limit := start.Add(conns.StrangerBodyWait + 5*time.Second)
 			for i, c := range held {
 				c.SetReadDeadline(limit)
 				if _, err := io.Copy(io.Discard, c); errors.Is(err, os.ErrDeadlineExceeded) {
-					t.Fatalf("stranger's connection %d: still open %v after its headers (%v), want it closed within %v", i, time.Since(start).Round(time.Second), err, strangerBodyWait)
+					t.Fatalf("stranger's connection %d: still open %v after its headers (%v), want it closed within %v", i, time.Since(start).Round(time.Second), err, conns.StrangerBodyWait)
 				}
 			}
 		})

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"zulite/internal/conns"
 )
 
 func main() {
@@ -227,30 +229,30 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 // and the parking listener outermost (parking.go), outside TLS, serving
 // HTTP/2 or HTTP/1.1 as ServeTLS would.
 func (s *server) httpServer(ln net.Listener, o options, tlsConfig *tls.Config, log *slog.Logger) (*http.Server, net.Listener) {
-	limited := newConnLimiter(ln, o.MaxConns, s.trusts)
-	s.metrics.connsRefused, s.metrics.openConns = &limited.refused, limited.count
+	limited := conns.NewLimiter(ln, o.MaxConns, s.trusts)
+	s.metrics.connsRefused, s.metrics.openConns = &limited.Refused, limited.Count
 	handler := s.routes()
 	if tlsConfig != nil {
 		handler = strictTransport(handler)
 	}
 	srv := &http.Server{
-		Handler:           serving(handler, o.BodyWait),
-		ConnContext:       connContext,
+		Handler:           conns.Serving(handler, o.BodyWait),
+		ConnContext:       conns.ConnContext,
 		ReadHeaderTimeout: o.HeaderWait,
 		ReadTimeout:       o.BodyWait,
 		WriteTimeout:      90 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		ConnState:         limited.connState,
+		ConnState:         limited.ConnState,
 	}
 	srv.RegisterOnShutdown(s.events.close) // waiting long polls answer at once
-	s.served, s.connIdle, s.bodyWait = srv.Handler, srv.IdleTimeout, o.BodyWait
+	s.bodyWait = o.BodyWait
 	var outer net.Listener = limited
 	if tlsConfig != nil {
-		outer = servingTLS(limited, tlsConfig)
+		outer = conns.ServingTLS(limited, tlsConfig)
 	}
-	return srv, s.startParking(outer)
+	return srv, s.startParking(outer, srv)
 }
 
 // plainHTTPWarning is what to say when API keys would cross a network in

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
 	"net/http"
 	"slices"
 	"time"
+
+	"zulite/internal/conns"
 )
 
 // Parked polls: a long poll with nothing to answer yet waits without a
@@ -15,16 +16,17 @@ import (
 // goroutine, the background reader's, their stacks and net/http's
 // buffers, about 27 KiB; ten thousand connected clients then need more
 // memory than a small device has. So a poll over HTTP/1.x that would wait
-// takes its connection from net/http (Hijack) and parks it on its queue
-// (eventQueue.parked): what it holds is the connection, the header lines
-// already set for its answer and a timer, well under 1 KiB. When the
-// queue has events (the hub's waker), after the poll timeout (a
-// heartbeat), when the queue is dropped, or at shutdown, a goroutine of a
-// few writes the answer as net/http would and hands the connection back
-// to net/http through the listener (parkingListener), which serves its
-// next request as on any connection it accepts. HTTP/2 polls, and polls
-// served without a parking listener (tests calling the handler), wait in
-// their handler as before.
+// takes its connection from net/http (conns.Parking.Take, a Hijack) and
+// parks it on its queue (eventQueue.parked): what it holds is the
+// connection, the header lines already set for its answer and a timer,
+// well under 1 KiB. When the queue has events (the hub's waker), after
+// the poll timeout (a heartbeat), when the queue is dropped, or at
+// shutdown, a goroutine of a few writes the answer as net/http would and
+// lets the connection go (conns.Parked): it waits for the client's next
+// poll, or goes back to net/http, which serves its next request as on
+// any connection it accepts. HTTP/2 polls, polls served without parking
+// (tests calling the handler, --park-polls=false), wait in their handler
+// as before.
 
 // parkedAnswerers bounds the parked polls being answered at a time
 // (eventHub.answer): the answers to a big channel's message go out a few
@@ -34,132 +36,88 @@ const parkedAnswerers = 4
 
 // parkedAnswerWait is how long a parked poll's answer may take to write
 // as one of the answerers; a client that reads slower is written to
-// outside them, within parkedWriteTimeout.
-const (
-	parkedAnswerWait   = 50 * time.Millisecond
-	parkedWriteTimeout = 90 * time.Second // http.Server's WriteTimeout
-)
+// outside them, within the write timeout (http.Server's, 90 s).
+const parkedAnswerWait = 50 * time.Millisecond
 
 // parkedPoll is a waiting poll without its goroutine: its connection and
 // what its answer and its log line need.
 type parkedPoll struct {
 	s       *server
-	conn    net.Conn     // as the listener gave it: a *trackedConn, or a *tls.Conn over one
-	tracked *trackedConn // conn, or what the TLS connection runs over
+	conn    *conns.Parked // taken from net/http
 	queueID string
 	ignored []string // parameters the request sent that no route reads
-	head    []byte   // the header lines set before it parked (X-Request-Id, rate limits)
-	close   bool     // the client asked for the connection to end after the answer
 	info    requestInfo
 	queue   *eventQueue // set when it parks
 	timer   *time.Timer // the heartbeat; set and stopped under the queue's lock
-	watchID uint32      // its place in the hub's close watcher; 0 when not watched
 }
+
+// pollPaths are the routes of GET /api/v1/events (realtime.go): on an
+// answered poll's connection, a poll of these is read without net/http.
+var pollPaths = []string{"/api/v1/events", "/json/events"}
 
 // startParking has the server park its waiting polls: it answers the
 // listener net/http is to serve, ln as it is where polls cannot park
-// (not Linux).
-func (s *server) startParking(ln net.Listener) net.Listener {
-	w, err := newCloseWatcher()
+// (not Linux). srv is the server net/http serves with, whose handler
+// also serves the polls read on answered connections.
+func (s *server) startParking(ln net.Listener, srv *http.Server) net.Listener {
+	p := &conns.Parking{Handler: srv.Handler, IdleTimeout: srv.IdleTimeout, Paths: pollPaths,
+		Run: s.events.runJob, Closing: s.events.closed.Load, Log: s.log}
+	listening, err := p.Start(ln)
 	if err != nil {
 		return ln
 	}
-	s.events.watcher = w
-	s.parking = newParkingListener(ln)
+	s.parking = p
 	s.metrics.parkedPolls = &s.parked
-	return s.parking
+	return listening
 }
 
 // stopParking waits until every parked poll is answered (the hub's close
 // answers them), or ctx ends, closes the connections waiting for a next
 // request, and stops watching.
 func (s *server) stopParking(ctx context.Context) {
-	if s.events.watcher == nil {
+	if s.parking == nil {
 		return
 	}
 	for s.parked.Load() > 0 && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
-	for _, c := range s.events.watcher.awaitingConns() {
-		c.Close()
-	}
-	s.events.watcher.close()
+	s.parking.Stop()
 }
 
 // parkPoll takes a poll's connection from net/http, or answers nil when
-// it must wait in its handler: HTTP/2, no parking listener, a connection
-// zulite did not accept. The poll's answer is written by answer, later.
+// it must wait in its handler: no parking, no request log (tests), or
+// one conns.Parking.Take does not take (HTTP/2, a HEAD, a body, ...).
+// The poll's answer is written by answer, later.
 func (s *server) parkPoll(r *apiRequest, queueID string) *parkedPoll {
-	// Only a plain HTTP/1.1 GET parks: its answer is the next bytes on the
-	// connection. A body net/http has not read (a GET may carry one), a
-	// HEAD (answered without a body), HTTP/1.0's keep-alive wait in the
-	// handler, where net/http deals with them.
-	if s.parking == nil || s.events.watcher == nil || r.writer == nil || r.Method != http.MethodGet || r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
-		r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
-		return nil
-	}
-	tc, _ := r.Context().Value(connKey{}).(*trackedConn)
 	info := infoOf(r.writer)
-	if tc == nil || info == nil {
+	if s.parking == nil || info == nil {
 		return nil
 	}
-	var head bytes.Buffer
-	r.writer.Header().Write(&head)
-	tc.parked.Store(true)                                           // before Hijack, which runs the ConnState hooks
-	conn, buf, err := http.NewResponseController(r.writer).Hijack() // or pollWriter's (parking_next.go)
-	if err != nil {
-		tc.parked.Store(false)
+	conn := s.parking.Take(r.writer, r.Request)
+	if conn == nil {
 		return nil
 	}
-	closing := r.Close
-	if n := buf.Reader.Buffered(); n > 0 { // a pipelined request: net/http reads it next
-		if conn == net.Conn(tc) {
-			pending, _ := buf.Reader.Peek(n)
-			tc.pending = slices.Clone(pending)
-		} else { // read out of TLS records: the connection ends after the answer, and the client sends it again
-			closing = true
-		}
-	}
-	tc.serving.Add(1) // a waiting poll is never closed to make room
 	info.parked = true
 	s.parked.Add(1)
-	return &parkedPoll{s: s, conn: conn, tracked: tc, queueID: queueID, ignored: r.params.ignored(), head: head.Bytes(),
-		close: closing, info: *info}
+	return &parkedPoll{s: s, conn: conn, queueID: queueID, ignored: r.params.ignored(), info: *info}
 }
 
 // answer writes the poll's answer (its events, or BAD_EVENT_QUEUE_ID
 // when its queue is gone) and logs it; the connection then waits for the
-// client's next request (awaitRequest).
+// client's next request (conns.Parked.Done).
 func (p *parkedPoll) answer(events []json.RawMessage, found bool) {
 	defer p.s.parked.Add(-1)
-	if p.watchID != 0 {
-		p.s.events.watcher.unwatch(p.watchID)
-	}
-	w := &parkedWriter{header: http.Header{}}
+	w := conns.NewResponse()
 	if found {
 		writeSuccess(w, pollMembers(events, p.queueID), p.ignored)
 	} else {
 		writeError(w, p.s.log, nil, badQueue(p.queueID))
 	}
-	err := w.writeTo(p.conn, p.head, p.close || p.s.events.closed.Load())
+	err := p.conn.Write(w)
 	elapsed := time.Since(p.info.start)
-	p.s.metrics.observeRequest(p.info.route, w.status, elapsed)
-	p.s.requestLog.line(p.info.start, http.MethodGet, p.info.route, w.status, elapsed, p.info.userID, p.info.id)
-	p.tracked.serving.Add(-1)
-	p.s.afterAnswer(p.conn, p.tracked, err == nil && !p.close)
-}
-
-// afterAnswer keeps an answered connection for the client's next request
-// (awaitRequest), hands it back to net/http (a TLS connection), or closes
-// it: after an error, when the client asked, at shutdown.
-func (s *server) afterAnswer(conn net.Conn, tc *trackedConn, keep bool) {
-	if keep && !s.events.closed.Load() {
-		conn.SetDeadline(time.Time{})
-		if s.awaitRequest(conn, tc) || s.parking.handBack(conn) {
-			return
-		}
-	}
-	conn.Close()
+	p.s.metrics.observeRequest(p.info.route, w.Status(), elapsed)
+	p.s.requestLog.line(p.info.start, http.MethodGet, p.info.route, w.Status(), elapsed, p.info.userID, p.info.id)
+	p.conn.Done(err == nil)
 }
 
 // pollMembers is a poll's answer after the envelope's own members: the
@@ -203,9 +161,7 @@ func (h *eventHub) park(q *eventQueue, p *parkedPoll) {
 	p.timer = time.AfterFunc(h.pollTimeout, func() { h.heartbeatParked(q, p) })
 	// Told when its client goes away; if it cannot be, the heartbeat
 	// still ends it.
-	if id, err := h.watcher.watch(p.tracked, false, func() { h.goneParked(p) }); err == nil {
-		p.watchID = id
-	}
+	p.conn.WatchGone(func() { h.goneParked(p) })
 	q.mu.Unlock()
 }
 
@@ -284,7 +240,7 @@ func (h *eventHub) answer(p *parkedPoll, events []json.RawMessage, found, paced 
 // runJob has one of the answerers run job: at most parkedAnswerers
 // goroutines that live while there are jobs (their stacks stay grown from
 // one to the next), writing parked polls' answers and serving the
-// requests that come on their connections (parking.go).
+// requests that come on their connections (conns.Parking.Run).
 func (h *eventHub) runJob(job func()) {
 	h.jobsMu.Lock()
 	h.jobs = append(h.jobs, job)

@@ -1,4 +1,4 @@
-package main
+package conns
 
 import (
 	"bufio"
@@ -21,12 +21,13 @@ import (
 // and its stack grown again, buffers, a background reader, the hijack),
 // which at ten thousand clients was most of a message's fan-out. So the
 // connection waits for the next request in the close watcher's epoll set,
-// with no goroutine, and one of the answerers reads it when it comes. A
-// poll (GET /api/v1/events or /json/events, HTTP/1.1, no body, nothing
-// after it) is served there by the same handler net/http serves, through
-// pollWriter, whose Hijack parks it again. Anything else, or anything
-// this reading does not check as strictly as net/http, goes to net/http
-// with the bytes read (trackedConn.pending), as a new connection.
+// with no goroutine, and a job (Parking.Run: one of zulite's answerers)
+// reads it when it comes. A poll (a GET of one of Parking.Paths,
+// HTTP/1.1, no body, nothing after it) is served there by the same
+// handler net/http serves (Parking.Handler), through pollWriter, whose
+// Hijack parks it again. Anything else, or anything this reading does
+// not check as strictly as net/http, goes to net/http with the bytes
+// read (trackedConn.pending), as a new connection.
 
 // nextRequestWait is how long the rest of a request already under way may
 // take to arrive; a slower one is net/http's to read.
@@ -43,29 +44,29 @@ type awaitingRequest struct {
 // next request; false when it cannot be (the caller hands it to
 // net/http). A TLS connection goes to net/http when its next bytes come,
 // a plain one is read by serveNext.
-func (s *server) awaitRequest(conn net.Conn, tc *trackedConn) bool {
+func (p *Parking) awaitRequest(conn net.Conn, tc *trackedConn) bool {
 	if len(tc.pending) > 0 { // a request already read: net/http's
 		return false
 	}
-	next := func() { s.serveNext(tc) }
+	next := func() { p.serveNext(tc) }
 	if conn != net.Conn(tc) {
-		next = func() { s.handToNetHTTP(conn) }
+		next = func() { p.handToNetHTTP(conn) }
 	}
 	a := &awaitingRequest{}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	id, err := s.events.watcher.watch(tc, true, func() {
+	id, err := p.watcher.watch(tc, true, func() {
 		a.mu.Lock()
 		a.idle.Stop()
 		a.mu.Unlock()
-		s.events.runJob(next)
+		p.Run(next)
 	})
 	if err != nil {
 		return false
 	}
 	a.id = id
-	a.idle = time.AfterFunc(s.connIdle, func() {
-		if s.events.watcher.unwatch(id) {
+	a.idle = time.AfterFunc(p.IdleTimeout, func() {
+		if p.watcher.unwatch(id) {
 			conn.Close()
 		}
 	})
@@ -76,7 +77,7 @@ var nextBuffers = sync.Pool{New: func() any { b := make([]byte, 4096); return &b
 
 // serveNext reads the request that came on an answered poll's connection
 // and serves it, or hands it to net/http.
-func (s *server) serveNext(tc *trackedConn) {
+func (p *Parking) serveNext(tc *trackedConn) {
 	bp := nextBuffers.Get().(*[]byte)
 	defer nextBuffers.Put(bp)
 	buf, n := *bp, 0
@@ -93,44 +94,44 @@ func (s *server) serveNext(tc *trackedConn) {
 		return
 	}
 	tc.SetReadDeadline(time.Time{})
-	req := nextPoll(buf[:n])
-	if req == nil || s.events.closed.Load() {
+	req := nextPoll(buf[:n], p.Paths)
+	if req == nil || p.Closing() {
 		tc.pending = slices.Clone(buf[:n])
-		s.handToNetHTTP(tc)
+		p.handToNetHTTP(tc)
 		return
 	}
 	req.RemoteAddr = tc.RemoteAddr().String()
 	req = req.WithContext(context.WithValue(context.Background(), connKey{}, tc))
-	w := &pollWriter{parkedWriter: parkedWriter{header: http.Header{}}, conn: tc}
-	if !s.serveCaught(w, req) {
+	w := &pollWriter{Response: Response{header: http.Header{}}, conn: tc}
+	if !p.serveCaught(w, req) {
 		tc.Close()
 		return
 	}
 	if w.hijacked { // parked again
 		return
 	}
-	err := w.writeTo(tc, nil, req.Close || s.events.closed.Load())
-	s.afterAnswer(tc, tc, err == nil && !req.Close)
+	err := w.writeTo(tc, nil, req.Close || p.Closing())
+	p.afterAnswer(tc, tc, err == nil && !req.Close)
 }
 
 // handToNetHTTP hands a connection to net/http, with what was read
 // of its next request, or closes it when net/http no longer serves.
-func (s *server) handToNetHTTP(conn net.Conn) {
-	if !s.parking.handBack(conn) {
+func (p *Parking) handToNetHTTP(conn net.Conn) {
+	if !p.listener.handBack(conn) {
 		conn.Close()
 	}
 }
 
 // serveCaught serves a request as net/http would, a panic caught and
 // logged; false after a panic.
-func (s *server) serveCaught(w http.ResponseWriter, r *http.Request) (ok bool) {
+func (p *Parking) serveCaught(w http.ResponseWriter, r *http.Request) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.Error("panic serving a poll", "route", r.URL.Path, "panic", v)
+			p.Log.Error("panic serving a poll", "route", r.URL.Path, "panic", v)
 			ok = false
 		}
 	}()
-	s.served.ServeHTTP(w, r)
+	p.Handler.ServeHTTP(w, r)
 	return true
 }
 
@@ -138,7 +139,7 @@ func (s *server) serveCaught(w http.ResponseWriter, r *http.Request) (ok bool) {
 // poll's connection: the answer is written when the handler returns, or
 // the poll parks again (Hijack).
 type pollWriter struct {
-	parkedWriter
+	Response
 	conn     *trackedConn
 	hijacked bool
 }
@@ -156,12 +157,12 @@ func (w *pollWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // nextPoll is the request b when it is one more poll, as strict as
-// net/http or stricter: the request line "GET /api/v1/events?... HTTP/1.1"
-// (or /json/events), header lines "Name: value" of token names and
-// values without controls, one Host of host characters, Connection only
-// keep-alive or close, nothing that announces a body or a change of
-// protocol, and nothing after the blank line. nil for anything else.
-func nextPoll(b []byte) *http.Request {
+// net/http or stricter: the request line "GET /path?... HTTP/1.1" of one
+// of paths, header lines "Name: value" of token names and values without
+// controls, one Host of host characters, Connection only keep-alive or
+// close, nothing that announces a body or a change of protocol, and
+// nothing after the blank line. nil for anything else.
+func nextPoll(b []byte, paths []string) *http.Request {
 	end := bytes.Index(b, []byte("\r\n\r\n"))
 	if end < 0 || end != len(b)-4 { // not ended, or more after it
 		return nil
@@ -171,7 +172,11 @@ func nextPoll(b []byte) *http.Request {
 	target, ok1 := bytes.CutPrefix(line, []byte("GET "))
 	target, ok2 := bytes.CutSuffix(target, []byte(" HTTP/1.1"))
 	path, _, _ := bytes.Cut(target, []byte("?"))
-	if !ok1 || !ok2 || (string(path) != "/api/v1/events" && string(path) != "/json/events") {
+	known := false
+	for _, p := range paths {
+		known = known || string(path) == p
+	}
+	if !ok1 || !ok2 || !known {
 		return nil
 	}
 	for _, c := range target {

@@ -1,22 +1,22 @@
 //go:build !linux
 
-package main
+package conns
 
 import "errors"
 
-// Parking needs to be told when a parked poll's client goes away
-// (parking_linux.go's epoll set); elsewhere a waiting poll waits in its
-// handler.
-const canPark = false
+// CanPark tells whether requests can park here: parking needs to be
+// told when a parked request's client goes away (watcher_linux.go's epoll
+// set); elsewhere a waiting request waits in its handler.
+const CanPark = false
 
 type closeWatcher struct{}
 
 func newCloseWatcher() (*closeWatcher, error) {
-	return nil, errors.New("parking polls needs Linux")
+	return nil, errors.New("parking needs Linux")
 }
 
 func (*closeWatcher) watch(*trackedConn, bool, func()) (uint32, error) {
-	return 0, errors.New("parking polls needs Linux")
+	return 0, errors.New("parking needs Linux")
 }
 func (*closeWatcher) unwatch(uint32) bool           { return false }
 func (*closeWatcher) awaitingConns() []*trackedConn { return nil }

@@ -1,4 +1,4 @@
-package main
+package conns
 
 import (
 	"context"
@@ -23,23 +23,26 @@ import (
 // many clients, so they count only against the bound, not against an
 // address's share.
 
-const defaultMaxConnections = 4096
+// DefaultMax is the bound zulite serves with unless told otherwise
+// (--max-connections).
+const DefaultMax = 4096
 
-// connShare is how many connections one address may hold: a quarter of
+// Share is how many connections one address may hold: a quarter of
 // the bound (an office behind one NAT address may hold hundreds: an app
 // keeps 1 or 2 and a browser up to 6), and at least 16.
-func connShare(bound int) int { return max(16, bound/4) }
+func Share(bound int) int { return max(16, bound/4) }
 
+// trackedConn is a connection the limiter counts.
 type trackedConn struct {
 	net.Conn
 	addr    netip.Addr
 	opened  time.Time
 	serving atomic.Int32 // handlers running on it (HTTP/2 runs several)
-	limiter *connLimiter
+	limiter *Limiter
 	once    sync.Once
-	// parked: a poll on it has parked (parking.go): when net/http lets
+	// parked: its request has parked (parking.go): when net/http lets
 	// go of it (Hijack), it stays counted here. pending is what the
-	// client sent after the poll, read again first.
+	// client sent after that request, read again first.
 	parked  atomic.Bool
 	pending []byte
 }
@@ -58,24 +61,31 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// connLimiter is a listener that admits connections within the bounds.
-type connLimiter struct {
+// Limiter is a listener that admits connections within the bounds. Its
+// ConnState must be the http.Server's ConnState, ConnContext its
+// ConnContext, and Serving wrap its handler.
+type Limiter struct {
 	net.Listener
 	max, share int
 	trusted    func(netip.Addr) bool
-	refused    atomic.Int64 // newcomers closed, and quiet ones closed for room
+	// Refused counts the connections closed for want of room: newcomers,
+	// and quiet ones closed to make room.
+	Refused atomic.Int64
 
 	mu     sync.Mutex
 	open   map[*trackedConn]struct{}
 	byAddr map[netip.Addr]int
 }
 
-func newConnLimiter(ln net.Listener, max int, trusted func(netip.Addr) bool) *connLimiter {
-	return &connLimiter{Listener: ln, max: max, share: connShare(max), trusted: trusted,
+// NewLimiter bounds the connections ln accepts to max, and those of one
+// address to its share; trusted tells the addresses (proxies) limited
+// by the bound only.
+func NewLimiter(ln net.Listener, max int, trusted func(netip.Addr) bool) *Limiter {
+	return &Limiter{Listener: ln, max: max, share: Share(max), trusted: trusted,
 		open: map[*trackedConn]struct{}{}, byAddr: map[netip.Addr]int{}}
 }
 
-func (l *connLimiter) Accept() (net.Conn, error) {
+func (l *Limiter) Accept() (net.Conn, error) {
 	for {
 		conn, err := l.Listener.Accept()
 		if err != nil {
@@ -88,14 +98,14 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		if l.admit(c) {
 			return c, nil
 		}
-		l.refused.Add(1)
+		l.Refused.Add(1)
 		conn.Close()
 	}
 }
 
 // admit counts c in, closing the oldest quiet connection to make room
 // when a bound is reached; false when there is no room to make.
-func (l *connLimiter) admit(c *trackedConn) bool {
+func (l *Limiter) admit(c *trackedConn) bool {
 	l.mu.Lock()
 	var evict *trackedConn
 	ok := true
@@ -115,7 +125,7 @@ func (l *connLimiter) admit(c *trackedConn) bool {
 	}
 	l.mu.Unlock()
 	if evict != nil {
-		l.refused.Add(1)
+		l.Refused.Add(1)
 		evict.Close()
 	}
 	return ok
@@ -123,7 +133,7 @@ func (l *connLimiter) admit(c *trackedConn) bool {
 
 // oldestQuiet is the longest-open connection among those picked that no
 // handler is serving.
-func (l *connLimiter) oldestQuiet(pick func(*trackedConn) bool) *trackedConn {
+func (l *Limiter) oldestQuiet(pick func(*trackedConn) bool) *trackedConn {
 	var oldest *trackedConn
 	for c := range l.open {
 		if c.serving.Load() == 0 && pick(c) && (oldest == nil || c.opened.Before(oldest.opened)) {
@@ -133,21 +143,22 @@ func (l *connLimiter) oldestQuiet(pick func(*trackedConn) bool) *trackedConn {
 	return oldest
 }
 
-// count is how many connections are open: parked polls' and those
+// Count is how many connections are open: parked requests' and those
 // waiting for their next request included (parking.go).
-func (l *connLimiter) count() int {
+func (l *Limiter) Count() int {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.open)
+	n := len(l.open)
+	l.mu.Unlock()
+	return n
 }
 
-func (l *connLimiter) forget(c *trackedConn) {
+func (l *Limiter) forget(c *trackedConn) {
 	l.mu.Lock()
 	l.removeLocked(c)
 	l.mu.Unlock()
 }
 
-func (l *connLimiter) removeLocked(c *trackedConn) {
+func (l *Limiter) removeLocked(c *trackedConn) {
 	if _, ok := l.open[c]; !ok {
 		return
 	}
@@ -157,9 +168,9 @@ func (l *connLimiter) removeLocked(c *trackedConn) {
 	}
 }
 
-// connState is http.Server.ConnState's hook: a hijacked connection is
-// no longer the server's to count, unless it is a parked poll's.
-func (l *connLimiter) connState(conn net.Conn, state http.ConnState) {
+// ConnState is http.Server.ConnState's hook: a hijacked connection is
+// no longer the server's to count, unless it is a parked request's.
+func (l *Limiter) ConnState(conn net.Conn, state http.ConnState) {
 	if c := trackedOf(conn); c != nil && state == http.StateHijacked && !c.parked.Load() {
 		c.once.Do(func() { l.forget(c) })
 	}
@@ -175,22 +186,23 @@ func trackedOf(conn net.Conn) *trackedConn {
 
 type connKey struct{}
 
-// connContext is http.Server.ConnContext's hook: it lets serving find a
-// request's connection.
-func connContext(ctx context.Context, conn net.Conn) context.Context {
+// ConnContext is http.Server.ConnContext's hook: it lets Serving and
+// Parking.Take find a request's connection.
+func ConnContext(ctx context.Context, conn net.Conn) context.Context {
 	if c := trackedOf(conn); c != nil {
 		return context.WithValue(ctx, connKey{}, c)
 	}
 	return ctx
 }
 
-// serving marks a request's connection busy while next serves it, from
+// Serving marks a request's connection busy while next serves it, from
 // the moment the whole request has arrived: until its body is read to
 // the end, the connection is as quiet as one still sending its headers,
-// and may be closed for room. Its body is given strangerBodyWait (or
-// bodyWait, if shorter) until the request proves an account (bodyTrusted).
-func serving(next http.Handler, bodyWait time.Duration) http.Handler {
-	wait := strangerBodyWait
+// and may be closed for room. Its body is given StrangerBodyWait (or
+// bodyWait, if shorter) until the request proves an account
+// (BodyTrusted). bodyWait is the server's ReadTimeout (--read-timeout).
+func Serving(next http.Handler, bodyWait time.Duration) http.Handler {
+	wait := StrangerBodyWait
 	if bodyWait > 0 {
 		wait = min(wait, bodyWait)
 	}
@@ -214,9 +226,9 @@ func serving(next http.Handler, bodyWait time.Duration) http.Handler {
 	})
 }
 
-// strangerBodyWait is how long a request without credentials may take to
+// StrangerBodyWait is how long a request without credentials may take to
 // send its body, --read-timeout if shorter.
-const strangerBodyWait = 10 * time.Second
+const StrangerBodyWait = 10 * time.Second
 
 // arrivingBody is a request body still on its way: its connection counts
 // as served once the body has been read to its end.
@@ -252,10 +264,10 @@ func (b *arrivingBody) served() {
 	}
 }
 
-// bodyTrusted gives the body of a request that authenticated as an
-// account the whole of --read-timeout from its start, as a member's
-// upload over a slow link needs (no deadline when bodyWait is 0).
-func bodyTrusted(w http.ResponseWriter, r *http.Request, bodyWait time.Duration) {
+// BodyTrusted gives the body of a request that authenticated as an
+// account the whole of bodyWait (--read-timeout) from its start, as a
+// member's upload over a slow link needs (no deadline when bodyWait is 0).
+func BodyTrusted(w http.ResponseWriter, r *http.Request, bodyWait time.Duration) {
 	if b, ok := r.Body.(*arrivingBody); ok && !b.arrived.Load() {
 		var deadline time.Time // none, when the server sets none
 		if bodyWait > 0 {

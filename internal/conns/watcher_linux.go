@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package conns
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 )
 
 // closeWatcher is an epoll set of connections zulite holds without a
-// goroutine (parking.go), waited on by one goroutine: a parked poll's,
+// goroutine (parking.go), waited on by one goroutine: a parked request's,
 // to be told when its client goes away (or sends anything), as net/http's
-// background read tells a waiting handler; an answered poll's, to be told
+// background read tells a waiting handler; an answered one's, to be told
 // when the client's next request comes. Each watch is told once.
 type closeWatcher struct {
 	epfd   int
@@ -24,14 +24,15 @@ type closeWatcher struct {
 }
 
 // watch is a connection watched, and what to do when it is ready;
-// awaiting: an answered poll's, waiting for the client's next request.
+// awaiting: an answered one's, waiting for the client's next request.
 type watch struct {
 	conn     *trackedConn
 	ready    func()
 	awaiting bool
 }
 
-const canPark = true
+// CanPark tells whether requests can park here: Linux has the epoll set.
+const CanPark = true
 
 func newCloseWatcher() (*closeWatcher, error) {
 	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
@@ -91,10 +92,15 @@ func (w *closeWatcher) unwatch(id uint32) bool {
 		return true
 	default:
 	}
-	if rc, err := wt.conn.Conn.(syscall.Conn).SyscallConn(); err == nil {
+	w.remove(wt.conn)
+	return true
+}
+
+// remove takes the connection out of the epoll set.
+func (w *closeWatcher) remove(conn *trackedConn) {
+	if rc, err := conn.Conn.(syscall.Conn).SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) { syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) })
 	}
-	return true
 }
 
 func (w *closeWatcher) forget(id uint32) (watch, bool) {
@@ -119,23 +125,21 @@ func (w *closeWatcher) run() {
 			continue
 		}
 		if err != nil {
-			time.Sleep(time.Second) // not expected: polls are still answered by events and heartbeats
+			time.Sleep(time.Second) // not expected: parked requests are still answered by their server (events, timeouts)
 			continue
 		}
 		for _, ev := range events[:n] {
 			// The connection stays in the set, told no more (one shot),
 			// until whoever it is handed to takes it out.
 			if wt, ok := w.forget(uint32(ev.Fd)); ok {
-				if rc, err := wt.conn.Conn.(syscall.Conn).SyscallConn(); err == nil {
-					rc.Control(func(fd uintptr) { syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) })
-				}
+				w.remove(wt.conn)
 				wt.ready()
 			}
 		}
 	}
 }
 
-// awaiting answers the connections watched for a next request, taken
+// awaitingConns answers the connections watched for a next request, taken
 // out of the set, for shutdown to close.
 func (w *closeWatcher) awaitingConns() []*trackedConn {
 	w.mu.Lock()
