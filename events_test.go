@@ -794,7 +794,7 @@ func benchmarkWaitingPollMemory(b *testing.B, parked bool) {
 		var srv *http.Server
 		var listening net.Listener
 		if parked {
-			srv, listening = e.server.httpServer(mustListen(b), options{MaxConns: 4 * users * perUser}, nil, discardLogger())
+			srv, listening = e.server.httpServer(mustListen(b), options{MaxConns: 4 * users * perUser, ParkPolls: true}, nil, discardLogger())
 		} else {
 			limited := conns.NewLimiter(mustListen(b), 4*users*perUser, func(netip.Addr) bool { return true })
 			srv = &http.Server{Handler: conns.Serving(e.handler, 30*time.Second), ConnContext: conns.ConnContext, ReadHeaderTimeout: 10 * time.Second,

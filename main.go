@@ -226,8 +226,8 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 
 // httpServer is the server zulite serves HTTP with, and the listener it
 // serves: ln within the connection bounds, TLS over that when configured,
-// and the parking listener outermost (parking.go), outside TLS, serving
-// HTTP/2 or HTTP/1.1 as ServeTLS would.
+// and the parking listener outermost (parking.go; unless --park-polls=false),
+// outside TLS, serving HTTP/2 or HTTP/1.1 as ServeTLS would.
 func (s *server) httpServer(ln net.Listener, o options, tlsConfig *tls.Config, log *slog.Logger) (*http.Server, net.Listener) {
 	limited := conns.NewLimiter(ln, o.MaxConns, s.trusts)
 	s.metrics.connsRefused, s.metrics.openConns = &limited.Refused, limited.Count
@@ -251,6 +251,10 @@ func (s *server) httpServer(ln net.Listener, o options, tlsConfig *tls.Config, l
 	var outer net.Listener = limited
 	if tlsConfig != nil {
 		outer = conns.ServingTLS(limited, tlsConfig)
+	}
+	if !o.ParkPolls { // --park-polls=false: every poll waits in its handler
+		s.metrics.parkedPolls = &s.parked
+		return srv, outer
 	}
 	return srv, s.startParking(outer, srv)
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -37,7 +38,7 @@ func serveParked(t *testing.T) *parkedEnv {
 		t.Skip("polls park on Linux only")
 	}
 	e := newTestEnv(t)
-	srv, listening := e.server.httpServer(mustListen(t), options{MaxConns: 4096}, nil, discardLogger())
+	srv, listening := e.server.httpServer(mustListen(t), options{MaxConns: 4096, ParkPolls: true}, nil, discardLogger())
 	go srv.Serve(listening)
 	t.Cleanup(func() { stopServing(e.server, srv) })
 	return &parkedEnv{testEnv: e, addr: listening.Addr().String(), srv: srv}
@@ -440,7 +441,7 @@ func TestParking_TLSPipelinedRequestEndsTheConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newTestEnv(t)
-	srv, listening := e.server.httpServer(mustListen(t), options{MaxConns: 4096}, &tls.Config{Certificates: []tls.Certificate{cert}}, discardLogger())
+	srv, listening := e.server.httpServer(mustListen(t), options{MaxConns: 4096, ParkPolls: true}, &tls.Config{Certificates: []tls.Certificate{cert}}, discardLogger())
 	go srv.Serve(listening)
 	t.Cleanup(func() { stopServing(e.server, srv) })
 	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
@@ -520,4 +521,81 @@ func TestParking_APollParkedAgainIsWokenWhileTheWakerIsBehind(t *testing.T) {
 		<-e.server.events.wakeSlots
 	}
 	c.answer(t)
+}
+
+// --park-polls=false is the operator's way back to plain net/http: a long
+// poll then waits in its handler, as it does where polls cannot park. It
+// still waits and a send still wakes it, and /metrics counts no parked
+// poll; with the default, the same poll parks.
+func TestParkPolls_OffAPollWaitsInItsHandlerAndWakes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	if !conns.CanPark {
+		t.Skip("polls park on Linux only")
+	}
+	bin := e2eBuildBinary(t)
+	for _, tc := range []struct {
+		flags      []string
+		wantParked string // zulite_parked_polls while the poll waits
+	}{
+		{[]string{"--park-polls=false"}, "0"},
+		{nil, "1"},
+	} {
+		t.Run(fmt.Sprint(tc.flags), func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "z.db")
+			srv := e2eStartServer(t, bin, db, tc.flags...)
+			httpClient := &http.Client{Timeout: 30 * time.Second}
+			owner := rtClient{srv.baseURL, srv.ownerEmail, srv.ownerKey, httpClient}
+			r := e2eRunCLI(t, bin, "user", "add", "alice@example.com", "--db", db)
+			r.wantOK(t, "user add alice@example.com")
+			alice := rtClient{srv.baseURL, "alice@example.com", strings.TrimSpace(r.stdout), httpClient}
+			parkedPolls := func() string {
+				t.Helper()
+				req, _ := http.NewRequest(http.MethodGet, srv.baseURL+"/metrics", nil)
+				req.SetBasicAuth(owner.email, owner.key)
+				resp, err := httpClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				page, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				for line := range strings.SplitSeq(string(page), "\n") {
+					if v, ok := strings.CutPrefix(line, "zulite_parked_polls "); ok {
+						return v
+					}
+				}
+				t.Fatalf("/metrics: got %d with no zulite_parked_polls line", resp.StatusCode)
+				return ""
+			}
+
+			queue := owner.mustCall(t, http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}}, http.StatusOK)["queue_id"].(string)
+			polled := make(chan map[string]any, 1)
+			go func() {
+				_, body := owner.call(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {queue}, "last_event_id": {"-1"}})
+				polled <- body
+			}()
+			select {
+			case body := <-polled:
+				t.Fatalf("the poll answered before any send: %v", body)
+			case <-time.After(500 * time.Millisecond):
+			}
+			if got := parkedPolls(); got != tc.wantParked {
+				t.Errorf("zulite_parked_polls while the poll waits: got %s, want %s", got, tc.wantParked)
+			}
+			sent := alice.mustCall(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"direct"}, "to": {owner.email}, "content": {"wake up"}}, http.StatusOK)["id"]
+			select {
+			case body := <-polled:
+				events, _ := body["events"].([]any)
+				if len(events) != 1 || events[0].(map[string]any)["message"].(map[string]any)["id"] != sent {
+					t.Errorf("the woken poll: got %v, want message %v", body, sent)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the poll was not woken by the send within 10 s")
+			}
+			if got := parkedPolls(); got != "0" {
+				t.Errorf("zulite_parked_polls after the answer: got %s, want 0", got)
+			}
+		})
+	}
 }
