@@ -722,6 +722,7 @@ func TestChannelCreation_PolicyAndBounds(t *testing.T) {
 // being served (and safe from eviction) only once it has all arrived,
 // and a body sent without credentials gets a short deadline of its own.
 func TestMaxConnections_StrangersSlowBodiesGiveWay(t *testing.T) {
+	t.Parallel() // it mostly waits for the strangers' deadline
 	bin := e2eBuildBinary(t)
 	for _, tc := range []struct {
 		name  string
@@ -732,6 +733,7 @@ func TestMaxConnections_StrangersSlowBodiesGiveWay(t *testing.T) {
 		{"default bound", nil, conns.DefaultMax / 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"), tc.flags...)
 			defer srv.stop()
 			addr := strings.TrimPrefix(srv.baseURL, "http://")
