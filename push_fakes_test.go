@@ -424,7 +424,7 @@ func (f *fakeBouncer) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		answer, _ := json.Marshal(map[string]any{"result": "success", "msg": "",
 			"total_android_devices": len(body["android_devices"].([]any)), "total_apple_devices": len(body["apple_devices"].([]any)),
-			"deleted_devices": map[string]any{"android_devices": nonNilStrings(deleted), "apple_devices": []string{}}})
+			"deleted_devices": map[string]any{"android_devices": append([]string{}, deleted...), "apple_devices": []string{}}})
 		w.Write(answer)
 	default:
 		f.violate("bouncer route %s", route)

@@ -78,7 +78,7 @@ type pushJob struct {
 	// Device is the token a direct delivery goes to; nil: the bouncer,
 	// with every device of the user.
 	Device *pushToken `json:"device,omitempty"`
-	// APNs and FCM are Zulip's payloads (push_payload.go); FCMPriority
+	// APNs and FCM are Zulip's payloads (internal/push); FCMPriority
 	// its gcm_options' priority.
 	APNs        json.RawMessage `json:"apns,omitempty"`
 	FCM         json.RawMessage `json:"fcm,omitempty"`

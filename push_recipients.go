@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"go.etcd.io/bbolt"
+
+	"zulite/internal/push"
 )
 
 // pushExamine is how many of a message's recipients the worker looks at
@@ -53,7 +55,7 @@ func (p *pusher) expand(ctx context.Context, key uint64, j pushJob) (pushOutcome
 			}
 			slices.Sort(names)
 		}
-		templates := payloadTemplates{}
+		templates := push.NewTemplates(p.pushMessage(&m, &sender, &ch, j.Users, names))
 		candidates := p.candidates(tx, m, j)
 		if len(candidates) > pushExamine {
 			candidates, done = candidates[:pushExamine], false
@@ -79,7 +81,7 @@ func (p *pusher) expand(ctx context.Context, key uint64, j pushJob) (pushOutcome
 			if !p.idleFor(uid) {
 				continue
 			}
-			apns, fcm := templates.payloads(p, u, pushMessage{message: m, sender: sender, channel: ch, trigger: trigger, recipients: j.Users, names: names})
+			apns, fcm := templates.Payloads(u.ID, trigger)
 			base := pushJob{Kind: "notify", MessageID: m.ID, UserID: uid, ReadKey: j.ReadKey, FCMPriority: "high"}
 			devices := pushDevices(tx, uid)
 			if !p.out.perDevice() {

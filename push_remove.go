@@ -48,7 +48,7 @@ func (p *pusher) removeRead() {
 			if err := getJSON(tx.Bucket(bucketUsers), itob(uid), &u); err != nil {
 				return nil
 			}
-			apns, fcm := p.removePayloads(u, ids)
+			apns, fcm := p.realm().RemovePayloads(u.ID, ids)
 			base := pushJob{Kind: "remove", UserID: uid, FCMPriority: "normal"}
 			b := tx.Bucket(bucketPushOutbox)
 			if !p.out.perDevice() {

@@ -1,4 +1,4 @@
-package main
+package push
 
 // Direct delivery to Android through FCM's HTTP v1 API: a service
 // account's key (the JSON file Google hands out) signs an RS256 JWT,
@@ -30,12 +30,10 @@ import (
 	"time"
 )
 
-const (
-	defaultFCMURL = "https://fcm.googleapis.com"
-	fcmScope      = "https://www.googleapis.com/auth/firebase.messaging"
-)
+const fcmScope = "https://www.googleapis.com/auth/firebase.messaging"
 
-type fcmClient struct {
+// FCMClient sends to Google with one service account.
+type FCMClient struct {
 	url, project, email, tokenURI string
 	key                           *rsa.PrivateKey
 	http                          *http.Client
@@ -46,8 +44,9 @@ type fcmClient struct {
 	expires time.Time
 }
 
-// newFCMClient reads a service account's JSON key.
-func newFCMClient(credentialsFile, baseURL string) (*fcmClient, error) {
+// NewFCMClient reads a service account's JSON key; baseURL is FCM's
+// endpoint.
+func NewFCMClient(credentialsFile, baseURL string) (*FCMClient, error) {
 	data, err := os.ReadFile(credentialsFile)
 	if err != nil {
 		return nil, fmt.Errorf("FCM credentials: %w", err)
@@ -76,13 +75,13 @@ func newFCMClient(credentialsFile, baseURL string) (*fcmClient, error) {
 	if !ok {
 		return nil, errors.New("FCM credentials: private_key is not an RSA key")
 	}
-	return &fcmClient{url: strings.TrimRight(baseURL, "/"), project: sa.ProjectID, email: sa.ClientEmail, tokenURI: sa.TokenURI, key: key,
+	return &FCMClient{url: strings.TrimRight(baseURL, "/"), project: sa.ProjectID, email: sa.ClientEmail, tokenURI: sa.TokenURI, key: key,
 		http: &http.Client{Timeout: 30 * time.Second}, now: time.Now}, nil
 }
 
 // accessToken is the OAuth token, fetched when there is none or it is
 // about to expire.
-func (c *fcmClient) accessToken(ctx context.Context) (string, error) {
+func (c *FCMClient) accessToken(ctx context.Context) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -147,12 +146,15 @@ func fcmData(payload json.RawMessage) (map[string]string, error) {
 	return out, nil
 }
 
-// send delivers one message to one device.
-func (c *fcmClient) send(ctx context.Context, d pushToken, payload json.RawMessage, priority string) pushResult {
-	data, err := fcmData(payload)
+// Send delivers one notification to one device: an error is a
+// *DeadTokenError when FCM says the token is gone, and a
+// *TransientError when the failure may pass.
+func (c *FCMClient) Send(ctx context.Context, d Device, n Notification) error {
+	data, err := fcmData(n.FCM)
 	if err != nil {
-		return pushResult{err: err}
+		return err
 	}
+	priority := n.FCMPriority
 	if priority == "" {
 		priority = "high"
 	}
@@ -160,20 +162,20 @@ func (c *fcmClient) send(ctx context.Context, d pushToken, payload json.RawMessa
 		"token": d.Token, "data": data, "android": map[string]any{"priority": priority}}})
 	access, err := c.accessToken(ctx)
 	if err != nil {
-		return pushResult{err: err, retry: true}
+		return &TransientError{Err: err}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url+"/v1/projects/"+url.PathEscape(c.project)+"/messages:send", bytes.NewReader(body))
 	if err != nil {
-		return pushResult{err: err}
+		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+access)
 	req.Header.Set("Content-Type", "application/json")
 	status, raw, after, err := postToProvider(c.http, req, 64<<10)
 	if err != nil {
-		return pushResult{err: err, retry: true}
+		return &TransientError{Err: err}
 	}
 	if status == http.StatusOK {
-		return pushResult{}
+		return nil
 	}
 	var answer struct {
 		Error struct {
@@ -193,14 +195,14 @@ func (c *fcmClient) send(ctx context.Context, d pushToken, payload json.RawMessa
 	err = fmt.Errorf("FCM: %d %s", status, code)
 	switch {
 	case code == "UNREGISTERED":
-		return pushResult{err: err, dead: []pushToken{d}}
+		return &DeadTokenError{err}
 	case status == http.StatusUnauthorized:
 		c.mu.Lock()
 		c.access = ""
 		c.mu.Unlock()
-		return pushResult{err: err, retry: true}
+		return &TransientError{Err: err}
 	case transientStatus(status):
-		return pushResult{err: err, retry: true, after: after}
+		return &TransientError{Err: err, RetryAfter: after}
 	}
-	return pushResult{err: err}
+	return err
 }

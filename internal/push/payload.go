@@ -1,10 +1,10 @@
-package main
+package push
 
 // Zulip's push payloads (zerver/lib/push_notifications.py:
 // get_message_payload_apns, get_message_payload_gcm,
 // get_remove_payload_apns, get_remove_payload_gcm), as they go to the
 // bouncer; the direct transports reshape them as Zulip does before
-// sending (push_apns.go, push_fcm.go).
+// sending (apns.go, fcm.go).
 
 import (
 	"bytes"
@@ -19,48 +19,98 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// pushMessage is a message with what its payloads name.
-type pushMessage struct {
-	message
-	sender     user
-	channel    channel
-	trigger    string   // Zulip's NotificationTriggers value
-	recipients []uint64 // a direct message's recipients; nil for a channel message
-	names      []string // a group direct message's participants' names, sorted
+// Realm is the server as every payload names it.
+type Realm struct {
+	URL  string // the server's base URL
+	Name string
+	ID   int
+}
+
+// Message is a message with what its payloads name; the core fills it
+// in.
+type Message struct {
+	Realm     Realm // the server it is on
+	ID        uint64
+	Timestamp int64
+	Topic     string
+	// Rendered is the content as HTML; Content its source, pushed when
+	// there is no rendering.
+	Rendered, Content string
+
+	SenderID                    uint64
+	SenderEmail, SenderFullName string
+	SenderAvatarURL             string // absolute
+
+	ChannelID   uint64 // a channel message's
+	ChannelName string
+
+	Recipients []uint64 // a direct message's recipients; nil for a channel message
+	Names      []string // a group direct message's participants' names, sorted
+}
+
+// Templates are one message's payloads by trigger, encoded once for
+// user 0: a recipient's differ only in user_id, written in place, so
+// that a channel's thousand recipients cost one encoding, not a
+// thousand.
+type Templates struct {
+	message   Message
+	byTrigger map[string][2]json.RawMessage
+}
+
+// NewTemplates holds the payloads of m, made as they are asked for.
+func NewTemplates(m Message) *Templates {
+	return &Templates{message: m, byTrigger: map[string][2]json.RawMessage{}}
+}
+
+var userIDZero = []byte(`"user_id":0`)
+
+// Payloads are the message's APNs payload and FCM data for the user, to
+// whom it is pushed for trigger (Zulip's NotificationTriggers value).
+func (t *Templates) Payloads(userID uint64, trigger string) (apns, fcm json.RawMessage) {
+	tmpl, ok := t.byTrigger[trigger]
+	if !ok {
+		a, f := t.message.payloads(0, trigger)
+		tmpl = [2]json.RawMessage{a, f}
+		t.byTrigger[trigger] = tmpl
+	}
+	own := []byte(`"user_id":` + strconv.FormatUint(userID, 10))
+	if bytes.Count(tmpl[0], userIDZero) != 1 || bytes.Count(tmpl[1], userIDZero) != 1 {
+		return t.message.payloads(userID, trigger)
+	}
+	return bytes.Replace(tmpl[0], userIDZero, own, 1), bytes.Replace(tmpl[1], userIDZero, own, 1)
 }
 
 // basePayload is get_base_payload.
-func (p *pusher) basePayload(u user) map[string]any {
-	host := p.baseURL
-	if parsed, err := url.Parse(p.baseURL); err == nil && parsed.Host != "" {
+func (r *Realm) basePayload(userID uint64) map[string]any {
+	host := r.URL
+	if parsed, err := url.Parse(r.URL); err == nil && parsed.Host != "" {
 		host = parsed.Host
 	}
-	realmID, _ := strconv.Atoi(uploadRealmID)
 	return map[string]any{
 		"server":     host,
-		"realm_id":   realmID,
-		"realm_name": p.realmName,
-		"realm_uri":  p.baseURL,
-		"realm_url":  p.baseURL,
-		"user_id":    u.ID,
+		"realm_id":   r.ID,
+		"realm_name": r.Name,
+		"realm_uri":  r.URL,
+		"realm_url":  r.URL,
+		"user_id":    userID,
 	}
 }
 
 // messagePayload is get_message_payload.
-func (p *pusher) messagePayload(u user, m pushMessage) map[string]any {
-	data := p.basePayload(u)
-	data["sender_id"] = m.sender.ID
-	data["sender_email"] = m.sender.Email
+func (m *Message) messagePayload(userID uint64) map[string]any {
+	data := m.Realm.basePayload(userID)
+	data["sender_id"] = m.SenderID
+	data["sender_email"] = m.SenderEmail
 	data["time"] = m.Timestamp
-	if m.recipients == nil {
+	if m.Recipients == nil {
 		data["recipient_type"] = "stream"
-		data["stream"] = m.channel.Name
-		data["stream_id"] = m.channel.ID
+		data["stream"] = m.ChannelName
+		data["stream_id"] = m.ChannelID
 		data["topic"] = m.Topic
 	} else {
 		data["recipient_type"] = "private"
-		if len(m.recipients) > 2 { // a group: huddle_users, the ids sorted
-			ids := slices.Clone(m.recipients)
+		if len(m.Recipients) > 2 { // a group: huddle_users, the ids sorted
+			ids := slices.Clone(m.Recipients)
 			slices.Sort(ids)
 			parts := make([]string, len(ids))
 			for i, id := range ids {
@@ -74,84 +124,64 @@ func (p *pusher) messagePayload(u user, m pushMessage) map[string]any {
 
 // payloads are the message's APNs payload (get_message_payload_apns)
 // and FCM data (get_message_payload_gcm) for the user.
-func (p *pusher) payloads(u user, m pushMessage) (apns, fcm json.RawMessage) {
+func (m *Message) payloads(userID uint64, trigger string) (apns, fcm json.RawMessage) {
 	content, truncated := truncatePushContent(pushContent(m.Rendered, m.Content))
-	zulip := p.messagePayload(u, m)
+	zulip := m.messagePayload(userID)
 	zulip["message_ids"] = []uint64{m.ID}
 	// get_apns_alert_title: the channel and topic; a group's participants;
 	// for one-to-one, the sender.
-	title := m.sender.FullName
+	title := m.SenderFullName
 	switch {
-	case m.recipients == nil:
-		title = "#" + m.channel.Name + " > " + m.Topic
-	case len(m.names) > 0:
-		title = strings.Join(m.names, ", ")
+	case m.Recipients == nil:
+		title = "#" + m.ChannelName + " > " + m.Topic
+	case len(m.Names) > 0:
+		title = strings.Join(m.Names, ", ")
 	}
 	a := map[string]any{
-		"alert":  map[string]any{"title": title, "subtitle": pushSubtitle(m), "body": content},
+		"alert":  map[string]any{"title": title, "subtitle": pushSubtitle(m, trigger), "body": content},
 		"sound":  "default",
 		"badge":  0,
 		"custom": map[string]any{"zulip": zulip},
 	}
-	g := p.messagePayload(u, m)
+	g := m.messagePayload(userID)
 	g["event"] = "message"
 	g["zulip_message_id"] = m.ID
 	g["content"] = content
 	g["content_truncated"] = truncated
-	g["sender_full_name"] = m.sender.FullName
-	g["sender_avatar_url"] = p.baseURL + avatarURL(m.sender, true)
+	g["sender_full_name"] = m.SenderFullName
+	g["sender_avatar_url"] = m.SenderAvatarURL
 	apns, _ = json.Marshal(a)
 	fcm, _ = json.Marshal(g)
 	return apns, fcm
 }
 
-// payloadTemplates are a message's payloads by trigger, encoded once
-// for user 0: a recipient's differ only in user_id, written in place,
-// so that a channel's thousand recipients cost one encoding, not a
-// thousand.
-type payloadTemplates map[string][2]json.RawMessage
-
-var userIDZero = []byte(`"user_id":0`)
-
-func (t payloadTemplates) payloads(p *pusher, u user, m pushMessage) (apns, fcm json.RawMessage) {
-	tmpl, ok := t[m.trigger]
-	if !ok {
-		a, f := p.payloads(user{}, m)
-		tmpl = [2]json.RawMessage{a, f}
-		t[m.trigger] = tmpl
-	}
-	own := []byte(`"user_id":` + strconv.FormatUint(u.ID, 10))
-	if bytes.Count(tmpl[0], userIDZero) != 1 || bytes.Count(tmpl[1], userIDZero) != 1 {
-		return p.payloads(u, m)
-	}
-	return bytes.Replace(tmpl[0], userIDZero, own, 1), bytes.Replace(tmpl[1], userIDZero, own, 1)
-}
-
 // pushSubtitle is get_apns_alert_subtitle.
-func pushSubtitle(m pushMessage) string {
-	switch m.trigger {
+func pushSubtitle(m *Message, trigger string) string {
+	switch trigger {
 	case "mentioned":
-		return m.sender.FullName + " mentioned you:"
+		return m.SenderFullName + " mentioned you:"
 	case "topic_wildcard_mentioned", "stream_wildcard_mentioned":
-		return m.sender.FullName + " mentioned everyone:"
+		return m.SenderFullName + " mentioned everyone:"
 	}
-	if m.recipients != nil && len(m.recipients) <= 2 {
+	if m.Recipients != nil && len(m.Recipients) <= 2 {
 		return ""
 	}
-	return m.sender.FullName + ":"
+	return m.SenderFullName + ":"
 }
 
-// removePayloads are get_remove_payload_apns and get_remove_payload_gcm.
-func (p *pusher) removePayloads(u user, ids []uint64) (apns, fcm json.RawMessage) {
+// RemovePayloads are get_remove_payload_apns and get_remove_payload_gcm:
+// the user read the messages ids (one at least), and their devices are
+// to clear them.
+func (r Realm) RemovePayloads(userID uint64, ids []uint64) (apns, fcm json.RawMessage) {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
 		parts[i] = strconv.FormatUint(id, 10)
 	}
-	zulip := p.basePayload(u)
+	zulip := r.basePayload(userID)
 	zulip["event"] = "remove"
 	zulip["zulip_message_ids"] = strings.Join(parts, ",")
 	apns, _ = json.Marshal(map[string]any{"badge": 0, "custom": map[string]any{"zulip": zulip}})
-	g := p.basePayload(u)
+	g := r.basePayload(userID)
 	g["event"] = "remove"
 	g["zulip_message_ids"] = strings.Join(parts, ",")
 	g["zulip_message_id"] = ids[0]

@@ -1,4 +1,4 @@
-package main
+package push
 
 // Direct delivery to Apple (APNs) over HTTP/2 with token-based
 // authentication: a .p8 key signs an ES256 JWT (kid: the key id, iss:
@@ -14,12 +14,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -28,12 +26,13 @@ import (
 	"time"
 )
 
-const (
-	defaultAPNsURL    = "https://api.push.apple.com"
-	apnsTokenLifetime = 50 * time.Minute
-)
+const apnsTokenLifetime = 50 * time.Minute
 
-type apnsClient struct {
+// ErrAPNsIdentity is a key given without its key id or team id.
+var ErrAPNsIdentity = errors.New("push: an APNs key needs its key id and team id")
+
+// APNsClient sends to Apple with one team's key.
+type APNsClient struct {
 	url, keyID, teamID string
 	key                *ecdsa.PrivateKey
 	http               *http.Client
@@ -44,10 +43,11 @@ type apnsClient struct {
 	jwtMade time.Time
 }
 
-// newAPNsClient reads the .p8 key (PKCS #8, P-256).
-func newAPNsClient(keyFile, keyID, teamID, baseURL string) (*apnsClient, error) {
+// NewAPNsClient reads the .p8 key (PKCS #8, P-256) of keyID, of the
+// team teamID; baseURL is APNs' endpoint (production or sandbox).
+func NewAPNsClient(keyFile, keyID, teamID, baseURL string) (*APNsClient, error) {
 	if keyID == "" || teamID == "" {
-		return nil, fmt.Errorf("%w: --push-apns-key needs --push-apns-key-id and --push-apns-team-id", errUsage)
+		return nil, ErrAPNsIdentity
 	}
 	data, err := os.ReadFile(keyFile)
 	if err != nil {
@@ -65,12 +65,12 @@ func newAPNsClient(keyFile, keyID, teamID, baseURL string) (*apnsClient, error) 
 	if !ok {
 		return nil, errors.New("APNs key: not an EC key")
 	}
-	return &apnsClient{url: strings.TrimRight(baseURL, "/"), keyID: keyID, teamID: teamID, key: key,
+	return &APNsClient{url: strings.TrimRight(baseURL, "/"), keyID: keyID, teamID: teamID, key: key,
 		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{ForceAttemptHTTP2: true}}, now: time.Now}, nil
 }
 
 // token is the provider JWT, made afresh every apnsTokenLifetime.
-func (c *apnsClient) token() (string, error) {
+func (c *APNsClient) token() (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -92,8 +92,6 @@ func (c *apnsClient) token() (string, error) {
 	return c.jwt, nil
 }
 
-func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
-
 // apnsWire is Zulip's reshaping of its APNs payload for the wire
 // (send_apple_push_notification): custom's members at the top, the rest
 // under "aps".
@@ -113,20 +111,22 @@ func apnsWire(payload json.RawMessage) ([]byte, error) {
 	return json.Marshal(msg)
 }
 
-// send delivers one notification to one device.
-func (c *apnsClient) send(ctx context.Context, d pushToken, payload json.RawMessage) pushResult {
-	body, err := apnsWire(payload)
+// Send delivers one notification to one device: an error is a
+// *DeadTokenError when Apple says the token is gone, and a
+// *TransientError when the failure may pass.
+func (c *APNsClient) Send(ctx context.Context, d Device, n Notification) error {
+	body, err := apnsWire(n.APNs)
 	if err != nil {
-		return pushResult{err: err}
+		return err
 	}
 	jwt, err := c.token()
 	if err != nil {
-		return pushResult{err: err}
+		return err
 	}
 	token := strings.Join(strings.Fields(d.Token), "")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url+"/3/device/"+token, bytes.NewReader(body))
 	if err != nil {
-		return pushResult{err: err}
+		return err
 	}
 	topic := d.AppID
 	if topic == "" {
@@ -142,10 +142,10 @@ func (c *apnsClient) send(ctx context.Context, d pushToken, payload json.RawMess
 	req.Header.Set("content-type", "application/json")
 	status, raw, after, err := postToProvider(c.http, req, 64<<10)
 	if err != nil {
-		return pushResult{err: err, retry: true}
+		return &TransientError{Err: err}
 	}
 	if status == http.StatusOK {
-		return pushResult{}
+		return nil
 	}
 	var answer struct {
 		Reason string `json:"reason"`
@@ -154,60 +154,14 @@ func (c *apnsClient) send(ctx context.Context, d pushToken, payload json.RawMess
 	err = fmt.Errorf("APNs: %d %s", status, answer.Reason)
 	switch {
 	case status == http.StatusGone, answer.Reason == "BadDeviceToken", answer.Reason == "Unregistered", answer.Reason == "DeviceTokenNotForTopic":
-		return pushResult{err: err, dead: []pushToken{d}}
+		return &DeadTokenError{err}
 	case transientStatus(status), answer.Reason == "ExpiredProviderToken":
 		if answer.Reason == "ExpiredProviderToken" {
 			c.mu.Lock()
 			c.jwt = ""
 			c.mu.Unlock()
 		}
-		return pushResult{err: err, retry: true, after: after}
+		return &TransientError{Err: err, RetryAfter: after}
 	}
-	return pushResult{err: err}
-}
-
-// postToProvider sends a request to a push provider (APNs, FCM, the
-// bouncer) and reads the start of its answer, up to limit bytes, and its
-// Retry-After. An error is a request that got no answer: worth retrying.
-func postToProvider(client *http.Client, req *http.Request, limit int64) (status int, body []byte, after time.Duration, err error) {
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, 0, err
-	}
-	defer resp.Body.Close()
-	body, _ = io.ReadAll(io.LimitReader(resp.Body, limit))
-	return resp.StatusCode, body, retryAfter(resp.Header), nil
-}
-
-// transientStatus is a provider's answer that may pass: 429 or 5xx.
-func transientStatus(status int) bool {
-	return status == http.StatusTooManyRequests || status >= 500
-}
-
-// retryAfter reads a Retry-After of seconds.
-func retryAfter(h http.Header) time.Duration {
-	if n, err := strconv.Atoi(h.Get("Retry-After")); err == nil && n > 0 {
-		return min(time.Duration(n)*time.Second, pushRetryMax)
-	}
-	return 0
-}
-
-// directPush delivers to APNs and FCM directly, a device at a time.
-type directPush struct {
-	apns *apnsClient // nil: not configured
-	fcm  *fcmClient
-}
-
-func (directPush) perDevice() bool { return true }
-
-func (d directPush) deliver(ctx context.Context, j pushJob, _ []pushToken) pushResult {
-	switch {
-	case j.Device == nil:
-		return pushResult{err: errors.New("no device")}
-	case j.Device.Kind == pushAPNs && d.apns != nil:
-		return d.apns.send(ctx, *j.Device, j.APNs)
-	case j.Device.Kind == pushFCM && d.fcm != nil:
-		return d.fcm.send(ctx, *j.Device, j.FCM, j.FCMPriority)
-	}
-	return pushResult{err: errors.New("no credentials for this kind of device")}
+	return err
 }
