@@ -52,6 +52,28 @@ func (w *pushWorld) send(topic, content string) int64 {
 	return e2eInt(w.t, "send", body, "id")
 }
 
+// untilOutboxEmpty waits until the outbox holds nothing: every push
+// queued so far has been delivered, given up or dropped. A test that then
+// finds no delivery it should not find has proven it, where a sleep only
+// hoped the pushes had been tried.
+func (w *pushWorld) untilOutboxEmpty(what string) {
+	w.t.Helper()
+	waitFor(w.t, 20*time.Second, what, func() bool {
+		req, err := http.NewRequest(http.MethodGet, w.srv.baseURL+"/metrics", nil)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		req.SetBasicAuth(pushOwner, w.keys[pushOwner])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), "\nzulite_push_outbox_entries 0\n")
+	})
+}
+
 func (w *pushWorld) addUser(email string) {
 	w.t.Helper()
 	r := e2eRunCLI(w.t, w.bin, "user", "add", email, "--db", w.db)
@@ -156,7 +178,7 @@ func TestPush_DirectDelivery(t *testing.T) {
 	t.Run("mention pushes the idle reader only", func(t *testing.T) {
 		m1 := w.send("t1", "@**alice** @**dave** @**erin** hello :octopus:")
 		waitFor(t, 10*time.Second, "alice's push", func() bool { return len(w.apns.sent("aa02")) > 0 })
-		time.Sleep(time.Second) // anything else would have come by now
+		w.untilOutboxEmpty("every push of the message to be tried")
 		got := w.apns.sent("aa02")
 		if len(got) != 1 {
 			t.Fatalf("alice's deliveries: got %d, want 1", len(got))
@@ -219,7 +241,7 @@ func TestPush_DirectDelivery(t *testing.T) {
 		if !strings.HasPrefix(fmt.Sprint(d.Body["sender_avatar_url"]), w.srv.baseURL+"/") {
 			t.Errorf("sender_avatar_url: got %v, want an absolute URL on the server", d.Body["sender_avatar_url"])
 		}
-		time.Sleep(500 * time.Millisecond)
+		w.untilOutboxEmpty("every push of the message to be tried")
 		if n := len(w.apns.matching(func(d pushDelivery) bool { return d.Token == "aa01" })); n != 0 {
 			t.Errorf("the sender got %d pushes of their own message, want none", n)
 		}
@@ -276,7 +298,7 @@ func TestPush_DirectDelivery(t *testing.T) {
 		w.mustCall("alice@example.com", http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {"aa02"}})
 		removed := time.Now()
 		w.apns.setFail("aa02", 0)
-		time.Sleep(4 * time.Second) // past the next two retries
+		w.untilOutboxEmpty("the removed token's push to leave the outbox")
 		if late := w.apns.matching(func(d pushDelivery) bool { return isM(d) && d.At.After(removed) }); len(late) != 0 {
 			t.Errorf("attempts after the token was removed: got %d, want none", len(late))
 		}
@@ -368,7 +390,7 @@ func TestPush_DeliveredAfterSIGKILL(t *testing.T) {
 	w.apns.setFail("aa07", 0)
 	w.srv = e2eRestartServer(t, w.bin, w.db, w.flags...)
 	waitFor(t, 20*time.Second, "every push delivered after the restart", func() bool { return len(w.apns.sent("aa07")) >= len(sent) })
-	time.Sleep(time.Second)
+	w.untilOutboxEmpty("nothing more to deliver after the restart")
 	delivered := map[float64]int{}
 	for _, d := range w.apns.sent("aa07") {
 		ids, _ := zulipOf(d)["message_ids"].([]any)
