@@ -17,7 +17,7 @@ const maxStatusTextLength = 60
 // setStatus serves POST /api/v1/users/me/status (humans only), checking
 // parameters in Zulip's order: away, emoji_code, emoji_name,
 // reaction_type, status_text, then check_update_user_status.
-// Emoji are checked against the same table as reactions (emoji.go).
+// Emoji are checked against the same table as reactions (internal/emoji).
 func (s *server) setStatus(r *apiRequest) (any, error) {
 	var c statusChange
 	if _, ok := r.params.lookup("away"); ok {

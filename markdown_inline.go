@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"zulite/internal/emoji"
 )
 
 // inlineNode is what a pattern makes: an element, or text that no later
@@ -573,7 +575,7 @@ func findEmoji(_ *inliner, data string, from int) (patternMatch, bool) {
 // (:zulip: Zulip's image); an unknown one stays text.
 func handleEmoji(_ *inliner, data string, m patternMatch) (inlineNode, int, int, bool) {
 	syntax, name := data[m.start:m.end], m.parts[0]
-	if name == zulipEmojiName {
+	if name == emoji.Zulip {
 		img := &mdElement{tag: "img", atomic: true}
 		img.set("src", "/static/generated/emoji/images/emoji/unicode/zulip.png")
 		img.set("class", "emoji")
@@ -581,7 +583,7 @@ func handleEmoji(_ *inliner, data string, m patternMatch) (inlineNode, int, int,
 		img.set("title", strings.ReplaceAll(name, "_", " "))
 		return inlineNode{el: img}, m.start, m.end, true
 	}
-	code, ok := emojiCodeForName(name)
+	code, ok := emoji.CodeForName(name)
 	if !ok {
 		return textNode(syntax), m.start, m.end, true
 	}
@@ -619,7 +621,7 @@ func findUnicodeEmoji(_ *inliner, data string, from int) (patternMatch, bool) {
 			i++
 			continue
 		}
-		if end, ok := emojiSequenceAt(data, i); ok {
+		if end, ok := emoji.SequenceAt(data, i); ok {
 			return patternMatch{start: i, end: end}, true
 		}
 		_, n := utf8.DecodeRuneInString(data[i:])
@@ -631,10 +633,10 @@ func findUnicodeEmoji(_ *inliner, data string, from int) (patternMatch, bool) {
 // handleUnicodeEmoji is Zulip's UnicodeEmoji: an emoji typed as a
 // character is shown as Zulip's, by its canonical name.
 func handleUnicodeEmoji(_ *inliner, data string, m patternMatch) (inlineNode, int, int, bool) {
-	code, ok := renderableUnicodeEmoji(data[m.start:m.end])
+	code, ok := emoji.Renderable(data[m.start:m.end])
 	if !ok {
 		return inlineNode{}, 0, 0, false
 	}
-	name, _ := emojiCanonicalName(code)
+	name, _ := emoji.CanonicalName(code)
 	return inlineNode{el: emojiSpan(code, ":"+name+":")}, m.start, m.end, true
 }

@@ -8,6 +8,8 @@ package main
 import (
 	"net/url"
 	"slices"
+
+	"zulite/internal/emoji"
 )
 
 // Limits and intervals register announces. The lengths are what zulite
@@ -565,11 +567,11 @@ var giphyRatingOptions = map[string]map[string]any{
 // authentication: the table of Unicode emoji codes and their names
 // (canonical name first) that clients fetch once (zulip-flutter's
 // ServerEmojiData), Zulip's emoji_api.json from the same table the
-// renderer and reactions use (emoji.go). The envelope's result and msg
+// renderer and reactions use (internal/emoji). The envelope's result and msg
 // ride along; clients read code_to_names only.
 func (s *server) emojiData(r *apiRequest) (any, error) {
 	r.params.useAll()
 	return struct {
 		CodeToNames map[string][]string `json:"code_to_names"`
-	}{emojiCodeToNames()}, nil
+	}{emoji.CodeToNames()}, nil
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	"go.etcd.io/bbolt"
+
+	"zulite/internal/emoji"
 )
 
 // Zulip's reaction types. zulite has no custom emoji, so no
@@ -88,10 +90,10 @@ func (s *store) reactableMessage(tx *bbolt.Tx, u user, messageID uint64) (messag
 
 // emojiFor is Zulip's get_emoji_data: a name's code and type.
 func emojiFor(name string) (code, kind string, err error) {
-	if name == zulipEmojiName {
-		return zulipEmojiName, reactionZulipExtra, nil
+	if name == emoji.Zulip {
+		return emoji.Zulip, reactionZulipExtra, nil
 	}
-	if code, ok := emojiCodeForName(name); ok {
+	if code, ok := emoji.CodeForName(name); ok {
 		return code, reactionUnicode, nil
 	}
 	return "", "", errNoSuchEmoji.about(name)
@@ -104,17 +106,17 @@ func checkEmoji(name, code, kind string) error {
 	case reactionRealm:
 		return errInvalidCustomEmoji // zulite has no custom emoji
 	case reactionZulipExtra:
-		if code != zulipEmojiName {
+		if code != emoji.Zulip {
 			return errInvalidEmojiCode
 		}
 		if name != code {
 			return errInvalidEmojiName
 		}
 	case reactionUnicode:
-		if _, ok := emojiCanonicalName(code); !ok {
+		if _, ok := emoji.CanonicalName(code); !ok {
 			return errInvalidEmojiCode
 		}
-		if c, _ := emojiCodeForName(name); c != code {
+		if c, _ := emoji.CodeForName(name); c != code {
 			return errInvalidEmojiName
 		}
 	default:

@@ -1,85 +1,25 @@
 #!/usr/bin/env python3
-"""Generates the data files the Markdown renderer embeds (markdown.go).
+"""Generates the data file the Markdown renderer embeds (markdown_links.go).
 
-    python3 markdowndata/generate.py EMOJI_NAMES_PY PUBLIC_SUFFIX_LIST
+    python3 markdowndata/generate.py PUBLIC_SUFFIX_LIST
 
-EMOJI_NAMES_PY is Zulip's tools/setup/emoji/emoji_names.py (zulite's
-copy was made from zulip/zulip commit
-30495cec580152af0b86effae8c2a4d7f418ed09): its EMOJI_NAME_MAPS is the
-one table Zulip builds name_to_codepoint, codepoint_to_name and
-emoji_api.json's code_to_names from (tools/setup/emoji/build_emoji).
-Codes are written without U+FE0F, as Zulip's renderer compares them
-(unqualify_emoji). PUBLIC_SUFFIX_LIST is the Public Suffix List (Debian's
+PUBLIC_SUFFIX_LIST is the Public Suffix List (Debian's
 publicsuffix package: /usr/share/publicsuffix/public_suffix_list.dat);
 its ICANN section's one-label entries are the top-level domains, the list
-Zulip's link regex takes from the tlds package.
+Zulip's link regex takes from the tlds package. The emoji table is
+internal/emoji's (internal/emoji/generate.py).
 
-Needs the `regex` module (Debian: python3-regex) for the
-Emoji_Presentation property.
-
-emoji.txt: one emoji a line, "code flags name alias...", space-separated;
-flags is "t" when Zulip leaves the emoji as text if typed bare (its first
-code point lacks Emoji_Presentation: zerver/lib/markdown's
-TEXT_PRESENTATION_RE), else "-".
-emoji_property.txt: the code point ranges with Unicode's Emoji property,
-"first-last" in hex, one a line: where the renderer looks for Unicode
-emoji (Zulip's POSSIBLE_EMOJI_RE, UTS #51's EBNF).
 tlds.txt: one top-level domain a line, ASCII ones only, without the file
 extensions Zulip leaves out (java, md, mov, py, zip).
 """
 
-import ast
 import os
 import sys
 
-import regex
-
-
-def emoji_name_maps(path):
-    tree = ast.parse(open(path, encoding="utf-8").read())
-    for node in tree.body:
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, ast.AnnAssign):
-            targets = [node.target]
-        if any(isinstance(t, ast.Name) and t.id == "EMOJI_NAME_MAPS" for t in targets):
-            return ast.literal_eval(node.value)
-    sys.exit("no EMOJI_NAME_MAPS in " + path)
-
 
 def main():
-    emoji_path, psl_path = sys.argv[1], sys.argv[2]
+    psl_path = sys.argv[1]
     out = os.path.dirname(os.path.abspath(__file__))
-    lines = []
-    seen = set()
-    for key, info in emoji_name_maps(emoji_path).items():
-        code = "-".join(p for p in key.split("-") if p != "fe0f")
-        if code in seen:
-            sys.exit("two emoji share the code " + code)
-        seen.add(code)
-        points = code.split("-")
-        flags = "-"
-        if len(points) == 1 or (len(points) == 2 and points[1] == "20e3"):
-            if not regex.fullmatch(r"\p{Emoji_Presentation}", chr(int(points[0], 16))):
-                flags = "t"
-        lines.append(" ".join([code, flags, info["canonical_name"], *info["aliases"]]))
-    lines.sort()
-    with open(os.path.join(out, "emoji.txt"), "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-
-    ranges = []
-    emoji = regex.compile(r"\p{Emoji}")
-    for cp in range(0x110000):
-        if 0xD800 <= cp <= 0xDFFF or not emoji.match(chr(cp)):
-            continue
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1][1] = cp
-        else:
-            ranges.append([cp, cp])
-    with open(os.path.join(out, "emoji_property.txt"), "w", encoding="utf-8") as f:
-        f.write("".join(f"{a:x}-{b:x}\n" for a, b in ranges))
-
     tlds = set()
     icann = False
     for line in open(psl_path, encoding="utf-8"):

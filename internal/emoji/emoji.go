@@ -1,9 +1,13 @@
-package main
-
-// Unicode emoji, named as Zulip names them: the table Zulip builds its
-// name_to_codepoint, codepoint_to_name and emoji_api.json from
-// (tools/setup/emoji/emoji_names.py), generated into markdowndata/ by
-// markdowndata/generate.py, which says where each file comes from.
+// Package emoji is Unicode emoji, named as Zulip names them: the table
+// Zulip builds its name_to_codepoint, codepoint_to_name and
+// emoji_api.json from (tools/setup/emoji/emoji_names.py), generated
+// into this folder by generate.py, which says where each file comes
+// from. The renderer (internal/markdown), reactions, statuses and
+// emoji_api.json read the one table.
+//
+// It imports only the standard library: never bbolt, net/http or
+// package main's types.
+package emoji
 
 import (
 	_ "embed"
@@ -13,10 +17,10 @@ import (
 	"unicode/utf8"
 )
 
-//go:embed markdowndata/emoji.txt
+//go:embed emoji.txt
 var emojiTable string
 
-//go:embed markdowndata/emoji_property.txt
+//go:embed emoji_property.txt
 var emojiPropertyTable string
 
 // emojiData is the parsed table.
@@ -54,18 +58,18 @@ var emojiOnce = sync.OnceValue(func() *emojiData {
 	return d
 })
 
-// zulipEmojiName is Zulip's one extra emoji (reaction type
+// Zulip is the name of Zulip's one extra emoji (reaction type
 // zulip_extra_emoji), whose code is its name.
-const zulipEmojiName = "zulip"
+const Zulip = "zulip"
 
-// emojiCodeForName is Zulip's name_to_codepoint.
-func emojiCodeForName(name string) (string, bool) {
+// CodeForName is Zulip's name_to_codepoint.
+func CodeForName(name string) (string, bool) {
 	code, ok := emojiOnce().nameToCode[name]
 	return code, ok
 }
 
-// emojiCanonicalName is Zulip's codepoint_to_name.
-func emojiCanonicalName(code string) (string, bool) {
+// CanonicalName is Zulip's codepoint_to_name.
+func CanonicalName(code string) (string, bool) {
 	names, ok := emojiOnce().codeToNames[code]
 	if !ok {
 		return "", false
@@ -73,8 +77,8 @@ func emojiCanonicalName(code string) (string, bool) {
 	return names[0], true
 }
 
-// emojiCodeToNames is emoji_api.json's code_to_names.
-func emojiCodeToNames() map[string][]string {
+// CodeToNames is emoji_api.json's code_to_names.
+func CodeToNames() map[string][]string {
 	return emojiOnce().codeToNames
 }
 
@@ -98,11 +102,11 @@ func hasEmojiProperty(r rune) bool {
 func isRegionalIndicator(r rune) bool { return r >= 0x1f1e6 && r <= 0x1f1ff }
 func isEmojiModifier(r rune) bool     { return r >= 0x1f3fb && r <= 0x1f3ff }
 
-// emojiSequenceAt is Zulip's POSSIBLE_EMOJI_RE (UTS #51's EBNF) at byte
+// SequenceAt is Zulip's POSSIBLE_EMOJI_RE (UTS #51's EBNF) at byte
 // i: two regional indicators, or an emoji with a modifier, a
 // presentation selector (and keycap) or a tag sequence, joined by ZWJs
 // to more of them. It answers the sequence's end.
-func emojiSequenceAt(s string, i int) (int, bool) {
+func SequenceAt(s string, i int) (int, bool) {
 	element := func(i int) (int, bool) {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if isRegionalIndicator(r) {
@@ -169,11 +173,11 @@ func unicodeEmojiCode(seq string) string {
 	return strings.Join(parts, "-")
 }
 
-// renderableUnicodeEmoji answers the code of an emoji sequence Zulip
+// Renderable answers the code of an emoji sequence Zulip
 // shows as an emoji: one it names, unless it is a single character
 // typed without the emoji presentation selector that is text by
 // default (TEXT_PRESENTATION_RE).
-func renderableUnicodeEmoji(seq string) (string, bool) {
+func Renderable(seq string) (string, bool) {
 	code := unicodeEmojiCode(seq)
 	if _, ok := emojiOnce().codeToNames[code]; !ok {
 		return "", false
