@@ -535,7 +535,8 @@ func renderedContent(m message) string {
 	if m.Rendered != "" {
 		return m.Rendered
 	}
-	return renderMarkdown(m.Content, nil).HTML
+	r, _ := renderMarkdown(m.Content, "", nil) // nothing to resolve: no error
+	return r.HTML
 }
 
 // readRange reads the anchor, the counts and the narrow, shared by GET

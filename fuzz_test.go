@@ -230,7 +230,7 @@ func FuzzMarkdown(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	in := &renderInput{realmURL: "http://zulite.test",
+	in := fixedResolver{
 		users:      []mentionUser{{ID: 1, FullName: "Alice", Active: true}, {ID: 2, FullName: "Bob <script>", Active: true}},
 		channels:   map[string]uint64{"general": 3, `a"b<c`: 4},
 		topicStart: func(uint64, string) (uint64, bool) { return 9, true }}
@@ -238,7 +238,7 @@ func FuzzMarkdown(f *testing.F) {
 		if len(content) > maxMessageLength {
 			return
 		}
-		out := renderMarkdown(content, in).HTML
+		out := renderHTML(t, content, "http://zulite.test", in)
 		if err := checkRenderedHTML(out); err != nil {
 			t.Fatalf("rendering %q: %v\n%s", content, err, out)
 		}

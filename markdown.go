@@ -84,22 +84,26 @@ const (
 	inlinePlaceholder = stx + "klzzwxh:"
 )
 
-// renderInput is what rendering a message needs besides its text: who
-// and what it may mention and link to (mentions.go fills it from the
-// store).
-type renderInput struct {
-	realmURL string // links to the realm itself become relative
-	// users are the accounts the message's @**name** and @**name|id**
-	// may mean, as Zulip's MentionData fetches them.
-	users []mentionUser
-	// channels are the channels the sender may read, by exact name, for
-	// #**channel** links.
-	channels map[string]uint64
-	// topicStart answers the oldest message of a channel's topic, for a
+// markdownResolver is what rendering asks the server: who and what a
+// message's mentions and links name. As Zulip's MentionData, it is
+// asked only for the syntax the message holds: renderMarkdown reads the
+// message for @-mentions and #**links** first, asks once for all the
+// users they may mean and once for each channel name, then renders;
+// a topic link asks for its topic's oldest message as it is rendered.
+type markdownResolver interface {
+	// Users answers the accounts whose lower-cased full name is in
+	// names or whose id is in ids, oldest first: of two accounts of one
+	// name, @**name** means the oldest.
+	Users(names map[string]bool, ids map[uint64]bool) ([]mentionUser, error)
+	// ChannelID answers the channel of exactly this name, if the sender
+	// may read it, for #**channel** links.
+	ChannelID(name string) (uint64, bool)
+	// TopicStart answers the oldest message of a channel's topic, for a
 	// #**channel>topic** link's "with" operand.
-	topicStart func(channelID uint64, topic string) (uint64, bool)
+	TopicStart(channelID uint64, topic string) (uint64, bool)
 }
 
+// mentionUser is an account a mention may name.
 type mentionUser struct {
 	ID       uint64
 	FullName string
@@ -119,33 +123,34 @@ type renderedMessage struct {
 
 // markdownRenderer holds one rendering's state.
 type markdownRenderer struct {
-	in     *renderInput
-	raw    []string // stashed raw HTML, by placeholder number
-	state  []string // the block parser's state stack
-	result renderedMessage
-	users  struct {
+	realmURL string // links to the realm itself become relative
+	resolver markdownResolver
+	raw      []string // stashed raw HTML, by placeholder number
+	state    []string // the block parser's state stack
+	result   renderedMessage
+	users    struct {
 		byName map[string]mentionUser // lower-cased full name
 		byID   map[uint64]mentionUser
 	}
+	channels map[string]uint64 // by exact name, those the resolver knew
 }
 
-// renderMarkdown renders a message's content as Zulip would. A nil
-// input renders without mentions or channel links (nothing resolves).
-func renderMarkdown(content string, in *renderInput) renderedMessage {
-	if in == nil {
-		in = &renderInput{}
-	}
-	r := &markdownRenderer{in: in}
+// renderMarkdown renders a message's content as Zulip would, in a realm
+// at realmURL. A nil resolver renders without mentions or channel links
+// (nothing resolves); an error is the resolver's.
+func renderMarkdown(content, realmURL string, resolver markdownResolver) (renderedMessage, error) {
+	r := &markdownRenderer{realmURL: realmURL, resolver: resolver}
 	r.users.byName = map[string]mentionUser{}
 	r.users.byID = map[uint64]mentionUser{}
-	for _, u := range in.users {
-		r.users.byName[strings.ToLower(u.FullName)] = u
-		r.users.byID[u.ID] = u
+	if resolver != nil {
+		if err := r.resolve(content); err != nil {
+			return renderedMessage{}, err
+		}
 	}
 	r.result.HTML = r.convert(content)
 	slices.Sort(r.result.MentionedIDs)
 	r.result.MentionedIDs = slices.Compact(r.result.MentionedIDs)
-	return r.result
+	return r.result, nil
 }
 
 // convert is Python-Markdown's Markdown.convert with Zulip's processors.

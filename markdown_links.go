@@ -160,11 +160,11 @@ func sanitizeURL(url string) (string, bool) {
 
 // relativeToRealm is Zulip's rewrite_local_links_to_relative: a link
 // into the realm's own narrows or uploads opens in the same window.
-func (in *renderInput) relativeToRealm(href string) string {
-	if in.realmURL == "" {
+func (r *markdownRenderer) relativeToRealm(href string) string {
+	if r.realmURL == "" {
 		return href
 	}
-	prefix := in.realmURL + "/"
+	prefix := r.realmURL + "/"
 	if strings.HasPrefix(href, prefix+"#") || strings.HasPrefix(href, prefix+"user_uploads/") {
 		return href[len(prefix):]
 	}
@@ -456,7 +456,7 @@ func handleLink(in *inliner, data string, m patternMatch) (inlineNode, int, int,
 	if !allowed {
 		return inlineNode{}, 0, 0, false
 	}
-	href = in.r.in.relativeToRealm(href)
+	href = in.r.relativeToRealm(href)
 	a := &mdElement{tag: "a", text: text, atomic: true}
 	a.set("href", href)
 	if hasTitle {
@@ -688,6 +688,6 @@ func handleAutolink(in *inliner, data string, m patternMatch) (inlineNode, int, 
 		return textNode(url), m.start, m.end, true
 	}
 	a := &mdElement{tag: "a", text: url, atomic: true}
-	a.set("href", in.r.in.relativeToRealm(href))
+	a.set("href", in.r.relativeToRealm(href))
 	return inlineNode{el: a}, m.start, m.end, true
 }

@@ -37,6 +37,62 @@ func findUserMention(_ *inliner, data string, from int) (patternMatch, bool) {
 	return patternMatch{}, false
 }
 
+// resolve asks the resolver for what the message's mentions and
+// channel links may name (Zulip's MentionData): the users of every
+// @**name** and @**name|id**, and the channel of every #**channel**,
+// #**channel>topic** and #**channel>topic@id**.
+func (r *markdownRenderer) resolve(content string) error {
+	r.channels = map[string]uint64{}
+	names := map[string]bool{}
+	ids := map[uint64]bool{}
+	for i := 0; i < len(content); {
+		m, ok := findUserMention(nil, content, i)
+		if !ok {
+			break
+		}
+		if fullName, id, ok := mentionIDSyntax(m.parts[0]); ok {
+			ids[id] = true
+			if fullName != "" {
+				names[strings.ToLower(fullName)] = true
+			}
+		} else {
+			names[strings.ToLower(m.parts[0])] = true
+		}
+		i = m.end
+	}
+	if len(names) > 0 || len(ids) > 0 {
+		users, err := r.resolver.Users(names, ids)
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			name := strings.ToLower(u.FullName)
+			if _, older := r.users.byName[name]; !older {
+				r.users.byName[name] = u
+			}
+			r.users.byID[u.ID] = u
+		}
+	}
+	for i := strings.Index(content, "#**"); i >= 0; {
+		if inner, _, ok := channelLinkAt(content, i); ok {
+			for _, name := range []string{inner, strings.SplitN(inner, ">", 2)[0]} {
+				if _, seen := r.channels[name]; seen || name == "" {
+					continue
+				}
+				if id, ok := r.resolver.ChannelID(name); ok {
+					r.channels[name] = id
+				}
+			}
+		}
+		next := strings.Index(content[i+1:], "#**")
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return nil
+}
+
 // channelWildcards and topicWildcard are Zulip's mention wildcards.
 var channelWildcards = []string{"all", "everyone", "stream", "channel"}
 
@@ -243,7 +299,7 @@ func topicLinkText(a *mdElement, channel, topic, suffix string) {
 }
 
 func handleChannelMessageLink(in *inliner, _ string, m patternMatch) (inlineNode, int, int, bool) {
-	id, ok := in.r.in.channels[m.parts[0]]
+	id, ok := in.r.channels[m.parts[0]]
 	if !ok {
 		return inlineNode{}, 0, 0, false
 	}
@@ -255,7 +311,7 @@ func handleChannelMessageLink(in *inliner, _ string, m patternMatch) (inlineNode
 }
 
 func handleChannelTopicLink(in *inliner, _ string, m patternMatch) (inlineNode, int, int, bool) {
-	id, ok := in.r.in.channels[m.parts[0]]
+	id, ok := in.r.channels[m.parts[0]]
 	if !ok {
 		return inlineNode{}, 0, 0, false
 	}
@@ -263,8 +319,8 @@ func handleChannelTopicLink(in *inliner, _ string, m patternMatch) (inlineNode, 
 	a.set("class", "stream-topic")
 	a.set("data-stream-id", strconv.FormatUint(id, 10))
 	href := "/#narrow/channel/" + encodeChannel(id, m.parts[0]) + "/topic/" + hashEncode(m.parts[1])
-	if in.r.in.topicStart != nil {
-		if first, ok := in.r.in.topicStart(id, m.parts[1]); ok {
+	if in.r.resolver != nil {
+		if first, ok := in.r.resolver.TopicStart(id, m.parts[1]); ok {
 			href += "/with/" + strconv.FormatUint(first, 10)
 		}
 	}
@@ -274,7 +330,7 @@ func handleChannelTopicLink(in *inliner, _ string, m patternMatch) (inlineNode, 
 }
 
 func handleChannelLink(in *inliner, _ string, m patternMatch) (inlineNode, int, int, bool) {
-	id, ok := in.r.in.channels[m.parts[0]]
+	id, ok := in.r.channels[m.parts[0]]
 	if !ok {
 		return inlineNode{}, 0, 0, false
 	}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,9 +27,44 @@ type zulipCases struct {
 	Linkify [][3]string `json:"linkify_tests"`
 }
 
-// fixtureInput is how Zulip's test suite renders its fixtures: in a
+// fixtureRealm is how Zulip's test suite renders its fixtures: in a
 // realm at http://zulip.testserver.
-func fixtureInput() *renderInput { return &renderInput{realmURL: "http://zulip.testserver"} }
+const fixtureRealm = "http://zulip.testserver"
+
+// renderHTML is the HTML of content rendered in the realm at realmURL.
+func renderHTML(t testing.TB, content, realmURL string, r markdownResolver) string {
+	t.Helper()
+	out, err := renderMarkdown(content, realmURL, r)
+	if err != nil {
+		t.Fatalf("rendering %q: %v", content, err)
+	}
+	return out.HTML
+}
+
+// fixedResolver answers from what a test gives it: every user, whatever
+// the names and ids asked, the channels by name, and each topic's
+// oldest message by topicStart when there is one.
+type fixedResolver struct {
+	users      []mentionUser
+	channels   map[string]uint64
+	topicStart func(channelID uint64, topic string) (uint64, bool)
+}
+
+func (f fixedResolver) Users(map[string]bool, map[uint64]bool) ([]mentionUser, error) {
+	return f.users, nil
+}
+
+func (f fixedResolver) ChannelID(name string) (uint64, bool) {
+	id, ok := f.channels[name]
+	return id, ok
+}
+
+func (f fixedResolver) TopicStart(channelID uint64, topic string) (uint64, bool) {
+	if f.topicStart == nil {
+		return 0, false
+	}
+	return f.topicStart(channelID, topic)
+}
 
 // linkifyExpected is test_markdown.py's replaced(): the reference with
 // the URL linked (http:// added to a bare domain, mailto: to an
@@ -60,14 +97,14 @@ func markdownFixtureMismatches(t *testing.T) (mismatches []string, total int) {
 	}
 	for _, c := range cases.Regular {
 		total++
-		if got := renderMarkdown(c.Input, fixtureInput()).HTML; got != c.Expected {
+		if got := renderHTML(t, c.Input, fixtureRealm, nil); got != c.Expected {
 			mismatches = append(mismatches, fmt.Sprintf("%s: input %q\n got  %q\n want %q", c.Name, c.Input, got, c.Expected))
 		}
 	}
 	for _, c := range cases.Linkify {
 		total++
 		want := linkifyExpected(c[1], c[2])
-		if got := renderMarkdown(c[0], fixtureInput()).HTML; got != want {
+		if got := renderHTML(t, c[0], fixtureRealm, nil); got != want {
 			mismatches = append(mismatches, fmt.Sprintf("linkify %q\n got  %q\n want %q", c[0], got, want))
 		}
 	}
@@ -109,7 +146,7 @@ func TestCheckRenderedHTML_RefusesWhatZuliteNeverWrites(t *testing.T) {
 			t.Errorf("checkRenderedHTML(%q) accepted it", bad)
 		}
 	}
-	good := renderMarkdown("**a** [b](http://c.d) :zulip: `e`\n\n| f |\n|:-:|\n| g |", fixtureInput()).HTML
+	good := renderHTML(t, "**a** [b](http://c.d) :zulip: `e`\n\n| f |\n|:-:|\n| g |", fixtureRealm, nil)
 	if err := checkRenderedHTML(good); err != nil {
 		t.Errorf("checkRenderedHTML refused zulite's own %q: %v", good, err)
 	}
@@ -177,7 +214,7 @@ func TestEmojiData_ServesZulipsNames(t *testing.T) {
 // TestMarkdown_ZulipsRulesBeyondTheFixtures: what Zulip's own fixtures do
 // not show (its test_markdown.py does), rendered by the same rules.
 func TestMarkdown_ZulipsRulesBeyondTheFixtures(t *testing.T) {
-	in := &renderInput{realmURL: "http://zulite.test", users: []mentionUser{{ID: 7, FullName: "Alice", Active: true}, {ID: 8, FullName: "Gone", Active: false}},
+	in := fixedResolver{users: []mentionUser{{ID: 7, FullName: "Alice", Active: true}, {ID: 8, FullName: "Gone", Active: false}},
 		channels: map[string]uint64{"general": 3}}
 	for _, c := range []struct{ rule, content, want string }{
 		{"a scheme Zulip does not allow stays text", "[a](javascript:alert(1)) [b](data:text/html,x) [c](vbscript:x)",
@@ -193,9 +230,54 @@ func TestMarkdown_ZulipsRulesBeyondTheFixtures(t *testing.T) {
 		{"a spoiler's header is Markdown", "```spoiler **Big** news\nhidden\n```", "<div class=\"spoiler-block\"><div class=\"spoiler-header\">\n<p><strong>Big</strong> news</p>\n</div><div class=\"spoiler-content\" aria-hidden=\"true\">\n<p>hidden</p>\n</div></div>"},
 		{"a fenced block names its language", "```js\nx < 1\n```", "<div class=\"codehilite\" data-code-language=\"JavaScript\"><pre><span></span><code>x &lt; 1\n</code></pre></div>"},
 	} {
-		if got := renderMarkdown(c.content, in).HTML; got != c.want {
+		if got := renderHTML(t, c.content, "http://zulite.test", in); got != c.want {
 			t.Errorf("%s: %q rendered %q, want %q", c.rule, c.content, got, c.want)
 		}
+	}
+}
+
+// askingResolver knows two accounts of one name and one channel, and
+// records what the renderer asks.
+type askingResolver struct {
+	names    []map[string]bool
+	ids      []map[uint64]bool
+	channels []string
+}
+
+func (a *askingResolver) Users(names map[string]bool, ids map[uint64]bool) ([]mentionUser, error) {
+	a.names, a.ids = append(a.names, names), append(a.ids, ids)
+	return []mentionUser{{ID: 7, FullName: "Alice", Active: true}, {ID: 9, FullName: "alice", Active: true}}, nil
+}
+
+func (a *askingResolver) ChannelID(name string) (uint64, bool) {
+	a.channels = append(a.channels, name)
+	return 3, name == "general"
+}
+
+func (a *askingResolver) TopicStart(uint64, string) (uint64, bool) { return 0, false }
+
+// TestMarkdown_AsksTheResolverOnlyForWhatTheMessageNames: the users of
+// every mention in one question, each channel name of its links until
+// one is found, nothing for a message without them; of two accounts of
+// one name the oldest is the one meant.
+func TestMarkdown_AsksTheResolverOnlyForWhatTheMessageNames(t *testing.T) {
+	a := &askingResolver{}
+	got := renderHTML(t, "@**ALICE** @_**Bob|8** @**|12** #**general>lunch** #**general** #**a>b@3**", "", a)
+	if !strings.Contains(got, `data-user-id="7">@Alice</span>`) {
+		t.Errorf("@**ALICE** rendered %q, want the oldest Alice (7)", got)
+	}
+	wantNames := []map[string]bool{{"alice": true, "bob": true}}
+	wantIDs := []map[uint64]bool{{8: true, 12: true}}
+	if !reflect.DeepEqual(a.names, wantNames) || !reflect.DeepEqual(a.ids, wantIDs) {
+		t.Errorf("asked for users %v %v, want %v %v", a.names, a.ids, wantNames, wantIDs)
+	}
+	if want := []string{"general>lunch", "general", "a>b@3", "a"}; !slices.Equal(a.channels, want) {
+		t.Errorf("asked for channels %q, want %q", a.channels, want)
+	}
+	a = &askingResolver{}
+	renderHTML(t, "no **mention** here, a@b.c #general @all", "", a)
+	if a.names != nil || a.channels != nil {
+		t.Errorf("a message naming nothing asked for users %v and channels %q, want nothing", a.names, a.channels)
 	}
 }
 
@@ -211,24 +293,23 @@ func BenchmarkRenderMarkdown(b *testing.B) {
 	if err := json.Unmarshal(raw, &cases); err != nil {
 		b.Fatal(err)
 	}
-	in := fixtureInput()
 	b.Run("typical", func(b *testing.B) {
 		msg := "Hi @**Alice**, the **build** is green: see https://ci.example.com/runs/42 :tada:\n\n* `make test`\n* `make lint`"
 		for b.Loop() {
-			renderMarkdown(msg, in)
+			renderMarkdown(msg, fixtureRealm, nil)
 		}
 	})
 	b.Run("fixtures", func(b *testing.B) {
 		for b.Loop() {
 			for _, c := range cases.Regular {
-				renderMarkdown(c.Input, in)
+				renderMarkdown(c.Input, fixtureRealm, nil)
 			}
 		}
 	})
 	b.Run("worst-10KB", func(b *testing.B) {
 		msg := strings.Repeat("a@b.c ", 1600)
 		for b.Loop() {
-			renderMarkdown(msg, in)
+			renderMarkdown(msg, fixtureRealm, nil)
 		}
 	})
 }

@@ -67,19 +67,18 @@ type messageRendering struct {
 }
 
 // renderForSend renders a message for its sender, as Zulip's
-// render_incoming_message does, in one read transaction: the users its
-// mentions may name, the channels (that the sender may read) its links
-// may name, the oldest message of each linked topic, and for a topic
-// wildcard the topic's participants.
+// render_incoming_message does, in one read transaction: the renderer
+// asks mentionResolver for the users its mentions may name, the
+// channels (that the sender may read) its links may name and the
+// oldest message of each linked topic; for a topic wildcard the
+// topic's participants are read too.
 func (s *store) renderForSend(sender user, msg outgoingMessage) (messageRendering, error) {
 	var out messageRendering
 	err := s.view(func(tx *bbolt.Tx) error {
-		in, err := s.mentionCandidates(tx, sender, msg.Content)
+		r, err := renderMarkdown(msg.Content, msg.RealmURL, mentionResolver{s: s, tx: tx, sender: sender})
 		if err != nil {
 			return err
 		}
-		in.realmURL = msg.RealmURL
-		r := renderMarkdown(msg.Content, in)
 		out = messageRendering{HTML: r.HTML, Mentions: mentionSet{UserIDs: r.MentionedIDs, Channel: r.ChannelWildcard, Topic: r.TopicWildcard}}
 		if !r.TopicWildcard {
 			return nil
@@ -99,71 +98,50 @@ func (s *store) renderForSend(sender user, msg outgoingMessage) (messageRenderin
 	return out, err
 }
 
-// mentionCandidates is what the renderer may resolve: Zulip's
-// MentionData, fetched only for the syntax the message holds.
-func (s *store) mentionCandidates(tx *bbolt.Tx, sender user, content string) (*renderInput, error) {
-	in := &renderInput{channels: map[string]uint64{}}
-	names := map[string]bool{}
-	ids := map[uint64]bool{}
-	for i := 0; i < len(content); {
-		m, ok := findUserMention(nil, content, i)
-		if !ok {
-			break
+// mentionResolver answers the renderer from the store, in the read
+// transaction of one sender's message: Zulip's MentionData, fetched
+// only for the syntax the message holds.
+type mentionResolver struct {
+	s      *store
+	tx     *bbolt.Tx
+	sender user
+}
+
+// Users reads the accounts once, for every name and id the message's
+// mentions hold, oldest first.
+func (m mentionResolver) Users(names map[string]bool, ids map[uint64]bool) ([]mentionUser, error) {
+	var users []mentionUser
+	err := m.tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
+		var u user
+		if err := json.Unmarshal(v, &u); err != nil {
+			return err
 		}
-		if fullName, id, ok := mentionIDSyntax(m.parts[0]); ok {
-			ids[id] = true
-			if fullName != "" {
-				names[strings.ToLower(fullName)] = true
-			}
-		} else {
-			names[strings.ToLower(m.parts[0])] = true
+		if ids[u.ID] || names[strings.ToLower(u.FullName)] {
+			users = append(users, mentionUser{ID: u.ID, FullName: u.FullName, Active: u.Active})
 		}
-		i = m.end
+		return nil
+	})
+	return users, err
+}
+
+// ChannelID answers the channel of exactly this name if the sender may
+// read it.
+func (m mentionResolver) ChannelID(name string) (uint64, bool) {
+	ch, err := m.s.channelByName(m.tx, name)
+	if err == nil && ch.Name == name && canAccess(m.tx, m.sender, ch) {
+		return ch.ID, true
 	}
-	if len(names) > 0 || len(ids) > 0 {
-		err := tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
-			var u user
-			if err := json.Unmarshal(v, &u); err != nil {
-				return err
-			}
-			if ids[u.ID] || names[strings.ToLower(u.FullName)] {
-				in.users = append(in.users, mentionUser{ID: u.ID, FullName: u.FullName, Active: u.Active})
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		// Two accounts of one name: the oldest is the one @**name** means.
-		slices.Reverse(in.users)
+	return 0, false
+}
+
+// TopicStart answers the oldest message of the channel's topic.
+func (m mentionResolver) TopicStart(channelID uint64, topic string) (uint64, bool) {
+	prefix := topicPrefix(channelID, topic)
+	k, _ := m.tx.Bucket(bucketTopicMessages).Cursor().Seek(prefix)
+	if k == nil || !bytes.HasPrefix(k, prefix) {
+		return 0, false
 	}
-	for i := strings.Index(content, "#**"); i >= 0; {
-		if inner, _, ok := channelLinkAt(content, i); ok {
-			for _, name := range []string{inner, strings.SplitN(inner, ">", 2)[0]} {
-				if _, seen := in.channels[name]; seen || name == "" {
-					continue
-				}
-				ch, err := s.channelByName(tx, name)
-				if err == nil && ch.Name == name && canAccess(tx, sender, ch) {
-					in.channels[name] = ch.ID
-				}
-			}
-		}
-		next := strings.Index(content[i+1:], "#**")
-		if next < 0 {
-			break
-		}
-		i += 1 + next
-	}
-	in.topicStart = func(channelID uint64, topic string) (uint64, bool) {
-		prefix := topicPrefix(channelID, topic)
-		k, _ := tx.Bucket(bucketTopicMessages).Cursor().Seek(prefix)
-		if k == nil || !bytes.HasPrefix(k, prefix) {
-			return 0, false
-		}
-		return btoi(k[len(prefix):]), true
-	}
-	return in, nil
+	return btoi(k[len(prefix):]), true
 }
 
 // topicParticipants is Zulip's participants_for_topic, and the sender:
