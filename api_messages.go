@@ -14,6 +14,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"zulite/internal/markdown"
 )
 
 const (
@@ -528,14 +530,14 @@ func messageFlags(m pagedMessage) []string {
 }
 
 // renderedContent is a message's content as HTML: as it was rendered
-// when it was sent (markdown.go), or, for a message stored before
+// when it was sent (internal/markdown), or, for a message stored before
 // zulite rendered Markdown, rendered now without its mentions and
 // channel links (which name what they named then, not now).
 func renderedContent(m message) string {
 	if m.Rendered != "" {
 		return m.Rendered
 	}
-	r, _ := renderMarkdown(m.Content, "", nil) // nothing to resolve: no error
+	r, _ := markdown.Render(m.Content, "", nil) // nothing to resolve: no error
 	return r.HTML
 }
 

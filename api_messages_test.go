@@ -883,3 +883,42 @@ func TestGetMessage_RawContentAndTheCallersView(t *testing.T) {
 		wantAPIError(t, e.request(t, http.MethodGet, path, nil, &e.bob), http.StatusBadRequest, "BAD_REQUEST", "Invalid message(s)")
 	}
 }
+
+func TestMarkdown_MessagesAreRenderedWhenSentAndShownAsAsked(t *testing.T) {
+	e := newTestEnv(t)
+	r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"},
+		"content": {"/me waves **hello** :octopus:"}}, &e.alice)
+	wantAPISuccess(t, r)
+	id := uint64(r.body["id"].(float64))
+	// A message stored before zulite rendered Markdown has no rendering:
+	// it is rendered when read.
+	old := message{ID: 9000, SenderID: e.alice.ID, ChannelID: e.general.ID, Topic: "t", Content: "an *old* one", Timestamp: 1}
+	mustUpdate(t, e.st, func(tx *bbolt.Tx) error {
+		if err := putJSON(tx.Bucket(bucketMessages), itob(old.ID), old); err != nil {
+			return err
+		}
+		return indexMessage(tx, old)
+	})
+	get := func(markdown string, anchor uint64) map[string]any {
+		page := e.request(t, http.MethodGet, "/api/v1/messages", url.Values{"anchor": {strconv.FormatUint(anchor, 10)}, "num_before": {"0"},
+			"num_after": {"0"}, "apply_markdown": {markdown}}, &e.alice)
+		wantAPISuccess(t, page)
+		return page.body["messages"].([]any)[0].(map[string]any)
+	}
+	octopus := `<span aria-label="octopus" class="emoji emoji-1f419" role="img" title="octopus">:octopus:</span>`
+	for _, c := range []struct {
+		markdown     string
+		id           uint64
+		content, typ string
+		me           bool
+	}{
+		{"true", id, "<p>/me waves <strong>hello</strong> " + octopus + "</p>", "text/html", true},
+		{"false", id, "/me waves **hello** :octopus:", "text/x-markdown", true},
+		{"true", old.ID, "<p>an <em>old</em> one</p>", "text/html", false},
+	} {
+		m := get(c.markdown, c.id)
+		if m["content"] != c.content || m["content_type"] != c.typ || m["is_me_message"] != c.me {
+			t.Errorf("apply_markdown=%s, message %d: got %q %v is_me_message %v, want %q %s %v", c.markdown, c.id, m["content"], m["content_type"], m["is_me_message"], c.content, c.typ, c.me)
+		}
+	}
+}

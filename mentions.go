@@ -3,7 +3,7 @@ package main
 // Mentions: what a message's @-mentions mean for the people who receive
 // it, as Zulip records them, one personal flag each (UserMessage's
 // mentioned, stream_wildcard_mentioned and topic_wildcard_mentioned),
-// and the realm's rule for wildcards. The renderer (markdown.go) says
+// and the realm's rule for wildcards. The renderer (internal/markdown) says
 // who is mentioned; the store records it when the message is stored.
 
 import (
@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"go.etcd.io/bbolt"
+
+	"zulite/internal/markdown"
 )
 
 // The mention flags, beside flagStarred and flagCollapsed in the flags
@@ -75,7 +77,7 @@ type messageRendering struct {
 func (s *store) renderForSend(sender user, msg outgoingMessage) (messageRendering, error) {
 	var out messageRendering
 	err := s.view(func(tx *bbolt.Tx) error {
-		r, err := renderMarkdown(msg.Content, msg.RealmURL, mentionResolver{s: s, tx: tx, sender: sender})
+		r, err := markdown.Render(msg.Content, msg.RealmURL, &mentionResolver{s: s, tx: tx, sender: sender})
 		if err != nil {
 			return err
 		}
@@ -109,15 +111,15 @@ type mentionResolver struct {
 
 // Users reads the accounts once, for every name and id the message's
 // mentions hold, oldest first.
-func (m mentionResolver) Users(names map[string]bool, ids map[uint64]bool) ([]mentionUser, error) {
-	var users []mentionUser
+func (m *mentionResolver) Users(names map[string]bool, ids map[uint64]bool) ([]markdown.User, error) {
+	var users []markdown.User
 	err := m.tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
 		var u user
 		if err := json.Unmarshal(v, &u); err != nil {
 			return err
 		}
 		if ids[u.ID] || names[strings.ToLower(u.FullName)] {
-			users = append(users, mentionUser{ID: u.ID, FullName: u.FullName, Active: u.Active})
+			users = append(users, markdown.User{ID: u.ID, FullName: u.FullName, Active: u.Active})
 		}
 		return nil
 	})
@@ -126,7 +128,7 @@ func (m mentionResolver) Users(names map[string]bool, ids map[uint64]bool) ([]me
 
 // ChannelID answers the channel of exactly this name if the sender may
 // read it.
-func (m mentionResolver) ChannelID(name string) (uint64, bool) {
+func (m *mentionResolver) ChannelID(name string) (uint64, bool) {
 	ch, err := m.s.channelByName(m.tx, name)
 	if err == nil && ch.Name == name && canAccess(m.tx, m.sender, ch) {
 		return ch.ID, true
@@ -135,7 +137,7 @@ func (m mentionResolver) ChannelID(name string) (uint64, bool) {
 }
 
 // TopicStart answers the oldest message of the channel's topic.
-func (m mentionResolver) TopicStart(channelID uint64, topic string) (uint64, bool) {
+func (m *mentionResolver) TopicStart(channelID uint64, topic string) (uint64, bool) {
 	prefix := topicPrefix(channelID, topic)
 	k, _ := m.tx.Bucket(bucketTopicMessages).Cursor().Seek(prefix)
 	if k == nil || !bytes.HasPrefix(k, prefix) {

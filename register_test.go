@@ -465,3 +465,23 @@ func TestRegister_LegacySettingsForClientsWithoutTheSettingsObject(t *testing.T)
 		}
 	}
 }
+
+func TestEmojiData_ServesZulipsNames(t *testing.T) {
+	e := newTestEnv(t)
+	r := e.request(t, http.MethodGet, "/static/generated/emoji/emoji_api.json", nil, nil)
+	wantAPISuccess(t, r)
+	names := r.body["code_to_names"].(map[string]any)
+	for code, want := range map[string][]any{
+		"1f642":            {"smile"},
+		"1f44d":            {"+1", "thumbs_up", "like"},
+		"1f937-200d-2640":  {"woman_shrugging"},
+		"1f441-200d-1f5e8": {"eye_in_speech_bubble", "speech", "witness"},
+	} {
+		if !jsonEqual(names[code], want) {
+			t.Errorf("code_to_names[%s]: got %v, want %v", code, names[code], want)
+		}
+	}
+	if len(names) != 1847 {
+		t.Errorf("code_to_names holds %d emoji, want Zulip's 1847", len(names))
+	}
+}

@@ -21,7 +21,7 @@ package main
 //	                 largest message id when the user joined (0 for those who
 //	                 joined before schema 3); later messages reached them
 //	messages         message id → message (JSON, with its content rendered to HTML
-//	                 when it was sent or last edited: markdown.go; its edit history,
+//	                 when it was sent or last edited: internal/markdown; its edit history,
 //	                 newest first: store_message_edit.go)
 //	channel_messages channel id ‖ message id → empty
 //	topic_messages   channel id ‖ lower-cased topic ‖ 0x00 ‖ message id → empty
@@ -131,7 +131,7 @@ import (
 // flags. passwords, unread_trash and user_settings came later with no change of
 // schema: they are new buckets, made empty on open; so is reactions. A
 // message stored before messages kept their rendering is rendered when
-// it is read, without its mentions' names (markdown.go).
+// it is read, without its mentions' names (internal/markdown).
 //
 // Every schema change comes with a test that builds a file of the schema
 // before it with bbolt alone, opens it with openStore, and checks what
@@ -290,7 +290,7 @@ type message struct {
 	Content   string `json:"content"`
 	Timestamp int64  `json:"timestamp"`
 	Client    string `json:"client,omitempty"`
-	Rendered  string `json:"rendered,omitempty"` // the content as HTML (markdown.go)
+	Rendered  string `json:"rendered,omitempty"` // the content as HTML (internal/markdown)
 	// EditHistory, newest first, LastEdit (the last content edit) and
 	// LastMoved (the last topic or channel change), Unix seconds: none
 	// until it is edited (store_message_edit.go).

@@ -34,7 +34,7 @@ type outgoingMessage struct {
 	QueueID string
 	LocalID *string
 	// RealmURL: links in the content to the realm itself are rendered
-	// relative (markdown.go).
+	// relative (internal/markdown).
 	RealmURL string
 }
 

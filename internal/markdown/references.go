@@ -1,10 +1,10 @@
-package main
+package markdown
 
 // Inline patterns that name things on the server: user mentions
 // (@**name**, @**name|id**, silent @_**name**, the wildcards), group
 // mentions left as text, and channel, topic and message links
 // (#**channel>topic**), with Zulip's classes and data attributes
-// (markdown_inline.go runs them; mentions.go turns them into flags).
+// (inline.go runs them; the server turns them into flags).
 
 import (
 	"strconv"
@@ -41,7 +41,7 @@ func findUserMention(_ *inliner, data string, from int) (patternMatch, bool) {
 // channel links may name (Zulip's MentionData): the users of every
 // @**name** and @**name|id**, and the channel of every #**channel**,
 // #**channel>topic** and #**channel>topic@id**.
-func (r *markdownRenderer) resolve(content string) error {
+func (r *renderer) resolve(content string) error {
 	r.channels = map[string]uint64{}
 	names := map[string]bool{}
 	ids := map[uint64]bool{}
@@ -106,7 +106,7 @@ func handleUserMention(in *inliner, _ string, m patternMatch) (inlineNode, int, 
 	for _, w := range channelWildcards {
 		channelWild = channelWild || name == w
 	}
-	var user mentionUser
+	var user User
 	found := false
 	if fullName, id, ok := mentionIDSyntax(name); ok {
 		user, found = r.users.byID[id]
@@ -284,6 +284,11 @@ func findChannelLink(_ *inliner, data string, from int) (patternMatch, bool) {
 		return []string{inner}, inner != ""
 	})
 }
+
+// emptyTopicDisplayName is Zulip's Message.EMPTY_TOPIC_FALLBACK_NAME,
+// the name a link to the empty topic shows (the server's constant of
+// the same name).
+const emptyTopicDisplayName = "general chat"
 
 // topicLinkText is a topic link's text: "#channel > topic", the empty
 // topic shown as Zulip shows it, in italics.

@@ -1,20 +1,24 @@
-package main
-
-// Zulip-flavoured Markdown, rendered as Zulip renders it
+// Package markdown renders Zulip-flavoured Markdown as Zulip renders it
 // (zerver/lib/markdown, Zulip 11.0): the same pipeline as the
 // Python-Markdown engine Zulip configures, in the same order, so that a
 // message looks the same in every client whether zulite or Zulip
 // rendered it. Lines pass through the preprocessors (hanging lists,
 // whitespace, fenced blocks), blocks are split at blank lines and handed
-// to the block processors in Zulip's priority order (markdown_blocks.go),
-// inline patterns
-// run over the text of every element (markdown_inline.go), and the tree
+// to the block processors in Zulip's priority order (blocks.go), inline
+// patterns run over the text of every element (inline.go), and the tree
 // is written out with Python-Markdown's serializer. Everything that is
 // not Markdown is escaped: no HTML from a message ever reaches the
-// output, and links keep only the schemes Zulip allows
-// (markdown_links.go). Images, link previews, LaTeX, timestamps,
-// linkifiers, user-group mentions and syntax highlighting are left out:
-// their syntax stays text (and a code block stays unhighlighted).
+// output, and links keep only the schemes Zulip allows (links.go).
+// Images, link previews, LaTeX, timestamps, linkifiers, user-group
+// mentions and syntax highlighting are left out: their syntax stays text
+// (and a code block stays unhighlighted).
+//
+// What a message's mentions and channel links name is asked of a
+// Resolver, which the server implements over its store
+// (references.go reads the syntax). The package imports only the
+// standard library and internal/emoji: never bbolt, net/http or package
+// main's types.
+package markdown
 
 import (
 	"slices"
@@ -84,17 +88,17 @@ const (
 	inlinePlaceholder = stx + "klzzwxh:"
 )
 
-// markdownResolver is what rendering asks the server: who and what a
-// message's mentions and links name. As Zulip's MentionData, it is
-// asked only for the syntax the message holds: renderMarkdown reads the
-// message for @-mentions and #**links** first, asks once for all the
-// users they may mean and once for each channel name, then renders;
-// a topic link asks for its topic's oldest message as it is rendered.
-type markdownResolver interface {
+// Resolver is what rendering asks the server: who and what a message's
+// mentions and links name. As Zulip's MentionData, it is asked only for
+// the syntax the message holds: Render reads the message for @-mentions
+// and #**links** first, asks once for all the users they may mean and
+// for the channel of each name they link, then renders; a topic link
+// asks for its topic's oldest message as it is rendered.
+type Resolver interface {
 	// Users answers the accounts whose lower-cased full name is in
 	// names or whose id is in ids, oldest first: of two accounts of one
 	// name, @**name** means the oldest.
-	Users(names map[string]bool, ids map[uint64]bool) ([]mentionUser, error)
+	Users(names map[string]bool, ids map[uint64]bool) ([]User, error)
 	// ChannelID answers the channel of exactly this name, if the sender
 	// may read it, for #**channel** links.
 	ChannelID(name string) (uint64, bool)
@@ -103,15 +107,15 @@ type markdownResolver interface {
 	TopicStart(channelID uint64, topic string) (uint64, bool)
 }
 
-// mentionUser is an account a mention may name.
-type mentionUser struct {
+// User is an account a mention may name.
+type User struct {
 	ID       uint64
 	FullName string
 	Active   bool
 }
 
-// renderedMessage is a message's HTML and what its mentions mean.
-type renderedMessage struct {
+// Result is a message's HTML and what its mentions mean.
+type Result struct {
 	HTML string
 	// MentionedIDs are the users mentioned by name, not silently.
 	MentionedIDs []uint64
@@ -121,30 +125,30 @@ type renderedMessage struct {
 	TopicWildcard   bool
 }
 
-// markdownRenderer holds one rendering's state.
-type markdownRenderer struct {
+// renderer holds one rendering's state.
+type renderer struct {
 	realmURL string // links to the realm itself become relative
-	resolver markdownResolver
+	resolver Resolver
 	raw      []string // stashed raw HTML, by placeholder number
 	state    []string // the block parser's state stack
-	result   renderedMessage
+	result   Result
 	users    struct {
-		byName map[string]mentionUser // lower-cased full name
-		byID   map[uint64]mentionUser
+		byName map[string]User // lower-cased full name
+		byID   map[uint64]User
 	}
 	channels map[string]uint64 // by exact name, those the resolver knew
 }
 
-// renderMarkdown renders a message's content as Zulip would, in a realm
+// Render renders a message's content as Zulip would, in a realm
 // at realmURL. A nil resolver renders without mentions or channel links
 // (nothing resolves); an error is the resolver's.
-func renderMarkdown(content, realmURL string, resolver markdownResolver) (renderedMessage, error) {
-	r := &markdownRenderer{realmURL: realmURL, resolver: resolver}
-	r.users.byName = map[string]mentionUser{}
-	r.users.byID = map[uint64]mentionUser{}
+func Render(content, realmURL string, resolver Resolver) (Result, error) {
+	r := &renderer{realmURL: realmURL, resolver: resolver}
+	r.users.byName = map[string]User{}
+	r.users.byID = map[uint64]User{}
 	if resolver != nil {
 		if err := r.resolve(content); err != nil {
-			return renderedMessage{}, err
+			return Result{}, err
 		}
 	}
 	r.result.HTML = r.convert(content)
@@ -154,7 +158,7 @@ func renderMarkdown(content, realmURL string, resolver markdownResolver) (render
 }
 
 // convert is Python-Markdown's Markdown.convert with Zulip's processors.
-func (r *markdownRenderer) convert(source string) string {
+func (r *renderer) convert(source string) string {
 	if pyStrip(source) == "" {
 		return ""
 	}
@@ -333,7 +337,7 @@ type fenceHandler struct {
 // stashed HTML, quotes become "> " lines, spoilers stashed boundaries
 // around their content; fences nest in quotes and spoilers, and a
 // block left open at the end is closed there.
-func (r *markdownRenderer) fencedBlocks(lines []string) []string {
+func (r *renderer) fencedBlocks(lines []string) []string {
 	var output []string
 	handlers := []*fenceHandler{{kind: "outer", output: &output}}
 	open := func(line string, into *[]string) {
@@ -423,6 +427,9 @@ func formatCode(lang, text string) string {
 	return b.String()
 }
 
+// htmlEscaper is Pygments' escape_html: quotes too.
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;")
+
 // codeLanguageName is Pygments' name for a language alias, for the
 // common languages; others are shown as written, as Zulip shows a
 // language Pygments does not know.
@@ -452,7 +459,7 @@ var pygmentsNames = map[string]string{
 }
 
 // stash keeps raw HTML aside, behind a placeholder.
-func (r *markdownRenderer) stash(html string) string {
+func (r *renderer) stash(html string) string {
 	r.raw = append(r.raw, html)
 	return rawPlaceholder + strconv.Itoa(len(r.raw)-1) + etx
 }
@@ -460,7 +467,7 @@ func (r *markdownRenderer) stash(html string) string {
 // restoreRaw is Python-Markdown's RawHtmlPostprocessor: each raw
 // placeholder becomes its HTML, without the paragraph around it when
 // the HTML is a block, until none is left.
-func (r *markdownRenderer) restoreRaw(text string) string {
+func (r *renderer) restoreRaw(text string) string {
 	for range 3 { // raw HTML never holds a placeholder of its own: one pass does it
 		if !strings.Contains(text, rawPlaceholder) {
 			break
@@ -655,6 +662,10 @@ func isEntityAt(s string, i int) bool {
 
 func isASCIIAlnum(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // ---- Python's notion of white space ----

@@ -1,4 +1,4 @@
-package main
+package markdown
 
 // Block Markdown: Python-Markdown's BlockParser with the block
 // processors Zulip keeps, in Zulip's priority order (empty blocks,
@@ -16,22 +16,22 @@ import (
 
 // isState, pushState and popState track the nesting the processors are
 // in (Python-Markdown's parser state: list items, quotes, ...).
-func (r *markdownRenderer) isState(s string) bool {
+func (r *renderer) isState(s string) bool {
 	return len(r.state) > 0 && r.state[len(r.state)-1] == s
 }
 
-func (r *markdownRenderer) pushState(s string) { r.state = append(r.state, s) }
+func (r *renderer) pushState(s string) { r.state = append(r.state, s) }
 
-func (r *markdownRenderer) popState() { r.state = r.state[:len(r.state)-1] }
+func (r *renderer) popState() { r.state = r.state[:len(r.state)-1] }
 
-func (r *markdownRenderer) parseChunk(parent *mdElement, text string) {
+func (r *renderer) parseChunk(parent *mdElement, text string) {
 	r.parseBlocks(parent, strings.Split(text, "\n\n"))
 }
 
 // parseBlocks hands each block to the first processor that takes it,
 // in Zulip's priority order: empty, list indent, indented code, hash
 // header, table, rule, ordered list, bullet list, quote, paragraph.
-func (r *markdownRenderer) parseBlocks(parent *mdElement, blocks []string) {
+func (r *renderer) parseBlocks(parent *mdElement, blocks []string) {
 	if len(r.state) > 100 { // deeper than any message means: stay text
 		for _, b := range blocks {
 			if pyStrip(b) != "" {
@@ -68,7 +68,7 @@ func (r *markdownRenderer) parseBlocks(parent *mdElement, blocks []string) {
 }
 
 // emptyBlock is Python-Markdown's EmptyBlockProcessor.
-func (r *markdownRenderer) emptyBlock(parent *mdElement, blocks []string) []string {
+func (r *renderer) emptyBlock(parent *mdElement, blocks []string) []string {
 	block := blocks[0]
 	blocks = blocks[1:]
 	filler := "\n\n"
@@ -86,7 +86,7 @@ func (r *markdownRenderer) emptyBlock(parent *mdElement, blocks []string) []stri
 
 // testListIndent is Zulip's ListIndentProcessor.test (two-space
 // indents): an indented block inside a list item or after a list.
-func (r *markdownRenderer) testListIndent(parent *mdElement, block string) bool {
+func (r *renderer) testListIndent(parent *mdElement, block string) bool {
 	if !strings.HasPrefix(block, "  ") || r.isState("detabbed") {
 		return false
 	}
@@ -97,7 +97,7 @@ func (r *markdownRenderer) testListIndent(parent *mdElement, block string) bool 
 	return l != nil && (l.tag == "ul" || l.tag == "ol")
 }
 
-func (r *markdownRenderer) listIndent(parent *mdElement, blocks []string) []string {
+func (r *renderer) listIndent(parent *mdElement, blocks []string) []string {
 	block := blocks[0]
 	blocks = blocks[1:]
 	level, sibling := r.indentLevel(parent, block)
@@ -128,7 +128,7 @@ func (r *markdownRenderer) listIndent(parent *mdElement, blocks []string) []stri
 	return blocks
 }
 
-func (r *markdownRenderer) indentLevel(parent *mdElement, block string) (int, *mdElement) {
+func (r *renderer) indentLevel(parent *mdElement, block string) (int, *mdElement) {
 	spaces := len(block) - len(strings.TrimLeft(block, " "))
 	indent := spaces / 2
 	level := 0
@@ -179,7 +179,7 @@ func detab(text string, size int) (string, string) {
 
 // codeBlock is Python-Markdown's CodeBlockProcessor (four spaces); the
 // code is written out as a fenced block without a language would be.
-func (r *markdownRenderer) codeBlock(parent *mdElement, blocks []string) []string {
+func (r *renderer) codeBlock(parent *mdElement, blocks []string) []string {
 	block := blocks[0]
 	blocks = blocks[1:]
 	code, rest := detab(block, 4)
@@ -199,7 +199,7 @@ func (r *markdownRenderer) codeBlock(parent *mdElement, blocks []string) []strin
 // indentedCode writes out the indented code blocks as Python-Markdown's
 // codehilite does (HiliteTreeprocessor): stashed HTML in a paragraph of
 // its own, with the line break Pygments ends it with.
-func (r *markdownRenderer) indentedCode(e *mdElement) {
+func (r *renderer) indentedCode(e *mdElement) {
 	for _, c := range e.children {
 		if c.tag == "pre" && len(c.children) == 1 && c.children[0].tag == "code" {
 			if text := c.children[0].text; text != "" {
@@ -220,7 +220,7 @@ func mayHaveHeader(block string) bool {
 	return strings.HasPrefix(block, "#") || strings.Contains(block, "\n#")
 }
 
-func (r *markdownRenderer) hashHeader(parent *mdElement, blocks []string) []string {
+func (r *renderer) hashHeader(parent *mdElement, blocks []string) []string {
 	block := blocks[0]
 	blocks = blocks[1:]
 	m := hashHeader.FindStringSubmatchIndex(block)
@@ -279,7 +279,7 @@ func isRule(line string) bool {
 	return count >= 3
 }
 
-func (r *markdownRenderer) rule(parent *mdElement, blocks []string) []string {
+func (r *renderer) rule(parent *mdElement, blocks []string) []string {
 	block := blocks[0]
 	blocks = blocks[1:]
 	at := hrLine(block)
@@ -353,7 +353,7 @@ func nestedItem(line string) bool {
 }
 
 // list is Python-Markdown's sane OListProcessor and UListProcessor.
-func (r *markdownRenderer) list(parent *mdElement, blocks []string, ordered bool) []string {
+func (r *renderer) list(parent *mdElement, blocks []string, ordered bool) []string {
 	tag := "ul"
 	if ordered {
 		tag = "ol"
@@ -463,7 +463,7 @@ func emptyQuoteRun(lines []string) bool {
 // quote is Zulip's BlockQuoteProcessor: lines before the quote are
 // parsed first, mentions in the quote are silenced, and a quote never
 // joins the one before it.
-func (r *markdownRenderer) quote(parent *mdElement, blocks []string) []string {
+func (r *renderer) quote(parent *mdElement, blocks []string) []string {
 	block := blocks[0]
 	blocks = blocks[1:]
 	at := quoteStart(block)
@@ -495,7 +495,7 @@ func cleanQuoteLine(line string) string {
 
 // paragraph is Python-Markdown's ParagraphProcessor: in a tight list
 // the text joins the item.
-func (r *markdownRenderer) paragraph(parent *mdElement, blocks []string) []string {
+func (r *renderer) paragraph(parent *mdElement, blocks []string) []string {
 	block := blocks[0]
 	blocks = blocks[1:]
 	if pyStrip(block) == "" {
@@ -657,7 +657,7 @@ func splitCells(row string) []string {
 	return append(cells, row[from:])
 }
 
-func (r *markdownRenderer) table(parent *mdElement, blocks []string, t *tableShape) []string {
+func (r *renderer) table(parent *mdElement, blocks []string, t *tableShape) []string {
 	rows := strings.Split(blocks[0], "\n")
 	blocks = blocks[1:]
 	var align []string

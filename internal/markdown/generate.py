@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Generates the data file the Markdown renderer embeds (markdown_links.go).
+"""Generates the data file the Markdown renderer embeds (links.go).
 
-    python3 markdowndata/generate.py PUBLIC_SUFFIX_LIST
+    python3 internal/markdown/generate.py PUBLIC_SUFFIX_LIST
 
 PUBLIC_SUFFIX_LIST is the Public Suffix List (Debian's
 publicsuffix package: /usr/share/publicsuffix/public_suffix_list.dat);

@@ -1,22 +1,17 @@
-package main
+package markdown
 
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-
-	"go.etcd.io/bbolt"
 )
 
 // zulipCases are Zulip's own rendering fixtures within zulite's
-// rendering (testdata/markdown/zulip_cases.json names the source).
+// rendering (testdata/zulip_cases.json names the source).
 type zulipCases struct {
 	Source  string `json:"source"`
 	Regular []struct {
@@ -32,9 +27,9 @@ type zulipCases struct {
 const fixtureRealm = "http://zulip.testserver"
 
 // renderHTML is the HTML of content rendered in the realm at realmURL.
-func renderHTML(t testing.TB, content, realmURL string, r markdownResolver) string {
+func renderHTML(t testing.TB, content, realmURL string, r Resolver) string {
 	t.Helper()
-	out, err := renderMarkdown(content, realmURL, r)
+	out, err := Render(content, realmURL, r)
 	if err != nil {
 		t.Fatalf("rendering %q: %v", content, err)
 	}
@@ -45,12 +40,12 @@ func renderHTML(t testing.TB, content, realmURL string, r markdownResolver) stri
 // the names and ids asked, the channels by name, and each topic's
 // oldest message by topicStart when there is one.
 type fixedResolver struct {
-	users      []mentionUser
+	users      []User
 	channels   map[string]uint64
 	topicStart func(channelID uint64, topic string) (uint64, bool)
 }
 
-func (f fixedResolver) Users(map[string]bool, map[uint64]bool) ([]mentionUser, error) {
+func (f fixedResolver) Users(map[string]bool, map[uint64]bool) ([]User, error) {
 	return f.users, nil
 }
 
@@ -87,7 +82,7 @@ func linkifyExpected(reference, url string) string {
 // markdownFixtureMismatches renders every case and answers those that
 // differ, with the number of cases.
 func markdownFixtureMismatches(t *testing.T) (mismatches []string, total int) {
-	raw, err := os.ReadFile("testdata/markdown/zulip_cases.json")
+	raw, err := os.ReadFile("testdata/zulip_cases.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,69 +147,10 @@ func TestCheckRenderedHTML_RefusesWhatZuliteNeverWrites(t *testing.T) {
 	}
 }
 
-func TestMarkdown_MessagesAreRenderedWhenSentAndShownAsAsked(t *testing.T) {
-	e := newTestEnv(t)
-	r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"},
-		"content": {"/me waves **hello** :octopus:"}}, &e.alice)
-	wantAPISuccess(t, r)
-	id := uint64(r.body["id"].(float64))
-	// A message stored before zulite rendered Markdown has no rendering:
-	// it is rendered when read.
-	old := message{ID: 9000, SenderID: e.alice.ID, ChannelID: e.general.ID, Topic: "t", Content: "an *old* one", Timestamp: 1}
-	mustUpdate(t, e.st, func(tx *bbolt.Tx) error {
-		if err := putJSON(tx.Bucket(bucketMessages), itob(old.ID), old); err != nil {
-			return err
-		}
-		return indexMessage(tx, old)
-	})
-	get := func(markdown string, anchor uint64) map[string]any {
-		page := e.request(t, http.MethodGet, "/api/v1/messages", url.Values{"anchor": {strconv.FormatUint(anchor, 10)}, "num_before": {"0"},
-			"num_after": {"0"}, "apply_markdown": {markdown}}, &e.alice)
-		wantAPISuccess(t, page)
-		return page.body["messages"].([]any)[0].(map[string]any)
-	}
-	octopus := `<span aria-label="octopus" class="emoji emoji-1f419" role="img" title="octopus">:octopus:</span>`
-	for _, c := range []struct {
-		markdown     string
-		id           uint64
-		content, typ string
-		me           bool
-	}{
-		{"true", id, "<p>/me waves <strong>hello</strong> " + octopus + "</p>", "text/html", true},
-		{"false", id, "/me waves **hello** :octopus:", "text/x-markdown", true},
-		{"true", old.ID, "<p>an <em>old</em> one</p>", "text/html", false},
-	} {
-		m := get(c.markdown, c.id)
-		if m["content"] != c.content || m["content_type"] != c.typ || m["is_me_message"] != c.me {
-			t.Errorf("apply_markdown=%s, message %d: got %q %v is_me_message %v, want %q %s %v", c.markdown, c.id, m["content"], m["content_type"], m["is_me_message"], c.content, c.typ, c.me)
-		}
-	}
-}
-
-func TestEmojiData_ServesZulipsNames(t *testing.T) {
-	e := newTestEnv(t)
-	r := e.request(t, http.MethodGet, "/static/generated/emoji/emoji_api.json", nil, nil)
-	wantAPISuccess(t, r)
-	names := r.body["code_to_names"].(map[string]any)
-	for code, want := range map[string][]any{
-		"1f642":            {"smile"},
-		"1f44d":            {"+1", "thumbs_up", "like"},
-		"1f937-200d-2640":  {"woman_shrugging"},
-		"1f441-200d-1f5e8": {"eye_in_speech_bubble", "speech", "witness"},
-	} {
-		if !jsonEqual(names[code], want) {
-			t.Errorf("code_to_names[%s]: got %v, want %v", code, names[code], want)
-		}
-	}
-	if len(names) != 1847 {
-		t.Errorf("code_to_names holds %d emoji, want Zulip's 1847", len(names))
-	}
-}
-
 // TestMarkdown_ZulipsRulesBeyondTheFixtures: what Zulip's own fixtures do
 // not show (its test_markdown.py does), rendered by the same rules.
 func TestMarkdown_ZulipsRulesBeyondTheFixtures(t *testing.T) {
-	in := fixedResolver{users: []mentionUser{{ID: 7, FullName: "Alice", Active: true}, {ID: 8, FullName: "Gone", Active: false}},
+	in := fixedResolver{users: []User{{ID: 7, FullName: "Alice", Active: true}, {ID: 8, FullName: "Gone", Active: false}},
 		channels: map[string]uint64{"general": 3}}
 	for _, c := range []struct{ rule, content, want string }{
 		{"a scheme Zulip does not allow stays text", "[a](javascript:alert(1)) [b](data:text/html,x) [c](vbscript:x)",
@@ -244,9 +180,9 @@ type askingResolver struct {
 	channels []string
 }
 
-func (a *askingResolver) Users(names map[string]bool, ids map[uint64]bool) ([]mentionUser, error) {
+func (a *askingResolver) Users(names map[string]bool, ids map[uint64]bool) ([]User, error) {
 	a.names, a.ids = append(a.names, names), append(a.ids, ids)
-	return []mentionUser{{ID: 7, FullName: "Alice", Active: true}, {ID: 9, FullName: "alice", Active: true}}, nil
+	return []User{{ID: 7, FullName: "Alice", Active: true}, {ID: 9, FullName: "alice", Active: true}}, nil
 }
 
 func (a *askingResolver) ChannelID(name string) (uint64, bool) {
@@ -285,7 +221,7 @@ func TestMarkdown_AsksTheResolverOnlyForWhatTheMessageNames(t *testing.T) {
 // one after the other, and the slowest 10 KB message found (e-mail
 // addresses, each linked, each a restart of the link pattern).
 func BenchmarkRenderMarkdown(b *testing.B) {
-	raw, err := os.ReadFile("testdata/markdown/zulip_cases.json")
+	raw, err := os.ReadFile("testdata/zulip_cases.json")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -296,20 +232,20 @@ func BenchmarkRenderMarkdown(b *testing.B) {
 	b.Run("typical", func(b *testing.B) {
 		msg := "Hi @**Alice**, the **build** is green: see https://ci.example.com/runs/42 :tada:\n\n* `make test`\n* `make lint`"
 		for b.Loop() {
-			renderMarkdown(msg, fixtureRealm, nil)
+			Render(msg, fixtureRealm, nil)
 		}
 	})
 	b.Run("fixtures", func(b *testing.B) {
 		for b.Loop() {
 			for _, c := range cases.Regular {
-				renderMarkdown(c.Input, fixtureRealm, nil)
+				Render(c.Input, fixtureRealm, nil)
 			}
 		}
 	})
 	b.Run("worst-10KB", func(b *testing.B) {
 		msg := strings.Repeat("a@b.c ", 1600)
 		for b.Loop() {
-			renderMarkdown(msg, fixtureRealm, nil)
+			Render(msg, fixtureRealm, nil)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package markdown
 
 // Inline Markdown: Python-Markdown's InlineProcessor with Zulip's
 // patterns, in Zulip's priority order. Each pattern in turn replaces its
@@ -53,11 +53,11 @@ type patternMatch struct {
 }
 
 type inliner struct {
-	r     *markdownRenderer
+	r     *renderer
 	stash []inlineNode
 }
 
-func newInliner(r *markdownRenderer) *inliner { return &inliner{r: r} }
+func newInliner(r *renderer) *inliner { return &inliner{r: r} }
 
 // inlinePatterns is Zulip's registry, highest priority first (tex,
 // timestamp, user-group mentions, linkifiers and emoticons are left

@@ -1,4 +1,4 @@
-package main
+package markdown
 
 // Links in messages: the [text](url) and <url> patterns, the URLs Zulip
 // links by itself (its link regex,
@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 )
 
-//go:embed markdowndata/tlds.txt
+//go:embed tlds.txt
 var tldTable string
 
 var tldOnce = sync.OnceValues(func() (map[string]bool, int) {
@@ -160,7 +160,7 @@ func sanitizeURL(url string) (string, bool) {
 
 // relativeToRealm is Zulip's rewrite_local_links_to_relative: a link
 // into the realm's own narrows or uploads opens in the same window.
-func (r *markdownRenderer) relativeToRealm(href string) string {
+func (r *renderer) relativeToRealm(href string) string {
 	if r.realmURL == "" {
 		return href
 	}
@@ -673,7 +673,7 @@ func (in *inliner) unescape(s string) string {
 	}
 }
 
-// findAutolink is Zulip's link regex (markdown_links.go).
+// findAutolink is Zulip's link regex (links.go).
 func findAutolink(_ *inliner, data string, from int) (patternMatch, bool) {
 	s, e, ok := autolinkAt(data, from)
 	return patternMatch{start: s, end: e}, ok
