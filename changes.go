@@ -1,6 +1,9 @@
 package main
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // The changes the store reports once they are committed, in commit order
 // (store.updateReporting); the server turns them into events.
@@ -105,12 +108,17 @@ type accountChanged struct {
 type accountCreated struct{ User user }
 
 // changeFeed hands committed changes on, in commit order, from a
-// goroutine of its own (store.publisher): the committer only appends to
-// it, so however slow their receiver (the event hub), no writer waits.
+// goroutine of its own (run): the committer only appends to it, so
+// however slow their receiver (the event hub), no writer waits.
 type changeFeed struct {
 	mu      sync.Mutex
 	pending []publication
 	wake    chan struct{} // capacity 1
+	stopped chan struct{} // closed when run has handed on everything and returned
+}
+
+func newChangeFeed() changeFeed {
+	return changeFeed{wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 }
 
 // publication is one write's changes; done is closed once they are
@@ -139,18 +147,19 @@ func (f *changeFeed) take() []publication {
 	return p
 }
 
-// publisher hands the feed's changes to the store's hook until the
-// committer has stopped and the feed is drained, then closes published.
-func (s *store) publisher() {
-	defer close(s.published)
+// run hands the feed's changes to hooks' receiver (none when unset)
+// until finished is closed (the committer has stopped) and the feed is
+// drained, then closes stopped.
+func (f *changeFeed) run(finished <-chan struct{}, hooks *atomic.Pointer[storeHooks]) {
+	defer close(f.stopped)
 	for {
 		stopping := false
 		select {
-		case <-s.feed.wake:
-		case <-s.finished:
+		case <-f.wake:
+		case <-finished:
 			stopping = true
 		}
-		for _, p := range s.feed.take() {
+		for _, p := range f.take() {
 			released := false
 			release := func() {
 				if !released {
@@ -158,7 +167,7 @@ func (s *store) publisher() {
 					close(p.done)
 				}
 			}
-			if h := s.hooks.Load(); h != nil {
+			if h := hooks.Load(); h != nil {
 				for i, c := range p.changes {
 					if i == len(p.changes)-1 {
 						h.changes(c, release)

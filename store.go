@@ -316,8 +316,7 @@ type store struct {
 	commits     chan commitRequest // to the committer (commit.go)
 	stop        chan struct{}      // closed by close
 	finished    chan struct{}      // closed when the committer has stopped
-	feed        changeFeed         // committed changes, to the publisher (changes.go)
-	published   chan struct{}      // closed when the publisher has stopped
+	feed        changeFeed         // committed changes, handed on by its own goroutine (changes.go)
 	closeOnce   sync.Once
 	commitStats commitStats
 
@@ -365,7 +364,7 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s := &store{db: db, path: path, now: time.Now, commits: make(chan commitRequest, maxCommitGroup), stop: make(chan struct{}), finished: make(chan struct{}),
-		published: make(chan struct{}), feed: changeFeed{wake: make(chan struct{}, 1)}}
+		feed: newChangeFeed()}
 	if err := os.Chmod(path, 0o600); err != nil { // bbolt sets the mode only on files it creates
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -378,7 +377,7 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	go s.committer()
-	go s.publisher()
+	go s.feed.run(s.finished, &s.hooks)
 	return s, nil
 }
 
@@ -484,7 +483,7 @@ func (s *store) close() error {
 func (s *store) quiesce() {
 	s.closeOnce.Do(func() { close(s.stop) })
 	<-s.finished
-	<-s.published
+	<-s.feed.stopped
 }
 
 // update runs fn in a write transaction shared with concurrent callers.
