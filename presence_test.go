@@ -228,7 +228,7 @@ func TestPresence_ReportsCommitAtMostEveryIntervalPerUser(t *testing.T) {
 	}
 	at := start.Add(20 * time.Minute)
 	before = st.commitStats.groups.Load()
-	if err := st.flushPresence(at, false); err != nil {
+	if err := st.presence.flush(at, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := st.commitStats.groups.Load() - before; got != 1 || stored() != 50 {
@@ -238,11 +238,11 @@ func TestPresence_ReportsCommitAtMostEveryIntervalPerUser(t *testing.T) {
 		st.reportPresence(id, true, at.Add(time.Minute))
 	}
 	before = st.commitStats.groups.Load()
-	st.flushPresence(at.Add(time.Minute), false)
+	st.presence.flush(at.Add(time.Minute), false)
 	if got := st.commitStats.groups.Load() - before; got != 0 {
 		t.Errorf("a minute after a write: %d commits, want none before presenceWriteInterval", got)
 	}
-	st.flushPresence(at.Add(presenceWriteInterval), false)
+	st.presence.flush(at.Add(presenceWriteInterval), false)
 	if got := st.commitStats.groups.Load() - before; got != 1 {
 		t.Errorf("presenceWriteInterval after a write: %d commits, want 1", got)
 	}

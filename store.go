@@ -365,6 +365,7 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 	}
 	s := &store{db: db, path: path, now: time.Now, commits: make(chan commitRequest, maxCommitGroup), stop: make(chan struct{}), finished: make(chan struct{}),
 		feed: newChangeFeed()}
+	s.presence.db, s.presence.stop = s, s.stop
 	if err := os.Chmod(path, 0o600); err != nil { // bbolt sets the mode only on files it creates
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -471,7 +472,7 @@ func (s *store) load(tx *bbolt.Tx) {
 // close stops the committer (writes still waiting get errStoreClosed)
 // and closes the file.
 func (s *store) close() error {
-	s.closePresence()
+	s.presence.close()
 	s.quiesce()
 	return s.db.Close()
 }

@@ -65,8 +65,13 @@ type presenceEntry struct {
 	written time.Time // when it was last written; zero: never
 }
 
-// presenceTable is every user's presence, in memory.
+// presenceTable is every user's presence, in memory, loaded from the
+// store on first use and written back by a writer of its own, every
+// presenceFlushTick, until stop is closed: reports write nothing but the
+// reservation of update ids, so frequent pings cost no commit each.
 type presenceTable struct {
+	db       transactor      // the store's transactions
+	stop     <-chan struct{} // closed when the store stops
 	load     sync.Once
 	loadErr  error
 	mu       sync.Mutex
@@ -78,6 +83,13 @@ type presenceTable struct {
 
 var keyPresenceSeq = []byte("presence_update_id")
 
+// transactor is what the store lends its parts that keep state of their
+// own: a read transaction, and a write committed with the others.
+type transactor interface {
+	view(fn func(tx *bbolt.Tx) error) error
+	update(fn func(tx *bbolt.Tx) error) error
+}
+
 // presenceNews is what a presence report changed: whether the user just
 // appeared (their first report, or active after being away long enough
 // to look offline), which Zulip tells every client at once.
@@ -86,14 +98,13 @@ type presenceNews struct {
 	Appeared bool
 }
 
-// loadPresence reads the presence bucket into memory, once, and starts
-// the writer, which stops with the store.
-func (s *store) loadPresence() error {
-	t := &s.presence
+// loaded reads the presence bucket into memory, once, and starts the
+// writer, which stops with the store.
+func (t *presenceTable) loaded() error {
 	t.load.Do(func() {
 		entries := map[uint64]*presenceEntry{}
 		var seq uint64
-		t.loadErr = s.view(func(tx *bbolt.Tx) error {
+		t.loadErr = t.db.view(func(tx *bbolt.Tx) error {
 			if v := tx.Bucket(bucketMeta).Get(keyPresenceSeq); len(v) == 8 {
 				seq = btoi(v)
 			}
@@ -108,7 +119,7 @@ func (s *store) loadPresence() error {
 		t.entries, t.seq, t.reserved = entries, seq, seq
 		t.mu.Unlock()
 		if t.loadErr == nil {
-			go s.presenceWriter()
+			go t.writer()
 		}
 	})
 	return t.loadErr
@@ -118,14 +129,18 @@ func (s *store) loadPresence() error {
 // or only connected (idle). It writes nothing but, once in a
 // presenceSeqBlock, the reservation of update ids.
 func (s *store) reportPresence(userID uint64, active bool, now time.Time) (presenceNews, error) {
-	if err := s.loadPresence(); err != nil {
+	if err := s.presence.loaded(); err != nil {
 		return presenceNews{}, err
 	}
 	enabled, err := s.presenceEnabled(userID)
 	if err != nil || !enabled { // a user who hides their presence is not updated
 		return presenceNews{}, err
 	}
-	t := &s.presence
+	return s.presence.report(userID, active, now)
+}
+
+// report records a report of the user's presence at now.
+func (t *presenceTable) report(userID uint64, active bool, now time.Time) (presenceNews, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	at := now.Unix()
@@ -158,7 +173,7 @@ func (s *store) reportPresence(userID uint64, active bool, now time.Time) (prese
 	if !creating && !changed {
 		return presenceNews{Record: e.presenceRecord}, nil
 	}
-	id, err := s.nextPresenceID()
+	id, err := t.nextID()
 	if err != nil {
 		return presenceNews{}, err
 	}
@@ -167,13 +182,12 @@ func (s *store) reportPresence(userID uint64, active bool, now time.Time) (prese
 	return presenceNews{Record: e.presenceRecord, Appeared: creating || becameOnline}, nil
 }
 
-// nextPresenceID hands out the next update id, first reserving a new
-// block in the store when the last is used up; t.mu is held.
-func (s *store) nextPresenceID() (uint64, error) {
-	t := &s.presence
+// nextID hands out the next update id, first reserving a new block in
+// the store when the last is used up; t.mu is held.
+func (t *presenceTable) nextID() (uint64, error) {
 	if t.seq+1 > t.reserved {
 		reserve := t.seq + presenceSeqBlock
-		if err := s.update(func(tx *bbolt.Tx) error {
+		if err := t.db.update(func(tx *bbolt.Tx) error {
 			return tx.Bucket(bucketMeta).Put(keyPresenceSeq, itob(reserve))
 		}); err != nil {
 			return 0, err
@@ -184,26 +198,25 @@ func (s *store) nextPresenceID() (uint64, error) {
 	return t.seq, nil
 }
 
-// presenceWriter writes due records every presenceFlushTick until the
-// store stops.
-func (s *store) presenceWriter() {
+// writer writes due records every presenceFlushTick until the store
+// stops.
+func (t *presenceTable) writer() {
 	tick := time.NewTicker(presenceFlushTick)
 	defer tick.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-t.stop:
 			return
 		case now := <-tick.C:
-			s.flushPresence(now, false)
+			t.flush(now, false)
 		}
 	}
 }
 
-// flushPresence writes, in one commit, every changed record not written
-// for presenceWriteInterval, or every changed record when all is set (at
+// flush writes, in one commit, every changed record not written for
+// presenceWriteInterval, or every changed record when all is set (at
 // shutdown). A record that changes again meanwhile stays due.
-func (s *store) flushPresence(now time.Time, all bool) error {
-	t := &s.presence
+func (t *presenceTable) flush(now time.Time, all bool) error {
 	t.flushing.Lock()
 	defer t.flushing.Unlock()
 	t.mu.Lock()
@@ -217,7 +230,7 @@ func (s *store) flushPresence(now time.Time, all bool) error {
 	if len(due) == 0 {
 		return nil
 	}
-	err := s.update(func(tx *bbolt.Tx) error {
+	err := t.db.update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketPresence)
 		for id, rec := range due {
 			if err := b.Put(itob(id), rec.encode()); err != nil {
@@ -240,14 +253,14 @@ func (s *store) flushPresence(now time.Time, all bool) error {
 	return nil
 }
 
-// closePresence writes every changed record before the store closes; a
-// store whose presence was never loaded has nothing to write.
-func (s *store) closePresence() {
-	s.presence.mu.Lock()
-	loaded := s.presence.entries != nil
-	s.presence.mu.Unlock()
+// close writes every changed record before the store closes; a table
+// never loaded has nothing to write.
+func (t *presenceTable) close() {
+	t.mu.Lock()
+	loaded := t.entries != nil
+	t.mu.Unlock()
 	if loaded {
-		s.flushPresence(time.Now(), true) // after a stop (errStoreClosed) nothing more can be written
+		t.flush(time.Now(), true) // after a stop (errStoreClosed) nothing more can be written
 	}
 }
 
@@ -276,31 +289,10 @@ type presenceQuery struct {
 // presence_last_update_id: -1 when none was asked for and none found,
 // the client's own when nothing changed since).
 func (s *store) presences(q presenceQuery) ([]presenceRow, int64, error) {
-	if err := s.loadPresence(); err != nil {
+	if err := s.presence.loaded(); err != nil {
 		return nil, 0, err
 	}
-	t := &s.presence
-	t.mu.Lock()
-	var picked []presenceRow
-	for id, e := range t.entries {
-		switch {
-		case q.OnlyUser != 0:
-			if id != q.OnlyUser {
-				continue
-			}
-		case q.NoHistory:
-			continue
-		default:
-			if q.AfterID != nil && int64(e.UpdateID) <= *q.AfterID {
-				continue
-			}
-			if (q.AfterID == nil || *q.AfterID <= 0) && e.Connected < q.Since.Unix() {
-				continue
-			}
-		}
-		picked = append(picked, presenceRow{UserID: id, Active: e.Active, Connected: e.Connected, UpdateID: e.UpdateID})
-	}
-	t.mu.Unlock()
+	picked := s.presence.pick(q)
 	var rows []presenceRow
 	lastID := int64(-1)
 	if q.AfterID != nil {
@@ -333,6 +325,33 @@ func (s *store) presences(q presenceQuery) ([]presenceRow, int64, error) {
 		return nil
 	})
 	return rows, lastID, err
+}
+
+// pick is the rows the query selects, as the table holds them: without
+// e-mails, and with the times never set.
+func (t *presenceTable) pick(q presenceQuery) []presenceRow {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var picked []presenceRow
+	for id, e := range t.entries {
+		switch {
+		case q.OnlyUser != 0:
+			if id != q.OnlyUser {
+				continue
+			}
+		case q.NoHistory:
+			continue
+		default:
+			if q.AfterID != nil && int64(e.UpdateID) <= *q.AfterID {
+				continue
+			}
+			if (q.AfterID == nil || *q.AfterID <= 0) && e.Connected < q.Since.Unix() {
+				continue
+			}
+		}
+		picked = append(picked, presenceRow{UserID: id, Active: e.Active, Connected: e.Connected, UpdateID: e.UpdateID})
+	}
+	return picked
 }
 
 // presenceEnabled tells whether the user shares their presence (the
