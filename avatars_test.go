@@ -89,6 +89,7 @@ func TestAvatars_UploadThenEveryoneSeesIt(t *testing.T) {
 }
 
 func TestAvatars_Refusals(t *testing.T) {
+	t.Parallel() // independent of the other tests: its own store or server
 	e := newTestEnv(t)
 	for _, c := range []struct {
 		rule  string

@@ -18,6 +18,7 @@ func TestCompat_ZulipJS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and installs zulip-js; skipped with -short")
 	}
+	t.Parallel() // independent of the other tests: its own store or server
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			const how = "install Node.js and npm (Debian: apt-get install -y nodejs npm) to run the zulip-js suite"

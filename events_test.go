@@ -586,6 +586,7 @@ func (e *testEnv) listeners(t testing.TB, n, perUser int) (accounts []account, q
 // the total bound counts shared bytes once, so the channel's readers keep
 // their queues (each holding what it alone would answer).
 func TestEvents_ABigChannelDoesNotEvictItsReadersQueues(t *testing.T) {
+	t.Parallel() // independent of the other tests: its own store or server
 	e := newTestEnv(t)
 	accounts, queues := e.listeners(t, 12, maxQueuesPerUser) // 240 queues
 	big := strings.Repeat("x", maxMessageLength-100)

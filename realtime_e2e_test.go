@@ -98,6 +98,7 @@ func TestRealtime_ThroughTheBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary; skipped with -short")
 	}
+	t.Parallel() // independent of the other tests: its own store or server
 	bin := e2eBuildBinary(t)
 	db := filepath.Join(t.TempDir(), "z.db")
 	srv := e2eStartServer(t, bin, db, "--event-queue-timeout", "2s")

@@ -86,6 +86,7 @@ func storedUnread(t *testing.T, st *store, userID uint64) []uint64 {
 // mark-read routes, flag updates and subscription changes over HTTP and,
 // after every step, compares each user's unread set with the model.
 func TestUnreadState_MatchesModelOverRandomSequences(t *testing.T) {
+	t.Parallel() // independent of the other tests: its own store or server
 	steps := 5000
 	if testing.Short() {
 		steps = 500

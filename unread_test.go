@@ -73,6 +73,7 @@ func TestMarkChannelRead_MillionUnreadWritesAboutAsMuchAsOne(t *testing.T) {
 	if testing.Short() {
 		t.Skip("seeds a million unread ids")
 	}
+	t.Parallel() // independent of the other tests: its own store or server
 	pages := map[int]int64{}
 	for _, n := range []int{1, 1_000_000} {
 		st, u, ch := seedUnread(t, n)
@@ -98,6 +99,7 @@ func TestMarkChannelRead_MillionUnreadExceptionsWriteAboutAsMuchAsOne(t *testing
 	if testing.Short() {
 		t.Skip("seeds a million unread ids")
 	}
+	t.Parallel() // independent of the other tests: its own store or server
 	pages := map[int]int64{}
 	for _, n := range []int{1, 1_000_000} {
 		st, u, ch := seedUnread(t, 2*n)
