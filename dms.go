@@ -233,24 +233,3 @@ func addUnreadDirect(out *unreadMsgs, direct []unreadConversation, userID uint64
 	slices.SortFunc(out.PMs, func(a, b unreadDMState) int { return cmp.Compare(a.OtherUserID, b.OtherUserID) })
 	slices.SortFunc(out.Huddles, func(a, b unreadGroupState) int { return strings.Compare(a.UserIDsString, b.UserIDsString) })
 }
-
-// splitEmails splits a dm narrow's operand, e-mails joined by commas.
-func splitEmails(text string) []string {
-	var out []string
-	for _, e := range strings.Split(text, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// pythonList is an id list as Python prints it, for Zulip's narrow
-// error texts ("unknown user in [1, 2]").
-func pythonList(ids []uint64) string {
-	text := make([]string, len(ids))
-	for i, id := range ids {
-		text[i] = strconv.FormatUint(id, 10)
-	}
-	return "[" + strings.Join(text, ", ") + "]"
-}

@@ -651,3 +651,12 @@ func moveTimeLimitWords(l *moveTimeLimit) *apiError {
 // errHistoryDisabled is GET /messages/{id}/history's answer when the
 // realm's message_edit_history_visibility_policy is "none".
 var errHistoryDisabled = badRequest("Message edit history is disabled in this organization")
+
+// nonNilIDs is ids as an answer lists them: [] rather than null when
+// there are none, as Zulip's clients expect.
+func nonNilIDs(ids []uint64) []uint64 {
+	if ids == nil {
+		return []uint64{}
+	}
+	return ids
+}

@@ -507,6 +507,7 @@ func writeSyntheticExport(t testing.TB, dir string, total int) {
 
 func TestImport_ScatteredUnreadIsAWatermarkAndTheUnreadIDs(t *testing.T) {
 	t.Parallel() // independent of the other tests: its own store or server
+
 	const total = importRemapFiles*zulipexport.MessagesPerFile + 1 // the database is remapped once on the way
 	dir := filepath.Join(t.TempDir(), "synthetic")
 	writeSyntheticExport(t, dir, total)

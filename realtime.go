@@ -426,13 +426,6 @@ func cloneEvent(e event) event {
 	return c
 }
 
-func nonNilIDs(ids []uint64) []uint64 {
-	if ids == nil {
-		return []uint64{}
-	}
-	return ids
-}
-
 // publishAccountCreated tells every queue of a new account, as Zulip's
 // realm_user add (zerver/actions/create_user.py notify_created_user):
 // the person as register's realm_users lists them, with is_active

@@ -19,6 +19,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"go.etcd.io/bbolt"
 )
@@ -454,4 +455,25 @@ func (r *rangeReader) directSource(unread bool) (idSource, bool) {
 // userDirect is every direct message of the user.
 func (r *rangeReader) userDirect() idSource {
 	return indexSource{r.tx.Bucket(bucketDMMessages), itob(r.user.ID)}
+}
+
+// splitEmails splits a dm narrow's operand, e-mails joined by commas.
+func splitEmails(text string) []string {
+	var out []string
+	for _, e := range strings.Split(text, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// pythonList is an id list as Python prints it, for Zulip's narrow
+// error texts ("unknown user in [1, 2]").
+func pythonList(ids []uint64) string {
+	text := make([]string, len(ids))
+	for i, id := range ids {
+		text[i] = strconv.FormatUint(id, 10)
+	}
+	return "[" + strings.Join(text, ", ") + "]"
 }
