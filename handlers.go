@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -372,7 +373,9 @@ func (s *server) admit(w http.ResponseWriter, r *http.Request, checks ...roleChe
 	if info != nil {
 		info.userID = u.ID
 	}
-	conns.BodyTrusted(w, r, s.bodyWait)
+	if !conns.Admitted(w, r, s.bodyWait) {
+		return user{}, context.Canceled // closed for room while it was still a stranger's
+	}
 	if err := s.limits.allowAccount(w, u.ID, now); err != nil {
 		return user{}, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"zulite/internal/conns"
 )
@@ -872,5 +875,119 @@ func TestMaxConnections_ANewerPollAnswersTheOneWaitingOnItsQueue(t *testing.T) {
 	}
 	if waiting > 1 {
 		t.Errorf("polls still waiting on the queue: got %d, want 1", waiting)
+	}
+}
+
+// Over HTTP/2 every request has a body, an empty one for a GET: a
+// member's long poll there is still being served, and strangers who
+// connect by the bound's worth do not cut it off. And a stranger who
+// asks for a large public answer and never reads it holds no slot
+// against a member.
+func TestMaxConnections_AMembersHTTP2PollLivesAndStrangersReadingNothingGiveWay(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	srv := e2eStartServer(t, bin, filepath.Join(dir, "z.db"), "--max-connections", "64", "--tls-cert", certFile, "--tls-key", keyFile)
+	defer srv.stop()
+	base := "https://" + strings.TrimPrefix(srv.baseURL, "http://")
+	addr := strings.TrimPrefix(srv.baseURL, "http://")
+	h2 := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	call := func(method, path string, params url.Values) (int, map[string]any) {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(params.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
+		resp, err := h2.Do(req)
+		if err != nil {
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	_, reg := call(http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}})
+	queue, _ := reg["queue_id"].(string)
+	if code, _ := call(http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}); code != 200 || queue == "" {
+		t.Fatalf("register and subscribe: got %d and queue %q", code, queue)
+	}
+	polled := make(chan error, 1)
+	go func() { // the member's poll, over HTTP/2 on a connection of its own
+		c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/events?"+url.Values{"queue_id": {queue}, "last_event_id": {"-1"}}.Encode(), nil)
+		req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
+		resp, err := c.Do(req)
+		if err == nil {
+			if resp.ProtoMajor != 2 {
+				err = fmt.Errorf("answered over %s, want HTTP/2", resp.Proto)
+			} else if _, err = io.ReadAll(resp.Body); err == nil && resp.StatusCode != 200 {
+				err = fmt.Errorf("status %d", resp.StatusCode)
+			}
+			resp.Body.Close()
+		}
+		polled <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the poll waits
+
+	// Strangers: from four addresses, a share each, every one asking
+	// over HTTP/2 for the 60 KB emoji table with a flow-control window of
+	// 0, so that its answer can never be sent.
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for i := 2; i <= 5; i++ {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0." + strconv.Itoa(i))}, Timeout: 2 * time.Second}
+		for range 16 {
+			raw, err := d.Dial("tcp", addr)
+			if err != nil {
+				continue
+			}
+			held = append(held, raw)
+			c := tls.Client(raw, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", NextProtos: []string{"h2"}})
+			if c.Handshake() != nil {
+				continue
+			}
+			c.Write([]byte(http2.ClientPreface))
+			fr := http2.NewFramer(c, c)
+			fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+			var block bytes.Buffer
+			enc := hpack.NewEncoder(&block)
+			for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "127.0.0.1"}, {":path", "/static/generated/emoji/emoji_api.json"}} {
+				enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+			}
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block.Bytes(), EndStream: true, EndHeaders: true})
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-polled:
+		t.Fatalf("the member's HTTP/2 poll among 64 strangers: ended with %v, want it still waiting", err)
+	default:
+	}
+	for i := range 3 { // on new connections
+		fresh := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/users/me", nil)
+		req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
+		resp, err := fresh.Do(req)
+		if err != nil {
+			t.Fatalf("a member's request %d among strangers reading nothing: got %v, want 200", i, errors.Unwrap(err))
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("a member's request %d among strangers reading nothing: got %d, want 200", i, resp.StatusCode)
+		}
+	}
+	if code, _ := call(http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"wake"}}); code != 200 {
+		t.Fatalf("send: got %d, want 200", code)
+	}
+	select {
+	case err := <-polled:
+		if err != nil {
+			t.Errorf("the member's HTTP/2 poll: got %v, want its answer", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the member's HTTP/2 poll did not answer the send")
 	}
 }

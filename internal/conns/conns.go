@@ -22,6 +22,13 @@ import (
 // is never cut off for room. Trusted proxies (--trusted-proxies) carry
 // many clients, so they count only against the bound, not against an
 // address's share.
+//
+// A request is being served once it has arrived whole (its body read to
+// the end) and proved an account (Admitted): until then its connection is
+// as quiet as one still sending its headers. So strangers, however they
+// hold a connection (a body that never comes, an answer never read),
+// give way to members; and a body sent without credentials has
+// StrangerBodyWait.
 
 // DefaultMax is the bound zulite serves with unless told otherwise
 // (--max-connections).
@@ -37,7 +44,8 @@ type trackedConn struct {
 	net.Conn
 	addr    netip.Addr
 	opened  time.Time
-	serving atomic.Int32 // handlers running on it (HTTP/2 runs several)
+	serving atomic.Int32 // requests being served on it (HTTP/2 serves several)
+	evicted bool         // closed for room; under the limiter's lock
 	limiter *Limiter
 	once    sync.Once
 	// parked: its request has parked (parking.go): when net/http lets
@@ -117,6 +125,7 @@ func (l *Limiter) admit(c *trackedConn) bool {
 		ok = evict != nil
 	}
 	if evict != nil {
+		evict.evicted = true
 		l.removeLocked(evict)
 	}
 	if ok {
@@ -195,12 +204,10 @@ func ConnContext(ctx context.Context, conn net.Conn) context.Context {
 	return ctx
 }
 
-// Serving marks a request's connection busy while next serves it, from
-// the moment the whole request has arrived: until its body is read to
-// the end, the connection is as quiet as one still sending its headers,
-// and may be closed for room. Its body is given StrangerBodyWait (or
-// bodyWait, if shorter) until the request proves an account
-// (BodyTrusted). bodyWait is the server's ReadTimeout (--read-timeout).
+// Serving tracks each request on a tracked connection (see above) while
+// next serves it. Its body is given StrangerBodyWait (or bodyWait, if
+// shorter) until the request proves an account (Admitted). bodyWait is
+// the server's ReadTimeout (--read-timeout).
 func Serving(next http.Handler, bodyWait time.Duration) http.Handler {
 	wait := StrangerBodyWait
 	if bodyWait > 0 {
@@ -212,17 +219,16 @@ func Serving(next http.Handler, bodyWait time.Duration) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if r.Body == nil || r.Body == http.NoBody {
-			c.serving.Add(1)
-			defer c.serving.Add(-1)
-			next.ServeHTTP(w, r)
-			return
+		req := &request{conn: c, start: time.Now(), arrived: true}
+		defer req.end()
+		// HTTP/2 gives every request a body, an empty one when it has
+		// none; a body of unknown length (-1) arrives at its end.
+		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+			req.arrived = false
+			r.Body = &arrivingBody{ReadCloser: r.Body, req: req, left: r.ContentLength}
+			http.NewResponseController(w).SetReadDeadline(req.start.Add(wait))
 		}
-		b := &arrivingBody{ReadCloser: r.Body, conn: c, left: r.ContentLength, start: time.Now()}
-		defer b.served()
-		http.NewResponseController(w).SetReadDeadline(b.start.Add(wait))
-		r.Body = b
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestKey{}, req)))
 	})
 }
 
@@ -230,14 +236,51 @@ func Serving(next http.Handler, bodyWait time.Duration) http.Handler {
 // send its body, --read-timeout if shorter.
 const StrangerBodyWait = 10 * time.Second
 
-// arrivingBody is a request body still on its way: its connection counts
-// as served once the body has been read to its end.
+type requestKey struct{}
+
+// request is one request on a tracked connection: served (its
+// connection safe from being closed for room) once it has arrived and
+// been admitted. Its fields change under the limiter's lock.
+type request struct {
+	conn                      *trackedConn
+	start                     time.Time
+	arrived, admitted, served bool
+}
+
+// settle marks the request served when it has arrived and been
+// admitted; false when its connection was closed for room meanwhile.
+func (q *request) settle(arrived, admitted bool) bool {
+	l := q.conn.limiter
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q.arrived, q.admitted = q.arrived || arrived, q.admitted || admitted
+	if q.conn.evicted {
+		return false
+	}
+	if q.arrived && q.admitted && !q.served {
+		q.served = true
+		q.conn.serving.Add(1)
+	}
+	return true
+}
+
+// end ends the request: the connection is no longer served for it.
+func (q *request) end() {
+	l := q.conn.limiter
+	l.mu.Lock()
+	if q.served {
+		q.served = false
+		q.conn.serving.Add(-1)
+	}
+	l.mu.Unlock()
+}
+
+// arrivingBody is a request body still on its way.
 type arrivingBody struct {
 	io.ReadCloser
-	conn    *trackedConn
-	left    int64 // bytes still to come; -1 when the length is not known
-	start   time.Time
-	arrived atomic.Bool
+	req  *request
+	left int64 // bytes still to come; -1 when the length is not known
+	done bool
 }
 
 func (b *arrivingBody) Read(p []byte) (int, error) {
@@ -245,34 +288,30 @@ func (b *arrivingBody) Read(p []byte) (int, error) {
 	if b.left > 0 {
 		b.left -= int64(min(int64(n), b.left))
 	}
-	if err == io.EOF || b.left == 0 {
-		b.arrive()
+	if (err == io.EOF || b.left == 0) && !b.done {
+		b.done = true
+		b.req.settle(true, false)
 	}
 	return n, err
 }
 
-func (b *arrivingBody) arrive() {
-	if b.arrived.CompareAndSwap(false, true) {
-		b.conn.serving.Add(1)
+// Admitted says the request proved an account: its body, if still on
+// its way, has the whole of bodyWait (--read-timeout) from the request's
+// start, as a member's upload over a slow link needs (no deadline when
+// bodyWait is 0), and once arrived it is served. False when its
+// connection was closed for room before: the request is to go no
+// further, its client will not hear the answer.
+func Admitted(w http.ResponseWriter, r *http.Request, bodyWait time.Duration) bool {
+	q, ok := r.Context().Value(requestKey{}).(*request)
+	if !ok {
+		return true
 	}
-}
-
-// served ends the request: the connection is no longer served for it.
-func (b *arrivingBody) served() {
-	if b.arrived.Load() {
-		b.conn.serving.Add(-1)
-	}
-}
-
-// BodyTrusted gives the body of a request that authenticated as an
-// account the whole of bodyWait (--read-timeout) from its start, as a
-// member's upload over a slow link needs (no deadline when bodyWait is 0).
-func BodyTrusted(w http.ResponseWriter, r *http.Request, bodyWait time.Duration) {
-	if b, ok := r.Body.(*arrivingBody); ok && !b.arrived.Load() {
+	if b, ok := r.Body.(*arrivingBody); ok && !b.done {
 		var deadline time.Time // none, when the server sets none
 		if bodyWait > 0 {
-			deadline = b.start.Add(bodyWait)
+			deadline = q.start.Add(bodyWait)
 		}
 		http.NewResponseController(w).SetReadDeadline(deadline)
 	}
+	return q.settle(false, true)
 }
