@@ -696,7 +696,7 @@ func (h *eventHub) poll(ctx context.Context, userID uint64, id string, lastEvent
 			p := park()
 			park = nil
 			if p != nil {
-				h.park(q, p)
+				h.park(q, p, mine)
 				return nil, true, true
 			}
 			continue // it waits here: look again, the queue may have changed

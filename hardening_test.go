@@ -991,3 +991,68 @@ func TestMaxConnections_AMembersHTTP2PollLivesAndStrangersReadingNothingGiveWay(
 		t.Error("the member's HTTP/2 poll did not answer the send")
 	}
 }
+
+// Polls that reach one queue at the same moment still leave one waiting:
+// a newer poll that arrives while an older one's connection is being
+// taken from net/http finds nothing parked to replace, so the older one
+// must see it is no longer the newest when it parks.
+func TestMaxConnections_SimultaneousPollsOnAQueueLeaveOneWaiting(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"), "--rate-limit", "off")
+	defer srv.stop()
+	addr := strings.TrimPrefix(srv.baseURL, "http://")
+	req, _ := http.NewRequest(http.MethodPost, srv.baseURL+"/api/v1/register", strings.NewReader("event_types=%5B%22message%22%5D"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reg map[string]any
+	json.NewDecoder(resp.Body).Decode(&reg)
+	resp.Body.Close()
+	queue, _ := reg["queue_id"].(string)
+	poll := []byte("GET /api/v1/events?queue_id=" + url.QueryEscape(queue) + "&last_event_id=-1 HTTP/1.1\r\nHost: x\r\nAuthorization: Basic " +
+		base64.StdEncoding.EncodeToString([]byte(srv.ownerEmail+":"+srv.ownerKey)) + "\r\n\r\n")
+	parked := func() int {
+		_, metrics := e2eMetrics(t, srv)
+		for _, line := range strings.Split(metrics, "\n") {
+			if v, ok := strings.CutPrefix(line, "zulite_parked_polls "); ok {
+				n, _ := strconv.Atoi(v)
+				return n
+			}
+		}
+		t.Fatal("/metrics: no zulite_parked_polls")
+		return 0
+	}
+	most := 0
+	for round := range 10 {
+		conns := make([]net.Conn, 40)
+		for i := range conns {
+			if conns[i], err = net.Dial("tcp", addr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var start, sent sync.WaitGroup
+		start.Add(1)
+		for _, c := range conns {
+			sent.Go(func() {
+				start.Wait()
+				c.Write(poll)
+			})
+		}
+		start.Done()
+		sent.Wait()
+		time.Sleep(300 * time.Millisecond)
+		n := parked()
+		most = max(most, n)
+		for _, c := range conns {
+			c.Close()
+		}
+		if n > 1 {
+			t.Errorf("round %d: %d polls parked on one queue after 40 arrived at once, want 1", round, n)
+			break
+		}
+	}
+	t.Logf("most polls parked on the queue at once: %d", most)
+}

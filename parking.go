@@ -146,9 +146,11 @@ func pollMembers(events []json.RawMessage, queueID string) encodedMembers {
 // waits the poll timeout (a heartbeat), its queue is dropped or the
 // server shuts down; what changed while its connection was taken is
 // answered at once.
-func (h *eventHub) park(q *eventQueue, p *parkedPoll) {
+func (h *eventHub) park(q *eventQueue, p *parkedPoll, mine uint64) {
 	q.mu.Lock()
-	if q.dropped || len(q.events) > 0 || h.closed.Load() {
+	// A newer poll that reached the queue while this one's connection
+	// was being taken found nothing parked to replace: this one answers.
+	if q.dropped || len(q.events) > 0 || h.closed.Load() || q.newest != mine {
 		events, found := render(q.events, q.firstID), !q.dropped
 		q.mu.Unlock()
 		h.answer(p, events, found, false)
