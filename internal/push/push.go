@@ -3,8 +3,10 @@ package push
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -53,6 +55,11 @@ func (e *TransientError) Unwrap() error { return e.Err }
 // Retry-After. An error is a request that got no answer: worth retrying.
 func postToProvider(client *http.Client, req *http.Request, limit int64) (status int, body []byte, after time.Duration, err error) {
 	resp, err := client.Do(req)
+	if uerr, ok := err.(*url.Error); ok {
+		// The URL may carry a device token (APNs' /3/device/TOKEN):
+		// the error names the provider's host, never the path.
+		return 0, nil, 0, fmt.Errorf("%s %s: %w", uerr.Op, req.URL.Host, uerr.Err)
+	}
 	if err != nil {
 		return 0, nil, 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -67,5 +68,21 @@ func sameJSON(t *testing.T, name string, got []byte, want string) {
 	}
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("%s:\ngot  %s\nwant %s", name, got, want)
+	}
+}
+
+// A request that gets no answer fails without the URL's path: APNs puts
+// the device token there, and the outbox logs the error.
+func TestPostToProvider_NoAnswerNamesNoPath(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/3/device/deadbeefSECRETTOKEN", nil)
+	_, _, _, err = postToProvider(&http.Client{}, req, 1024)
+	if err == nil || strings.Contains(err.Error(), "SECRETTOKEN") || !strings.Contains(err.Error(), addr) {
+		t.Errorf("no answer: got %v, want an error naming %s and not the token", err, addr)
 	}
 }
