@@ -450,12 +450,13 @@ func TestEvents_QueueNarrowPicksWhatTheFetchNarrowPicks(t *testing.T) {
 func TestEvents_QueueTopicNarrowFoldsAsTheFetchNarrow(t *testing.T) {
 	e := newTestEnv(t)
 	topics := []string{"s", "S", "ſ", "k", "K", "K"}
-	narrows := make([]string, len(topics))
-	queues := make([]string, len(topics))
-	for i, topic := range topics {
+	var narrows, queues []string
+	for _, topic := range topics { // with a channel (the topic index) and without (the filter)
 		operand, _ := json.Marshal(topic)
-		narrows[i] = `[["channel","general"],["topic",` + string(operand) + `]]`
-		queues[i] = e.registerQueue(t, &e.alice, url.Values{"event_types": {`["message"]`}, "narrow": {narrows[i]}}).str("queue_id")
+		for _, n := range []string{`[["channel","general"],["topic",` + string(operand) + `]]`, `[["topic",` + string(operand) + `]]`} {
+			narrows = append(narrows, n)
+			queues = append(queues, e.registerQueue(t, &e.alice, url.Values{"event_types": {`["message"]`}, "narrow": {n}}).str("queue_id"))
+		}
 	}
 	for _, topic := range topics {
 		e.sendAs(t, e.bob, e.general, topic)
