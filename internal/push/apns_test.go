@@ -6,142 +6,29 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
-	"fmt"
-	"io"
-	"math/big"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"zulite/internal/push/pushtest"
 )
-
-// fakeAPNs is Apple's endpoint on loopback, over HTTP/2 and TLS: it
-// checks each request's provider token (ES256, kid, iss) and records
-// it, and answers what it is told to.
-type fakeAPNs struct {
-	srv *httptest.Server
-	key *ecdsa.PrivateKey
-
-	mu       sync.Mutex
-	requests []apnsRequest
-	status   int    // 0: 200
-	reason   string // the answer's reason
-	after    string // Retry-After
-}
-
-type apnsRequest struct {
-	proto, path string
-	header      http.Header
-	body        []byte
-	jwtValid    bool
-}
-
-const (
-	testKeyID  = "ABC123DEFG"
-	testTeamID = "TEAM456XYZ"
-)
-
-func newFakeAPNs(t *testing.T) *fakeAPNs {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeAPNs{key: key}
-	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
-	f.srv.EnableHTTP2 = true
-	f.srv.StartTLS()
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeAPNs) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	jwt, _ := strings.CutPrefix(r.Header.Get("authorization"), "bearer ")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.requests = append(f.requests, apnsRequest{proto: r.Proto, path: r.URL.Path, header: r.Header.Clone(), body: body, jwtValid: f.validJWT(jwt)})
-	if f.after != "" {
-		w.Header().Set("Retry-After", f.after)
-	}
-	if f.status != 0 && f.status != http.StatusOK {
-		w.WriteHeader(f.status)
-		fmt.Fprintf(w, `{"reason":%q}`, f.reason)
-	}
-}
-
-func (f *fakeAPNs) answer(status int, reason, after string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.status, f.reason, f.after = status, reason, after
-}
-
-func (f *fakeAPNs) last(t *testing.T) apnsRequest {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.requests) == 0 {
-		t.Fatal("APNs got no request")
-	}
-	return f.requests[len(f.requests)-1]
-}
-
-func (f *fakeAPNs) validJWT(jwt string) bool {
-	parts := strings.Split(jwt, ".")
-	if len(parts) != 3 {
-		return false
-	}
-	var header, claims map[string]any
-	if !decodeJWTPart(parts[0], &header) || !decodeJWTPart(parts[1], &claims) {
-		return false
-	}
-	if header["alg"] != "ES256" || header["kid"] != testKeyID || claims["iss"] != testTeamID {
-		return false
-	}
-	if _, ok := claims["iat"].(float64); !ok {
-		return false
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil || len(sig) != 64 {
-		return false
-	}
-	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	return ecdsa.Verify(&f.key.PublicKey, digest[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:]))
-}
-
-// writeKey writes key as Apple hands it out: a PKCS #8 .p8 file.
-func writeKey(t *testing.T, key any) string {
-	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "AuthKey.p8")
-	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // newTestAPNsClient is a client of f whose clock stands at *now.
-func newTestAPNsClient(t *testing.T, f *fakeAPNs, now *time.Time) *APNsClient {
+func newTestAPNsClient(t *testing.T, f *pushtest.APNs, now *time.Time) *APNsClient {
 	t.Helper()
-	c, err := NewAPNsClient(writeKey(t, f.key), testKeyID, testTeamID, f.srv.URL+"/")
+	c, err := NewAPNsClient(f.KeyFile(t), pushtest.APNsKeyID, pushtest.APNsTeamID, f.URL+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust(c.http.Transport.(*http.Transport), f.srv)
+	trust(c.http.Transport.(*http.Transport), f.Server)
 	c.now = func() time.Time { return *now }
+	f.SetClock(c.now)
 	return c
 }
 
@@ -153,7 +40,7 @@ var testAPNsPayload = Notification{APNs: json.RawMessage(`{"alert":{"title":"t",
 // push at priority 10 expiring in 24 hours, and Zulip's wire payload
 // (custom's members at the top, the rest under aps).
 func TestAPNsClient_SendsZulipsRequestOverHTTP2(t *testing.T) {
-	f := newFakeAPNs(t)
+	f := pushtest.NewAPNs(t)
 	now := time.Unix(1_700_000_000, 0)
 	c := newTestAPNsClient(t, f, &now)
 	for _, tc := range []struct {
@@ -165,24 +52,24 @@ func TestAPNsClient_SendsZulipsRequestOverHTTP2(t *testing.T) {
 		if err := c.Send(context.Background(), Device{Kind: APNs, Token: " aa01 ff\t", AppID: tc.appID}, testAPNsPayload); err != nil {
 			t.Fatalf("Send: %v", err)
 		}
-		r := f.last(t)
-		if r.proto != "HTTP/2.0" {
-			t.Errorf("protocol: got %s, want HTTP/2.0", r.proto)
+		r := f.Last(t)
+		if r.Proto != "HTTP/2.0" {
+			t.Errorf("protocol: got %s, want HTTP/2.0", r.Proto)
 		}
-		if r.path != "/3/device/aa01ff" {
-			t.Errorf("path: got %s, want /3/device/aa01ff", r.path)
+		if r.Path != "/3/device/aa01ff" {
+			t.Errorf("path: got %s, want /3/device/aa01ff", r.Path)
 		}
-		if !r.jwtValid {
+		if !r.JWTValid {
 			t.Errorf("authorization: not a valid ES256 provider token of the key")
 		}
 		want := map[string]string{"apns-topic": tc.wantTopic, "apns-push-type": "alert", "apns-priority": "10",
 			"apns-expiration": strconv.FormatInt(now.Add(24*time.Hour).Unix(), 10), "content-type": "application/json"}
 		for k, v := range want {
-			if got := r.header.Get(k); got != v {
+			if got := r.Header.Get(k); got != v {
 				t.Errorf("%s: got %q, want %q", k, got, v)
 			}
 		}
-		sameJSON(t, "wire payload", r.body, `{"aps":{"alert":{"title":"t","body":"b"},"badge":0},"zulip":{"user_id":5}}`)
+		sameJSON(t, "wire payload", r.Raw, `{"aps":{"alert":{"title":"t","body":"b"},"badge":0},"zulip":{"user_id":5}}`)
 	}
 }
 
@@ -193,10 +80,10 @@ func TestAPNsClient_SendsZulipsRequestOverHTTP2(t *testing.T) {
 // no answer at all may pass. No error holds the provider token or the
 // key.
 func TestAPNsClient_AnswersSayDeadOrTransient(t *testing.T) {
-	f := newFakeAPNs(t)
+	f := pushtest.NewAPNs(t)
 	now := time.Unix(1_700_000_000, 0)
 	c := newTestAPNsClient(t, f, &now)
-	keyPEM, _ := os.ReadFile(writeKey(t, f.key))
+	keyPEM, _ := os.ReadFile(f.KeyFile(t))
 	for _, tc := range []struct {
 		name           string
 		status         int
@@ -216,7 +103,7 @@ func TestAPNsClient_AnswersSayDeadOrTransient(t *testing.T) {
 		{"PayloadTooLarge will not pass", 413, "PayloadTooLarge", "", "failed", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f.answer(tc.status, tc.reason, tc.after)
+			f.Answer(tc.status, tc.reason, tc.after)
 			err := c.Send(context.Background(), Device{Kind: APNs, Token: "aa01"}, testAPNsPayload)
 			got, after := outcome(err)
 			if got != tc.want || after != tc.wantRetryAfter {
@@ -225,11 +112,11 @@ func TestAPNsClient_AnswersSayDeadOrTransient(t *testing.T) {
 			if err != nil && !strings.Contains(err.Error(), tc.reason) {
 				t.Errorf("error %q: got no reason, want %s", err, tc.reason)
 			}
-			jwt, _ := strings.CutPrefix(f.last(t).header.Get("authorization"), "bearer ")
+			jwt, _ := strings.CutPrefix(f.Last(t).Header.Get("authorization"), "bearer ")
 			wantNoSecret(t, err, jwt, string(keyPEM))
 		})
 	}
-	f.srv.Close()
+	f.Server.Close()
 	err := c.Send(context.Background(), Device{Kind: APNs, Token: "aa01"}, testAPNsPayload)
 	if got, _ := outcome(err); got != "transient" {
 		t.Errorf("no answer: got %s (%v), want transient", got, err)
@@ -241,17 +128,17 @@ func TestAPNsClient_AnswersSayDeadOrTransient(t *testing.T) {
 // one for 50 minutes, then a new one; after ExpiredProviderToken, a new
 // one at once.
 func TestAPNsClient_ProviderTokenRenewed(t *testing.T) {
-	f := newFakeAPNs(t)
+	f := pushtest.NewAPNs(t)
 	now := time.Unix(1_700_000_000, 0)
 	c := newTestAPNsClient(t, f, &now)
 	jwt := func() string {
 		t.Helper()
 		c.Send(context.Background(), Device{Kind: APNs, Token: "aa01"}, testAPNsPayload)
-		r := f.last(t)
-		if !r.jwtValid {
+		r := f.Last(t)
+		if !r.JWTValid {
 			t.Fatalf("authorization: not a valid ES256 provider token")
 		}
-		return r.header.Get("authorization")
+		return r.Header.Get("authorization")
 	}
 	first := jwt()
 	now = now.Add(49 * time.Minute)
@@ -263,11 +150,11 @@ func TestAPNsClient_ProviderTokenRenewed(t *testing.T) {
 	if second == first {
 		t.Errorf("after 51 minutes: got the same provider token, want a new one")
 	}
-	f.answer(403, "ExpiredProviderToken", "")
+	f.Answer(403, "ExpiredProviderToken", "")
 	if got := jwt(); got != second {
 		t.Errorf("the refused request: got a new provider token, want the one refused")
 	}
-	f.answer(200, "", "")
+	f.Answer(200, "", "")
 	if got := jwt(); got == second {
 		t.Errorf("after ExpiredProviderToken: got the same provider token, want a new one")
 	}
@@ -284,11 +171,11 @@ func TestNewAPNsClient_Refusals(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, keyID, teamID, want string
 	}{
-		{"no key id", writeKey(t, ec), "", testTeamID, ErrAPNsIdentity.Error()},
-		{"no team id", writeKey(t, ec), testKeyID, "", ErrAPNsIdentity.Error()},
-		{"no file", filepath.Join(t.TempDir(), "none.p8"), testKeyID, testTeamID, "APNs key: open"},
-		{"not PEM", notPEM, testKeyID, testTeamID, "APNs key: not a PEM file"},
-		{"an RSA key", writeKey(t, rsaKey), testKeyID, testTeamID, "APNs key: not an EC key"},
+		{"no key id", pushtest.WriteKey(t, ec), "", pushtest.APNsTeamID, ErrAPNsIdentity.Error()},
+		{"no team id", pushtest.WriteKey(t, ec), pushtest.APNsKeyID, "", ErrAPNsIdentity.Error()},
+		{"no file", filepath.Join(t.TempDir(), "none.p8"), pushtest.APNsKeyID, pushtest.APNsTeamID, "APNs key: open"},
+		{"not PEM", notPEM, pushtest.APNsKeyID, pushtest.APNsTeamID, "APNs key: not a PEM file"},
+		{"an RSA key", pushtest.WriteKey(t, rsaKey), pushtest.APNsKeyID, pushtest.APNsTeamID, "APNs key: not an EC key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewAPNsClient(tc.file, tc.keyID, tc.teamID, "https://api.push.apple.com")

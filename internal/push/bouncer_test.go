@@ -3,79 +3,14 @@ package push
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"zulite/internal/push/pushtest"
 )
-
-// fakeBouncer records the requests to zilencer's remotes routes and
-// answers what it is told to.
-type fakeBouncer struct {
-	srv *httptest.Server
-
-	mu       sync.Mutex
-	requests []bouncerRequest
-	status   int    // 0: 200
-	answer   string // the body answered
-	after    string // Retry-After
-}
-
-type bouncerRequest struct {
-	path        string
-	user, pass  string
-	header      http.Header
-	form        url.Values
-	body        []byte
-	contentType string
-}
-
-func newFakeBouncer(t *testing.T) *fakeBouncer {
-	f := &fakeBouncer{}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, pass, _ := r.BasicAuth()
-		body, _ := io.ReadAll(r.Body)
-		form, _ := url.ParseQuery(string(body))
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.requests = append(f.requests, bouncerRequest{path: r.URL.Path, user: user, pass: pass, header: r.Header.Clone(), form: form, body: body,
-			contentType: r.Header.Get("Content-Type")})
-		if f.after != "" {
-			w.Header().Set("Retry-After", f.after)
-		}
-		if f.status != 0 {
-			w.WriteHeader(f.status)
-		}
-		answer := f.answer
-		if answer == "" {
-			answer = `{"result":"success","msg":""}`
-		}
-		io.WriteString(w, answer)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeBouncer) set(status int, answer, after string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.status, f.answer, f.after = status, answer, after
-}
-
-func (f *fakeBouncer) last(t *testing.T) bouncerRequest {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.requests) == 0 {
-		t.Fatal("the bouncer got no request")
-	}
-	return f.requests[len(f.requests)-1]
-}
 
 const (
 	testOrgID  = "0b3a1f8e-5c2d-4e6f-8a9b-1c2d3e4f5a6b"
@@ -90,18 +25,18 @@ const (
 // as JSON with both payloads, gcm_options and the user's devices by
 // kind (an empty list, never null).
 func TestBouncer_Requests(t *testing.T) {
-	f := newFakeBouncer(t)
-	b := NewBouncer(f.srv.URL+"/", testOrgID, testOrgKey, "11.0")
+	f := pushtest.NewBouncer(t)
+	b := NewBouncer(f.URL+"/", testOrgID, testOrgKey, "11.0")
 	ctx := context.Background()
-	check := func(name, path, contentType string, form url.Values) bouncerRequest {
+	check := func(name, path, contentType string, form url.Values) pushtest.Request {
 		t.Helper()
-		r := f.last(t)
-		if r.path != path || r.user != testOrgID || r.pass != testOrgKey || r.header.Get("User-Agent") != "ZulipServer/11.0" || r.contentType != contentType {
+		r := f.Last(t)
+		if r.Path != path || r.User != testOrgID || r.Pass != testOrgKey || r.Header.Get("User-Agent") != "ZulipServer/11.0" || r.Header.Get("Content-Type") != contentType {
 			t.Errorf("%s: got %s as %q:%q, User-Agent %q, Content-Type %q; want %s as the org, ZulipServer/11.0, %s",
-				name, r.path, r.user, r.pass, r.header.Get("User-Agent"), r.contentType, path, contentType)
+				name, r.Path, r.User, r.Pass, r.Header.Get("User-Agent"), r.Header.Get("Content-Type"), path, contentType)
 		}
-		if form != nil && !reflect.DeepEqual(r.form, form) {
-			t.Errorf("%s: got form %v, want %v", name, r.form, form)
+		if form != nil && !reflect.DeepEqual(r.Form, form) {
+			t.Errorf("%s: got form %v, want %v", name, r.Form, form)
 		}
 		return r
 	}
@@ -128,10 +63,10 @@ func TestBouncer_Requests(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := check("push/notify", "/api/v1/remotes/push/notify", "application/json", nil)
-	sameJSON(t, "push/notify", r.body, `{"user_id":7,"apns_payload":{"badge":0,"custom":{"zulip":{"event":"remove"}}},"gcm_payload":{"event":"remove"},
+	sameJSON(t, "push/notify", r.Raw, `{"user_id":7,"apns_payload":{"badge":0,"custom":{"zulip":{"event":"remove"}}},"gcm_payload":{"event":"remove"},
 		"gcm_options":{"priority":"normal"},"android_devices":[],"apple_devices":["aa01"]}`)
 	b.Notify(ctx, 7, []Device{android, apple, {Kind: FCM, Token: "bob-2"}}, n)
-	sameJSON(t, "push/notify to both kinds", f.last(t).body, `{"user_id":7,"apns_payload":{"badge":0,"custom":{"zulip":{"event":"remove"}}},"gcm_payload":{"event":"remove"},
+	sameJSON(t, "push/notify to both kinds", f.Last(t).Raw, `{"user_id":7,"apns_payload":{"badge":0,"custom":{"zulip":{"event":"remove"}}},"gcm_payload":{"event":"remove"},
 		"gcm_options":{"priority":"normal"},"android_devices":["bob-fcm","bob-2"],"apple_devices":["aa01"]}`)
 }
 
@@ -140,18 +75,18 @@ func TestBouncer_Requests(t *testing.T) {
 // pass, after the Retry-After given; a 4xx will not, and says the
 // bouncer's msg. No error holds the org key.
 func TestBouncer_Answers(t *testing.T) {
-	f := newFakeBouncer(t)
-	b := NewBouncer(f.srv.URL, testOrgID, testOrgKey, "11.0")
+	f := pushtest.NewBouncer(t)
+	b := NewBouncer(f.URL, testOrgID, testOrgKey, "11.0")
 	ctx := context.Background()
 	devices := []Device{{Kind: APNs, Token: "aa01"}, {Kind: FCM, Token: "bob-fcm"}}
 
-	f.set(200, `{"result":"success","msg":"","deleted_devices":{"android_devices":["bob-fcm","bob-old"],"apple_devices":["aa01"]}}`, "")
+	f.Answer(200, `{"result":"success","msg":"","deleted_devices":{"android_devices":["bob-fcm","bob-old"],"apple_devices":["aa01"]}}`, "")
 	dead, err := b.Notify(ctx, 7, devices, Notification{})
 	want := []Device{{Kind: FCM, Token: "bob-fcm"}, {Kind: FCM, Token: "bob-old"}, {Kind: APNs, Token: "aa01"}}
 	if err != nil || !reflect.DeepEqual(dead, want) {
 		t.Errorf("deleted devices: got %v, %v, want %v", dead, err, want)
 	}
-	f.set(200, `{"result":"success","msg":""}`, "")
+	f.Answer(200, `{"result":"success","msg":""}`, "")
 	if dead, err := b.Notify(ctx, 7, devices, Notification{}); err != nil || dead != nil {
 		t.Errorf("none deleted: got %v, %v, want none", dead, err)
 	}
@@ -172,7 +107,7 @@ func TestBouncer_Answers(t *testing.T) {
 		{"400 will not pass", 400, `{"result":"error","msg":"Invalid token"}`, "", "failed", 0, "bouncer push/notify: 400 Invalid token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f.set(tc.status, tc.answer, tc.after)
+			f.Answer(tc.status, tc.answer, tc.after)
 			dead, err := b.Notify(ctx, 7, devices, Notification{})
 			got, after := outcome(err)
 			if got != tc.want || after != tc.wantRetryAfter || dead != nil {
@@ -184,11 +119,11 @@ func TestBouncer_Answers(t *testing.T) {
 			wantNoSecret(t, err, testOrgKey)
 		})
 	}
-	f.set(400, `{"result":"error","msg":"Missing 'hostname' argument"}`, "")
+	f.Answer(400, `{"result":"error","msg":"Missing 'hostname' argument"}`, "")
 	if err := b.RegisterServer(ctx, "", "admin@example.org"); err == nil || err.Error() != "bouncer server/register: 400 Missing 'hostname' argument" {
 		t.Errorf("server/register refused: got %v", err)
 	}
-	f.srv.Close()
+	f.Server.Close()
 	for name, err := range map[string]error{
 		"push/register":   b.Register(ctx, 7, devices[0]),
 		"server/register": b.RegisterServer(ctx, "chat.example.org", "admin@example.org"),

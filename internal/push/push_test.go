@@ -3,7 +3,6 @@ package push
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net"
@@ -49,11 +48,6 @@ func trust(tr *http.Transport, srv *httptest.Server) {
 	pool := x509.NewCertPool()
 	pool.AddCert(srv.Certificate())
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
-}
-
-func decodeJWTPart(s string, v any) bool {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	return err == nil && json.Unmarshal(raw, v) == nil
 }
 
 // sameJSON fails when got and want are not the same JSON value.
