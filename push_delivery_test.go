@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"zulite/internal/push/pushtest"
 )
 
 // pushWorld is a running zulite with direct delivery to fake APNs and
@@ -22,8 +24,8 @@ type pushWorld struct {
 	db     string
 	flags  []string
 	srv    *e2eServer
-	apns   *fakeAPNs
-	fcm    *fakeFCM
+	apns   *pushtest.APNs
+	fcm    *pushtest.FCM
 	keys   map[string]string // e-mail → API key
 	ids    map[string]int64  // e-mail → user id
 	chanID int64
@@ -84,7 +86,7 @@ func (w *pushWorld) addUser(email string) {
 }
 
 // apnsFor is the wire payload's zulip member of each delivery to token.
-func zulipOf(d pushDelivery) map[string]any {
+func zulipOf(d pushtest.Request) map[string]any {
 	z, _ := d.Body["zulip"].(map[string]any)
 	return z
 }
@@ -93,18 +95,18 @@ func newPushWorld(t *testing.T) *pushWorld {
 	if testing.Short() {
 		t.Skip("builds and runs the binary; skipped with -short")
 	}
-	w := &pushWorld{t: t, bin: e2eBuildBinary(t), db: filepath.Join(t.TempDir(), "z.db"), apns: newFakeAPNs(t), fcm: newFakeFCM(t),
+	w := &pushWorld{t: t, bin: e2eBuildBinary(t), db: filepath.Join(t.TempDir(), "z.db"), apns: pushtest.NewAPNs(t), fcm: pushtest.NewFCM(t),
 		keys: map[string]string{}, ids: map[string]int64{}}
-	trustFakes(t, w.apns.srv) // httptest gives every TLS server the same certificate
+	trustFakes(t, w.apns.Server) // httptest gives every TLS server the same certificate
 	w.flags = []string{"--rate-limit", "off", "--push-idle", "2s",
-		"--push-apns-key", w.apns.keyFile(t), "--push-apns-key-id", w.apns.keyID, "--push-apns-team-id", w.apns.teamID, "--push-apns-url", w.apns.srv.URL,
-		"--push-fcm-credentials", w.fcm.credentialsFile(t), "--push-fcm-url", w.fcm.srv.URL}
+		"--push-apns-key", w.apns.KeyFile(t), "--push-apns-key-id", pushtest.APNsKeyID, "--push-apns-team-id", pushtest.APNsTeamID, "--push-apns-url", w.apns.URL,
+		"--push-fcm-credentials", w.fcm.CredentialsFile(t), "--push-fcm-url", w.fcm.URL}
 	w.srv = e2eStartServer(t, w.bin, w.db, w.flags...)
 	w.keys[pushOwner] = w.srv.ownerKey
 	w.ids[pushOwner] = 1
 	t.Cleanup(func() {
-		w.apns.checkViolations(t)
-		w.fcm.checkViolations(t)
+		w.apns.CheckViolations(t)
+		w.fcm.CheckViolations(t)
 		if t.Failed() {
 			t.Logf("server log:\n%s", w.srv.logs())
 		}
@@ -177,9 +179,9 @@ func TestPush_DirectDelivery(t *testing.T) {
 
 	t.Run("mention pushes the idle reader only", func(t *testing.T) {
 		m1 := w.send("t1", "@**alice** @**dave** @**erin** hello :octopus:")
-		waitFor(t, 10*time.Second, "alice's push", func() bool { return len(w.apns.sent("aa02")) > 0 })
+		waitFor(t, 10*time.Second, "alice's push", func() bool { return len(w.apns.Sent("aa02")) > 0 })
 		w.untilOutboxEmpty("every push of the message to be tried")
-		got := w.apns.sent("aa02")
+		got := w.apns.Sent("aa02")
 		if len(got) != 1 {
 			t.Fatalf("alice's deliveries: got %d, want 1", len(got))
 		}
@@ -211,11 +213,11 @@ func TestPush_DirectDelivery(t *testing.T) {
 			t.Errorf("zulip.message_ids: got %v, want [%d]", z["message_ids"], m1)
 		}
 		for token, who := range map[string]string{"aa01": "the sender", "aa04": "dave, who is polling", "aa05": "erin, who is not subscribed"} {
-			if n := len(w.apns.matching(func(d pushDelivery) bool { return d.Token == token })); n != 0 {
+			if n := len(w.apns.Matching(func(d pushtest.Request) bool { return d.Token == token })); n != 0 {
 				t.Errorf("%s got %d pushes, want none", who, n)
 			}
 		}
-		if n := len(w.fcm.sent("bob-fcm")); n != 0 {
+		if n := len(w.fcm.Sent("bob-fcm")); n != 0 {
 			t.Errorf("bob (not mentioned, channel pushes off) got %d pushes, want none", n)
 		}
 	})
@@ -228,8 +230,8 @@ func TestPush_DirectDelivery(t *testing.T) {
 		body := w.mustCall(pushOwner, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t2"},
 			"content": {"plain words"}, "read_by_sender": {"false"}})
 		m2 := e2eInt(t, "send", body, "id")
-		waitFor(t, 10*time.Second, "bob's push", func() bool { return len(w.fcm.sent("bob-fcm")) > 0 })
-		d := w.fcm.sent("bob-fcm")[0]
+		waitFor(t, 10*time.Second, "bob's push", func() bool { return len(w.fcm.Sent("bob-fcm")) > 0 })
+		d := w.fcm.Sent("bob-fcm")[0]
 		want := map[string]any{"event": "message", "zulip_message_id": strconv.FormatInt(m2, 10), "recipient_type": "stream", "stream": "general",
 			"topic": "t2", "content": "plain words", "content_truncated": "False", "sender_full_name": "Owner", "sender_email": pushOwner,
 			"user_id": strconv.FormatInt(w.ids["bob@example.com"], 10), "realm_url": w.srv.baseURL, "(android.priority)": "high"}
@@ -242,24 +244,24 @@ func TestPush_DirectDelivery(t *testing.T) {
 			t.Errorf("sender_avatar_url: got %v, want an absolute URL on the server", d.Body["sender_avatar_url"])
 		}
 		w.untilOutboxEmpty("every push of the message to be tried")
-		if n := len(w.apns.matching(func(d pushDelivery) bool { return d.Token == "aa01" })); n != 0 {
+		if n := len(w.apns.Matching(func(d pushtest.Request) bool { return d.Token == "aa01" })); n != 0 {
 			t.Errorf("the sender got %d pushes of their own message, want none", n)
 		}
-		if n := len(w.apns.sent("aa02")); n != 1 {
+		if n := len(w.apns.Sent("aa02")); n != 1 {
 			t.Errorf("alice (not mentioned, pushes off) deliveries: got %d, want still 1", n)
 		}
 	})
 
 	t.Run("remove after mark_stream_as_read", func(t *testing.T) {
 		w.mustCall("alice@example.com", http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.FormatInt(w.chanID, 10)}})
-		waitFor(t, 10*time.Second, "alice's remove", func() bool { return len(w.apns.sent("aa02")) > 1 })
-		z := zulipOf(w.apns.sent("aa02")[1])
+		waitFor(t, 10*time.Second, "alice's remove", func() bool { return len(w.apns.Sent("aa02")) > 1 })
+		z := zulipOf(w.apns.Sent("aa02")[1])
 		if z["event"] != "remove" || z["zulip_message_ids"] == nil {
 			t.Fatalf("alice's second push: got %v, want a remove", z)
 		}
 		w.mustCall("bob@example.com", http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.FormatInt(w.chanID, 10)}})
-		waitFor(t, 10*time.Second, "bob's remove", func() bool { return len(w.fcm.sent("bob-fcm")) > 1 })
-		d := w.fcm.sent("bob-fcm")[1]
+		waitFor(t, 10*time.Second, "bob's remove", func() bool { return len(w.fcm.Sent("bob-fcm")) > 1 })
+		d := w.fcm.Sent("bob-fcm")[1]
 		if d.Body["event"] != "remove" || d.Body["(android.priority)"] != "normal" || d.Body["zulip_message_ids"] != d.Body["zulip_message_id"] {
 			t.Errorf("bob's remove: got %v, want event remove, priority normal, one id", d.Body)
 		}
@@ -270,15 +272,15 @@ func TestPush_DirectDelivery(t *testing.T) {
 		<-davePolling
 		time.Sleep(2500 * time.Millisecond) // past --push-idle
 		w.send("t3", "@**dave** now")
-		waitFor(t, 10*time.Second, "dave's push", func() bool { return len(w.apns.sent("aa04")) > 0 })
+		waitFor(t, 10*time.Second, "dave's push", func() bool { return len(w.apns.Sent("aa04")) > 0 })
 	})
 
 	t.Run("retries after the provider fails", func(t *testing.T) {
-		w.apns.setFail("aa02", 2)
-		before := len(w.apns.sent("aa02"))
+		w.apns.SetFail("aa02", 2)
+		before := len(w.apns.Sent("aa02"))
 		m := w.send("t4", "@**alice** again")
-		waitFor(t, 15*time.Second, "alice's push after two failures", func() bool { return len(w.apns.sent("aa02")) > before })
-		tries := w.apns.matching(func(d pushDelivery) bool {
+		waitFor(t, 15*time.Second, "alice's push after two failures", func() bool { return len(w.apns.Sent("aa02")) > before })
+		tries := w.apns.Matching(func(d pushtest.Request) bool {
 			ids, _ := zulipOf(d)["message_ids"].([]any)
 			return d.Token == "aa02" && len(ids) == 1 && ids[0] == float64(m)
 		})
@@ -288,18 +290,18 @@ func TestPush_DirectDelivery(t *testing.T) {
 	})
 
 	t.Run("removing a token stops its queued pushes at once", func(t *testing.T) {
-		w.apns.setFail("aa02", 1000)
+		w.apns.SetFail("aa02", 1000)
 		m := w.send("t5", "@**alice** once more")
-		isM := func(d pushDelivery) bool {
+		isM := func(d pushtest.Request) bool {
 			ids, _ := zulipOf(d)["message_ids"].([]any)
 			return d.Token == "aa02" && len(ids) == 1 && ids[0] == float64(m)
 		}
-		waitFor(t, 10*time.Second, "a first failed attempt", func() bool { return len(w.apns.matching(isM)) > 0 })
+		waitFor(t, 10*time.Second, "a first failed attempt", func() bool { return len(w.apns.Matching(isM)) > 0 })
 		w.mustCall("alice@example.com", http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {"aa02"}})
 		removed := time.Now()
-		w.apns.setFail("aa02", 0)
+		w.apns.SetFail("aa02", 0)
 		w.untilOutboxEmpty("the removed token's push to leave the outbox")
-		if late := w.apns.matching(func(d pushDelivery) bool { return isM(d) && d.At.After(removed) }); len(late) != 0 {
+		if late := w.apns.Matching(func(d pushtest.Request) bool { return isM(d) && d.At.After(removed) }); len(late) != 0 {
 			t.Errorf("attempts after the token was removed: got %d, want none", len(late))
 		}
 	})
@@ -307,12 +309,12 @@ func TestPush_DirectDelivery(t *testing.T) {
 	t.Run("dead tokens are removed", func(t *testing.T) {
 		w.mustCall("alice@example.com", http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {"aa06"}})
 		w.mustCall("bob@example.com", http.MethodPost, "/api/v1/users/me/android_gcm_reg_id", url.Values{"token": {"bob-dead"}})
-		w.apns.setGone("aa06")
-		w.fcm.setGone("bob-dead")
+		w.apns.SetGone("aa06")
+		w.fcm.SetGone("bob-dead")
 		w.send("t6", "@**alice** and the channel")
 		waitFor(t, 10*time.Second, "both providers to say gone", func() bool {
-			return len(w.apns.matching(func(d pushDelivery) bool { return d.Token == "aa06" })) > 0 &&
-				len(w.fcm.matching(func(d pushDelivery) bool { return d.Token == "bob-dead" })) > 0
+			return len(w.apns.Matching(func(d pushtest.Request) bool { return d.Token == "aa06" })) > 0 &&
+				len(w.fcm.Matching(func(d pushtest.Request) bool { return d.Token == "bob-dead" })) > 0
 		})
 		waitFor(t, 5*time.Second, "the tokens to be removed", func() bool {
 			s1, _ := w.call("alice@example.com", http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {"aa06"}})
@@ -327,8 +329,8 @@ func TestPush_DirectDelivery(t *testing.T) {
 		body := w.mustCall(pushOwner, http.MethodPost, "/api/v1/messages", url.Values{"type": {"direct"},
 			"to": {fmt.Sprintf("[%d]", w.ids["erin@example.com"])}, "content": {"psst"}})
 		m := e2eInt(t, "send", body, "id")
-		waitFor(t, 10*time.Second, "erin's push", func() bool { return len(w.apns.sent("aa05")) > 0 })
-		d := w.apns.sent("aa05")[0]
+		waitFor(t, 10*time.Second, "erin's push", func() bool { return len(w.apns.Sent("aa05")) > 0 })
+		d := w.apns.Sent("aa05")[0]
 		aps, _ := d.Body["aps"].(map[string]any)
 		alert, _ := aps["alert"].(map[string]any)
 		z := zulipOf(d)
@@ -339,8 +341,8 @@ func TestPush_DirectDelivery(t *testing.T) {
 			t.Errorf("zulip.message_ids: got %v, want [%d]", z["message_ids"], m)
 		}
 		w.mustCall("erin@example.com", http.MethodPost, "/api/v1/messages/flags", url.Values{"messages": {fmt.Sprintf("[%d]", m)}, "op": {"add"}, "flag": {"read"}})
-		waitFor(t, 10*time.Second, "erin's remove", func() bool { return len(w.apns.sent("aa05")) > 1 })
-		if z := zulipOf(w.apns.sent("aa05")[1]); z["event"] != "remove" || z["zulip_message_ids"] != strconv.FormatInt(m, 10) {
+		waitFor(t, 10*time.Second, "erin's remove", func() bool { return len(w.apns.Sent("aa05")) > 1 })
+		if z := zulipOf(w.apns.Sent("aa05")[1]); z["event"] != "remove" || z["zulip_message_ids"] != strconv.FormatInt(m, 10) {
 			t.Errorf("erin's remove: got %v", z)
 		}
 	})
@@ -375,24 +377,24 @@ func TestPush_DeliveredAfterSIGKILL(t *testing.T) {
 		w.mustCall(email, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}})
 	}
 	w.mustCall("alice@example.com", http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {"aa07"}})
-	w.apns.setFail("aa07", 1_000_000)
+	w.apns.SetFail("aa07", 1_000_000)
 	var sent []int64
 	for i := range 5 {
 		sent = append(sent, w.send("crash", fmt.Sprintf("@**alice** message %d", i)))
 	}
 	waitFor(t, 10*time.Second, "every push to be tried", func() bool {
-		return len(w.apns.matching(func(d pushDelivery) bool { return d.Token == "aa07" })) >= len(sent)
+		return len(w.apns.Matching(func(d pushtest.Request) bool { return d.Token == "aa07" })) >= len(sent)
 	})
 	if err := w.srv.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	w.srv.stop()
-	w.apns.setFail("aa07", 0)
+	w.apns.SetFail("aa07", 0)
 	w.srv = e2eRestartServer(t, w.bin, w.db, w.flags...)
-	waitFor(t, 20*time.Second, "every push delivered after the restart", func() bool { return len(w.apns.sent("aa07")) >= len(sent) })
+	waitFor(t, 20*time.Second, "every push delivered after the restart", func() bool { return len(w.apns.Sent("aa07")) >= len(sent) })
 	w.untilOutboxEmpty("nothing more to deliver after the restart")
 	delivered := map[float64]int{}
-	for _, d := range w.apns.sent("aa07") {
+	for _, d := range w.apns.Sent("aa07") {
 		ids, _ := zulipOf(d)["message_ids"].([]any)
 		for _, id := range ids {
 			delivered[id.(float64)]++
@@ -414,8 +416,8 @@ func TestPush_Bouncer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary; skipped with -short")
 	}
-	bouncer := newFakeBouncer(t)
-	t.Cleanup(func() { bouncer.checkViolations(t) })
+	bouncer := pushtest.NewBouncer(t)
+	t.Cleanup(func() { bouncer.CheckViolations(t) })
 	bin := e2eBuildBinary(t)
 	db := filepath.Join(t.TempDir(), "z.db")
 	srv := e2eStartServer(t, bin, db, "--rate-limit", "off", "--push-idle", "1s")
@@ -423,9 +425,9 @@ func TestPush_Bouncer(t *testing.T) {
 	if _, body := w.call(pushOwner, http.MethodGet, "/api/v1/server_settings", nil); body["push_notifications_enabled"] != false {
 		t.Errorf("server_settings before registering: push_notifications_enabled %v, want false", body["push_notifications_enabled"])
 	}
-	r := e2eRunCLI(t, bin, "push", "register", "admin@zulite.example.org", "zulite.example.org", "--db", db, "--push-bouncer-url", bouncer.srv.URL)
+	r := e2eRunCLI(t, bin, "push", "register", "admin@zulite.example.org", "zulite.example.org", "--db", db, "--push-bouncer-url", bouncer.URL)
 	r.wantOK(t, "push register")
-	if got := bouncer.calls("server/register"); len(got) != 1 || got[0].Body["contact_email"] != "admin@zulite.example.org" || got[0].Body["hostname"] != "zulite.example.org" {
+	if got := bouncer.Calls("server/register"); len(got) != 1 || got[0].Body["contact_email"] != "admin@zulite.example.org" || got[0].Body["hostname"] != "zulite.example.org" {
 		t.Fatalf("server/register: got %v", got)
 	}
 	srv.stop()
@@ -445,8 +447,8 @@ func TestPush_Bouncer(t *testing.T) {
 	}
 	w.mustCall("alice@example.com", http.MethodPost, "/api/v1/users/me/apns_device_token", url.Values{"token": {"bb01"}})
 	w.mustCall("alice@example.com", http.MethodPost, "/api/v1/users/me/android_gcm_reg_id", url.Values{"token": {"alice-fcm"}})
-	waitFor(t, 10*time.Second, "two push/register", func() bool { return len(bouncer.calls("push/register")) == 2 })
-	regs := bouncer.calls("push/register")
+	waitFor(t, 10*time.Second, "two push/register", func() bool { return len(bouncer.Calls("push/register")) == 2 })
+	regs := bouncer.Calls("push/register")
 	wantRegs := []map[string]any{
 		{"user_id": strconv.FormatInt(alice, 10), "token": "bb01", "token_kind": "1", "ios_app_id": "org.zulip.Zulip"},
 		{"user_id": strconv.FormatInt(alice, 10), "token": "alice-fcm", "token_kind": "2"},
@@ -462,12 +464,10 @@ func TestPush_Bouncer(t *testing.T) {
 		t.Errorf("push/register of an FCM token: got ios_app_id, want none")
 	}
 
-	bouncer.mu.Lock()
-	bouncer.deleteNext = []string{"alice-fcm"}
-	bouncer.mu.Unlock()
+	bouncer.DeleteNext("alice-fcm")
 	m := w.send("t", "@**alice** via the bouncer")
-	waitFor(t, 10*time.Second, "push/notify", func() bool { return len(bouncer.calls("push/notify")) == 1 })
-	n := bouncer.calls("push/notify")[0].Body
+	waitFor(t, 10*time.Second, "push/notify", func() bool { return len(bouncer.Calls("push/notify")) == 1 })
+	n := bouncer.Calls("push/notify")[0].Body
 	if n["user_id"] != float64(alice) {
 		t.Errorf("notify user_id: got %v, want %d", n["user_id"], alice)
 	}
@@ -497,8 +497,8 @@ func TestPush_Bouncer(t *testing.T) {
 	})
 
 	w.mustCall("alice@example.com", http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {"1"}})
-	waitFor(t, 10*time.Second, "the remove", func() bool { return len(bouncer.calls("push/notify")) == 2 })
-	rm := bouncer.calls("push/notify")[1].Body
+	waitFor(t, 10*time.Second, "the remove", func() bool { return len(bouncer.Calls("push/notify")) == 2 })
+	rm := bouncer.Calls("push/notify")[1].Body
 	gcm, _ = rm["gcm_payload"].(map[string]any)
 	if gcm["event"] != "remove" || gcm["zulip_message_ids"] != strconv.FormatInt(m, 10) {
 		t.Errorf("remove gcm_payload: got %v", gcm)
@@ -508,16 +508,16 @@ func TestPush_Bouncer(t *testing.T) {
 	}
 
 	w.mustCall("alice@example.com", http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {"bb01"}})
-	waitFor(t, 10*time.Second, "push/unregister", func() bool { return len(bouncer.calls("push/unregister")) == 1 })
-	if u := bouncer.calls("push/unregister")[0].Body; u["token"] != "bb01" || u["token_kind"] != "1" || u["user_id"] != strconv.FormatInt(alice, 10) {
+	waitFor(t, 10*time.Second, "push/unregister", func() bool { return len(bouncer.Calls("push/unregister")) == 1 })
+	if u := bouncer.Calls("push/unregister")[0].Body; u["token"] != "bb01" || u["token_kind"] != "1" || u["user_id"] != strconv.FormatInt(alice, 10) {
 		t.Errorf("push/unregister: got %v", u)
 	}
 
 	// `zulite user key` removes the account's tokens: the bouncer is told.
 	w.mustCall("alice@example.com", http.MethodPost, "/api/v1/users/me/android_gcm_reg_id", url.Values{"token": {"alice-fcm-2"}})
 	e2eRunCLI(t, bin, "user", "key", "alice@example.com", "--db", db).wantOK(t, "user key")
-	waitFor(t, 10*time.Second, "push/unregister after user key", func() bool { return len(bouncer.calls("push/unregister")) == 2 })
-	if u := bouncer.calls("push/unregister")[1].Body; u["token"] != "alice-fcm-2" || u["token_kind"] != "2" {
+	waitFor(t, 10*time.Second, "push/unregister after user key", func() bool { return len(bouncer.Calls("push/unregister")) == 2 })
+	if u := bouncer.Calls("push/unregister")[1].Body; u["token"] != "alice-fcm-2" || u["token_kind"] != "2" {
 		t.Errorf("push/unregister after user key: got %v", u)
 	}
 }
