@@ -134,6 +134,7 @@ func (s *server) receiveAvatar(w http.ResponseWriter, r *http.Request, u user) (
 		if sums[i], _, err = s.store.writeBlob(bytes.NewReader(encoded), int64(len(encoded))); err != nil {
 			return nil, nil, err
 		}
+		defer s.store.releaseBlob(sums[i])
 	}
 	after, err := s.store.setAvatar(u, sums[0], sums[1])
 	if err != nil {

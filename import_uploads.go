@@ -61,6 +61,7 @@ func (x *importer) attachments() error {
 			if err != nil {
 				return fmt.Errorf("uploaded file %s: %w", za.PathID, err)
 			}
+			x.s.releaseBlob(sum) // nothing discards blobs during an import
 			pathID := za.PathID
 			if realm, rest, _ := strings.Cut(pathID, "/"); !validUploadPath(realm, rest) {
 				pathID = uploadRealmID + "/" + randomPathToken() + "/" + sanitizeUploadName(filepath.Base(za.PathID))
@@ -126,6 +127,9 @@ func (x *importer) avatars() error {
 		}
 		defer f.Close()
 		sum, _, err := x.s.writeBlob(f, math.MaxInt64-1)
+		if err == nil {
+			x.s.releaseBlob(sum) // nothing discards blobs during an import
+		}
 		return sum, err
 	}
 	for _, id := range ids {

@@ -341,6 +341,9 @@ type store struct {
 	// (store_uploads.go), once refsLoaded.
 	refsThrough atomic.Uint64
 	refsLoaded  atomic.Bool
+	// inFlight is the room and the blobs the uploads being streamed
+	// hold (store_uploads.go).
+	inFlight uploadsInFlight
 }
 
 // openStore opens (creating if needed) the database at path, waiting at

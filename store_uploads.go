@@ -20,7 +20,10 @@ package main
 //
 // A file that no message links for the grace period (--upload-grace) is
 // deleted, record and bytes (sweepUploads); so are blobs no record or
-// avatar uses, once as old as the grace period.
+// avatar uses, once as old as the grace period. A blob an upload wrote
+// and could not record goes at once (discardBlob), and uploads in flight
+// hold their room against the quotas and the disk reserve
+// (reserveUpload), so that uploads at the same time cannot pass them.
 
 import (
 	"bytes"
@@ -32,11 +35,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -95,8 +100,10 @@ func blobPath(dir, sum string) string { return filepath.Join(dir, sum[:2], sum) 
 // (errBlobTooLarge past it, and nothing kept), written to a temporary
 // file, fsynced, renamed to its hash and the directory fsynced. It
 // answers the hash and the size. A blob already there is kept, and its
-// time renewed so that the sweeper gives it a new grace period.
-func (s *store) writeBlob(r io.Reader, limit int64) (string, int64, error) {
+// time renewed so that the sweeper gives it a new grace period. The
+// blob it answers is held, so that discardBlob leaves it, until the
+// caller has recorded it, or has failed to, and calls releaseBlob.
+func (s *store) writeBlob(r io.Reader, limit int64) (sum string, size int64, err error) {
 	dir := s.uploadsDir()
 	tmpDir := filepath.Join(dir, "tmp")
 	if err := os.MkdirAll(tmpDir, 0o700); err != nil {
@@ -129,7 +136,14 @@ func (s *store) writeBlob(r io.Reader, limit int64) (string, int64, error) {
 	if err := f.Close(); err != nil {
 		return "", 0, fmt.Errorf("blob: %w", err)
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
+	held := hex.EncodeToString(h.Sum(nil))
+	s.holdBlob(held) // before the blob is looked for: a discard now leaves it, or has finished
+	defer func() {
+		if err != nil {
+			s.releaseBlob(held)
+		}
+	}()
+	sum = held
 	final := blobPath(dir, sum)
 	shard := filepath.Dir(final)
 	if _, err := os.Stat(shard); errors.Is(err, fs.ErrNotExist) {
@@ -171,6 +185,140 @@ func (s *store) openBlob(sum string) (*os.File, error) {
 		return nil, fs.ErrNotExist
 	}
 	return os.Open(blobPath(s.uploadsDir(), sum))
+}
+
+// uploadsInFlight is what the uploads being streamed hold, so that
+// uploads at the same time cannot together pass what one alone may: the
+// room each took before its body was read, by user and in all
+// (reserveUpload), and the blobs written and not yet recorded, with how
+// many uploads hold each (writeBlob, releaseBlob).
+type uploadsInFlight struct {
+	mu      sync.Mutex
+	byOwner map[uint64]int64
+	total   int64
+	held    map[string]int
+}
+
+// unbounded is what reserveUpload answers where nothing bounds a file.
+const unbounded = math.MaxInt64
+
+// reserveUpload takes room for one of owner's uploads before its body is
+// read: what is left is measured against the recorded files and against
+// the room the uploads in flight hold, for each quota, and for the free
+// disk above diskReserve (0: none). It takes want bytes, or what is left
+// if less, and answers what is left (unbounded where nothing bounds it;
+// below zero when not even an empty file fits) and release, which gives
+// the room back once the upload is recorded or refused.
+func (s *store) reserveUpload(owner uint64, quota uploadQuota, diskReserve, want int64) (left int64, release func(), err error) {
+	f := &s.inFlight
+	f.mu.Lock()
+	defer f.mu.Unlock() // held while the usage is read: an upload that ends gives its room back only once it is counted there
+	left = unbounded
+	if quota.perUser > 0 || quota.total > 0 {
+		mine, all, err := s.uploadUsage(owner)
+		if err != nil {
+			return 0, nil, err
+		}
+		if quota.perUser > 0 {
+			left = min(left, quota.perUser-mine-f.byOwner[owner])
+		}
+		if quota.total > 0 {
+			left = min(left, quota.total-all-f.total)
+		}
+	}
+	if diskReserve > 0 {
+		if free, ok := s.uploadsDiskFree(); ok {
+			left = min(left, free-diskReserve-f.total)
+		}
+	}
+	taken := max(0, min(want, left))
+	if f.byOwner == nil {
+		f.byOwner = map[uint64]int64{}
+	}
+	f.byOwner[owner] += taken
+	f.total += taken
+	var once sync.Once
+	return left, func() {
+		once.Do(func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.total -= taken
+			if f.byOwner[owner] -= taken; f.byOwner[owner] == 0 {
+				delete(f.byOwner, owner)
+			}
+		})
+	}, nil
+}
+
+// holdBlob marks a blob as written by an upload in flight.
+func (s *store) holdBlob(sum string) {
+	f := &s.inFlight
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held == nil {
+		f.held = map[string]int{}
+	}
+	f.held[sum]++
+}
+
+// releaseBlob lets go of a blob writeBlob answered, once it is recorded
+// or will not be (then discardBlob deletes it, if nothing else uses it).
+func (s *store) releaseBlob(sum string) {
+	f := &s.inFlight
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held[sum]--; f.held[sum] <= 0 {
+		delete(f.held, sum)
+	}
+}
+
+// discardBlob deletes a blob at once unless something uses it: a record,
+// an avatar, or an upload in flight that wrote the same bytes. An upload
+// that could not be recorded, and an avatar replaced, hand their blobs to
+// it rather than to the sweeper, whose grace period would leave them on
+// disk for a week, counted by no quota.
+func (s *store) discardBlob(sum string) error {
+	f := &s.inFlight
+	f.mu.Lock()
+	defer f.mu.Unlock() // held until the blob is gone: writeBlob holds a blob before it looks for it
+	if f.held[sum] > 0 || !isBlobName(sum) {
+		return nil
+	}
+	used := true
+	if err := s.view(func(tx *bbolt.Tx) error {
+		used = blobUsed(tx, sum)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if used {
+		return nil
+	}
+	if err := os.Remove(blobPath(s.uploadsDir(), sum)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("discard blob: %w", err)
+	}
+	return nil
+}
+
+// blobUsed tells whether an avatar or a record uses a blob. The records
+// have no index by blob, so they are all read: only an upload refused as
+// it is recorded, or an avatar change, asks.
+func blobUsed(tx *bbolt.Tx, sum string) bool {
+	if k, _ := tx.Bucket(bucketAvatarBlobs).Cursor().Seek([]byte(sum)); k != nil && bytes.HasPrefix(k, []byte(sum)) {
+		return true
+	}
+	quoted := []byte(`"` + sum + `"`)
+	c := tx.Bucket(bucketAttachments).Cursor()
+	for _, v := c.First(); v != nil; _, v = c.Next() {
+		if !bytes.Contains(v, quoted) {
+			continue
+		}
+		var a attachment
+		if err := json.Unmarshal(v, &a); err != nil || a.SHA256 == sum {
+			return true // a record that cannot be read may use it
+		}
+	}
+	return false
 }
 
 // addAttachment records an upload whose blob is written, within the

@@ -93,37 +93,51 @@ type uploadRoom struct {
 	refusal error
 }
 
-// uploadRoom is the room for u's next file now: the largest file,
-// narrowed to what is left of u's quota, of the server's total and of
-// the free disk above the reserve. The file is streamed only that far,
-// so that an upload refused for a quota writes nothing it keeps; the
-// store checks the quotas again as it records the file, against uploads
-// that finished meanwhile.
-func (s *server) uploadRoom(u user) (uploadRoom, error) {
-	room := uploadRoom{int64(s.uploads.maxMiB) << 20, errFileTooLarge(s.uploads.maxMiB)}
-	narrow := func(left int64) {
-		if left < room.bytes {
-			room = uploadRoom{max(left, -1), errUploadQuota}
-		}
+// uploadRoom takes the room for u's next file, before its body is read:
+// the largest file, narrowed to what is left of u's quota, of the
+// server's total and of the free disk above the reserve, each after the
+// recorded files and the room that the uploads in flight hold. The file
+// is streamed only that far, so that an upload refused for a quota
+// writes nothing it keeps, and uploads streamed at the same time cannot
+// together pass what one alone may. It holds want bytes of that room
+// (the request's length, which the file cannot pass) until release.
+func (s *server) uploadRoom(u user, want int64) (room uploadRoom, release func(), err error) {
+	maxBytes := int64(s.uploads.maxMiB) << 20
+	left, release, err := s.store.reserveUpload(u.ID, s.uploads.quota, s.uploads.reserve, min(want, maxBytes))
+	if err != nil {
+		return uploadRoom{}, nil, err
 	}
-	if q := s.uploads.quota; q.perUser > 0 || q.total > 0 {
-		mine, all, err := s.store.uploadUsage(u.ID)
-		if err != nil {
-			return uploadRoom{}, err
-		}
-		if q.perUser > 0 {
-			narrow(q.perUser - mine)
-		}
-		if q.total > 0 {
-			narrow(q.total - all)
-		}
+	room = uploadRoom{maxBytes, errFileTooLarge(s.uploads.maxMiB)}
+	if left < room.bytes {
+		room = uploadRoom{max(left, -1), errUploadQuota}
 	}
-	if s.uploads.reserve > 0 {
-		if free, ok := s.store.uploadsDiskFree(); ok {
-			narrow(free - s.uploads.reserve)
+	return room, release, nil
+}
+
+// diskCheckEvery is how many bytes of a file are streamed between two
+// looks at the free disk: one system call (diskFree) every 4 MiB.
+const diskCheckEvery = 4 << 20
+
+// reserveWatch refuses a stream, with Zulip's quota error, once the
+// free disk is below the reserve: the room uploadRoom measured can be
+// taken meanwhile by what no upload holds, the database first.
+type reserveWatch struct {
+	r       io.Reader
+	store   *store
+	reserve int64
+	unread  int64 // bytes until the next look
+}
+
+func (w *reserveWatch) Read(p []byte) (int, error) {
+	if w.unread <= 0 {
+		if free, ok := w.store.uploadsDiskFree(); ok && free < w.reserve {
+			return 0, errUploadQuota
 		}
+		w.unread = diskCheckEvery
 	}
-	return room, nil
+	n, err := w.r.Read(p[:min(int64(len(p)), w.unread)])
+	w.unread -= int64(n)
+	return n, err
 }
 
 // uploadFile serves POST /api/v1/user_uploads: one file, in a multipart
@@ -178,10 +192,15 @@ func (s *server) receiveUpload(w http.ResponseWriter, r *http.Request, u user) (
 	if r.ContentLength > maxBytes+uploadOverhead {
 		return nil, nil, errFileTooLarge(s.uploads.maxMiB)
 	}
-	room, err := s.uploadRoom(u)
+	want := r.ContentLength
+	if want < 0 { // its length is not told: the largest file's room is held
+		want = maxBytes
+	}
+	room, release, err := s.uploadRoom(u, want)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer release()
 	if r.ContentLength > room.bytes+uploadOverhead { // Zulip's order: the largest file, then the quota
 		return nil, nil, room.refusal
 	}
@@ -200,8 +219,11 @@ func (s *server) receiveUpload(w http.ResponseWriter, r *http.Request, u user) (
 	pathID := uploadRealmID + "/" + randomPathToken() + "/" + sanitizeUploadName(file.name)
 	a := attachment{PathID: pathID, Owner: u.ID, Name: file.name, Size: file.size, SHA256: file.sum,
 		ContentType: file.contentType, Created: time.Now().Unix()}
-	if err := s.store.addAttachment(u, a, s.uploads.quota); err != nil {
-		return nil, nil, err // the blob is left to the sweeper
+	err = s.store.addAttachment(u, a, s.uploads.quota)
+	s.store.releaseBlob(file.sum)
+	if err != nil {
+		s.discardUnrecorded(r, file.sum)
+		return nil, nil, err
 	}
 	link := "/user_uploads/" + pathID
 	return uploadAnswer{URI: link, URL: link, Filename: file.name}, p.ignored(), nil
@@ -210,11 +232,17 @@ func (s *server) receiveUpload(w http.ResponseWriter, r *http.Request, u user) (
 // readUploadParts reads the multipart body: the first part with a file
 // name goes to disk as it arrives, within room; a second one is refused
 // (Zulip's "one file at a time"); the others are small parameters.
-func (s *server) readUploadParts(w http.ResponseWriter, r *http.Request, boundary string, room uploadRoom) (*receivedFile, url.Values, error) {
+func (s *server) readUploadParts(w http.ResponseWriter, r *http.Request, boundary string, room uploadRoom) (_ *receivedFile, _ url.Values, err error) {
 	body := http.MaxBytesReader(w, r.Body, int64(s.uploads.maxMiB)<<20+uploadOverhead)
 	mr := multipart.NewReader(body, boundary)
 	fields := url.Values{}
 	var file *receivedFile
+	defer func() { // a part after the file was refused: the file is not kept
+		if err != nil && file != nil {
+			s.store.releaseBlob(file.sum)
+			s.discardUnrecorded(r, file.sum)
+		}
+	}()
 	for n := 0; ; n++ {
 		part, err := mr.NextPart()
 		if err == io.EOF || (n == 0 && errors.Is(err, io.ErrUnexpectedEOF)) {
@@ -249,7 +277,11 @@ func (s *server) readUploadParts(w http.ResponseWriter, r *http.Request, boundar
 		if room.bytes < 0 {
 			return nil, nil, room.refusal
 		}
-		sum, size, err := s.store.writeBlob(part, room.bytes)
+		var stream io.Reader = part
+		if s.uploads.reserve > 0 {
+			stream = &reserveWatch{r: part, store: s.store, reserve: s.uploads.reserve}
+		}
+		sum, size, err := s.store.writeBlob(stream, room.bytes)
 		if errors.Is(err, errBlobTooLarge) {
 			return nil, nil, room.refusal
 		}
@@ -257,6 +289,14 @@ func (s *server) readUploadParts(w http.ResponseWriter, r *http.Request, boundar
 			return nil, nil, uploadBodyError(err, s.uploads.maxMiB)
 		}
 		file = &receivedFile{name: uploadedName(name), contentType: uploadContentType(part.Header.Get("Content-Type"), name), sum: sum, size: size}
+	}
+}
+
+// discardUnrecorded deletes the blob of an upload that was not recorded,
+// unless something else uses it; if it cannot, the sweeper will.
+func (s *server) discardUnrecorded(r *http.Request, sum string) {
+	if err := s.store.discardBlob(sum); err != nil {
+		s.log.Error("an unrecorded upload's blob", "err", err, "request", r.URL.Path)
 	}
 }
 

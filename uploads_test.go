@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -425,8 +426,16 @@ func TestBackup_CopiesUploadsAndRestoresWithOneCommand(t *testing.T) {
 // and answers the status and the envelope.
 func e2eUpload(t *testing.T, c *client, name string, content []byte) (int, map[string]any) {
 	t.Helper()
-	body, contentType := multipartBody(t, uploadPart{"file", name, "application/octet-stream", string(content)})
-	req, err := http.NewRequest(http.MethodPost, c.base+"/api/v1/user_uploads", body)
+	return e2ePostFile(t, c, "/api/v1/user_uploads", uploadPart{"file", name, "application/octet-stream", string(content)})
+}
+
+// e2ePostFile posts a multipart request of one file to path, as the
+// client's account, and answers the status and the envelope.
+func e2ePostFile(t *testing.T, c *client, path string, file uploadPart) (int, map[string]any) {
+	t.Helper()
+	name := file.name
+	body, contentType := multipartBody(t, file)
+	req, err := http.NewRequest(http.MethodPost, c.base+path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,6 +584,162 @@ func TestUploadDiskReserve_RefusesUploadsWhileMessagesWork(t *testing.T) {
 	if status != 200 {
 		t.Errorf("a message below the reserve: got %d %v, want 200", status, body["msg"])
 	}
+}
+
+// Uploads streamed at the same time cannot together pass a quota: each
+// takes its room as it starts, before its body is read, so exactly as
+// many succeed as fit, the others are refused with Zulip's quota error,
+// and only the accepted files stay on disk (before, each of them was
+// measured against the recorded files alone, and every refused one
+// left its blob for the sweeper's week).
+func TestUploadQuota_ConcurrentUploadsTogetherStayWithinIt(t *testing.T) {
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db, "--upload-quota-mib", "1")
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	const uploads, size, fit = 8, 300 << 10, 3 // three of 300 KiB fit in 1 MiB
+	var started sync.WaitGroup
+	started.Add(uploads)
+	bodiesGo := make(chan struct{})
+	type answer struct {
+		status int
+		body   map[string]any
+		err    error
+	}
+	answers := make([]answer, uploads)
+	var done sync.WaitGroup
+	for i := range uploads {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			content := bytes.Repeat([]byte{byte('a' + i)}, size)
+			status, body, err := e2eUploadSlowly(owner, "/api/v1/user_uploads", fmt.Sprintf("%d.bin", i), content, func() {
+				started.Done()
+				<-bodiesGo
+			})
+			answers[i] = answer{status, body, err}
+		}()
+	}
+	started.Wait()
+	time.Sleep(500 * time.Millisecond) // every request's head has arrived: each measured its room
+	close(bodiesGo)
+	done.Wait()
+	accepted := 0
+	for i, a := range answers {
+		switch {
+		case a.err != nil:
+			t.Fatalf("upload %d: %v", i, a.err)
+		case a.status == 200:
+			accepted++
+		default:
+			wantQuotaRefusal(t, fmt.Sprintf("upload %d of %d at once", i, uploads), a.status, a.body)
+		}
+	}
+	if accepted != fit {
+		t.Errorf("%d uploads of 300 KiB at once under a 1 MiB quota: got %d accepted, want %d", uploads, accepted, fit)
+	}
+	if blobs, temporary := storedUploads(t, db); blobs != accepted || temporary != 0 {
+		t.Errorf("after %d accepted uploads: got %d blobs and %d temporary files, want %d and 0", accepted, blobs, temporary, accepted)
+	}
+}
+
+// A blob an upload wrote and could not record is deleted at once, but
+// only when nothing uses it: not while another upload in flight holds
+// the same bytes, nor while a record or an avatar uses them.
+func TestDiscardBlob_DeletesOnlyWhatNothingUses(t *testing.T) {
+	e := newTestEnv(t)
+	write := func(content string) string {
+		t.Helper()
+		sum, _, err := e.st.writeBlob(strings.NewReader(content), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	there := func(sum string) bool {
+		_, err := os.Stat(blobPath(e.st.uploadsDir(), sum))
+		return err == nil
+	}
+	discard := func(sum string) {
+		t.Helper()
+		if err := e.st.discardBlob(sum); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	refused := write("refused")
+	again := write("refused") // a second upload of the same bytes, in flight
+	e.st.releaseBlob(refused)
+	discard(refused)
+	if !there(refused) {
+		t.Fatalf("a blob another upload in flight holds: got it deleted, want it kept")
+	}
+	e.st.releaseBlob(again)
+	discard(again)
+	if there(again) {
+		t.Errorf("a blob nothing uses or holds: got it kept, want it deleted")
+	}
+
+	recorded := write("recorded")
+	a := attachment{PathID: "2/" + strings.Repeat("r", 24) + "/kept.txt", Owner: e.alice.ID, Size: 8, SHA256: recorded}
+	if err := e.st.addAttachment(e.alice.user, a, uploadQuota{}); err != nil {
+		t.Fatal(err)
+	}
+	e.st.releaseBlob(recorded)
+	discard(recorded) // another upload of the same bytes, refused
+	if !there(recorded) {
+		t.Errorf("a blob a record uses: got it deleted, want it kept")
+	}
+	wantAPISuccess(t, e.upload(t, &e.alice, "/api/v1/users/me/avatar", uploadPart{"file", "me.png", "image/png", pngOf(t, 30, 30)}))
+	small := strings.TrimSuffix(strings.TrimPrefix(e.request(t, http.MethodGet, "/api/v1/users/me", nil, &e.alice).str("avatar_url"), "/user_avatars/2/"), ".png?version=2")
+	discard(small)
+	if !there(small) {
+		t.Errorf("a blob an avatar uses: got it deleted, want it kept")
+	}
+}
+
+// e2eUploadSlowly posts one file as the client's account with its body
+// sent in two steps: the first kilobyte, then, once between returns, the
+// rest. It answers the status and the envelope, or what went wrong (it
+// runs beside other uploads, off the test's goroutine).
+func e2eUploadSlowly(c *client, path, name string, content []byte, between func()) (int, map[string]any, error) {
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, name))
+	h.Set("Content-Type", "application/octet-stream")
+	pw, err := w.CreatePart(h)
+	if err != nil {
+		return 0, nil, err
+	}
+	pw.Write(content)
+	w.Close()
+	whole := b.Bytes()
+	pr, pwr := io.Pipe()
+	go func() {
+		pwr.Write(whole[:1024])
+		between()
+		pwr.Write(whole[1024:])
+		pwr.Close()
+	}()
+	req, err := http.NewRequest(http.MethodPost, c.base+path, pr)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.ContentLength = int64(len(whole))
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.SetBasicAuth(c.email, c.key)
+	slow := &http.Client{Timeout: time.Minute}
+	resp, err := slow.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("upload %s: %w", name, err)
+	}
+	defer resp.Body.Close()
+	var envelope map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&envelope); err != nil {
+		return 0, nil, fmt.Errorf("upload %s: %d, body not JSON: %w", name, resp.StatusCode, err)
+	}
+	return resp.StatusCode, envelope, nil
 }
 
 // The server's total is kept as one count beside the records, so that
