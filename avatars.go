@@ -61,7 +61,8 @@ func avatarSource(u user) string {
 }
 
 // setAvatar serves POST /api/v1/users/me/avatar: exactly one image, at
-// most 5 MiB, made into a 100-pixel and a 500-pixel square PNG.
+// most 5 MiB, made into a 100-pixel and a 500-pixel square PNG, stored
+// while the disk keeps its reserve (--upload-disk-reserve-mib).
 func (s *server) setAvatar() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, err := s.admit(w, r)
@@ -128,6 +129,17 @@ func (s *server) receiveAvatar(w http.ResponseWriter, r *http.Request, u user) (
 	small, medium, err := avatarImages(img)
 	if err != nil {
 		return nil, nil, err
+	}
+	// Below the disk reserve an avatar is refused as an upload is: Zulip's
+	// avatars have no quota, nor an error of their own for it.
+	want := int64(len(small) + len(medium))
+	left, release, err := s.store.reserveUpload(u.ID, uploadQuota{}, s.uploads.reserve, want)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
+	if left < want {
+		return nil, nil, errUploadQuota
 	}
 	var sums [2]string
 	for i, encoded := range [][]byte{small, medium} {

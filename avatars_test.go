@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -113,4 +117,106 @@ func TestAvatars_Refusals(t *testing.T) {
 	if rec := e.fetch(t, nil, "/user_avatars/2/"+strings.Repeat("0", 64)+".png"); rec.Code != http.StatusNotFound {
 		t.Errorf("a blob no user shows: got %d, want 404", rec.Code)
 	}
+}
+
+// solidPNG is a w×h image of one colour, as a PNG.
+func solidPNG(t *testing.T, w, h int, c color.RGBA) string {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// Below --upload-disk-reserve-mib an avatar is refused as an upload is,
+// with Zulip's quota error (Zulip's avatars have no error of their own
+// for it), and writes nothing: its two images were written regardless.
+func TestAvatars_RefusedBelowTheDiskReserve(t *testing.T) {
+	t.Parallel() // its own server
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db, "--upload-disk-reserve-mib", strconv.Itoa(1<<30)) // 1 PiB: a full disk
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	status, body := e2ePostFile(t, owner, "/api/v1/users/me/avatar", uploadPart{"file", "me.png", "image/png", pngOf(t, 300, 200)})
+	wantQuotaRefusal(t, "an avatar with less free disk than the reserve", status, body)
+	if blobs, temporary := storedUploads(t, db); blobs != 0 || temporary != 0 {
+		t.Errorf("after the refusal: got %d blobs and %d temporary files, want none", blobs, temporary)
+	}
+	status, body, _ = owner.do(t, http.MethodGet, "/api/v1/users/me", nil, e2ePython)
+	if status != 200 || !strings.HasPrefix(fmt.Sprint(body["avatar_url"]), "/user_avatars/default/") {
+		t.Errorf("the owner after the refusal: got %d, avatar_url %v, want the default", status, body["avatar_url"])
+	}
+}
+
+// A replaced or removed avatar's two images are deleted at once, not
+// after the uploads' grace period, unless something still uses their
+// bytes: another user's avatar, or an uploaded file.
+func TestAvatars_ReplacedImagesDeletedUnlessStillUsed(t *testing.T) {
+	t.Parallel() // its own server
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db)
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	r := e2eRunCLI(t, bin, "user", "add", "bob@example.com", "--db", db)
+	r.wantOK(t, "user add")
+	bob := e2eNewClient(srv.baseURL, "bob@example.com", strings.TrimSpace(r.stdout))
+	red, blue := solidPNG(t, 120, 120, color.RGBA{200, 0, 0, 255}), solidPNG(t, 120, 120, color.RGBA{0, 0, 200, 255})
+	setAvatar := func(c *client, who, image string) string {
+		t.Helper()
+		status, body := e2ePostFile(t, c, "/api/v1/users/me/avatar", uploadPart{"file", "me.png", "image/png", image})
+		if status != 200 {
+			t.Fatalf("%s: got %d %v, want 200", who, status, body["msg"])
+		}
+		return fmt.Sprint(body["avatar_url"])
+	}
+	wantBlobs := func(after string, want int) {
+		t.Helper()
+		if blobs, temporary := storedUploads(t, db); blobs != want || temporary != 0 {
+			t.Errorf("after %s: got %d blobs and %d temporary files, want %d and 0", after, blobs, temporary, want)
+		}
+	}
+	removeAvatar := func(c *client, who string) {
+		t.Helper()
+		if status, body, _ := c.do(t, http.MethodDelete, "/api/v1/users/me/avatar", nil, e2ePython); status != 200 {
+			t.Fatalf("%s: got %d %v, want 200", who, status, body["msg"])
+		}
+	}
+
+	setAvatar(owner, "the owner's red avatar", red)
+	wantBlobs("the owner's red avatar (two sizes)", 2)
+	setAvatar(owner, "the owner's blue avatar", blue)
+	wantBlobs("the owner's blue avatar replaced the red one", 2)
+
+	bobsURL := setAvatar(bob, "bob's blue avatar", blue) // the same images as the owner's
+	wantBlobs("bob chose the owner's images", 2)
+	removeAvatar(owner, "the owner's DELETE")
+	wantBlobs("the owner's DELETE, while bob shows the same images", 2)
+	resp, err := http.Get(srv.baseURL + bobsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("bob's avatar after the owner's DELETE: got %d, want 200", resp.StatusCode)
+	}
+
+	// bob uploads his small avatar's bytes as a file: that blob stays.
+	resp, err = http.Get(srv.baseURL + bobsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if status, body := e2eUpload(t, bob, "avatar.png", small); status != 200 {
+		t.Fatalf("bob's upload of his avatar's bytes: got %d %v", status, body["msg"])
+	}
+	removeAvatar(bob, "bob's DELETE")
+	wantBlobs("bob's DELETE, while an uploaded file has his small image's bytes", 1)
 }

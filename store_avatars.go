@@ -17,16 +17,21 @@ type avatarChanged struct {
 }
 
 // setAvatar makes the blobs small and medium the user's avatar (both
-// empty: back to the default), a new avatar version.
+// empty: back to the default), a new avatar version. The blobs of the
+// avatar it replaces are deleted at once when nothing else uses them
+// (discardBlob), rather than after the uploads' grace period: avatar
+// changes would otherwise fill the disk past the reserve meanwhile.
 func (s *store) setAvatar(u user, small, medium string) (user, error) {
 	var after user
+	var replaced []string
 	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		current, err := lookUpUser(tx, u.ID)
 		if err != nil {
 			return err
 		}
+		replaced = []string{current.Avatar, current.AvatarMedium}
 		blobs := tx.Bucket(bucketAvatarBlobs)
-		for _, old := range []string{current.Avatar, current.AvatarMedium} {
+		for _, old := range replaced {
 			if old != "" {
 				if err := blobs.Delete(append([]byte(old), itob(u.ID)...)); err != nil {
 					return err
@@ -50,7 +55,15 @@ func (s *store) setAvatar(u user, small, medium string) (user, error) {
 		report(avatarChanged{User: current})
 		return nil
 	})
-	return after, err
+	if err != nil {
+		return user{}, err
+	}
+	for _, old := range replaced {
+		if old != "" && old != small && old != medium {
+			s.discardBlob(old) // one that stays is the sweeper's, after the grace period
+		}
+	}
+	return after, nil
 }
 
 // isAvatarBlob tells whether some user shows the blob as their avatar.
