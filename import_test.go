@@ -565,9 +565,9 @@ func dirNames(t *testing.T, dir string) []string {
 // export names a file outside it in uploads/ or avatars/records.json,
 // by a path with .. or an absolute one, or reaches one through a
 // symlink (to an absolute or a relative target, of the file or of a
-// directory on its way); the import copied it, and it was served as the
-// upload or the avatar. Now the import refuses, naming the record, and
-// leaves no database behind.
+// directory on its way) or a hard link; the import copied it, and it was
+// served as the upload or the avatar. Now the import refuses, naming the
+// record, and leaves no database behind.
 func TestImport_FilesOutsideTheExportAreRefusedAndLeaveNothing(t *testing.T) {
 	bin := e2eBuildBinary(t)
 	outside := t.TempDir()
@@ -634,6 +634,13 @@ func TestImport_FilesOutsideTheExportAreRefusedAndLeaveNothing(t *testing.T) {
 			writeFile(t, filepath.Join(dir, "avatars", "records.json"), avatarRecord("5/avatar.png"))
 			symlink(t, secret, filepath.Join(dir, "avatars", "5", "avatar.png"))
 		}, `avatars/records.json: record 1: path "5/avatar.png": path escapes from parent`},
+		{"an upload is a hard link to a file outside", func(t *testing.T, dir string) {
+			path := filepath.Join(dir, "uploads", plan)
+			os.Remove(path)
+			if err := os.Link(secret, path); err != nil {
+				t.Skipf("no hard link from the export to %s: %v", outside, err)
+			}
+		}, `uploads/records.json: record 1: path "` + plan + `": a hard link (2 names): it may be a file outside the export`},
 		{"an upload is a named pipe", func(t *testing.T, dir string) {
 			path := filepath.Join(dir, "uploads", plan)
 			os.Remove(path)

@@ -20,7 +20,9 @@ import (
 // the system's separators) through root, which refuses a name that
 // leads out of the export, by .. or through a symlink. Only a regular
 // file is opened: a named pipe would block the import, a device read on
-// forever.
+// forever. Nor one with another name (a hard link, where the system
+// tells): root cannot tell whether that name is inside the export, and
+// one to a file outside reads it as a symlink would.
 func openFile(root *os.Root, name string) (*os.File, error) {
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -29,6 +31,11 @@ func openFile(root *os.Root, name string) (*os.File, error) {
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
 		err = &fs.PathError{Op: "open", Path: name, Err: errNotRegular}
+	}
+	if err == nil {
+		if n, ok := linkCount(fi); ok && n > 1 {
+			err = &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("a hard link (%d names): it may be a file outside the export", n)}
+		}
 	}
 	if err != nil {
 		f.Close()
