@@ -84,12 +84,7 @@ func runImport(dir string, o options, stdout io.Writer) (err error) {
 	if err := createDatabaseFile(o.DB); err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			os.Remove(o.DB)
-			os.RemoveAll(uploadsDir(o.DB))
-		}
-	}()
+	defer removeFailedImport(o.DB, &err)
 	st, err := openStore(o.DB, lockTimeout)
 	if err != nil {
 		return err
@@ -103,6 +98,20 @@ func runImport(dir string, o options, stdout io.Writer) (err error) {
 	}
 	fmt.Fprint(stdout, report.String())
 	return nil
+}
+
+// removeFailedImport, deferred, removes the database file and upload
+// directory of an import that failed: one that returned an error, or
+// one that panicked (whose error is still nil), before the panic goes on.
+func removeFailedImport(db string, err *error) {
+	p := recover()
+	if p != nil || *err != nil {
+		os.Remove(db)
+		os.RemoveAll(uploadsDir(db))
+	}
+	if p != nil {
+		panic(p)
+	}
 }
 
 // createDatabaseFile makes the import's database file, empty (bbolt lays

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -672,6 +674,29 @@ func TestImport_FilesOutsideTheExportAreRefusedAndLeaveNothing(t *testing.T) {
 	r.wantOK(t, "an import with a symlink inside the export")
 	if !strings.Contains(r.stdout, "1 uploaded files") {
 		t.Errorf("an import with a symlink inside the export: got %q, want 1 uploaded file", r.stdout)
+	}
+}
+
+// An import that panics leaves no half-made database either: its error
+// is nil then, and the cleanup used to look only at the error.
+func TestImport_APanicLeavesNothingAndGoesOn(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "z.db")
+	var recovered any
+	func() {
+		defer func() { recovered = recover() }()
+		var err error
+		defer removeFailedImport(db, &err)
+		writeFile(t, db, "half a database")
+		writeFile(t, filepath.Join(uploadsDir(db), "tmp", "upload-1"), "half a file")
+		panic("an importer's bug")
+	}()
+	if recovered != "an importer's bug" {
+		t.Errorf("the panic: got %v, want it to go on", recovered)
+	}
+	for _, path := range []string{db, uploadsDir(db)} {
+		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after a panic: got %v, want it removed", filepath.Base(path), err)
+		}
 	}
 }
 
