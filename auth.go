@@ -82,7 +82,7 @@ func (s *server) authenticate(r *http.Request) (user, error) {
 	if err != nil {
 		return user{}, err
 	}
-	u, err := s.store.authenticate(email, key)
+	u, err := s.store.keys.authenticate(email, key)
 	if errors.Is(err, errBadCredentials) {
 		return user{}, errInvalidAPIKey
 	}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"crypto/subtle"
+	"hash"
 	"strings"
 	"sync"
 
 	"go.etcd.io/bbolt"
+	"golang.org/x/crypto/blake2b"
 )
 
 // credentialCache keeps, per e-mail, the account and its key hashes, so
@@ -55,23 +57,61 @@ func (c *credentialCache) forget(email string) {
 	c.gen++
 }
 
+// keyring is the part of the store that knows API keys: their at-rest
+// hashes (BLAKE2b-256 keyed with the database's secret; keys are random,
+// so a fast hash is enough, and a web session's id is hashed the same
+// way) and the credential cache that spares an authenticated request a
+// transaction.
+type keyring struct {
+	db     transactor
+	secret []byte
+	// dummy is compared against when an e-mail is unknown, so that an
+	// unknown e-mail costs the same work as a wrong key.
+	dummy   []byte
+	hashers sync.Pool // keyed BLAKE2b states, reset for each key
+	cache   credentialCache
+}
+
+// open keys the ring with the database's secret.
+func (k *keyring) open(secret []byte, db transactor) {
+	k.secret, k.db = secret, db
+	k.dummy = k.hash(strings.Repeat("0", apiKeyLength))
+}
+
+// hash is the at-rest form of an API key or a session id.
+func (k *keyring) hash(key string) []byte {
+	h, ok := k.hashers.Get().(hash.Hash)
+	if !ok {
+		h, _ = blake2b.New256(k.secret)
+	}
+	h.Reset() // back to the keyed initial state
+	h.Write([]byte(key))
+	sum := h.Sum(nil)
+	k.hashers.Put(h)
+	return sum
+}
+
+// forget drops an account's cached credentials after a change to it has
+// committed.
+func (k *keyring) forget(email string) { k.cache.forget(email) }
+
 // authenticate returns the account whose e-mail and API key these are.
 // Every key of the account is compared in constant time, and an unknown
 // e-mail does the same hashing and at least one comparison.
-func (s *store) authenticate(email, key string) (user, error) {
-	hash := s.keyHash(key)
+func (k *keyring) authenticate(email, key string) (user, error) {
+	hash := k.hash(key)
 	lower := strings.ToLower(email)
-	entry, cached, gen := s.credCache.get(lower)
+	entry, cached, gen := k.cache.get(lower)
 	if !cached {
 		var err error
-		if entry, err = s.loadCredentials(lower); err != nil {
+		if entry, err = k.load(lower); err != nil {
 			return user{}, err
 		}
-		s.credCache.put(lower, entry, gen)
+		k.cache.put(lower, entry, gen)
 	}
 	match := 0
 	if entry == nil || len(entry.keyHashes) == 0 {
-		subtle.ConstantTimeCompare(s.dummyKeyHash, hash)
+		subtle.ConstantTimeCompare(k.dummy, hash)
 	} else {
 		for _, h := range entry.keyHashes {
 			match |= subtle.ConstantTimeCompare(h, hash)
@@ -83,11 +123,11 @@ func (s *store) authenticate(email, key string) (user, error) {
 	return entry.user, nil
 }
 
-// loadCredentials reads an account and its key hashes; nil when the
-// e-mail has no account.
-func (s *store) loadCredentials(email string) (*credentials, error) {
+// load reads an account and its key hashes; nil when the e-mail has no
+// account.
+func (k *keyring) load(email string) (*credentials, error) {
 	var entry *credentials
-	err := s.view(func(tx *bbolt.Tx) error {
+	err := k.db.view(func(tx *bbolt.Tx) error {
 		entry = nil
 		u, err := userByEmail(tx, email)
 		if err == errNoSuchUser {

@@ -495,7 +495,7 @@ func checkMigrated(t *testing.T, st *store, f schema1File, topicKeys, flags []st
 		if err != nil || got.ID != u.ID || got.Active != u.Active || got.Bot != u.Bot || got.Role != u.Role {
 			t.Errorf("user %s: got %+v, %v", u.Email, got, err)
 		}
-		if _, err := st.authenticate(u.Email, f.keys[u.ID]); err != nil {
+		if _, err := st.keys.authenticate(u.Email, f.keys[u.ID]); err != nil {
 			t.Errorf("user %s's schema-1 key: %v", u.Email, err)
 		}
 		var want []string

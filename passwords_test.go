@@ -86,7 +86,7 @@ func TestFetchAPIKey_MintsANewKeyAndKeepsTheOthers(t *testing.T) {
 		t.Fatalf("login: got %d-character key, email %v, user_id %v; want a new key for alice", len(key), r.body["email"], r.body["user_id"])
 	}
 	for _, k := range []string{key, e.alice.key} {
-		if _, err := e.st.authenticate(e.alice.Email, k); err != nil {
+		if _, err := e.st.keys.authenticate(e.alice.Email, k); err != nil {
 			t.Errorf("a key after login: got %v, want it to work", err)
 		}
 	}

@@ -103,7 +103,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -115,7 +114,6 @@ import (
 
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
-	"golang.org/x/crypto/blake2b"
 )
 
 // schemaVersion 3 keeps unread state as a watermark and exceptions per
@@ -304,14 +302,11 @@ type message struct {
 }
 
 type store struct {
-	outbox    pushOutbox // whether sends queue pushes, and the push metrics (push_outbox.go)
-	db        *bbolt.DB
-	path      string // the database file, read without the db (which close clears)
-	keySecret []byte
-	// dummyKeyHash is compared against when an e-mail is unknown, so that
-	// an unknown e-mail costs the same work as a wrong key.
-	dummyKeyHash []byte
-	now          func() time.Time
+	outbox pushOutbox // whether sends queue pushes, and the push metrics (push_outbox.go)
+	db     *bbolt.DB
+	path   string  // the database file, read without the db (which close clears)
+	keys   keyring // API keys' and sessions' hashes, and the credential cache (authcache.go)
+	now    func() time.Time
 
 	commits     chan commitRequest // to the committer (commit.go)
 	stop        chan struct{}      // closed by close
@@ -320,15 +315,13 @@ type store struct {
 	closeOnce   sync.Once
 	commitStats commitStats
 
-	credCache credentialCache // authcache.go
-	decoded   channelMemo     // channels as decoded, by their stored bytes
+	decoded channelMemo // channels as decoded, by their stored bytes
 
 	// hooks connect the store to whoever tells clients about changes
 	// (the server's event hub); set once, read by the committer and the
 	// publisher.
-	hooks   atomic.Pointer[storeHooks]
-	hashers sync.Pool     // keyed BLAKE2b states, reset for each key
-	maxID   atomic.Uint64 // the largest message id
+	hooks atomic.Pointer[storeHooks]
+	maxID atomic.Uint64 // the largest message id
 	// realmGroups are the organisation permission settings an
 	// administrator changed (meta's realm_groups), by setting name.
 	realmGroups atomic.Pointer[map[string]int]
@@ -466,9 +459,8 @@ func (s *store) migrate(tx *bbolt.Tx) error {
 
 // load reads what the store keeps in memory from a laid-out file.
 func (s *store) load(tx *bbolt.Tx) {
-	s.keySecret = slices.Clone(tx.Bucket(bucketMeta).Get(keyKeySecret))
+	s.keys.open(slices.Clone(tx.Bucket(bucketMeta).Get(keyKeySecret)), s)
 	s.maxID.Store(tx.Bucket(bucketMessages).Sequence())
-	s.dummyKeyHash = s.keyHash(strings.Repeat("0", apiKeyLength))
 	s.loadRealmGroups(tx)
 }
 
@@ -519,7 +511,7 @@ func (s *store) updateReporting(fn func(tx *bbolt.Tx, report func(change any)) e
 	}, func() {
 		for _, c := range changes {
 			if a, ok := c.(accountChanged); ok {
-				s.credCache.forget(a.Email)
+				s.keys.forget(a.Email)
 			}
 		}
 		if len(changes) > 0 {
@@ -534,20 +526,6 @@ func (s *store) updateReporting(fn func(tx *bbolt.Tx, report func(change any)) e
 		<-published
 	}
 	return rejection
-}
-
-// keyHash is the at-rest form of an API key: BLAKE2b-256 keyed with the
-// database's secret. Keys are random, so a fast hash is enough.
-func (s *store) keyHash(key string) []byte {
-	h, ok := s.hashers.Get().(hash.Hash)
-	if !ok {
-		h, _ = blake2b.New256(s.keySecret)
-	}
-	h.Reset() // back to the keyed initial state
-	h.Write([]byte(key))
-	sum := h.Sum(nil)
-	s.hashers.Put(h)
-	return sum
 }
 
 // ping answers whether the database can be read.

@@ -54,7 +54,7 @@ func (s *store) startSession(id string, ws webSession) error {
 				return err
 			}
 		}
-		return b.Put(s.keyHash(id), ws.encode())
+		return b.Put(s.keys.hash(id), ws.encode())
 	})
 }
 
@@ -65,7 +65,7 @@ func (s *store) sessionUser(id string, now time.Time) (user, webSession, error) 
 	var ws webSession
 	err := s.view(func(tx *bbolt.Tx) error {
 		var ok bool
-		ws, ok = decodeWebSession(tx.Bucket(bucketWebSessions).Get(s.keyHash(id)))
+		ws, ok = decodeWebSession(tx.Bucket(bucketWebSessions).Get(s.keys.hash(id)))
 		if !ok || ws.expires <= now.Unix() {
 			return errNoSuchSession
 		}
@@ -76,7 +76,7 @@ func (s *store) sessionUser(id string, now time.Time) (user, webSession, error) 
 
 // endSession forgets a session (logout); an unknown one is already gone.
 func (s *store) endSession(id string) error {
-	key := s.keyHash(id)
+	key := s.keys.hash(id)
 	return s.update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketWebSessions).Delete(key) })
 }
 

@@ -118,7 +118,7 @@ func (s *store) mintKey(u user) (string, error) {
 }
 
 func (s *store) putKey(tx *bbolt.Tx, userID uint64, key string) error {
-	return tx.Bucket(bucketAPIKeys).Put(append(itob(userID), s.keyHash(key)...), itob(uint64(s.now().Unix())))
+	return tx.Bucket(bucketAPIKeys).Put(append(itob(userID), s.keys.hash(key)...), itob(uint64(s.now().Unix())))
 }
 
 // userByEmail finds an account by e-mail, case-insensitively.

@@ -14,7 +14,7 @@ func TestAuthenticate_KeysHashedAtRestAndMatchedByEmailCaseInsensitively(t *test
 	alice, key := mustCreateUser(t, st, "Alice@Example.com", roleMember, false)
 	mustCreateUser(t, st, "bob@example.com", roleMember, false)
 
-	if got, err := st.authenticate("alice@EXAMPLE.com", key); err != nil || got.ID != alice.ID {
+	if got, err := st.keys.authenticate("alice@EXAMPLE.com", key); err != nil || got.ID != alice.ID {
 		t.Errorf("right key: got (%d, %v), want (%d, nil)", got.ID, err, alice.ID)
 	}
 	wrong := newAPIKey()
@@ -23,7 +23,7 @@ func TestAuthenticate_KeysHashedAtRestAndMatchedByEmailCaseInsensitively(t *test
 		{"unknown e-mail", "nobody@example.com", key},
 		{"another account's e-mail", "bob@example.com", key},
 	} {
-		if _, err := st.authenticate(c.email, c.key); !errors.Is(err, errBadCredentials) {
+		if _, err := st.keys.authenticate(c.email, c.key); !errors.Is(err, errBadCredentials) {
 			t.Errorf("%s: got %v, want errBadCredentials", c.name, err)
 		}
 	}
@@ -53,10 +53,10 @@ func TestRegenerateKey_RevokesEveryKeyAndPushToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.authenticate("alice@example.com", oldKey); !errors.Is(err, errBadCredentials) {
+	if _, err := st.keys.authenticate("alice@example.com", oldKey); !errors.Is(err, errBadCredentials) {
 		t.Errorf("old key after regenerate: got %v, want errBadCredentials", err)
 	}
-	if _, err := st.authenticate("alice@example.com", newKey); err != nil {
+	if _, err := st.keys.authenticate("alice@example.com", newKey); err != nil {
 		t.Errorf("new key: got %v, want nil", err)
 	}
 	if tokens := mustPushTokens(t, st, alice.ID); len(tokens) != 0 {
@@ -65,7 +65,7 @@ func TestRegenerateKey_RevokesEveryKeyAndPushToken(t *testing.T) {
 	if tokens := mustPushTokens(t, st, bob.ID); len(tokens) != 1 {
 		t.Errorf("bob's tokens: got %d, want 1", len(tokens))
 	}
-	if _, err := st.authenticate("bob@example.com", bobKey); err != nil {
+	if _, err := st.keys.authenticate("bob@example.com", bobKey); err != nil {
 		t.Errorf("bob's key: got %v, want nil", err)
 	}
 }
@@ -98,11 +98,11 @@ func TestMintKey_KeepsAtMostTwentyKeysDroppingTheOldest(t *testing.T) {
 		}
 		keys = append(keys, k)
 	}
-	if _, err := st.authenticate(alice.Email, first); !errors.Is(err, errBadCredentials) {
+	if _, err := st.keys.authenticate(alice.Email, first); !errors.Is(err, errBadCredentials) {
 		t.Errorf("the first key after %d more: got %v, want it revoked", maxKeysPerAccount, err)
 	}
 	for _, k := range keys {
-		if _, err := st.authenticate(alice.Email, k); err != nil {
+		if _, err := st.keys.authenticate(alice.Email, k); err != nil {
 			t.Errorf("a recent key: got %v, want it to work", err)
 		}
 	}
@@ -116,7 +116,7 @@ func TestCredentialCache_EveryAccountChangeIsSeenAtOnce(t *testing.T) {
 	alice, key1 := mustCreateUser(t, st, "alice@example.com", roleMember, false)
 	mustAuth := func(what, email, key string) user {
 		t.Helper()
-		u, err := st.authenticate(email, key)
+		u, err := st.keys.authenticate(email, key)
 		if err != nil {
 			t.Fatalf("%s: got %v, want success", what, err)
 		}
@@ -124,7 +124,7 @@ func TestCredentialCache_EveryAccountChangeIsSeenAtOnce(t *testing.T) {
 	}
 	mustFail := func(what, email, key string) {
 		t.Helper()
-		if _, err := st.authenticate(email, key); !errors.Is(err, errBadCredentials) {
+		if _, err := st.keys.authenticate(email, key); !errors.Is(err, errBadCredentials) {
 			t.Fatalf("%s: got %v, want errBadCredentials", what, err)
 		}
 	}

@@ -494,7 +494,7 @@ func (s *store) uploadToken(pathID string, now time.Time) string {
 // uploadMAC is the keyed BLAKE2b of a token's data, with the database's
 // secret and a prefix of its own, so that it cannot stand for an API key.
 func (s *store) uploadMAC(data string) string {
-	h, _ := blake2b.New256(s.keySecret)
+	h, _ := blake2b.New256(s.keys.secret)
 	h.Write([]byte("user_uploads\x00"))
 	h.Write([]byte(data))
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:20])
