@@ -740,26 +740,12 @@ func TestMaxConnections_StrangersSlowBodiesGiveWay(t *testing.T) {
 			srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"), tc.flags...)
 			defer srv.stop()
 			addr := strings.TrimPrefix(srv.baseURL, "http://")
-			var held []net.Conn
-			defer func() {
-				for _, c := range held {
-					c.Close()
+			slowBody := []byte("POST /accounts/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n")
+			held := connectFrom(t, addr, 2, 5, tc.perIP, func(c net.Conn) {
+				if _, err := c.Write(slowBody); err != nil {
+					t.Fatalf("write from %s: %v", c.LocalAddr(), err)
 				}
-			}()
-			slowBody := "POST /accounts/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n"
-			for i := 2; i <= 5; i++ {
-				d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0." + strconv.Itoa(i))}, Timeout: 2 * time.Second}
-				for range tc.perIP {
-					c, err := d.Dial("tcp", addr)
-					if err != nil {
-						t.Fatalf("dial from 127.0.0.%d: %v", i, err)
-					}
-					if _, err := c.Write([]byte(slowBody)); err != nil {
-						t.Fatalf("write from 127.0.0.%d: %v", i, err)
-					}
-					held = append(held, c)
-				}
-			}
+			})
 			start := time.Now()
 			time.Sleep(300 * time.Millisecond) // the handlers have started, waiting for the bodies
 
@@ -819,28 +805,14 @@ func TestMaxConnections_ANewerPollAnswersTheOneWaitingOnItsQueue(t *testing.T) {
 	if code != 200 || queue == "" {
 		t.Fatalf("register: got %d, want 200 with a queue_id", code)
 	}
-	poll := "GET /api/v1/events?queue_id=" + url.QueryEscape(queue) + "&last_event_id=-1 HTTP/1.1\r\nHost: x\r\nAuthorization: Basic " +
-		base64.StdEncoding.EncodeToString([]byte(srv.ownerEmail+":"+srv.ownerKey)) + "\r\n\r\n"
+	poll := rawPoll(srv, queue)
 
-	// 5 addresses × 20 connections, each polling the same queue.
-	var polls []net.Conn
-	defer func() {
-		for _, c := range polls {
-			c.Close()
-		}
-	}()
-	for i := 2; i <= 6; i++ {
-		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0." + strconv.Itoa(i))}, Timeout: 2 * time.Second}
-		for range 20 {
-			c, err := d.Dial("tcp", addr)
-			if err != nil {
-				continue
-			}
-			c.Write([]byte(poll))
-			polls = append(polls, c)
-			time.Sleep(2 * time.Millisecond) // one after the other, as a client retrying
-		}
-	}
+	// 5 addresses × 20 connections, each polling the same queue, one
+	// after the other, as a client retrying.
+	polls := connectFrom(t, addr, 2, 6, 20, func(c net.Conn) {
+		c.Write(poll)
+		time.Sleep(2 * time.Millisecond)
+	})
 	time.Sleep(300 * time.Millisecond)
 
 	// Every other client is still served.
@@ -931,35 +903,21 @@ func TestMaxConnections_AMembersHTTP2PollLivesAndStrangersReadingNothingGiveWay(
 	// Strangers: from four addresses, a share each, every one asking
 	// over HTTP/2 for the 60 KB emoji table with a flow-control window of
 	// 0, so that its answer can never be sent.
-	var held []net.Conn
-	defer func() {
-		for _, c := range held {
-			c.Close()
+	connectFrom(t, addr, 2, 5, 16, func(raw net.Conn) {
+		c := tls.Client(raw, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", NextProtos: []string{"h2"}})
+		if c.Handshake() != nil {
+			return
 		}
-	}()
-	for i := 2; i <= 5; i++ {
-		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0." + strconv.Itoa(i))}, Timeout: 2 * time.Second}
-		for range 16 {
-			raw, err := d.Dial("tcp", addr)
-			if err != nil {
-				continue
-			}
-			held = append(held, raw)
-			c := tls.Client(raw, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", NextProtos: []string{"h2"}})
-			if c.Handshake() != nil {
-				continue
-			}
-			c.Write([]byte(http2.ClientPreface))
-			fr := http2.NewFramer(c, c)
-			fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
-			var block bytes.Buffer
-			enc := hpack.NewEncoder(&block)
-			for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "127.0.0.1"}, {":path", "/static/generated/emoji/emoji_api.json"}} {
-				enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-			}
-			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block.Bytes(), EndStream: true, EndHeaders: true})
+		c.Write([]byte(http2.ClientPreface))
+		fr := http2.NewFramer(c, c)
+		fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+		var block bytes.Buffer
+		enc := hpack.NewEncoder(&block)
+		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "127.0.0.1"}, {":path", "/static/generated/emoji/emoji_api.json"}} {
+			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 		}
-	}
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block.Bytes(), EndStream: true, EndHeaders: true})
+	})
 	time.Sleep(300 * time.Millisecond)
 	select {
 	case err := <-polled:
@@ -1012,8 +970,7 @@ func TestMaxConnections_SimultaneousPollsOnAQueueLeaveOneWaiting(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&reg)
 	resp.Body.Close()
 	queue, _ := reg["queue_id"].(string)
-	poll := []byte("GET /api/v1/events?queue_id=" + url.QueryEscape(queue) + "&last_event_id=-1 HTTP/1.1\r\nHost: x\r\nAuthorization: Basic " +
-		base64.StdEncoding.EncodeToString([]byte(srv.ownerEmail+":"+srv.ownerKey)) + "\r\n\r\n")
+	poll := rawPoll(srv, queue)
 	parked := func() int {
 		_, metrics := e2eMetrics(t, srv)
 		for _, line := range strings.Split(metrics, "\n") {
@@ -1055,4 +1012,35 @@ func TestMaxConnections_SimultaneousPollsOnAQueueLeaveOneWaiting(t *testing.T) {
 		}
 	}
 	t.Logf("most polls parked on the queue at once: %d", most)
+}
+
+// connectFrom opens each connections to addr from every address
+// 127.0.0.first to 127.0.0.last, hands each to send, and closes them
+// when the test ends; a dial refused is left out.
+func connectFrom(t *testing.T, addr string, first, last, each int, send func(net.Conn)) []net.Conn {
+	t.Helper()
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for i := first; i <= last; i++ {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0." + strconv.Itoa(i))}, Timeout: 2 * time.Second}
+		for range each {
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				continue
+			}
+			conns = append(conns, c)
+			send(c)
+		}
+	}
+	return conns
+}
+
+// rawPoll is the owner's long poll on a queue, as bytes on the wire.
+func rawPoll(srv *e2eServer, queue string) []byte {
+	return []byte("GET /api/v1/events?queue_id=" + url.QueryEscape(queue) + "&last_event_id=-1 HTTP/1.1\r\nHost: x\r\nAuthorization: Basic " +
+		base64.StdEncoding.EncodeToString([]byte(srv.ownerEmail+":"+srv.ownerKey)) + "\r\n\r\n")
 }
