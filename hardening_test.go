@@ -786,19 +786,9 @@ func TestMaxConnections_ANewerPollAnswersTheOneWaitingOnItsQueue(t *testing.T) {
 	srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"), "--max-connections", "64")
 	defer srv.stop()
 	addr := strings.TrimPrefix(srv.baseURL, "http://")
-	member := func() (int, map[string]any) {
+	member := func() (int, map[string]any) { // on a new connection each time
 		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
-		req, _ := http.NewRequest(http.MethodPost, srv.baseURL+"/api/v1/register", strings.NewReader("event_types=%5B%22message%22%5D"))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
-		resp, err := c.Do(req)
-		if err != nil {
-			return 0, nil
-		}
-		defer resp.Body.Close()
-		var body map[string]any
-		json.NewDecoder(resp.Body).Decode(&body)
-		return resp.StatusCode, body
+		return ownerCall(c, srv.baseURL, srv, http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}})
 	}
 	code, reg := member()
 	queue, _ := reg["queue_id"].(string)
@@ -865,17 +855,7 @@ func TestMaxConnections_AMembersHTTP2PollLivesAndStrangersReadingNothingGiveWay(
 	addr := strings.TrimPrefix(srv.baseURL, "http://")
 	h2 := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
 	call := func(method, path string, params url.Values) (int, map[string]any) {
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(params.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
-		resp, err := h2.Do(req)
-		if err != nil {
-			return 0, nil
-		}
-		defer resp.Body.Close()
-		var body map[string]any
-		json.NewDecoder(resp.Body).Decode(&body)
-		return resp.StatusCode, body
+		return ownerCall(h2, base, srv, method, path, params)
 	}
 	_, reg := call(http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}})
 	queue, _ := reg["queue_id"].(string)
@@ -959,16 +939,7 @@ func TestMaxConnections_SimultaneousPollsOnAQueueLeaveOneWaiting(t *testing.T) {
 	srv := e2eStartServer(t, bin, filepath.Join(t.TempDir(), "z.db"), "--rate-limit", "off")
 	defer srv.stop()
 	addr := strings.TrimPrefix(srv.baseURL, "http://")
-	req, _ := http.NewRequest(http.MethodPost, srv.baseURL+"/api/v1/register", strings.NewReader("event_types=%5B%22message%22%5D"))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reg map[string]any
-	json.NewDecoder(resp.Body).Decode(&reg)
-	resp.Body.Close()
+	_, reg := ownerCall(http.DefaultClient, srv.baseURL, srv, http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}})
 	queue, _ := reg["queue_id"].(string)
 	poll := rawPoll(srv, queue)
 	parked := func() int {
@@ -986,9 +957,11 @@ func TestMaxConnections_SimultaneousPollsOnAQueueLeaveOneWaiting(t *testing.T) {
 	for round := range 10 {
 		conns := make([]net.Conn, 40)
 		for i := range conns {
-			if conns[i], err = net.Dial("tcp", addr); err != nil {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
 				t.Fatal(err)
 			}
+			conns[i] = c
 		}
 		var start, sent sync.WaitGroup
 		start.Add(1)
@@ -1043,4 +1016,20 @@ func connectFrom(t *testing.T, addr string, first, last, each int, send func(net
 func rawPoll(srv *e2eServer, queue string) []byte {
 	return []byte("GET /api/v1/events?queue_id=" + url.QueryEscape(queue) + "&last_event_id=-1 HTTP/1.1\r\nHost: x\r\nAuthorization: Basic " +
 		base64.StdEncoding.EncodeToString([]byte(srv.ownerEmail+":"+srv.ownerKey)) + "\r\n\r\n")
+}
+
+// ownerCall is one API call as the server's owner through c to base,
+// answering the status (0 when no answer came) and the body.
+func ownerCall(c *http.Client, base string, srv *e2eServer, method, path string, params url.Values) (int, map[string]any) {
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(params.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	json.NewDecoder(resp.Body).Decode(&body)
+	return resp.StatusCode, body
 }
