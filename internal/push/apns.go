@@ -13,9 +13,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -53,13 +51,9 @@ func NewAPNsClient(keyFile, keyID, teamID, baseURL string) (*APNsClient, error) 
 	if err != nil {
 		return nil, fmt.Errorf("APNs key: %w", err)
 	}
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, errors.New("APNs key: not a PEM file")
-	}
-	parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	parsed, err := pkcs8Key("APNs key", "APNs key: not a PEM file", data)
 	if err != nil {
-		return nil, fmt.Errorf("APNs key: %w", err)
+		return nil, err
 	}
 	key, ok := parsed.(*ecdsa.PrivateKey)
 	if !ok {

@@ -15,9 +15,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -63,13 +61,9 @@ func NewFCMClient(credentialsFile, baseURL string) (*FCMClient, error) {
 	if sa.ProjectID == "" || sa.ClientEmail == "" || sa.TokenURI == "" {
 		return nil, errors.New("FCM credentials: project_id, client_email and token_uri are needed")
 	}
-	block, _ := pem.Decode([]byte(sa.PrivateKey))
-	if block == nil {
-		return nil, errors.New("FCM credentials: private_key is not PEM")
-	}
-	parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	parsed, err := pkcs8Key("FCM credentials", "FCM credentials: private_key is not PEM", []byte(sa.PrivateKey))
 	if err != nil {
-		return nil, fmt.Errorf("FCM credentials: %w", err)
+		return nil, err
 	}
 	key, ok := parsed.(*rsa.PrivateKey)
 	if !ok {

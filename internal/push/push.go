@@ -1,8 +1,11 @@
 package push
 
 import (
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -82,3 +85,18 @@ func retryAfter(h http.Header) time.Duration {
 }
 
 func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// pkcs8Key reads a PEM-encoded PKCS #8 private key; what names it in
+// errors, and notPEM is the error when it is no PEM. Neither quotes the
+// key.
+func pkcs8Key(what, notPEM string, data []byte) (any, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, errors.New(notPEM)
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return key, nil
+}
