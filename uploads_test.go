@@ -509,13 +509,7 @@ func TestUploadLimits_OnByDefault(t *testing.T) {
 // An upload past its user's quota is refused with Zulip's quota error
 // and leaves nothing on disk; another user's quota is their own.
 func TestUploadQuota_PerUserRefusalKeepsNothing(t *testing.T) {
-	bin := e2eBuildBinary(t)
-	db := filepath.Join(t.TempDir(), "z.db")
-	srv := e2eStartServer(t, bin, db, "--upload-quota-mib", "1")
-	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
-	r := e2eRunCLI(t, bin, "user", "add", "bob@example.com", "--db", db)
-	r.wantOK(t, "user add")
-	bob := e2eNewClient(srv.baseURL, "bob@example.com", strings.TrimSpace(r.stdout))
+	db, owner, bob := ownerAndBob(t, "--upload-quota-mib", "1")
 
 	if status, body := e2eUpload(t, owner, "a.bin", bytes.Repeat([]byte("a"), 600<<10)); status != 200 {
 		t.Fatalf("first 600 KiB: got %d %v, want 200", status, body["msg"])
@@ -538,13 +532,7 @@ func TestUploadQuota_PerUserRefusalKeepsNothing(t *testing.T) {
 // --upload-total-mib bounds every user's files together: past it, anyone's
 // upload is refused with Zulip's quota error, and nothing is kept.
 func TestUploadTotal_RefusesAcrossUsers(t *testing.T) {
-	bin := e2eBuildBinary(t)
-	db := filepath.Join(t.TempDir(), "z.db")
-	srv := e2eStartServer(t, bin, db, "--upload-total-mib", "1")
-	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
-	r := e2eRunCLI(t, bin, "user", "add", "bob@example.com", "--db", db)
-	r.wantOK(t, "user add")
-	bob := e2eNewClient(srv.baseURL, "bob@example.com", strings.TrimSpace(r.stdout))
+	db, owner, bob := ownerAndBob(t, "--upload-total-mib", "1")
 
 	if status, body := e2eUpload(t, owner, "a.bin", bytes.Repeat([]byte("a"), 600<<10)); status != 200 {
 		t.Fatalf("the owner's 600 KiB: got %d %v, want 200", status, body["msg"])
@@ -781,4 +769,16 @@ func TestUploads_TotalCountedAndMadeExactBySweeps(t *testing.T) {
 		t.Errorf("after the sweep deleted both unlinked files: got a total of %d, want 0", got)
 	}
 	e.mustUpload(t, &e.bob, "ten.txt", "0123456789")
+}
+
+// ownerAndBob serves a new database with flags, with bob added: the
+// database's path and a client for each.
+func ownerAndBob(t *testing.T, flags ...string) (db string, owner, bob *client) {
+	t.Helper()
+	bin := e2eBuildBinary(t)
+	db = filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db, flags...)
+	r := e2eRunCLI(t, bin, "user", "add", "bob@example.com", "--db", db)
+	r.wantOK(t, "user add")
+	return db, e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey), e2eNewClient(srv.baseURL, "bob@example.com", strings.TrimSpace(r.stdout))
 }
