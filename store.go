@@ -337,6 +337,9 @@ type store struct {
 	// inFlight is the room and the blobs the uploads being streamed
 	// hold (store_uploads.go).
 	inFlight uploadsInFlight
+	// sweepGrace is the upload janitor's grace period (0 until it runs):
+	// a retired blob is timed to outlast it by retiredBlobWait only.
+	sweepGrace atomic.Int64
 }
 
 // openStore opens (creating if needed) the database at path, waiting at

@@ -18,9 +18,10 @@ type avatarChanged struct {
 
 // setAvatar makes the blobs small and medium the user's avatar (both
 // empty: back to the default), a new avatar version. The blobs of the
-// avatar it replaces are deleted at once when nothing else uses them
-// (discardBlob), rather than after the uploads' grace period: avatar
-// changes would otherwise fill the disk past the reserve meanwhile.
+// avatar it replaces are swept within the hour (retireBlob) rather than
+// after the uploads' grace period, which avatar changes would fill the
+// disk within; not at once, for a backup running meanwhile has a
+// database that still names them.
 func (s *store) setAvatar(u user, small, medium string) (user, error) {
 	var after user
 	var replaced []string
@@ -60,7 +61,7 @@ func (s *store) setAvatar(u user, small, medium string) (user, error) {
 	}
 	for _, old := range replaced {
 		if old != "" && old != small && old != medium {
-			s.discardBlob(old) // one that stays is the sweeper's, after the grace period
+			s.retireBlob(old) // swept within the hour unless something still uses it
 		}
 	}
 	return after, nil

@@ -274,9 +274,9 @@ func (s *store) releaseBlob(sum string) {
 
 // discardBlob deletes a blob at once unless something uses it: a record,
 // an avatar, or an upload in flight that wrote the same bytes. An upload
-// that could not be recorded, and an avatar replaced, hand their blobs to
-// it rather than to the sweeper, whose grace period would leave them on
-// disk for a week, counted by no quota.
+// that could not be recorded hands its blob to it rather than to the
+// sweeper, whose grace period would leave it on disk for a week, counted
+// by no quota. (No database holds it, so no backup needs it.)
 func (s *store) discardBlob(sum string) error {
 	f := &s.inFlight
 	f.mu.Lock()
@@ -298,6 +298,34 @@ func (s *store) discardBlob(sum string) error {
 		return fmt.Errorf("discard blob: %w", err)
 	}
 	return nil
+}
+
+// retiredBlobWait is how long a blob an avatar change let go of stays
+// on disk: a backup or an export copies the blobs after the database,
+// so one replaced meanwhile must still be there for it.
+const retiredBlobWait = time.Hour
+
+// retireBlob hands a blob nothing uses any more (no record, avatar or
+// upload in flight) to the sweeper within retiredBlobWait instead of its
+// grace period: its time is set back so that it falls due then. A blob
+// written again meanwhile gets a new time, and one used again is never
+// swept.
+func (s *store) retireBlob(sum string) {
+	grace := time.Duration(s.sweepGrace.Load())
+	if grace <= retiredBlobWait || !isBlobName(sum) {
+		return
+	}
+	f := &s.inFlight
+	f.mu.Lock()
+	defer f.mu.Unlock() // as discardBlob: an upload writing the same bytes holds it first
+	used := f.held[sum] > 0
+	if !used && s.view(func(tx *bbolt.Tx) error { used = blobUsed(tx, sum); return nil }) != nil {
+		return // unread: it waits out the grace period
+	}
+	if !used {
+		at := time.Now().Add(retiredBlobWait - grace)
+		os.Chtimes(blobPath(s.uploadsDir(), sum), at, at) // if it fails, the blob waits out the grace period
+	}
 }
 
 // blobUsed tells whether an avatar or a record uses a blob. The records
@@ -638,6 +666,7 @@ func (s *store) sweepUploads(now time.Time, grace time.Duration) (records, blobs
 // uploadJanitor indexes links and sweeps unlinked files every interval
 // until ctx ends.
 func (s *store) uploadJanitor(ctx context.Context, interval, grace time.Duration, logf func(msg string, args ...any)) {
+	s.sweepGrace.Store(int64(grace))
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
