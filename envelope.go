@@ -91,7 +91,7 @@ func asAPIError(err error) *apiError {
 // {"result":"error","msg":...,<extra>...,"code":...}
 func writeError(w http.ResponseWriter, log *slog.Logger, r *http.Request, err error) {
 	ae := asAPIError(err)
-	if ae.status >= 500 {
+	if ae.status >= 500 && ae != errClosedForRoom {
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	var b bytes.Buffer
@@ -312,6 +312,11 @@ var (
 	errRecipientsDataType = badRequest("Invalid data type for recipients")
 	errRecipientsMixed    = badRequest("Recipient lists may contain emails or user IDs, but not both.")
 )
+
+// errClosedForRoom answers a request whose connection the connection
+// bound closed while it was still a stranger's (internal/conns): nobody
+// hears it, and it is no failure of the server's to log.
+var errClosedForRoom = &apiError{status: http.StatusServiceUnavailable, msg: "Connection closed for room"}
 
 // Routing and the request (Django's and zerver/lib/request.py's texts).
 var (

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -374,7 +373,7 @@ func (s *server) admit(w http.ResponseWriter, r *http.Request, checks ...roleChe
 		info.userID = u.ID
 	}
 	if !conns.Admitted(w, r, s.bodyWait) {
-		return user{}, context.Canceled // closed for room while it was still a stranger's
+		return user{}, errClosedForRoom
 	}
 	if err := s.limits.allowAccount(w, u.ID, now); err != nil {
 		return user{}, err
