@@ -72,10 +72,12 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (url.Values, 
 	}
 	contentType := r.Header.Get("Content-Type")
 	if contentType == "" || r.ContentLength == 0 && !strings.HasPrefix(contentType, "multipart/") {
+		drain(r, limit)
 		return nil, nil // no body, or none to parse
 	}
 	mediaType, mediaParams, err := mime.ParseMediaType(contentType)
 	if err != nil {
+		drain(r, limit)
 		return url.Values{}, nil // no or unknown body type: no parameters
 	}
 	body := http.MaxBytesReader(w, r.Body, limit)
@@ -96,7 +98,18 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (url.Values, 
 	case "multipart/form-data":
 		return readMultipart(body, mediaParams["boundary"])
 	}
+	drain(r, limit)
 	return url.Values{}, nil
+}
+
+// drain reads a body of known length that no parameter comes from, up to
+// limit, to its end: a request counts as arrived, and its connection as
+// served, only then (internal/conns). One of unknown length is left: a
+// client may keep it open.
+func drain(r *http.Request, limit int64) {
+	if r.Body != nil && r.ContentLength > 0 {
+		io.Copy(io.Discard, io.LimitReader(r.Body, limit))
+	}
 }
 
 func readMultipart(body io.Reader, boundary string) (url.Values, error) {
