@@ -300,6 +300,22 @@ func (s *store) discardBlob(sum string) error {
 	return nil
 }
 
+// sweepBlob removes a blob no record or avatar used when the sweep began,
+// unless an upload in flight holds it or wrote it again since (its time
+// is new): both are looked at under the lock writeBlob holds a blob by.
+func (s *store) sweepBlob(path, sum string, now time.Time, grace time.Duration) bool {
+	f := &s.inFlight
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held[sum] > 0 {
+		return false
+	}
+	if info, err := os.Stat(path); err != nil || now.Sub(info.ModTime()) < grace {
+		return false
+	}
+	return os.Remove(path) == nil
+}
+
 // retiredBlobWait is how long a blob an avatar change let go of stays
 // on disk: a backup or an export copies the blobs after the database,
 // so one replaced meanwhile must still be there for it.
@@ -655,7 +671,7 @@ func (s *store) sweepUploads(now time.Time, grace time.Duration) (records, blobs
 				}
 				continue
 			}
-			if !live[f.Name()] && now.Sub(info.ModTime()) >= grace && os.Remove(path) == nil {
+			if !live[f.Name()] && now.Sub(info.ModTime()) >= grace && s.sweepBlob(path, f.Name(), now, grace) {
 				blobs++
 			}
 		}

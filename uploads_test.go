@@ -316,6 +316,7 @@ func TestUploads_SweepDeletesWhatNoMessageLinksAfterTheGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.st.releaseBlob(orphan) // written and let go of, as an upload that failed does
 	grace := time.Hour
 	if records, blobs, err := e.st.sweepUploads(time.Now(), grace); err != nil || records != 0 || blobs != 0 {
 		t.Errorf("within the grace: swept %d records, %d blobs (%v), want none", records, blobs, err)
@@ -781,4 +782,27 @@ func ownerAndBob(t *testing.T, flags ...string) (db string, owner, bob *client) 
 	r := e2eRunCLI(t, bin, "user", "add", "bob@example.com", "--db", db)
 	r.wantOK(t, "user add")
 	return db, e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey), e2eNewClient(srv.baseURL, "bob@example.com", strings.TrimSpace(r.stdout))
+}
+
+// The sweeper leaves a blob an upload in flight holds, however old its
+// file: an upload of the same bytes found it, and is about to record it.
+func TestUploads_SweepLeavesABlobAnUploadHolds(t *testing.T) {
+	e := newTestEnv(t)
+	sum, _, err := e.st.writeBlob(strings.NewReader("bytes an upload is recording"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := blobPath(e.st.uploadsDir(), sum)
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(path, old, old)
+	if _, blobs, err := e.st.sweepUploads(time.Now(), time.Hour); err != nil || blobs != 0 {
+		t.Errorf("while held: swept %d blobs (%v), want none", blobs, err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the held blob: got %v, want it on disk", err)
+	}
+	e.st.releaseBlob(sum)
+	if _, blobs, err := e.st.sweepUploads(time.Now(), time.Hour); err != nil || blobs != 1 {
+		t.Errorf("once let go of: swept %d blobs (%v), want 1", blobs, err)
+	}
 }
