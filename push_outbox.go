@@ -69,7 +69,7 @@ type pushJob struct {
 	Kind      string   `json:"kind"`
 	MessageID uint64   `json:"message_id,omitempty"`
 	SenderID  uint64   `json:"sender_id,omitempty"`
-	Users     []uint64 `json:"users,omitempty"` // a direct message's recipients (queuePushesTx)
+	Users     []uint64 `json:"users,omitempty"` // a direct message's recipients (pushOutbox.queueTx)
 	Next      uint64   `json:"next,omitempty"`  // a message: the recipients from this id on are still to go
 	UserID    uint64   `json:"user_id,omitempty"`
 	// ReadKey is where the message's unread state is kept: its channel,
@@ -99,14 +99,14 @@ type pushOutbox struct {
 	stats pushStats
 }
 
-// queuePushesTx queues the pushes a stored message may cause, in the
+// queueTx queues the pushes a stored message may cause, in the
 // transaction that stores it: one entry, or none when pushes are off or
 // no device is registered at all. recipients are a direct message's
 // recipients (the sender among them or not); nil for a channel message,
 // whose recipients the worker reads. The direct-message send path calls
 // it too.
-func (s *store) queuePushesTx(tx *bbolt.Tx, m message, recipients []uint64) error {
-	max := s.outbox.max.Load()
+func (o *pushOutbox) queueTx(tx *bbolt.Tx, m message, recipients []uint64) error {
+	max := o.max.Load()
 	if max == 0 {
 		return nil
 	}
@@ -115,7 +115,7 @@ func (s *store) queuePushesTx(tx *bbolt.Tx, m message, recipients []uint64) erro
 	}
 	b := tx.Bucket(bucketPushOutbox)
 	if outboxLen(b) >= uint64(max) {
-		s.outbox.stats.dropped.Add(1) // counted again if the commit group is rerun: rare
+		o.stats.dropped.Add(1) // counted again if the commit group is rerun: rare
 		return nil
 	}
 	return putJob(b, pushJob{Kind: "message", MessageID: m.ID, SenderID: m.SenderID, ReadKey: pushReadKey(m), Users: recipients})
@@ -515,14 +515,14 @@ func removeDeadToken(tx *bbolt.Tx, d pushToken) error {
 	return nil
 }
 
-// outboxEntries counts the outbox, for the metrics.
-func (s *store) outboxEntries() int {
+// entries counts the outbox, for the metrics.
+func (o *pushOutbox) entries(db transactor) (int, error) {
 	n := 0
-	s.view(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		n = tx.Bucket(bucketPushOutbox).Stats().KeyN
 		return nil
 	})
-	return n
+	return n, err
 }
 
 // idleFor is Zulip's idle rule on zulite's event queues: a user is idle
@@ -548,9 +548,11 @@ func (h *eventHub) idleFor(window time.Duration) func(userID uint64) bool {
 // writePushMetrics renders the push metrics in Prometheus's text format.
 func writePushMetrics(b io.Writer, st *store) {
 	stats := &st.outbox.stats
-	fmt.Fprintln(b, "# HELP zulite_push_outbox_entries Push deliveries waiting in the outbox (messages not yet expanded count one).")
-	fmt.Fprintln(b, "# TYPE zulite_push_outbox_entries gauge")
-	fmt.Fprintf(b, "zulite_push_outbox_entries %d\n", st.outboxEntries())
+	if n, err := st.outbox.entries(st); err == nil { // unread: the gauge is left out
+		fmt.Fprintln(b, "# HELP zulite_push_outbox_entries Push deliveries waiting in the outbox (messages not yet expanded count one).")
+		fmt.Fprintln(b, "# TYPE zulite_push_outbox_entries gauge")
+		fmt.Fprintf(b, "zulite_push_outbox_entries %d\n", n)
+	}
 	for _, c := range []struct {
 		name, help string
 		v          int64

@@ -206,7 +206,7 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 				return err
 			}
 		}
-		if err := s.queuePushesTx(tx, m, ids); err != nil { // push_outbox.go
+		if err := s.outbox.queueTx(tx, m, ids); err != nil { // push_outbox.go
 			return err
 		}
 		sent = directSent{sentMessage: sentMessage{message: m, ReadBySender: out.ReadBySender, QueueID: out.QueueID, LocalID: out.LocalID,

@@ -157,7 +157,7 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 		if err := setMentionFlags(tx, ch.ID, id, rendering.Mentions); err != nil {
 			return err
 		}
-		if err := s.queuePushesTx(tx, m, nil); err != nil {
+		if err := s.outbox.queueTx(tx, m, nil); err != nil {
 			return err
 		}
 		report(messageSent{sent, sender})
