@@ -1,0 +1,114 @@
+package main
+
+// Driving load: requests to a target at a concurrency, and what they
+// answered and cost.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func parallel(workers, n int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+type target struct {
+	base   string
+	pid    int // the server's process, whose CPU time drive measures
+	client *http.Client
+	once   sync.Once
+}
+
+func (t *target) httpClient() *http.Client {
+	t.once.Do(func() {
+		t.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 128}}
+	})
+	return t.client
+}
+
+func newRequest(t *target, method, path string, params url.Values, email, key string) *http.Request {
+	var body io.Reader
+	if params != nil {
+		body = strings.NewReader(params.Encode())
+	}
+	req, _ := http.NewRequest(method, t.base+path, body)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	req.SetBasicAuth(email, key)
+	return req
+}
+
+func getJSON(t *target, path string, a account, into any) error {
+	resp, err := t.httpClient().Do(newRequest(t, http.MethodGet, path, nil, a.email, a.key))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(into)
+}
+
+type result struct {
+	rps      float64
+	p50, p99 time.Duration
+	cpu      time.Duration // the server's CPU time (user + system) per request
+	err      error
+}
+
+// drive sends n requests with c workers over keep-alive connections and
+// checks every status.
+func drive(t *target, c, n, wantStatus int, build func(i int) *http.Request) result {
+	client := t.httpClient()
+	latencies := make([]time.Duration, n)
+	var next atomic.Int64
+	var failure atomic.Value
+	var wg sync.WaitGroup
+	cpuBefore := cpuTime(t.pid)
+	start := time.Now()
+	for range c {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				req := build(i)
+				began := time.Now()
+				resp, err := client.Do(req)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != wantStatus {
+						err = fmt.Errorf("%s %s: got status %d, want %d", req.Method, req.URL.Path, resp.StatusCode, wantStatus)
+					}
+				}
+				latencies[i] = time.Since(began)
+				if err != nil {
+					failure.CompareAndSwap(nil, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu := cpuTime(t.pid) - cpuBefore
+	slices.Sort(latencies)
+	r := result{rps: float64(n) / elapsed.Seconds(), p50: latencies[n/2], p99: latencies[min(n-1, n*99/100)], cpu: cpu / time.Duration(n)}
+	if err, ok := failure.Load().(error); ok {
+		r.err = err
+	}
+	return r
+}
