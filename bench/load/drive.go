@@ -77,32 +77,25 @@ type result struct {
 func drive(t *target, c, n, wantStatus int, build func(i int) *http.Request) result {
 	client := t.httpClient()
 	latencies := make([]time.Duration, n)
-	var next atomic.Int64
 	var failure atomic.Value
-	var wg sync.WaitGroup
 	cpuBefore := cpuTime(t.pid)
 	start := time.Now()
-	for range c {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				req := build(i)
-				began := time.Now()
-				resp, err := client.Do(req)
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != wantStatus {
-						err = fmt.Errorf("%s %s: got status %d, want %d", req.Method, req.URL.Path, resp.StatusCode, wantStatus)
-					}
-				}
-				latencies[i] = time.Since(began)
-				if err != nil {
-					failure.CompareAndSwap(nil, err)
-				}
+	parallel(c, n, func(i int) {
+		req := build(i)
+		began := time.Now()
+		resp, err := client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != wantStatus {
+				err = fmt.Errorf("%s %s: got status %d, want %d", req.Method, req.URL.Path, resp.StatusCode, wantStatus)
 			}
-		})
-	}
-	wg.Wait()
+		}
+		latencies[i] = time.Since(began)
+		if err != nil {
+			failure.CompareAndSwap(nil, err)
+		}
+	})
 	elapsed := time.Since(start)
 	cpu := cpuTime(t.pid) - cpuBefore
 	slices.Sort(latencies)
