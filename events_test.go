@@ -421,18 +421,7 @@ func TestEvents_QueueNarrowPicksWhatTheFetchNarrowPicks(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.sendAs(t, e.bob, e.secret, "lunch")
-	for i, n := range narrows {
-		var live []uint64
-		for _, ev := range e.pollNow(t, &e.alice, queues[i], -1) {
-			if ev["type"] == "message" {
-				live = append(live, uint64(ev["message"].(map[string]any)["id"].(float64)))
-			}
-		}
-		_, fetched := e.page(t, &e.alice, rangeParams("oldest", 0, 100, n))
-		if !slices.Equal(live, fetched) || len(live) == 0 {
-			t.Errorf("narrow %s: live events got %v, GET /messages %v, want the same, not empty", n, live, fetched)
-		}
-	}
+	wantLiveAsFetched(t, e, &e.alice, narrows, queues)
 	for _, c := range []struct{ narrow, msg string }{
 		{`[["search","lunch"]]`, "Operator search not supported."},
 		{`[["id","1"]]`, "Operator id not supported."},
@@ -461,14 +450,22 @@ func TestEvents_QueueTopicNarrowFoldsAsTheFetchNarrow(t *testing.T) {
 	for _, topic := range topics {
 		e.sendAs(t, e.bob, e.general, topic)
 	}
+	wantLiveAsFetched(t, e, &e.alice, narrows, queues)
+}
+
+// wantLiveAsFetched checks that each queue, narrowed by the narrow of
+// the same place, has received as message events exactly the messages,
+// not none, that GET /messages answers for that narrow.
+func wantLiveAsFetched(t *testing.T, e *testEnv, who *account, narrows, queues []string) {
+	t.Helper()
 	for i, n := range narrows {
 		var live []uint64
-		for _, ev := range e.pollNow(t, &e.alice, queues[i], -1) {
+		for _, ev := range e.pollNow(t, who, queues[i], -1) {
 			if ev["type"] == "message" {
 				live = append(live, uint64(ev["message"].(map[string]any)["id"].(float64)))
 			}
 		}
-		_, fetched := e.page(t, &e.alice, rangeParams("oldest", 0, 100, n))
+		_, fetched := e.page(t, who, rangeParams("oldest", 0, 100, n))
 		if !slices.Equal(live, fetched) || len(live) == 0 {
 			t.Errorf("narrow %s: live events got %v, GET /messages %v, want the same, not empty", n, live, fetched)
 		}

@@ -410,6 +410,24 @@ func e2eMetrics(t *testing.T, srv *e2eServer) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// e2eMetric is one figure of the server's /metrics, read as its owner;
+// a page without it fails the test.
+func e2eMetric(t *testing.T, srv *e2eServer, name string) int64 {
+	t.Helper()
+	status, page := e2eMetrics(t, srv)
+	for line := range strings.SplitSeq(page, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("/metrics %s: got %q, want an integer", name, v)
+			}
+			return n
+		}
+	}
+	t.Fatalf("/metrics: got %d with no %s line", status, name)
+	return 0
+}
+
 // A second database's first start in the same directory leaves the first
 // one's zuliprc alone and says where its own credentials went.
 func TestBootstrap_ASecondDatabaseLeavesTheFirstZuliprcAlone(t *testing.T) {
@@ -942,18 +960,7 @@ func TestMaxConnections_SimultaneousPollsOnAQueueLeaveOneWaiting(t *testing.T) {
 	_, reg := ownerCall(http.DefaultClient, srv.baseURL, srv, http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}})
 	queue, _ := reg["queue_id"].(string)
 	poll := rawPoll(srv, queue)
-	parked := func() int {
-		_, metrics := e2eMetrics(t, srv)
-		for _, line := range strings.Split(metrics, "\n") {
-			if v, ok := strings.CutPrefix(line, "zulite_parked_polls "); ok {
-				n, _ := strconv.Atoi(v)
-				return n
-			}
-		}
-		t.Fatal("/metrics: no zulite_parked_polls")
-		return 0
-	}
-	most := 0
+	most := int64(0)
 	for round := range 10 {
 		conns := make([]net.Conn, 40)
 		for i := range conns {
@@ -974,7 +981,7 @@ func TestMaxConnections_SimultaneousPollsOnAQueueLeaveOneWaiting(t *testing.T) {
 		start.Done()
 		sent.Wait()
 		time.Sleep(300 * time.Millisecond)
-		n := parked()
+		n := e2eMetric(t, srv, "zulite_parked_polls")
 		most = max(most, n)
 		for _, c := range conns {
 			c.Close()

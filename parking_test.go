@@ -537,10 +537,10 @@ func TestParkPolls_OffAPollWaitsInItsHandlerAndWakes(t *testing.T) {
 	bin := e2eBuildBinary(t)
 	for _, tc := range []struct {
 		flags      []string
-		wantParked string // zulite_parked_polls while the poll waits
+		wantParked int64 // zulite_parked_polls while the poll waits
 	}{
-		{[]string{"--park-polls=false"}, "0"},
-		{nil, "1"},
+		{[]string{"--park-polls=false"}, 0},
+		{nil, 1},
 	} {
 		t.Run(fmt.Sprint(tc.flags), func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "z.db")
@@ -550,24 +550,6 @@ func TestParkPolls_OffAPollWaitsInItsHandlerAndWakes(t *testing.T) {
 			r := e2eRunCLI(t, bin, "user", "add", "alice@example.com", "--db", db)
 			r.wantOK(t, "user add alice@example.com")
 			alice := rtClient{srv.baseURL, "alice@example.com", strings.TrimSpace(r.stdout), httpClient}
-			parkedPolls := func() string {
-				t.Helper()
-				req, _ := http.NewRequest(http.MethodGet, srv.baseURL+"/metrics", nil)
-				req.SetBasicAuth(owner.email, owner.key)
-				resp, err := httpClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				page, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				for line := range strings.SplitSeq(string(page), "\n") {
-					if v, ok := strings.CutPrefix(line, "zulite_parked_polls "); ok {
-						return v
-					}
-				}
-				t.Fatalf("/metrics: got %d with no zulite_parked_polls line", resp.StatusCode)
-				return ""
-			}
 
 			queue := owner.mustCall(t, http.MethodPost, "/api/v1/register", url.Values{"event_types": {`["message"]`}}, http.StatusOK)["queue_id"].(string)
 			polled := make(chan map[string]any, 1)
@@ -580,8 +562,8 @@ func TestParkPolls_OffAPollWaitsInItsHandlerAndWakes(t *testing.T) {
 				t.Fatalf("the poll answered before any send: %v", body)
 			case <-time.After(500 * time.Millisecond):
 			}
-			if got := parkedPolls(); got != tc.wantParked {
-				t.Errorf("zulite_parked_polls while the poll waits: got %s, want %s", got, tc.wantParked)
+			if got := e2eMetric(t, srv, "zulite_parked_polls"); got != tc.wantParked {
+				t.Errorf("zulite_parked_polls while the poll waits: got %d, want %d", got, tc.wantParked)
 			}
 			sent := alice.mustCall(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"direct"}, "to": {owner.email}, "content": {"wake up"}}, http.StatusOK)["id"]
 			select {
@@ -593,8 +575,8 @@ func TestParkPolls_OffAPollWaitsInItsHandlerAndWakes(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the poll was not woken by the send within 10 s")
 			}
-			if got := parkedPolls(); got != "0" {
-				t.Errorf("zulite_parked_polls after the answer: got %s, want 0", got)
+			if got := e2eMetric(t, srv, "zulite_parked_polls"); got != 0 {
+				t.Errorf("zulite_parked_polls after the answer: got %d, want 0", got)
 			}
 		})
 	}

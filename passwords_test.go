@@ -345,18 +345,7 @@ func TestPasswordLogin_UnknownAccountAndWrongPasswordCostOneHashEach(t *testing.
 	e2eWantSuccess(t, "create alice", status, body)
 	hashes := func() int64 {
 		t.Helper()
-		_, page := e2eMetrics(t, srv)
-		for line := range strings.SplitSeq(page, "\n") {
-			if v, ok := strings.CutPrefix(line, "zulite_password_hashes_total "); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					t.Fatalf("zulite_password_hashes_total: got %q", v)
-				}
-				return n
-			}
-		}
-		t.Fatalf("/metrics: got no zulite_password_hashes_total")
-		return 0
+		return e2eMetric(t, srv, "zulite_password_hashes_total")
 	}
 	anonymous := e2eNewClient(srv.baseURL, "", "")
 	login := func(username, password string) int {
