@@ -248,15 +248,3 @@ func (s *server) publishUserSettings(c userSettingsChanged) {
 		}
 	}
 }
-
-// settingNames lists the settings PATCH /settings changes (for tests and
-// the README).
-func settingNames(changeable bool) []string {
-	var names []string
-	for _, s := range userSettingsTable {
-		if s.changeable == changeable {
-			names = append(names, s.name)
-		}
-	}
-	return names
-}

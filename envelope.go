@@ -653,10 +653,6 @@ func moveTimeLimitWords(l *moveTimeLimit) *apiError {
 		extra: []field{{"first_message_id_allowed_to_move", l.first}, {"total_messages_in_topic", l.total}, {"total_messages_allowed_to_move", l.allowed}}}
 }
 
-// errHistoryDisabled is GET /messages/{id}/history's answer when the
-// realm's message_edit_history_visibility_policy is "none".
-var errHistoryDisabled = badRequest("Message edit history is disabled in this organization")
-
 // nonNilIDs is ids as an answer lists them: [] rather than null when
 // there are none, as Zulip's clients expect.
 func nonNilIDs(ids []uint64) []uint64 {

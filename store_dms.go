@@ -265,21 +265,6 @@ func (s *store) checkDirectPermission(sender user, recipients []user, exists boo
 	return errDMInitiation
 }
 
-// conversationUsers reads a conversation's participants as users,
-// sorted by id.
-func conversationUsers(tx *bbolt.Tx, id uint64) ([]user, error) {
-	ids, _ := conversationParticipants(tx, id)
-	out := make([]user, 0, len(ids))
-	for _, p := range ids {
-		var u user
-		if err := getJSON(tx.Bucket(bucketUsers), itob(p), &u); err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, nil
-}
-
 // unreadConversation is the user's unread messages in one conversation.
 type unreadConversation struct {
 	Participants []uint64 // sorted, the user included
