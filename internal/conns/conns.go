@@ -240,7 +240,10 @@ type requestKey struct{}
 
 // request is one request on a tracked connection: served (its
 // connection safe from being closed for room) once it has arrived and
-// been admitted. Its fields change under the limiter's lock.
+// been admitted. Its fields change on the request's own goroutine only;
+// settle takes the limiter's lock, so that a connection is never both
+// closed for room and counted served, and end, which only lets go, does
+// not.
 type request struct {
 	conn                      *trackedConn
 	start                     time.Time
@@ -266,13 +269,10 @@ func (q *request) settle(arrived, admitted bool) bool {
 
 // end ends the request: the connection is no longer served for it.
 func (q *request) end() {
-	l := q.conn.limiter
-	l.mu.Lock()
 	if q.served {
 		q.served = false
 		q.conn.serving.Add(-1)
 	}
-	l.mu.Unlock()
 }
 
 // arrivingBody is a request body still on its way.
