@@ -26,8 +26,8 @@ import (
 // gets the same bytes (sharedEvent); what differs per queue (its event
 // id, its flags, local_message_id, the empty topic's name) is written
 // around those bytes when a poll answers. The committer never waits for
-// any of it: committed changes reach the hub from the store's publisher
-// goroutine (changes.go).
+// any of it: committed changes reach the hub from the store's change feed
+// (changeFeed.run, changes.go).
 const (
 	queueIdleTimeout  = 10 * time.Minute // a queue not polled for this long is dropped
 	maxQueuesPerUser  = 20               // registering one more drops the user's oldest
