@@ -40,14 +40,25 @@ const (
 type event map[string]any
 
 // Bounds on what queues may hold, so that idle clients cannot exhaust a
-// small device: a queue over either is dropped (its client re-registers).
-// A queue counts the events it holds as its poll would answer them; the
-// total counts memory held: the bytes that queues share once, and what
-// each queue holds alone (queuedEventSize an event), so that a message to
-// a big channel does not evict its readers' queues.
+// small device. A queue over its own bound has fallen behind and is
+// dropped (its client re-registers). A queue counts the events it holds
+// as its poll would answer them; the total counts memory held: the bytes
+// that queues share once, and what each queue holds alone
+// (queuedEventSize an event), so that a message to a big channel does
+// not evict its readers' queues.
+//
+// Over the total, what goes is what is least used (relieve): whole
+// queues that no poll waits on and none reached in queueInUseWindow, the
+// longest unpolled first (a backgrounded phone's, typically), until the
+// total is back under three quarters of its bound. A queue in use is
+// never dropped to make room for others; only when nothing idle is left
+// and the total reaches its hard bound is an event refused to the queue
+// it lands in, as a queue that fell behind.
 const (
-	maxQueueBytes      = 256 << 10 // encoded events waiting in one queue
-	maxTotalQueueBytes = 8 << 20   // in all queues together
+	maxQueueBytes       = 256 << 10 // encoded events waiting in one queue
+	maxTotalQueueBytes  = 8 << 20   // in all queues together: over it, idle queues go
+	hardTotalQueueBytes = maxTotalQueueBytes + maxTotalQueueBytes/4
+	queueInUseWindow    = 30 * time.Second // a queue polled this recently is in use
 )
 
 // eventQueue is one client's queue.
@@ -209,6 +220,11 @@ type eventHub struct {
 	offerMu    sync.Mutex // one offer at a time: each reaches a queue once
 	offers     uint64     // offers made
 	totalBytes atomic.Int64
+	// pressure: the total went over maxTotalQueueBytes; whoever added
+	// the event relieves it once the queues' locks are let go (relieve).
+	pressure   atomic.Bool
+	evicted    atomic.Uint64 // idle queues dropped to relieve pressure
+	totalBound int64         // maxTotalQueueBytes; the hard bound is a quarter more
 
 	// Waking is paced (wakeQueues): at most cap(wakeSlots) woken polls
 	// wait for the processor at a time, so that a request that comes in
@@ -239,7 +255,7 @@ type eventHub struct {
 
 func newEventHub() *eventHub {
 	return &eventHub{queues: map[string]*eventQueue{}, byUser: map[uint64][]*eventQueue{}, regSeq: map[uint64]uint64{}, flagHears: map[uint64]int{},
-		idleTimeout: queueIdleTimeout, pollTimeout: pollTimeout, now: time.Now, wakeSlots: make(chan struct{}, wakeSlots)}
+		idleTimeout: queueIdleTimeout, pollTimeout: pollTimeout, now: time.Now, totalBound: maxTotalQueueBytes, wakeSlots: make(chan struct{}, wakeSlots)}
 }
 
 // wakeSlots bounds the woken polls that wait for a processor at a time.
@@ -492,6 +508,7 @@ func (h *eventHub) offer(eventType string, to audience, pick func(q *eventQueue,
 	}
 	h.wakeQueues(woken)
 	h.removeDropped(over)
+	h.relieve()
 }
 
 // add gives the event to the queue. It answers whether the queue's
@@ -626,6 +643,45 @@ func (h *eventHub) everyQueue(eventType string, pick func(q *eventQueue) *shared
 	h.mu.RUnlock()
 	h.wakeQueues(woken)
 	h.removeDropped(over)
+	h.relieve()
+}
+
+// relieve drops idle queues, the longest unpolled first, while the total
+// is over three quarters of its bound, once something went over it. A
+// queue is idle when no poll waits on it and none reached it in
+// queueInUseWindow; the queues in use keep theirs.
+func (h *eventHub) relieve() {
+	if !h.pressure.CompareAndSwap(true, false) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	type idleQueue struct {
+		q        *eventQueue
+		lastPoll time.Time
+	}
+	var idle []idleQueue
+	since := h.now().Add(-queueInUseWindow)
+	for _, q := range h.queues {
+		q.mu.Lock()
+		if q.polls == 0 && q.lastPoll.Before(since) {
+			idle = append(idle, idleQueue{q, q.lastPoll})
+		}
+		q.mu.Unlock()
+	}
+	slices.SortFunc(idle, func(a, b idleQueue) int { return a.lastPoll.Compare(b.lastPoll) })
+	for _, c := range idle {
+		if h.totalBytes.Load() <= h.totalBound*3/4 {
+			return
+		}
+		c.q.mu.Lock()
+		still := c.q.polls == 0 && !c.q.lastPoll.After(c.lastPoll) // no poll came meanwhile
+		c.q.mu.Unlock()
+		if still {
+			h.removeLocked(c.q)
+			h.evicted.Add(1)
+		}
+	}
 }
 
 // enqueueLocked adds an event to a queue and answers whether its waiting
@@ -638,13 +694,15 @@ func (h *eventHub) enqueueLocked(q *eventQueue, e queuedEvent) (wake, fits bool)
 	if e.shared.holders.Add(1) == 1 {
 		held += len(e.shared.raw)
 	}
-	if len(q.events) >= maxEventsPerQueue || q.bytes+size > maxQueueBytes || h.totalBytes.Load()+int64(held) > maxTotalQueueBytes {
+	if len(q.events) >= maxEventsPerQueue || q.bytes+size > maxQueueBytes || h.totalBytes.Load()+int64(held) > h.totalBound+h.totalBound/4 {
 		e.shared.holders.Add(-1)
 		return false, false
 	}
 	q.events = append(q.events, e)
 	q.bytes += size
-	h.totalBytes.Add(int64(held))
+	if h.totalBytes.Add(int64(held)) > h.totalBound {
+		h.pressure.Store(true)
+	}
 	wake = (q.wake != nil || len(q.parked) > 0) && !q.wakeDue
 	q.wakeDue = q.wakeDue || wake
 	return wake, true
@@ -776,6 +834,7 @@ func (h *eventHub) afterHeartbeat(q *eventQueue, over, wakeOthers bool) {
 	if over {
 		h.removeDropped([]*eventQueue{q})
 	}
+	h.relieve()
 	if wakeOthers { // another poll waits on the queue too
 		h.wakeQueues([]*eventQueue{q})
 	}

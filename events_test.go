@@ -993,3 +993,62 @@ func TestEvents_ANewerPollAnswersTheOneWaitingInItsHandler(t *testing.T) {
 		t.Fatal("a send did not wake the newer poll")
 	}
 }
+
+// Over the total bound, what goes is what is least used: the queue
+// longest unpolled (a backgrounded phone's), not whichever queue the
+// next event lands in. A tab that keeps polling keeps its queue and
+// hears every message; the phone that was polled more recently keeps
+// its queue and what it holds.
+func TestEvents_UnderPressureTheLongestUnpolledQueueGoesNotAnActiveOne(t *testing.T) {
+	e := newTestEnv(t)
+	hub := e.server.events
+	var mu sync.Mutex
+	clock := time.Now()
+	hub.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+
+	phoneA := e.registerQueue(t, &e.alice, nil).str("queue_id") // never polled
+	advance(time.Minute)
+	phoneB := e.registerQueue(t, &e.bob, nil).str("queue_id") // never polled, a minute younger
+	advance(4 * time.Minute)
+	tab := e.registerQueue(t, &e.admin, nil).str("queue_id")
+
+	big := strings.Repeat("y", 6000)
+	dm := func(to account) uint64 {
+		r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"direct"}, "to": {fmt.Sprintf("[%d]", to.ID)}, "content": {big}}, &e.owner)
+		wantAPISuccess(t, r)
+		return uint64(r.body["id"].(float64))
+	}
+	for range 5 {
+		dm(e.alice)
+		dm(e.bob)
+	}
+	hub.totalBound = hub.totalBytes.Load() + 1000 // what the phones hold fills it: the tab's next message goes over
+	last := -1
+	var sent, heard []uint64
+	for range 10 { // the tab polls after each message, as a web tab does
+		sent = append(sent, dm(e.admin))
+		advance(time.Second)
+		r := e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {tab}, "last_event_id": {strconv.Itoa(last)}, "dont_block": {"true"}}, &e.admin)
+		if r.status != http.StatusOK {
+			t.Fatalf("the tab that keeps polling: got %d %v %v, want its events", r.status, r.body["code"], r.body["msg"])
+		}
+		for _, x := range r.body["events"].([]any) {
+			ev := x.(map[string]any)
+			last = int(ev["id"].(float64))
+			if ev["type"] == "message" {
+				heard = append(heard, uint64(ev["message"].(map[string]any)["id"].(float64)))
+			}
+		}
+	}
+	if !slices.Equal(heard, sent) {
+		t.Errorf("the tab heard %v, want every message %v", heard, sent)
+	}
+	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/events", url.Values{"queue_id": {phoneA}, "dont_block": {"true"}}, &e.alice), 400, "BAD_EVENT_QUEUE_ID", "Bad event queue ID: "+phoneA)
+	if got := e.pollNow(t, &e.bob, phoneB, -1); len(got) != 5 {
+		t.Errorf("the phone polled more recently: got %d events, want its 5 messages (the older phone makes room)", len(got))
+	}
+	if got := hub.evicted.Load(); got != 1 {
+		t.Errorf("queues evicted: got %d, want 1", got)
+	}
+}
