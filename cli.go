@@ -36,6 +36,9 @@ type options struct {
 	TrustedProxies string `json:"-"`
 	MaxConns       int    `json:"-"`
 	MaxChannels    int    `json:"-"`
+	// PresenceEventsLimit: above this many active users, presence is not
+	// told as events (presence.go).
+	PresenceEventsLimit int `json:"-"`
 	// ParkPolls lets waiting long polls park (parking.go); false serves
 	// them with plain net/http.
 	ParkPolls bool `json:"-"`
@@ -125,6 +128,7 @@ var flagTable = []flagSpec{
 	{name: "log-format", command: "serve", env: "ZULITE_LOG_FORMAT", def: "text", help: "log format, text or json", field: func(o *options) any { return &o.LogFormat }},
 	{name: "max-connections", command: "serve", env: "ZULITE_MAX_CONNECTIONS", def: conns.DefaultMax, help: "open connections at most; one address may hold a quarter of them (at least 16; trusted proxies are not limited per address); past either, the oldest quiet connection is closed", field: func(o *options) any { return &o.MaxConns }},
 	{name: "park-polls", command: "serve", env: "ZULITE_PARK_POLLS", def: true, help: "hold waiting long polls without a goroutine each (HTTP/1.1, Linux); false serves them with plain net/http", field: func(o *options) any { return &o.ParkPolls }},
+	{name: "presence-events-limit", command: "serve", env: "ZULITE_PRESENCE_EVENTS_LIMIT", def: defaultPresenceEventsLimit, help: "above this many active users, a user coming online is not told to every client at once (clients still learn presence from their own presence requests each minute), as Zulip's USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS; 0 never tells", field: func(o *options) any { return &o.PresenceEventsLimit }},
 	{name: "max-channels", command: "serve", env: "ZULITE_MAX_CHANNELS", def: defaultMaxChannels, help: "channels the server holds at most; creating more is refused", field: func(o *options) any { return &o.MaxChannels }},
 	{name: "max-file-upload-size-mib", command: "serve", env: "ZULITE_MAX_FILE_UPLOAD_SIZE_MIB", def: defaultMaxUploadMiB, help: "largest file an upload may carry, in MiB; 0 turns uploads off", field: func(o *options) any { return &o.MaxUploadMiB }},
 	{name: "upload-quota-mib", command: "serve", env: "ZULITE_UPLOAD_QUOTA_MIB", def: defaultUploadQuotaMiB, help: "most MiB of files each user may keep uploaded; 0 for no quota", field: func(o *options) any { return &o.UploadQuotaMiB }},

@@ -57,6 +57,9 @@ type server struct {
 	requestLog *requestLog
 	started    time.Time // register's server_generation
 	uploads    uploadLimits
+	// presenceEventsLimit: above this many active users, nobody is told
+	// of a user coming online (--presence-events-limit; presence.go).
+	presenceEventsLimit int
 	// pusher delivers mobile push notifications; nil: pushes are off
 	// (push_outbox.go).
 	pusher *pusher
@@ -76,7 +79,7 @@ func (s *server) routeList() []string {
 // newServer wires a server over an open store.
 func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
-		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), walks: newWalkSlots(), channelBudget: newChannelBudget(), listings: make(chan struct{}, listingSlots), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now(), uploads: defaultUploadLimits()}
+		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), walks: newWalkSlots(), channelBudget: newChannelBudget(), listings: make(chan struct{}, listingSlots), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now(), uploads: defaultUploadLimits(), presenceEventsLimit: defaultPresenceEventsLimit}
 	s.metrics.passwordHashes = &s.passwords.derivations
 	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening, commits: s.metrics.observeCommit})
 	return s

@@ -91,6 +91,9 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.MaxConns < 1 {
 		return fmt.Errorf("%w: --max-connections must be at least 1", errUsage)
 	}
+	if o.PresenceEventsLimit < 0 {
+		return fmt.Errorf("%w: --presence-events-limit must be 0 or more", errUsage)
+	}
 	if o.MaxChannels < 1 {
 		return fmt.Errorf("%w: --max-channels must be at least 1", errUsage)
 	}
@@ -154,6 +157,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	s := newServer(st, log, baseURL, o.RealmName)
 	s.requestLog = &requestLog{out: logOut, json: o.LogFormat == "json"}
 	s.events.idleTimeout = o.QueueIdle
+	s.presenceEventsLimit = o.PresenceEventsLimit
 	s.limits = newRateLimiter(rules)
 	s.trustedProxies = proxies
 	s.uploads = uploads

@@ -13,6 +13,10 @@ import (
 	"time"
 )
 
+// defaultPresenceEventsLimit is Zulip's
+// USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS (zproject/default_settings.py).
+const defaultPresenceEventsLimit = 100
+
 // presenceLegacyActiveOffset is Zulip's
 // PRESENCE_LEGACY_EVENT_OFFSET_FOR_ACTIVITY_SECONDS: in the legacy format
 // a user active this close to their last connection is "active".
@@ -211,7 +215,16 @@ func (s *store) presenceOf(key string) (presenceRow, error) {
 // with the simplified_presence_events capability in the modern format,
 // the others in the legacy one (zerver/actions/presence.py
 // send_presence_changed and the FL 419 event).
+//
+// Above presenceEventsLimit active users it tells nobody, as Zulip stops
+// above USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS: every user coming
+// online told to every client is work quadratic in the organisation's
+// size, and clients learn presence from their own presence requests each
+// minute anyway.
 func (s *server) publishPresence(u user, rec presenceRecord, now time.Time) {
+	if s.store.activeUsers.Load() > int64(s.presenceEventsLimit) {
+		return
+	}
 	row := presenceRow{UserID: u.ID, Email: u.Email, Active: rec.Active, Connected: rec.Connected, UpdateID: rec.UpdateID}
 	if row.Active == 0 {
 		row.Active = u.Joined

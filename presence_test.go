@@ -283,3 +283,33 @@ func TestPresence_SurvivesRestartAndIDsNeverRepeat(t *testing.T) {
 		t.Errorf("after a crash: update id %d, want more than %d, which a client may have seen", later.Record.UpdateID, news.Record.UpdateID)
 	}
 }
+
+// Above --presence-events-limit active users (Zulip's
+// USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS), a user coming online is
+// told to nobody; clients learn it from their own presence requests. The
+// count follows accounts made and deactivated.
+func TestPresence_AboveTheLimitOfActiveUsersNoEventsAreSent(t *testing.T) {
+	e := newTestEnv(t) // five active accounts, the bot among them
+	e.server.presenceEventsLimit = 5
+	carol, _ := mustCreateUser(t, e.st, "carol@example.com", roleMember, false) // six
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["presence"]`}}).str("queue_id")
+
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/presence", url.Values{"status": {"active"}}, &e.alice))
+	if got := e.pollNow(t, &e.bob, queue, -1); len(got) != 0 {
+		t.Errorf("six active users over a limit of five: got %v, want no presence event", got)
+	}
+	r := e.request(t, http.MethodGet, "/api/v1/realm/presence", nil, &e.bob)
+	wantAPISuccess(t, r)
+	if object(r.body["presences"])[e.alice.Email] == nil {
+		t.Errorf("alice's report: got presences %v, want hers among them", r.body["presences"])
+	}
+
+	if err := e.st.setActive(carol.Email, false); err != nil { // five: at the limit, events again
+		t.Fatal(err)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/presence", url.Values{"status": {"active"}}, &e.admin))
+	got := e.pollNow(t, &e.bob, queue, -1)
+	if len(got) != 1 || got[0]["user_id"] != float64(e.admin.ID) {
+		t.Errorf("five active users at a limit of five: got %v, want the admin's presence event", got)
+	}
+}

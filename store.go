@@ -322,6 +322,9 @@ type store struct {
 	// publisher.
 	hooks atomic.Pointer[storeHooks]
 	maxID atomic.Uint64 // the largest message id
+	// activeUsers counts the active accounts, bots too (Zulip's
+	// active_user_ids), kept in memory: presence asks it per report.
+	activeUsers atomic.Int64
 	// realmGroups are the organisation permission settings an
 	// administrator changed (meta's realm_groups), by setting name.
 	realmGroups atomic.Pointer[map[string]int]
@@ -464,6 +467,7 @@ func (s *store) migrate(tx *bbolt.Tx) error {
 func (s *store) load(tx *bbolt.Tx) {
 	s.keys.open(slices.Clone(tx.Bucket(bucketMeta).Get(keyKeySecret)), s)
 	s.maxID.Store(tx.Bucket(bucketMessages).Sequence())
+	s.activeUsers.Store(countActiveUsers(tx))
 	s.loadRealmGroups(tx)
 }
 

@@ -47,6 +47,9 @@ func (s *store) createAccount(email, fullName string, role int, bot bool, passwo
 		report(accountCreated{User: u})
 		return s.putKey(tx, id, key)
 	})
+	if err == nil {
+		s.activeUsers.Add(1)
+	}
 	return u, key, err
 }
 
@@ -184,15 +187,43 @@ func (s *store) regenerateKey(email string) (string, error) {
 }
 
 func (s *store) setActive(email string, active bool) error {
-	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+	var delta int64
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		u, err := userByEmail(tx, email)
 		if err != nil {
 			return err
+		}
+		switch {
+		case u.Active == active:
+			delta = 0
+		case active:
+			delta = 1
+		default:
+			delta = -1
 		}
 		u.Active = active
 		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: !active})
 		return putJSON(tx.Bucket(bucketUsers), itob(u.ID), u)
 	})
+	if err == nil {
+		s.activeUsers.Add(delta)
+	}
+	return err
+}
+
+// countActiveUsers counts the active accounts, once at open.
+func countActiveUsers(tx *bbolt.Tx) int64 {
+	n := int64(0)
+	tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
+		var u struct {
+			Active bool `json:"active"`
+		}
+		if json.Unmarshal(v, &u) == nil && u.Active {
+			n++
+		}
+		return nil
+	})
+	return n
 }
 
 // hasUsers reports whether any account exists, without counting them
