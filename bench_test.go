@@ -329,7 +329,7 @@ func BenchmarkCommitPages(b *testing.B) {
 						return err
 					}
 					u := user{ID: id, Email: "u" + strconv.Itoa(i) + "@example.com", Role: roleMember, Active: true}
-					if err := putJSON(tx.Bucket(bucketUsers), itob(id), u); err != nil {
+					if err := putUser(tx, u); err != nil {
 						return err
 					}
 					users = append(users, u)
@@ -399,7 +399,7 @@ func seedSubscribers(b *testing.B, st *store, ch channel, n int) {
 					return err
 				}
 				u := user{ID: id, Email: "member" + strconv.Itoa(i) + "@example.com", Role: roleMember, Active: true}
-				if err := putJSON(users, itob(id), u); err != nil {
+				if err := putUser(tx, u); err != nil {
 					return err
 				}
 				if err := st.addSubscription(tx, id, ch.ID); err != nil {
@@ -594,4 +594,66 @@ func subscriberIDsForTest(b *testing.B, st *store, ch channel) []uint64 {
 	var ids []uint64
 	st.view(func(tx *bbolt.Tx) error { ids = subscriberIDs(tx, ch.ID); return nil })
 	return ids
+}
+
+// seedOrganisation adds n members in 50 channels: everyone in the first
+// 5, each in 5 more of the other 45, as a working organisation is laid
+// out (the capacity day of bench/load).
+func seedOrganisation(b *testing.B, st *store, n int) []channel {
+	b.Helper()
+	channels := make([]channel, 50)
+	for i := range channels {
+		channels[i] = mustCreateChannel(b, st, fmt.Sprintf("team%02d", i), false)
+	}
+	mustUpdate(b, st, func(tx *bbolt.Tx) error {
+		users := tx.Bucket(bucketUsers)
+		for i := range n {
+			id, err := users.NextSequence()
+			if err != nil {
+				return err
+			}
+			u := user{ID: id, Email: "member" + strconv.Itoa(i) + "@example.com", FullName: "Member " + strconv.Itoa(i), Role: roleMember, Active: true}
+			if err := putUser(tx, u); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketUserEmails).Put(emailKey(u.Email), itob(id)); err != nil {
+				return err
+			}
+			for j := range 10 {
+				c := j
+				if j >= 5 {
+					c = 5 + (i*7+j*11)%45
+				}
+				if err := st.addSubscription(tx, id, channels[c].ID); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return channels
+}
+
+// BenchmarkRegister_WholeState is a web tab's registration: every event
+// type and the whole initial state, in organisations of 1,000 and 3,000.
+func BenchmarkRegister_WholeState(b *testing.B) {
+	for _, n := range []int{1000, 3000} {
+		b.Run(fmt.Sprintf("people=%d", n), func(b *testing.B) {
+			e := newTestEnv(b)
+			seedOrganisation(b, e.st, n)
+			size := 0
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/api/v1/register", nil)
+				req.SetBasicAuth(e.alice.Email, e.alice.key)
+				rec := httptest.NewRecorder()
+				e.handler.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("got %d %s", rec.Code, rec.Body)
+				}
+				size = rec.Body.Len()
+				e.server.events.removeAll(e.alice.ID)
+			}
+			b.ReportMetric(float64(size), "bytes/answer")
+		})
+	}
 }

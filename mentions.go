@@ -112,18 +112,17 @@ type mentionResolver struct {
 // Users reads the accounts once, for every name and id the message's
 // mentions hold, oldest first.
 func (m *mentionResolver) Users(names map[string]bool, ids map[uint64]bool) ([]markdown.User, error) {
+	all, _, _, err := m.s.directory.of(m.tx)
+	if err != nil {
+		return nil, err
+	}
 	var users []markdown.User
-	err := m.tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
-		var u user
-		if err := json.Unmarshal(v, &u); err != nil {
-			return err
-		}
+	for _, u := range all {
 		if ids[u.ID] || names[strings.ToLower(u.FullName)] {
 			users = append(users, markdown.User{ID: u.ID, FullName: u.FullName, Active: u.Active})
 		}
-		return nil
-	})
-	return users, err
+	}
+	return users, nil
 }
 
 // ChannelID answers the channel of exactly this name if the sender may

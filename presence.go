@@ -222,7 +222,7 @@ func (s *store) presenceOf(key string) (presenceRow, error) {
 // size, and clients learn presence from their own presence requests each
 // minute anyway.
 func (s *server) publishPresence(u user, rec presenceRecord, now time.Time) {
-	if s.store.activeUsers.Load() > int64(s.presenceEventsLimit) {
+	if n, err := s.store.activeUserCount(); err != nil || n > s.presenceEventsLimit {
 		return
 	}
 	row := presenceRow{UserID: u.ID, Email: u.Email, Active: rec.Active, Connected: rec.Connected, UpdateID: rec.UpdateID}

@@ -37,7 +37,7 @@ func BenchmarkStartup(b *testing.B) {
 					return err
 				}
 				email := "user" + strconv.Itoa(i) + "@example.com"
-				if err := putJSON(ub, itob(id), user{ID: id, Email: email, FullName: email, Role: roleMember, Active: true}); err != nil {
+				if err := putUser(tx, user{ID: id, Email: email, FullName: email, Role: roleMember, Active: true}); err != nil {
 					return err
 				}
 				if err := tx.Bucket(bucketUserEmails).Put(emailKey(email), itob(id)); err != nil {

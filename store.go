@@ -7,6 +7,7 @@ package main
 //	                 "key_secret"     → 32 random bytes, the BLAKE2b key for API keys
 //	                 "realm_groups"   → organisation permission settings changed by
 //	                                    an administrator: setting name → system group id (JSON)
+//	                 "users_version"  → uint64, counted up by every write of users (putUser)
 //	users            user id → user (JSON)
 //	user_emails      lower-cased e-mail → user id
 //	api_keys         user id ‖ BLAKE2b-256(secret, key) → created, unix seconds (uint64)
@@ -187,6 +188,7 @@ var (
 	keySchemaVersion = []byte("schema_version")
 	keyKeySecret     = []byte("key_secret")
 	keyRealmGroups   = []byte("realm_groups")
+	keyUsersVersion  = []byte("users_version")
 )
 
 // storeHooks are how the store tells of committed changes.
@@ -322,9 +324,9 @@ type store struct {
 	// publisher.
 	hooks atomic.Pointer[storeHooks]
 	maxID atomic.Uint64 // the largest message id
-	// activeUsers counts the active accounts, bots too (Zulip's
-	// active_user_ids), kept in memory: presence asks it per report.
-	activeUsers atomic.Int64
+	// directory is every account, decoded once per change of any
+	// (store_users.go).
+	directory userDirectory
 	// realmGroups are the organisation permission settings an
 	// administrator changed (meta's realm_groups), by setting name.
 	realmGroups atomic.Pointer[map[string]int]
@@ -467,7 +469,6 @@ func (s *store) migrate(tx *bbolt.Tx) error {
 func (s *store) load(tx *bbolt.Tx) {
 	s.keys.open(slices.Clone(tx.Bucket(bucketMeta).Get(keyKeySecret)), s)
 	s.maxID.Store(tx.Bucket(bucketMessages).Sequence())
-	s.activeUsers.Store(countActiveUsers(tx))
 	s.loadRealmGroups(tx)
 }
 

@@ -48,7 +48,7 @@ func (s *store) setAvatar(u user, small, medium string) (user, error) {
 		}
 		current.Avatar, current.AvatarMedium = small, medium
 		current.AvatarVersion = avatarVersion(current) + 1
-		if err := putJSON(tx.Bucket(bucketUsers), itob(u.ID), current); err != nil {
+		if err := putUser(tx, current); err != nil {
 			return err
 		}
 		after = current

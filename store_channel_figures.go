@@ -36,6 +36,7 @@ const (
 // starts) once, and each channel's view and subscribers once.
 type figures struct {
 	tx          *bbolt.Tx
+	directory   *userDirectory
 	now         int64
 	inactive    map[uint64]bool // nil until read
 	trafficFrom uint64          // first message id inside the traffic window; 0 until read
@@ -43,20 +44,17 @@ type figures struct {
 	subscribed  map[uint64][]uint64 // channel id → its active subscribers
 }
 
-func (s *store) channelFigures(tx *bbolt.Tx) *figures { return &figures{tx: tx, now: s.now().Unix()} }
+func (s *store) channelFigures(tx *bbolt.Tx) *figures {
+	return &figures{tx: tx, directory: &s.directory, now: s.now().Unix()}
+}
 
 func (f *figures) isInactive(userID uint64) (bool, error) {
 	if f.inactive == nil {
-		f.inactive = map[uint64]bool{}
-		users, err := allUsers(f.tx)
+		_, _, inactive, err := f.directory.of(f.tx)
 		if err != nil {
 			return false, err
 		}
-		for _, u := range users {
-			if !u.Active {
-				f.inactive[u.ID] = true
-			}
-		}
+		f.inactive = inactive
 	}
 	return f.inactive[userID], nil
 }

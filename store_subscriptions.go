@@ -436,7 +436,7 @@ func (s *store) unsubscribeUsers(caller user, names []string, principalIDs []uin
 // and a private channel's deletion to those who left it and can no
 // longer see it.
 func (s *store) audiences(tx *bbolt.Tx, change *subscriptionsChanged, created []channel) error {
-	users, err := allUsers(tx)
+	users, _, _, err := s.directory.of(tx)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"go.etcd.io/bbolt"
 )
@@ -32,7 +33,7 @@ func (s *store) createAccount(email, fullName string, role int, bot bool, passwo
 			return err
 		}
 		u = user{ID: id, Email: email, FullName: fullName, Role: role, Bot: bot, Active: true, Joined: s.now().Unix()}
-		if err := putJSON(users, itob(id), u); err != nil {
+		if err := putUser(tx, u); err != nil {
 			return err
 		}
 		if err := emails.Put(emailKey(email), itob(id)); err != nil {
@@ -47,9 +48,6 @@ func (s *store) createAccount(email, fullName string, role int, bot bool, passwo
 		report(accountCreated{User: u})
 		return s.putKey(tx, id, key)
 	})
-	if err == nil {
-		s.activeUsers.Add(1)
-	}
 	return u, key, err
 }
 
@@ -157,7 +155,15 @@ func userByEmail(tx *bbolt.Tx, email string) (user, error) {
 	return u, getJSON(tx.Bucket(bucketUsers), id, &u)
 }
 
-func (s *store) users() ([]user, error) { return listAll[user](s, bucketUsers) }
+func (s *store) users() ([]user, error) {
+	var list []user
+	err := s.view(func(tx *bbolt.Tx) error {
+		users, _, _, err := s.directory.of(tx)
+		list = slices.Clone(users)
+		return err
+	})
+	return list, err
+}
 
 // regenerateKey revokes every key of the account, makes one new key and,
 // as Zulip does when a key is regenerated, removes its push tokens.
@@ -187,43 +193,103 @@ func (s *store) regenerateKey(email string) (string, error) {
 }
 
 func (s *store) setActive(email string, active bool) error {
-	var delta int64
-	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		u, err := userByEmail(tx, email)
 		if err != nil {
 			return err
 		}
-		switch {
-		case u.Active == active:
-			delta = 0
-		case active:
-			delta = 1
-		default:
-			delta = -1
-		}
 		u.Active = active
 		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: !active})
-		return putJSON(tx.Bucket(bucketUsers), itob(u.ID), u)
+		return putUser(tx, u)
 	})
-	if err == nil {
-		s.activeUsers.Add(delta)
-	}
-	return err
 }
 
-// countActiveUsers counts the active accounts, once at open.
-func countActiveUsers(tx *bbolt.Tx) int64 {
-	n := int64(0)
-	tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
-		var u struct {
-			Active bool `json:"active"`
+// putUser writes an account, counting up meta's "users_version" in the
+// same transaction, so that the directory knows its copy is stale. Every
+// write of an account goes through it.
+func putUser(tx *bbolt.Tx, u user) error {
+	meta := tx.Bucket(bucketMeta)
+	version := uint64(0)
+	if v := meta.Get(keyUsersVersion); v != nil {
+		version = btoi(v)
+	}
+	if err := meta.Put(keyUsersVersion, itob(version+1)); err != nil {
+		return err
+	}
+	return putJSON(tx.Bucket(bucketUsers), itob(u.ID), u)
+}
+
+// userDirectory is every account, decoded once per change of any:
+// presence, channel figures, subscription audiences, mentions and
+// register's realm_users read all of them, and decoding them for each
+// request cost more than the rest of a registration in an organisation
+// of thousands (and held the committer for each subscription). A
+// transaction whose "users_version" is the one the copy was read at
+// takes the copy; any other decodes its own, so the copy is never
+// wrong, only missed. A read transaction keeps what it decoded when it
+// is newer than the copy; a write transaction never keeps its own, as it
+// may yet roll back (its version could then be another's).
+type userDirectory struct {
+	mu       sync.Mutex
+	valid    bool
+	version  uint64
+	users    []user // by id; shared, so never modified
+	active   int
+	inactive map[uint64]bool
+}
+
+// directoryOf is the accounts as the transaction sees them: the users
+// by id (shared: the caller must not modify them), how many are active,
+// and which are not.
+func (d *userDirectory) of(tx *bbolt.Tx) (users []user, active int, inactive map[uint64]bool, err error) {
+	version := uint64(0)
+	if v := tx.Bucket(bucketMeta).Get(keyUsersVersion); v != nil {
+		version = btoi(v)
+	}
+	d.mu.Lock()
+	if d.valid && d.version == version {
+		users, active, inactive = d.users, d.active, d.inactive
+		d.mu.Unlock()
+		return users, active, inactive, nil
+	}
+	d.mu.Unlock()
+	inactive = map[uint64]bool{}
+	err = tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
+		var u user
+		if err := json.Unmarshal(v, &u); err != nil {
+			return err
 		}
-		if json.Unmarshal(v, &u) == nil && u.Active {
-			n++
+		users = append(users, u)
+		if u.Active {
+			active++
+		} else {
+			inactive[u.ID] = true
 		}
 		return nil
 	})
-	return n
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if !tx.Writable() {
+		d.mu.Lock()
+		if !d.valid || version > d.version {
+			d.valid, d.version, d.users, d.active, d.inactive = true, version, users, active, inactive
+		}
+		d.mu.Unlock()
+	}
+	return users, active, inactive, nil
+}
+
+// activeUserCount is how many accounts are active, bots too (Zulip's
+// active_user_ids).
+func (s *store) activeUserCount() (int, error) {
+	n := 0
+	err := s.view(func(tx *bbolt.Tx) error {
+		var err error
+		_, n, _, err = s.directory.of(tx)
+		return err
+	})
+	return n, err
 }
 
 // hasUsers reports whether any account exists, without counting them

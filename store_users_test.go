@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -176,4 +177,61 @@ func (s *store) userCount() (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// The accounts are decoded once per change: every write of one
+// (created, deactivated) is seen by the next read, and a read
+// transaction of an older state sees its own accounts, not the copy's,
+// while later reads still see the latest.
+func TestUserDirectory_EveryChangeIsSeenAndAnOlderReadSeesItsOwn(t *testing.T) {
+	st := mustOpenStore(t)
+	alice, _ := mustCreateUser(t, st, "alice@example.com", roleMember, false)
+	countActive := func() int {
+		t.Helper()
+		n, err := st.activeUserCount()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := countActive(); got != 1 {
+		t.Fatalf("active users: got %d, want 1", got)
+	}
+	// A read transaction as of one account: a copy of the file now, so
+	// that holding it open does not stand in the writer's way.
+	snapshot := filepath.Join(t.TempDir(), "snapshot.db")
+	if err := st.db.View(func(tx *bbolt.Tx) error { return tx.CopyFile(snapshot, 0o600) }); err != nil {
+		t.Fatal(err)
+	}
+	copyDB, err := bbolt.Open(snapshot, 0o600, &bbolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer copyDB.Close()
+	old, err := copyDB.Begin(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Rollback()
+
+	mustCreateUser(t, st, "bob@example.com", roleMember, false)
+	if got := countActive(); got != 2 {
+		t.Fatalf("after a new account: got %d active, want 2", got)
+	}
+	if users, _, _, err := st.directory.of(old); err != nil || len(users) != 1 {
+		t.Fatalf("the older read transaction: got %d accounts (%v), want the 1 it sees", len(users), err)
+	}
+	if got := countActive(); got != 2 {
+		t.Errorf("after the older read decoded: got %d active, want still 2", got)
+	}
+	if err := st.setActive(alice.Email, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := countActive(); got != 1 {
+		t.Errorf("after a deactivation: got %d active, want 1", got)
+	}
+	users, err := st.users()
+	if err != nil || len(users) != 2 || users[0].Active {
+		t.Errorf("users after the deactivation: got %+v (%v), want alice inactive", users, err)
+	}
 }

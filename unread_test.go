@@ -357,7 +357,7 @@ func TestSendMessage_PagesWrittenDoNotGrowWithSubscribers(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if err := putJSON(tx.Bucket(bucketUsers), itob(id), user{ID: id, Email: "m" + strconv.Itoa(i) + "@example.com", Role: roleMember, Active: true}); err != nil {
+				if err := putUser(tx, user{ID: id, Email: "m" + strconv.Itoa(i) + "@example.com", Role: roleMember, Active: true}); err != nil {
 					return err
 				}
 				if err := st.addSubscription(tx, id, general.ID); err != nil {
