@@ -657,3 +657,47 @@ func BenchmarkRegister_WholeState(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSubscribeSelf is one person added to one more channel, in
+// organisations of 1,000 and 3,000 with a tab each listening: the peer
+// event goes to everyone who may see the channel, as in Zulip.
+func BenchmarkSubscribeSelf(b *testing.B) {
+	for _, n := range []int{1000, 3000} {
+		b.Run(fmt.Sprintf("people=%d", n), func(b *testing.B) {
+			e := newTestEnv(b)
+			seedOrganisation(b, e.st, n)
+			var users []user
+			mustView(b, e.st, func(tx *bbolt.Tx) error {
+				return tx.Bucket(bucketUsers).ForEach(func(_, v []byte) error {
+					var u user
+					json.Unmarshal(v, &u)
+					users = append(users, u)
+					return nil
+				})
+			})
+			for _, u := range users {
+				e.server.events.register(&eventQueue{userID: u.ID, types: []string{"subscription"}})
+			}
+			i := 0
+			for b.Loop() {
+				i++
+				if i%200 == 0 { // let the queues go, as tabs poll
+					for _, u := range users {
+						e.server.events.removeAll(u.ID)
+						e.server.events.register(&eventQueue{userID: u.ID, types: []string{"subscription"}})
+					}
+				}
+				u := users[i%len(users)] // a new subscription each time
+				body := url.Values{"subscriptions": {fmt.Sprintf(`[{"name":"extra%d"}]`, i/len(users))}, "principals": {fmt.Sprintf("[%d]", u.ID)}}
+				req := httptest.NewRequest(http.MethodPost, "/api/v1/users/me/subscriptions", strings.NewReader(body.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.SetBasicAuth(e.owner.Email, e.owner.key)
+				rec := httptest.NewRecorder()
+				e.handler.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("got %d %s", rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
