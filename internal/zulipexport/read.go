@@ -49,8 +49,20 @@ var errNotRegular = errors.New("not a regular file")
 // ReadTables walks a JSON object of tables ({"name": [rows…], …}), the
 // export's file name, as a stream, calling fn with each table's name and
 // the decoder positioned at its value; fn reads the value with ReadRows,
-// or returns false to have it skipped, a row at a time.
+// or returns false to have it skipped, a row at a time. A key whose value
+// is not a list is no table, and is skipped (ReadTablesAndValues names
+// it).
 func ReadTables(root *os.Root, name string, fn func(table string, dec *json.Decoder) (bool, error)) error {
+	return ReadTablesAndValues(root, name, fn, nil)
+}
+
+// ReadTablesAndValues is ReadTables that also calls value, if not nil,
+// with each key whose value is not a list, and that value: a string,
+// number, boolean or nil, or json.Delim('{') for an object, which is
+// skipped a member at a time. Zulip's realm.json has such keys beside its
+// tables: "import_source": "zulip" (do_export_realm), "sort_by_date"
+// (its converters'; import_realm.py reads it).
+func ReadTablesAndValues(root *os.Root, name string, fn func(table string, dec *json.Decoder) (bool, error), value func(key string, v json.Token) error) error {
 	f, err := openFile(root, name)
 	if err != nil {
 		return err
@@ -65,18 +77,53 @@ func ReadTables(root *os.Root, name string, fn func(table string, dec *json.Deco
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		table, _ := tok.(string)
-		read, err := fn(table, dec)
+		key, _ := tok.(string)
+		isTable, err := valueIsList(f, dec.InputOffset())
 		if err != nil {
-			return fmt.Errorf("%s: %s: %w", name, table, err)
+			return fmt.Errorf("%s: %s: %w", name, key, err)
+		}
+		if !isTable {
+			if err := skipValue(dec, key, value); err != nil {
+				return fmt.Errorf("%s: %s: %w", name, key, err)
+			}
+			continue
+		}
+		read, err := fn(key, dec)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", name, key, err)
 		}
 		if !read {
-			if err := skipValue(dec); err != nil {
-				return fmt.Errorf("%s: %s: %w", name, table, err)
+			if err := skipValue(dec, key, nil); err != nil {
+				return fmt.Errorf("%s: %s: %w", name, key, err)
 			}
 		}
 	}
 	return nil
+}
+
+// valueIsList tells whether the value after the key that ends at off, in
+// f, is a list. The decoder cannot be asked without taking the value's
+// first token, and has read ahead of off, so the file is read there: the
+// colon and the spaces before the value, a few bytes.
+func valueIsList(f io.ReaderAt, off int64) (bool, error) {
+	var buf [64]byte
+	for {
+		n, err := f.ReadAt(buf[:], off)
+		for _, c := range buf[:n] {
+			switch c {
+			case ' ', '\t', '\r', '\n', ':':
+				continue
+			}
+			return c == '[', nil
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return false, err
+		}
+		off += int64(n)
+	}
 }
 
 // ReadRows decodes the array at dec a row at a time.
@@ -104,12 +151,25 @@ func CountRows(dec *json.Decoder) (int, error) {
 	return n, err
 }
 
-// skipValue skips one value; an array is skipped a row at a time.
-func skipValue(dec *json.Decoder) error {
+// skipValue skips one value, an array a row at a time and an object a
+// member at a time, after handing it to value, if not nil: its first
+// token.
+func skipValue(dec *json.Decoder, key string, value func(key string, v json.Token) error) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return err
 	}
+	if value != nil {
+		if err := value(key, tok); err != nil {
+			return err
+		}
+	}
+	return skipRest(dec, tok)
+}
+
+// skipRest skips the rest of the value whose first token was tok.
+func skipRest(dec *json.Decoder, tok json.Token) error {
+	var err error
 	switch tok {
 	case json.Delim('['):
 		for dec.More() {
@@ -124,7 +184,7 @@ func skipValue(dec *json.Decoder) error {
 			if _, err := dec.Token(); err != nil {
 				return err
 			}
-			if err := skipValue(dec); err != nil {
+			if err := skipValue(dec, "", nil); err != nil {
 				return err
 			}
 		}

@@ -3,8 +3,10 @@ package zulipexport
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -69,7 +71,7 @@ func TestReadTables_ReadsTheTablesAskedForAndSkipsTheRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"zerver_realm", "zerver_userprofile", "zerver_usertopic", "zerver_odd", "zerver_stream"}; !slices.Equal(seen, want) {
+	if want := []string{"zerver_realm", "zerver_userprofile", "zerver_usertopic", "zerver_stream"}; !slices.Equal(seen, want) {
 		t.Errorf("tables: got %v, want %v", seen, want)
 	}
 	joined := 1600000001.5
@@ -107,6 +109,66 @@ func TestReadTables_ErrorsNameTheFileAndTable(t *testing.T) {
 	err := ReadTables(root, "messages-000001.json", func(string, *json.Decoder) (bool, error) { return false, stop })
 	if !errors.Is(err, stop) || err.Error() != "messages-000001.json: zerver_message: stop" {
 		t.Errorf("fn's error: got %v, want it wrapped with the file and table", err)
+	}
+}
+
+// realmWithKeysBesideTables is a realm.json with keys whose values are no
+// lists of rows, as Zulip writes them beside its tables: "import_source"
+// (do_export_realm), "sort_by_date" (its converters; import_realm.py reads
+// it), an object, a null, a number; one value starts 100 spaces and 100
+// newlines after its key, past what is read ahead of the key.
+var realmWithKeysBesideTables = `{
+  "zerver_realm": [{"id": 5}],
+  "sort_by_date"` + strings.Repeat(" ", 100) + `:` + strings.Repeat("\n", 100) + `true,
+  "zerver_odd": {"not": ["a", "list"], "deeper": {"x": [[1], {"y": []}]}},
+  "zerver_usertopic": [{"id": 1}, {"id": 2}],
+  "nothing": null, "count": 5,
+  "import_source": "zulip"
+}`
+
+// TestReadTables_KeysThatAreNotTablesAreSkipped: a reader that counts the
+// rows of every table it does not read stopped at Zulip's "import_source":
+// "zulip" (realm.json: import_source: expected [, found zulip).
+func TestReadTables_KeysThatAreNotTablesAreSkipped(t *testing.T) {
+	_, root := exportDir(t, map[string]string{"realm.json": realmWithKeysBesideTables})
+	counted := map[string]int{}
+	err := ReadTables(root, "realm.json", func(table string, dec *json.Decoder) (bool, error) {
+		n, err := CountRows(dec)
+		counted[table] = n
+		return true, err
+	})
+	if want := map[string]int{"zerver_realm": 1, "zerver_usertopic": 2}; err != nil || !maps.Equal(counted, want) {
+		t.Errorf("got %v, %v; want the two tables counted, %v", counted, err, want)
+	}
+}
+
+// TestReadTablesAndValues_NamesTheKeysThatAreNotTables: the import reports
+// what it leaves, so the keys that are no tables are named to it, with
+// their values (an object's is skipped a member at a time).
+func TestReadTablesAndValues_NamesTheKeysThatAreNotTables(t *testing.T) {
+	_, root := exportDir(t, map[string]string{"realm.json": realmWithKeysBesideTables})
+	var tables, values []string
+	err := ReadTablesAndValues(root, "realm.json", func(table string, dec *json.Decoder) (bool, error) {
+		tables = append(tables, table)
+		return false, nil
+	}, func(key string, value json.Token) error {
+		values = append(values, fmt.Sprintf("%s=%v", key, value))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"zerver_realm", "zerver_usertopic"}; !slices.Equal(tables, want) {
+		t.Errorf("tables: got %q, want %q", tables, want)
+	}
+	if want := []string{"sort_by_date=true", "zerver_odd={", "nothing=<nil>", "count=5", "import_source=zulip"}; !slices.Equal(values, want) {
+		t.Errorf("values: got %q, want %q", values, want)
+	}
+	stop := errors.New("stop")
+	err = ReadTablesAndValues(root, "realm.json", func(string, *json.Decoder) (bool, error) { return false, nil },
+		func(string, json.Token) error { return stop })
+	if !errors.Is(err, stop) || err.Error() != "realm.json: sort_by_date: stop" {
+		t.Errorf("value's error: got %v, want it wrapped with the file and key", err)
 	}
 }
 
