@@ -191,6 +191,7 @@ type importer struct {
 	clients    map[uint64]string
 	pairs      map[[2]uint64]*importedPair
 	channels   map[uint64]bool
+	private    map[uint64]bool // the private channels
 	// oldIDs is the temporary file of the imported messages' Zulip ids,
 	// 8 bytes each, the nth holding message n's; lastOld the last written.
 	// huddles are the members of each direct-message group, by its
@@ -214,7 +215,7 @@ func (s *store) importZulip(dir string) (importReport, error) {
 	}
 	defer root.Close()
 	x := &importer{s: s, root: root, users: map[uint64]bool{}, channelOf: map[uint64]uint64{}, recipients: map[uint64]zulipexport.Recipient{},
-		clients: map[uint64]string{}, paths: map[string]string{}, huddles: map[uint64][]uint64{}, conversations: map[string]uint64{}, pairs: map[[2]uint64]*importedPair{}, channels: map[uint64]bool{}}
+		clients: map[uint64]string{}, paths: map[string]string{}, huddles: map[uint64][]uint64{}, conversations: map[string]uint64{}, pairs: map[[2]uint64]*importedPair{}, channels: map[uint64]bool{}, private: map[uint64]bool{}}
 	empty := true
 	s.view(func(tx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketUsers, bucketChannels, bucketMessages} {
@@ -238,7 +239,7 @@ func (s *store) importZulip(dir string) (importReport, error) {
 	// at the end, before the import reports success.
 	s.db.NoSync = true
 	defer func() { s.db.NoSync = false }()
-	steps := []func() error{x.realm, x.attachments, x.messages, x.finishUnread, x.reactions, x.avatars}
+	steps := []func() error{x.realm, x.attachments, x.messages, x.finishUnread, x.reactions, x.avatars, x.leftImages}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return x.report, err
@@ -257,6 +258,7 @@ var realmTablesRead = map[string]bool{
 	"zerver_namedusergroup": true, "zerver_usergroupmembership": true, "zerver_groupgroupmembership": true,
 	"zerver_useractivity": true, "zerver_useractivityinterval": true, "zerver_userpresence": true,
 	"zerver_realmuserdefault": true, "zerver_onboardingstep": true, "zerver_huddle": true,
+	"zerver_presencesequence": true, "zerver_realmexport": true, "zerver_onboardingusermessage": true,
 }
 
 // realm reads realm.json's users, channels and subscriptions and writes
@@ -266,7 +268,7 @@ func (x *importer) realm() error {
 	var streams []zulipexport.Stream
 	var subs []zulipexport.Subscription
 	crossrealm := map[uint64]bool{}
-	err := zulipexport.ReadTables(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
+	err := zulipexport.ReadTablesAndValues(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
 		switch name {
 		case "zerver_userprofile", "zerver_userprofile_mirrordummy", "zerver_userprofile_crossrealm":
 			return true, zulipexport.ReadRows(dec, func(u zulipexport.User) error {
@@ -291,7 +293,7 @@ func (x *importer) realm() error {
 		n, err := zulipexport.CountRows(dec)
 		x.report.leave("rows of "+name, n)
 		return true, err
-	})
+	}, x.realmValue)
 	if err != nil {
 		return err
 	}
@@ -363,7 +365,7 @@ func (x *importer) realm() error {
 			if err := names.Put(nameKey(ch.Name), itob(ch.ID)); err != nil {
 				return err
 			}
-			x.channels[ch.ID] = true
+			x.channels[ch.ID], x.private[ch.ID] = true, ch.Private
 			maxChannel = max(maxChannel, ch.ID)
 			x.report.Channels++
 		}
@@ -403,6 +405,24 @@ func (x *importer) realm() error {
 		}
 		return nil
 	})
+}
+
+// realmValue takes a key of realm.json that is no table: "import_source"
+// says which program wrote the export, and is read by nothing here;
+// "sort_by_date" (Zulip's converters) asks for the messages to be
+// numbered in the order of their dates, and they are numbered in the
+// order of their ids; any other is named in the report.
+func (x *importer) realmValue(key string, v json.Token) error {
+	switch {
+	case key == "import_source":
+	case key == "sort_by_date":
+		if v == true {
+			x.report.leave("realm.json's sort_by_date: messages are numbered in the order of their ids, not of their dates", 1)
+		}
+	default:
+		x.report.leave(fmt.Sprintf("realm.json's %q, which is no table", key), 1)
+	}
+	return nil
 }
 
 // messageChannel is a message of the file being imported: its Zulip id,

@@ -78,6 +78,9 @@ func (x *importer) writeRows(tx *bbolt.Tx, rows []importedRow) error {
 			x.report.leave("group mentions: kept as mentions", 1)
 		}
 		pair := x.pairs[[2]uint64{r.userID, r.channelID}]
+		if pair == nil && x.private[r.channelID] {
+			x.report.leave("messages of private channels their readers have left: zulite shows them to the channel's subscribers only", 1)
+		}
 		if pair == nil || r.flags&zulipexport.FlagHistorical != 0 {
 			continue
 		}
