@@ -3,7 +3,8 @@ package main
 // Moving from Zulip: `zulite import DIR` reads a Zulip realm export (made
 // by `manage.py export`, by `zulite export`, or by one of Zulip's
 // converters) into a new, empty database, and prints what it brought
-// over and what zulite cannot hold.
+// over and what zulite cannot hold. DIR may be the tarball `manage.py
+// export` leaves (import_tarball.go).
 //
 // Direct messages become conversations (store_dms.go): a message to a
 // personal recipient is its sender's and that user's, one to a group
@@ -71,20 +72,36 @@ import (
 // importBatch is how many rows one write transaction takes.
 const importBatch = 5000
 
-// runImport imports the export in dir into o.DB, which must be new; a
-// failed import removes the database file and upload directory it made.
-func runImport(dir string, o options, stdout io.Writer) (err error) {
+// runImport imports the export at path, a directory or the tarball
+// `manage.py export` leaves, into o.DB, which must be new; a failed import
+// removes the database file and upload directory it made.
+func runImport(path string, o options, stdout io.Writer) (err error) {
 	if conn, err := net.DialTimeout("unix", socketPath(o.DB), lockTimeout); err == nil {
 		conn.Close()
 		return fmt.Errorf("import: a server is using %s: stop it, and import into a new database file", o.DB)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "realm.json")); err != nil {
-		return fmt.Errorf("import %s: no realm.json: %w", dir, err)
+	fi, err := os.Stat(path)
+	if err == nil && fi.IsDir() {
+		_, err = os.Stat(filepath.Join(path, "realm.json"))
+	}
+	if err != nil {
+		return fmt.Errorf("import %s: no realm.json: %w", path, err)
 	}
 	if err := createDatabaseFile(o.DB); err != nil {
 		return err
 	}
 	defer removeFailedImport(o.DB, &err)
+	dir := path
+	if !fi.IsDir() {
+		var unpacked string
+		dir, unpacked, err = unpackExport(path, o.DB)
+		if unpacked != "" {
+			defer os.RemoveAll(unpacked)
+		}
+		if err != nil {
+			return fmt.Errorf("import %s: %w", path, err)
+		}
+	}
 	st, err := openStore(o.DB, lockTimeout)
 	if err != nil {
 		return err
@@ -94,7 +111,7 @@ func runImport(dir string, o options, stdout io.Writer) (err error) {
 		err = closeErr
 	}
 	if err != nil {
-		return fmt.Errorf("import %s: %w", dir, err)
+		return fmt.Errorf("import %s: %w", path, err)
 	}
 	fmt.Fprint(stdout, report.String())
 	return nil
