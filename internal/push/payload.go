@@ -14,9 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"golang.org/x/net/html"
-	"golang.org/x/net/html/atom"
 )
 
 // Realm is the server as every payload names it.
@@ -189,79 +186,32 @@ func (r Realm) RemovePayloads(userID uint64, ids []uint64) (apns, fcm json.RawMe
 	return apns, fcm
 }
 
+// pushContentLength is the characters of a message a push shows.
+const pushContentLength = 200
+
 // truncatePushContent is truncate_content: 200 characters, then "…".
 func truncatePushContent(s string) (string, bool) {
-	if utf8.RuneCountInString(s) <= 200 {
+	if utf8.RuneCountInString(s) <= pushContentLength {
 		return s, false
 	}
 	r := []rune(s)
-	return string(r[:200]) + "…", true
+	return string(r[:pushContentLength]) + "…", true
 }
 
 // pushContent is get_mobile_push_content: the rendering as plain text,
 // emoji as their characters, images as their alt text, quotes as "> "
-// lines. A message without a rendering is its source.
+// lines (renderedText), read no further than truncatePushContent needs.
+// A message without a rendering, or one nested too deep to read, is its
+// source.
 func pushContent(rendered, source string) string {
 	if rendered == "" {
 		return source
 	}
-	nodes, err := html.ParseFragment(strings.NewReader(rendered), &html.Node{Type: html.ElementNode, Data: "div", DataAtom: atom.Div})
-	if err != nil {
+	text, ok := renderedText(rendered, pushContentLength+1)
+	if !ok {
 		return source
 	}
-	var b strings.Builder
-	for _, n := range nodes {
-		pushText(&b, n)
-	}
-	return b.String()
-}
-
-func pushText(b *strings.Builder, n *html.Node) {
-	switch n.Type {
-	case html.TextNode:
-		b.WriteString(n.Data)
-		return
-	case html.ElementNode:
-	default:
-		return
-	}
-	attr := func(name string) string {
-		for _, a := range n.Attr {
-			if a.Key == name {
-				return a.Val
-			}
-		}
-		return ""
-	}
-	if class := attr("class"); strings.Contains(class, "emoji") {
-		for _, c := range strings.Fields(class) {
-			if code, ok := strings.CutPrefix(c, "emoji-"); ok {
-				if s, ok := emojiFromCode(code); ok {
-					b.WriteString(s)
-					return
-				}
-			}
-		}
-	}
-	switch n.Data {
-	case "img":
-		b.WriteString(attr("alt"))
-		return
-	case "blockquote":
-		var inner strings.Builder
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			pushText(&inner, c)
-		}
-		for _, line := range strings.Split(inner.String(), "\n") {
-			if line != "" {
-				b.WriteString("> " + line + "\n")
-			}
-		}
-		return
-	}
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		pushText(b, c)
-	}
+	return text
 }
 
 // emojiFromCode is hex_codepoint_to_emoji: "1f419" or "1f1fa-1f1f8".
