@@ -93,7 +93,7 @@ var commands = []command{
 	{name: "channel list", about: "list channels: id, name, public/private, description", admin: channelList},
 	{name: "push register", args: "EMAIL HOSTNAME", nargs: 2, about: "register the server with Zulip's mobile push notification service, for the official apps (EMAIL: the organisation's contact; HOSTNAME: the server's public name)", admin: pushRegister},
 	{name: "backup", args: "FILE", nargs: 1, about: "write a consistent copy of the database to FILE, also while serving"},
-	{name: "export", args: "DIR", nargs: 1, about: "write the organisation as a Zulip export (manage.py import reads it) into DIR, also while serving"},
+	{name: "export", args: "DIR", nargs: 1, about: "write the organisation as a Zulip 11.x export (manage.py import reads it) into DIR, also while serving"},
 	{name: "import", args: "DIR", nargs: 1, about: "read a Zulip export (manage.py export's directory or its .tar.gz, or zulite export's directory) into a new database"},
 	{name: "version", about: "print the version"},
 }

@@ -2,11 +2,16 @@ package main
 
 // Moving to Zulip: `zulite export DIR` writes the organisation as a
 // Zulip realm export, the directory `manage.py import` reads
-// (zerver/lib/import_realm.py):
+// (zerver/lib/import_realm.py) in Zulip 11.x, the releases of the API
+// level zulite reports:
 //
-//	DIR/realm.json            the realm, users, channels (zerver_stream),
-//	                          recipients, subscriptions, reactions and the
-//	                          tables the importer requires, empty
+//	DIR/migration_status.json the Zulip version (11.0), whose major version
+//	                          the importer compares with its own, and no
+//	                          app's migrations (zulipexport.WriteMigrationStatus)
+//	DIR/realm.json            import_source ("zulite"), the realm, users,
+//	                          channels (zerver_stream), recipients,
+//	                          subscriptions, reactions and the tables the
+//	                          importer requires, empty
 //	DIR/messages-000001.json  zerver_message and zerver_usermessage, 1000
 //	DIR/messages-000002.json  messages a file, as Zulip writes them
 //	DIR/attachment.json       zerver_attachment, with the messages linking each file
@@ -15,13 +20,20 @@ package main
 //	DIR/zulite-export.txt     what was written and what Zulip will not get
 //
 // It is written the way Zulip's converters from other products write it
-// (zerver/data_import/), not as a Zulip server's own export: no user
-// groups (the importer makes the system groups and puts each user in
-// their role's), no audit log (it records the subscriptions), ids kept
-// as zulite's, which the importer renumbers. Users carry no credentials:
-// no password hash (the importer sets unusable passwords; users reset
-// theirs by e-mail) and no API key (the importer makes new ones); push
-// tokens are not exported (devices register again when they log in).
+// (zerver/data_import/), not as a Zulip server's own export: an
+// import_source of its own, no user groups (the importer makes the system
+// groups and puts each user in their role's), no audit log (it records
+// the subscriptions), ids kept as zulite's, which the importer renumbers.
+// A converter runs on the importing server and writes that server's
+// migrations into migration_status.json; zulite, which cannot know them,
+// lists none, which the importer warns about and accepts. Every table
+// and field the importer reads is written (export_checker_test.go checks
+// them against its lines), rows as Zulip's exporter writes them: users
+// without credentials (EXCLUDED_USER_PROFILE_FIELDS: no password hash,
+// API key or uuid; the importer sets unusable passwords, users reset
+// theirs by e-mail, and makes new keys), and a direct message marked
+// is_channel_message false. Push tokens are not exported (devices
+// register again when they log in).
 //
 // While a server holds the database, the export is made from a backup
 // the server streams over its admin socket (runBackup's path): one read
@@ -162,7 +174,8 @@ func (r exportReport) String() string {
 		r.Users, r.Channels, r.Subscriptions, r.Messages, r.Files, r.UserMessages, r.Reactions, r.Attachments, r.Avatars)
 	fmt.Fprintf(&b, "not exported: %d API keys and %d password hashes (Zulip's import makes new keys and asks users to reset their passwords), %d push tokens (devices register again), %d channel permission settings changed from the defaults (Zulip starts from its defaults), %d user statuses\n",
 		r.APIKeys, r.Passwords, r.PushTokens, r.ChannelPermissions, r.StatusTexts)
-	b.WriteString("import on the Zulip server: ./manage.py import SUBDOMAIN DIR (see https://zulip.readthedocs.io/en/latest/production/export-and-import.html)\n")
+	fmt.Fprintf(&b, "import on a Zulip %s.x server: ./manage.py import SUBDOMAIN DIR (see https://zulip.readthedocs.io/en/latest/production/export-and-import.html); it warns that the export lists no migrations of its apps, as zulite cannot know the server's\n",
+		strings.Split(zulipexport.ZulipVersion, ".")[0])
 	return b.String()
 }
 
@@ -224,6 +237,9 @@ func (x *exporter) run() error {
 			return err
 		}
 		if err := x.avatars(); err != nil {
+			return err
+		}
+		if err := x.out.WriteMigrationStatus(); err != nil {
 			return err
 		}
 		return x.realm()
@@ -353,6 +369,7 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 			Subject: m.Topic, Content: m.Content, RenderedContent: rendered, RenderedContentVersion: 1,
 			DateSent: zulipexport.Timestamp(m.Timestamp), LastEditTime: zulipexport.Timestamp(max(m.LastEdit, m.LastMoved)), SendingClient: x.client(m.Client),
 			HasAttachment: hasAttachment, HasImage: strings.Contains(rendered, "<img"), HasLink: strings.Contains(rendered, "<a "),
+			IsChannelMessage: !m.isDirect(),
 		}
 		if len(m.EditHistory) > 0 { // Zulip's Message.edit_history: a JSON text, newest first, as zulite keeps it
 			history, err := json.Marshal(m.EditHistory)
@@ -426,7 +443,7 @@ func (x *exporter) realm() error {
 	}
 	realm := map[string]any{
 		"id": exportRealmID, "name": "zulite", "string_id": "zulite", "description": "Organization imported from zulite.",
-		"date_created": zulipexport.Timestamp(created), "deactivated": false,
+		"date_created": zulipexport.Timestamp(created), "deactivated": false, "moderation_request_channel": nil,
 		"new_stream_announcements_stream": nil, "signup_announcements_stream": nil, "zulip_update_announcements_stream": nil,
 	}
 	var profiles []map[string]any
@@ -445,13 +462,16 @@ func (x *exporter) realm() error {
 		if u.Bot {
 			botType = 1 // a generic bot
 		}
+		// As Zulip's exporter writes a user: without api_key, password
+		// and uuid (EXCLUDED_USER_PROFILE_FIELDS), which the importer
+		// makes anew.
 		profiles = append(profiles, map[string]any{
 			"id": u.ID, "email": u.Email, "delivery_email": u.Email, "full_name": u.FullName, "role": role,
 			"is_bot": u.Bot, "bot_type": botType, "bot_owner": nil, "is_active": u.Active, "is_mirror_dummy": false,
 			"realm": exportRealmID, "date_joined": zulipexport.Timestamp(u.Joined), "last_login": nil, "last_reminder": nil,
 			"default_sending_stream": nil, "default_events_register_stream": nil, "last_active_message_id": nil,
-			"avatar_source": avatarSource, "avatar_version": max(u.AvatarVersion, 1), "timezone": "",
-			"password": nil, "api_key": "", "user_permissions": []any{}, "groups": []any{},
+			"avatar_source": avatarSource, "avatar_version": avatarVersion(u), "timezone": "",
+			"translate_emoticons": translatesEmoticons(tx, u.ID), "user_permissions": []any{}, "groups": []any{},
 		})
 		recipients = append(recipients, map[string]any{"id": recipientID(zulipexport.RecipientPersonal, u.ID), "type": zulipexport.RecipientPersonal, "type_id": u.ID})
 		subscriptions = append(subscriptions, map[string]any{"id": len(subscriptions) + 1, "user_profile": u.ID,
@@ -479,7 +499,7 @@ func (x *exporter) realm() error {
 			"id": ch.ID, "name": ch.Name, "description": ch.Description, "rendered_description": "",
 			"invite_only": ch.Private, "history_public_to_subscribers": true, "is_web_public": false,
 			"realm": exportRealmID, "creator": nilIfZero(ch.CreatorID), "date_created": zulipexport.Timestamp(ch.Created),
-			"deactivated": false, "message_retention_days": nil,
+			"deactivated": false, "message_retention_days": nil, "folder": nil,
 		})
 		x.report.ChannelPermissions += len(ch.Groups)
 		recipients = append(recipients, map[string]any{"id": recipientID(recipientChannel, ch.ID), "type": recipientChannel, "type_id": ch.ID})
@@ -542,6 +562,19 @@ func keysWithPrefix(b *bbolt.Bucket, prefix []byte) int {
 		n++
 	}
 	return n
+}
+
+// translatesEmoticons is the user's translate_emoticons setting, which
+// Zulip's import reads to render a message that comes without its
+// rendering.
+func translatesEmoticons(tx *bbolt.Tx, userID uint64) bool {
+	var settings struct {
+		TranslateEmoticons bool `json:"translate_emoticons"`
+	}
+	if v := tx.Bucket(bucketUserSettings).Get(itob(userID)); v != nil {
+		json.Unmarshal(v, &settings) // a setting that is not a bool is the default
+	}
+	return settings.TranslateEmoticons
 }
 
 func nilIfZero(id uint64) any {

@@ -59,7 +59,8 @@ func (x *exporter) avatars() error {
 			if err := x.out.CopyFile("avatars", path, blobPath(x.blobs, f.sum)); err != nil {
 				return fmt.Errorf("avatar of user %d: %w", u.ID, err)
 			}
-			records = append(records, zulipexport.RecordRow{Path: path, S3Path: path, RealmID: exportRealmID, UserProfileID: u.ID, ContentType: "image/png"})
+			records = append(records, zulipexport.RecordRow{Path: path, S3Path: path, RealmID: exportRealmID, UserProfileID: u.ID, ContentType: "image/png",
+				AvatarVersion: avatarVersion(u)}) // as in the user's row
 		}
 		x.report.Avatars++
 	}

@@ -88,3 +88,16 @@ func RewriteUploadLinks(text string, paths map[string]string) string {
 		return link
 	})
 }
+
+// ZulipVersion is the Zulip release an export is written for: 11.0, of
+// API feature level 421, the level zulite reports. Zulip's import
+// compares its major version with its own (check_migration_status in
+// zerver/lib/import_realm.py), so the export imports into any 11.x.
+const ZulipVersion = "11.0"
+
+// ImportSource is realm.json's "import_source": the product an export
+// comes from, as Zulip's converters name theirs ("slack", "mattermost");
+// the importer treats an export of any source but "zulip" as a
+// converter's, giving the realm announcement channels and welcome
+// messages.
+const ImportSource = "zulite"

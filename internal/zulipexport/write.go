@@ -34,6 +34,9 @@ type (
 		HasAttachment          bool   `json:"has_attachment"`
 		HasImage               bool   `json:"has_image"`
 		HasLink                bool   `json:"has_link"`
+		// IsChannelMessage is false for a direct message: Zulip's
+		// Message.is_channel_message defaults to true.
+		IsChannelMessage bool `json:"is_channel_message"`
 	}
 	UserMessageRow struct {
 		ID          uint64 `json:"id"`
@@ -71,6 +74,10 @@ type (
 		ContentType   string `json:"content_type"`
 		Size          int64  `json:"size"`
 		LastModified  any    `json:"last_modified"`
+		// AvatarVersion is an avatar's record's: the importer stores the
+		// image under the path it makes from the user's id and this
+		// version, which must be the user's avatar_version.
+		AvatarVersion int `json:"avatar_version,omitempty"`
 	}
 )
 
@@ -88,7 +95,8 @@ var realmTables = []string{
 // Writer writes an export into its directory. Messages come first, a
 // file of MessagesPerFile at a time, with their reactions, which wait in
 // a temporary file of the directory; then the uploaded files and avatars
-// with their records; realm.json last, with the reactions.
+// with their records and migration_status.json; realm.json last, with
+// the reactions.
 type Writer struct {
 	dir string
 	// writeFile makes the file at path whole or not at all from what
@@ -179,9 +187,23 @@ func (w *Writer) WriteAttachments(rows []AttachmentRow) error {
 	return w.writeJSON(filepath.Join(w.dir, "attachment.json"), map[string]any{"zerver_attachment": rows})
 }
 
+// WriteMigrationStatus writes migration_status.json, which Zulip's
+// import reads before anything else (check_migration_status): the Zulip
+// version, whose major version must be the importing server's, and the
+// migrations applied, by app. A listed app's must be exactly the
+// server's, an app not listed is only warned about; zulite lists none,
+// since it cannot know which a server applied (Zulip's converters run on
+// the importing server and write its own: export_migration_status in
+// zerver/lib/export.py).
+func (w *Writer) WriteMigrationStatus() error {
+	return w.writeJSON(filepath.Join(w.dir, "migration_status.json"), map[string]any{
+		"migrations_by_app": map[string][]string{}, "zulip_version": ZulipVersion})
+}
+
 // WriteRealm writes realm.json: the tables given (name → its rows), each
-// table the importer requires and not given as an empty list, and
-// zerver_reaction last, the rows added, copied from their file.
+// table the importer requires and not given as an empty list,
+// import_source, and zerver_reaction last, the rows added, copied from
+// their file.
 func (w *Writer) WriteRealm(tables map[string]any) error {
 	names := make([]string, 0, len(tables)+len(realmTables))
 	for name := range tables {
@@ -198,7 +220,7 @@ func (w *Writer) WriteRealm(tables map[string]any) error {
 	}
 	return w.writeFile(filepath.Join(w.dir, "realm.json"), func(out io.Writer) error {
 		bw := bufio.NewWriter(out)
-		bw.WriteString("{")
+		fmt.Fprintf(bw, "{%q:%q,\n", "import_source", ImportSource)
 		for _, name := range names {
 			rows, ok := tables[name]
 			if !ok {
