@@ -31,9 +31,10 @@ package main
 // them against its lines), rows as Zulip's exporter writes them: users
 // without credentials (EXCLUDED_USER_PROFILE_FIELDS: no password hash,
 // API key or uuid; the importer sets unusable passwords, users reset
-// theirs by e-mail, and makes new keys), and a direct message marked
-// is_channel_message false. Push tokens are not exported (devices
-// register again when they log in).
+// theirs by e-mail, and makes new keys), a direct message marked
+// is_channel_message false, and a "historical" user-message row for each
+// message a user sees without having received it (messageFile). Push
+// tokens are not exported (devices register again when they log in).
 //
 // While a server holds the database, the export is made from a backup
 // the server streams over its admin socket (runBackup's path): one read
@@ -44,6 +45,7 @@ package main
 // reopened between them (store.export says why).
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -164,14 +166,17 @@ func prepareExportDir(dir string) error {
 type exportReport struct {
 	Users, Channels, Subscriptions, Messages, UserMessages, Reactions, Attachments, Avatars int
 	Files                                                                                   int
+	// Historical are the user-message rows of messages seen without
+	// being received (starred where one was not subscribed, …).
+	Historical int
 	// Left out, with counts.
 	APIKeys, Passwords, PushTokens, ChannelPermissions, StatusTexts int
 }
 
 func (r exportReport) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "exported: %d users, %d channels, %d subscriptions, %d messages in %d files, %d user-message rows, %d reactions, %d uploaded files, %d avatars\n",
-		r.Users, r.Channels, r.Subscriptions, r.Messages, r.Files, r.UserMessages, r.Reactions, r.Attachments, r.Avatars)
+	fmt.Fprintf(&b, "exported: %d users, %d channels, %d subscriptions, %d messages in %d files, %d user-message rows (%d historical: messages starred, marked unread or mentioned where the user was not subscribed then), %d reactions, %d uploaded files, %d avatars\n",
+		r.Users, r.Channels, r.Subscriptions, r.Messages, r.Files, r.UserMessages, r.Historical, r.Reactions, r.Attachments, r.Avatars)
 	fmt.Fprintf(&b, "not exported: %d API keys and %d password hashes (Zulip's import makes new keys and asks users to reset their passwords), %d push tokens (devices register again), %d channel permission settings changed from the defaults (Zulip starts from its defaults), %d user statuses\n",
 		r.APIKeys, r.Passwords, r.PushTokens, r.ChannelPermissions, r.StatusTexts)
 	fmt.Fprintf(&b, "import on a Zulip %s.x server: ./manage.py import SUBDOMAIN DIR (see https://zulip.readthedocs.io/en/latest/production/export-and-import.html); it warns that the export lists no migrations of its apps, as zulite cannot know the server's\n",
@@ -208,6 +213,8 @@ type exporter struct {
 	blobs  string
 	report *exportReport
 	users  []user
+	// flagHolders are the users with a personal flag on some message.
+	flagHolders []user
 	// clients are the sending clients by name, numbered as met.
 	clients []string
 	// links are the messages linking each upload path.
@@ -218,8 +225,11 @@ type exporter struct {
 
 func (x *exporter) run() error {
 	err := x.in(func() (err error) {
-		x.users, err = allUsers(x.tx)
-		return err
+		if x.users, err = allUsers(x.tx); err != nil {
+			return err
+		}
+		x.flagHolders = flagHolders(x.tx, x.users)
+		return nil
 	})
 	if err != nil {
 		return err
@@ -328,9 +338,56 @@ func (x *exporter) messages() error {
 	return nil
 }
 
-// messageFile writes one file of messages and their per-user rows: a row
-// for each subscriber who was subscribed when the message came (its id
-// above their start), with the read bit from the unread state.
+// flagHolders are the users who hold a personal flag on some message:
+// those whose flags the message files look up.
+func flagHolders(tx *bbolt.Tx, users []user) []user {
+	var holders []user
+	c := tx.Bucket(bucketFlags).Cursor()
+	for _, u := range users {
+		if k, _ := c.Seek(itob(u.ID)); k != nil && bytes.HasPrefix(k, itob(u.ID)) {
+			holders = append(holders, u)
+		}
+	}
+	return holders
+}
+
+// heldFlag is a personal flag byte one user holds on a message.
+type heldFlag struct {
+	user  user
+	flags byte
+}
+
+// heldFlags are the flags the holders hold on messages first to last, by
+// message: a seek and a short walk of the flags bucket per holder, its
+// keys being user ‖ message.
+func (x *exporter) heldFlags(first, last uint64) map[uint64][]heldFlag {
+	held := map[uint64][]heldFlag{}
+	c := x.tx.Bucket(bucketFlags).Cursor()
+	for _, u := range x.flagHolders {
+		prefix := itob(u.ID)
+		for k, v := c.Seek(append(itob(u.ID), itob(first)...)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			id := btoi(k[8:])
+			if id > last {
+				break
+			}
+			if len(v) > 0 && v[0] != 0 {
+				held[id] = append(held[id], heldFlag{u, v[0]})
+			}
+		}
+	}
+	return held
+}
+
+// messageFile writes one file of messages and their per-user rows. Each
+// user who can see a message has one, as in Zulip: a subscriber who was
+// subscribed when it came (its id above their start), a participant in a
+// direct message, with the read bit from the unread state; and, as
+// Zulip's "historical" rows (create_historical_user_messages: historical
+// and read, less what the user changed), a subscriber who joined after it
+// and starred it or marked it unread, and a user not subscribed who holds
+// a flag on it (starred it, or was mentioned and left) in a channel whose
+// messages they may read. Without the row, the importer would lose the
+// message from their view and their starred messages.
 func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exportSubscriber) error {
 	messageRows := make([]zulipexport.MessageRow, 0, len(batch))
 	userMessageRows := []zulipexport.UserMessageRow{}
@@ -338,16 +395,27 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 	for _, m := range batch {
 		byChannel[m.readKey()] = append(byChannel[m.readKey()], m.ID)
 	}
-	// unread[user‖channel] is the batch's unread ids there, sorted.
+	// unread[user‖channel] is the batch's unread ids there, sorted;
+	// subscribed[channel] its subscribers (or participants).
 	unread := map[[2]uint64][]uint64{}
+	subscribed := map[uint64]map[uint64]bool{}
 	for channelID, ids := range byChannel {
+		subscribed[channelID] = map[uint64]bool{}
 		for _, sub := range subscribersOf(channelID) {
+			subscribed[channelID][sub.userID] = true
 			list, err := unreadAmong(x.tx, sub.userID, channelID, ids)
 			if err != nil {
 				return err
 			}
 			unread[[2]uint64{sub.userID, channelID}] = list
 		}
+	}
+	held := x.heldFlags(batch[0].ID, batch[len(batch)-1].ID)
+	channels := map[uint64]channel{}
+	addRow := func(userID, messageID uint64, mask int64) {
+		x.report.UserMessages++
+		userMessageRows = append(userMessageRows, zulipexport.UserMessageRow{
+			ID: uint64(x.report.UserMessages), UserProfile: userID, Message: messageID, FlagsMask: mask})
 	}
 	flags := x.tx.Bucket(bucketFlags)
 	for _, m := range batch {
@@ -379,18 +447,41 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 			row.EditHistory = string(history)
 		}
 		messageRows = append(messageRows, row)
-		for _, sub := range subscribersOf(m.readKey()) {
-			if m.ID <= sub.start {
-				continue
-			}
+		key := m.readKey()
+		for _, sub := range subscribersOf(key) {
 			var b byte
 			if v := flags.Get(append(itob(sub.userID), itob(m.ID)...)); len(v) > 0 {
 				b = v[0]
 			}
-			_, isUnread := slices.BinarySearch(unread[[2]uint64{sub.userID, m.readKey()}], m.ID)
-			userMessageRows = append(userMessageRows, zulipexport.UserMessageRow{
-				ID: uint64(x.report.UserMessages + 1), UserProfile: sub.userID, Message: m.ID, FlagsMask: zulipFlags(b, !isUnread) | private})
-			x.report.UserMessages++
+			_, isUnread := slices.BinarySearch(unread[[2]uint64{sub.userID, key}], m.ID)
+			mask := zulipFlags(b, !isUnread) | private
+			if m.ID <= sub.start { // before they joined: theirs only by what they did to it
+				if b == 0 && !isUnread {
+					continue
+				}
+				mask |= zulipexport.FlagHistorical
+				x.report.Historical++
+			}
+			addRow(sub.userID, m.ID, mask)
+		}
+		if !m.isDirect() { // a direct message's flags are its participants'
+			for _, h := range held[m.ID] {
+				if subscribed[key][h.user.ID] {
+					continue
+				}
+				ch, ok := channels[m.ChannelID]
+				if !ok {
+					var err error
+					if ch, err = x.s.channelByID(x.tx, m.ChannelID); err != nil {
+						return err
+					}
+					channels[m.ChannelID] = ch
+				}
+				if canAccess(x.tx, h.user, ch) {
+					addRow(h.user.ID, m.ID, zulipFlags(h.flags, true)|zulipexport.FlagHistorical)
+					x.report.Historical++
+				}
+			}
 		}
 		for _, r := range reactionsOf(x.tx, m.ID) {
 			x.report.Reactions++

@@ -19,7 +19,8 @@ import (
 
 // exportActivity gives newTestEnv's organisation some history: messages
 // in two channels and several topics, messages read, starred and marked
-// unread again out of order, a reaction, an upload linked from a message,
+// unread again out of order, messages starred by users who were not
+// subscribed when they came, a reaction, an upload linked from a message,
 // an avatar and a deactivated user.
 func exportActivity(t *testing.T, e *testEnv) (fileURL string) {
 	t.Helper()
@@ -40,6 +41,11 @@ func exportActivity(t *testing.T, e *testEnv) (fileURL string) {
 	mustUpdateFlags(t, e.st, e.bob.user, []uint64{general[1], general[11]}, flagChange{"starred", true})
 	mustUpdateFlags(t, e.st, e.alice.user, []uint64{secret[0], general[4]}, flagChange{"starred", true})
 	mustUpdateFlags(t, e.st, e.alice.user, []uint64{general[9]}, flagChange{"collapsed", true})
+	// Messages starred by users who did not receive them: the admin, not
+	// subscribed to the public channel, and the owner, who joined it
+	// after general[1].
+	mustUpdateFlags(t, e.st, e.admin.user, []uint64{general[3]}, flagChange{"starred", true})
+	mustUpdateFlags(t, e.st, e.owner.user, []uint64{general[0]}, flagChange{"starred", true})
 	wantAPISuccess(t, e.request(t, "POST", fmt.Sprintf("/api/v1/messages/%d/reactions", general[3]), url.Values{"emoji_name": {"octopus"}}, &e.bob))
 	wantAPISuccess(t, e.request(t, "PATCH", fmt.Sprintf("/api/v1/messages/%d", general[6]), url.Values{"content": {"edited **once**"}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "PATCH", fmt.Sprintf("/api/v1/messages/%d", general[7]), url.Values{"topic": {"moved"}}, &e.bob))
@@ -147,7 +153,8 @@ func TestExport_PassesEveryRuleOfZulipsImporter(t *testing.T) {
 	}
 
 	// Bob's rows carry his state as Zulip's bitmask (read 1, starred 2);
-	// the owner, who joined after two messages, has no row for them.
+	// the owner, who joined after two messages, has a row of the first
+	// only, which he starred: historical (1024), as Zulip makes one.
 	unread, starred := mustUnread(t, e.st, e.bob.user, e.general), e.starred(t, e.bob)
 	if len(unread) < 3 || len(starred) != 2 {
 		t.Fatalf("the activity: bob has %v unread, %v starred", unread, starred)
@@ -161,6 +168,7 @@ func TestExport_PassesEveryRuleOfZulipsImporter(t *testing.T) {
 		}
 		return nil
 	})
+	historicalStar := float64(zulipexport.FlagHistorical | zulipexport.FlagRead | zulipexport.FlagStarred)
 	for i, id := range channelIDs {
 		want := float64(zulipexport.FlagRead)
 		if slices.Contains(unread, id) {
@@ -172,9 +180,18 @@ func TestExport_PassesEveryRuleOfZulipsImporter(t *testing.T) {
 		if got, ok := flagsOf[[2]float64{float64(e.bob.ID), float64(id)}]; !ok || got != want {
 			t.Errorf("bob's flags_mask for message %d: got %v (row: %v), want %v", id, got, ok, want)
 		}
-		if _, ok := flagsOf[[2]float64{float64(e.owner.ID), float64(id)}]; ok != (i >= 2) {
-			t.Errorf("the owner's row for message %d (the %dth): got %v, want %v", id, i, ok, i >= 2)
+		got, ok := flagsOf[[2]float64{float64(e.owner.ID), float64(id)}]
+		switch {
+		case i == 0 && (!ok || got != historicalStar):
+			t.Errorf("the owner's row for message %d, starred before he joined: got %v (row: %v), want %v", id, got, ok, historicalStar)
+		case i == 1 && ok:
+			t.Errorf("the owner's row for message %d, before he joined: got %v, want none", id, got)
+		case i >= 2 && (!ok || int64(got)&zulipexport.FlagHistorical != 0):
+			t.Errorf("the owner's row for message %d: got %v (row: %v), want one, not historical", id, got, ok)
 		}
+	}
+	if got, ok := flagsOf[[2]float64{float64(e.admin.ID), float64(channelIDs[3])}]; !ok || got != historicalStar {
+		t.Errorf("the admin's row for the message he starred without being subscribed: got %v (row: %v), want %v", got, ok, historicalStar)
 	}
 
 	var attachments map[string]any
@@ -188,6 +205,69 @@ func TestExport_PassesEveryRuleOfZulipsImporter(t *testing.T) {
 		readJSONFile(t, filepath.Join(dir, sub, "records.json"), &records)
 		if len(records) == 0 {
 			t.Errorf("%s/records.json: empty", sub)
+		}
+	}
+}
+
+// exportedFlags reads every zerver_usermessage row of an export:
+// (user, message) → flags_mask.
+func exportedFlags(t *testing.T, dir string) map[[2]uint64]int64 {
+	t.Helper()
+	rows := map[[2]uint64]int64{}
+	for n := 1; ; n++ {
+		path := filepath.Join(dir, fmt.Sprintf("messages-%06d.json", n))
+		if _, err := os.Stat(path); err != nil {
+			return rows
+		}
+		var file struct {
+			Rows []zulipexport.UserMessageRow `json:"zerver_usermessage"`
+		}
+		readJSONFile(t, path, &file)
+		for _, r := range file.Rows {
+			rows[[2]uint64{r.UserProfile, r.Message}] = r.FlagsMask
+		}
+	}
+}
+
+// A message a user sees without having received it (starred, marked
+// unread or mentioned where they were not subscribed then) is a
+// historical row, as Zulip's create_historical_user_messages makes one
+// (zerver/lib/user_message.py: historical and read, less what the user
+// changed): without it Zulip's import loses the message from their view.
+// A flag left on a message of a private channel the user can no longer
+// read gives no row, which would give them the message in Zulip.
+func TestExport_MessagesSeenWithoutBeingReceivedGetHistoricalRows(t *testing.T) {
+	e := newTestEnv(t)
+	before := e.sendAs(t, e.alice, e.general, "before") // the owner joins after it
+	hidden := e.sendAs(t, e.alice, e.secret, "plans")
+	mustSubscribe(t, e.st, e.owner.user, "general")
+	after := e.sendAs(t, e.alice, e.general, "after")
+	mustUpdateFlags(t, e.st, e.admin.user, []uint64{after}, flagChange{"starred", true}) // not subscribed
+	mustUpdateFlags(t, e.st, e.owner.user, []uint64{before}, flagChange{"read", false})  // before he joined
+	mustUpdateFlags(t, e.st, e.alice.user, []uint64{hidden}, flagChange{"starred", true})
+	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["secret"]`}}, &e.alice))
+	if unread := mustUnread(t, e.st, e.owner.user, e.general); !slices.Contains(unread, before) {
+		t.Fatalf("the owner's unread messages: got %v, want %d among them", unread, before)
+	}
+
+	rows := exportedFlags(t, mustExport(t, e.st))
+	for _, c := range []struct {
+		name          string
+		user, message uint64
+		want          int64 // -1: no row
+	}{
+		{"starred by a non-subscriber", e.admin.ID, after, zulipexport.FlagHistorical | zulipexport.FlagRead | zulipexport.FlagStarred},
+		{"marked unread before joining", e.owner.ID, before, zulipexport.FlagHistorical},
+		{"received after joining", e.owner.ID, after, 0},
+		{"starred in a private channel since left", e.alice.ID, hidden, -1},
+		{"neither received nor flagged", e.admin.ID, before, -1},
+	} {
+		got, ok := rows[[2]uint64{c.user, c.message}]
+		if !ok {
+			got = -1
+		}
+		if got != c.want {
+			t.Errorf("%s: flags_mask of user %d on message %d: got %d, want %d", c.name, c.user, c.message, got, c.want)
 		}
 	}
 }
