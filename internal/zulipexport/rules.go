@@ -96,8 +96,9 @@ func RewriteUploadLinks(text string, paths map[string]string) string {
 const ZulipVersion = "11.0"
 
 // ImportSource is realm.json's "import_source": the product an export
-// comes from, as Zulip's converters name theirs ("slack", "mattermost");
-// the importer treats an export of any source but "zulip" as a
-// converter's, giving the realm announcement channels and welcome
-// messages.
+// comes from, as Zulip's converters name theirs ("slack", "mattermost").
+// The importer reads it without a default, and treats an export of any
+// source but "zulip" as a converter's: where the realm names no
+// announcement channel it takes the most subscribed one, and it sends
+// its welcome messages.
 const ImportSource = "zulite"
