@@ -194,6 +194,10 @@ type importedPair struct {
 	anyUnread bool
 	watermark uint64
 	pending   uint64 // the first unread message above the watermark, 0 for none
+	// historicalUnread: messages from before the subscription that the
+	// user marked unread (Zulip's historical rows without the read flag),
+	// in order; they join the unread ids below the watermark at the end.
+	historicalUnread []uint64
 }
 
 // importer carries an import's state.

@@ -81,7 +81,13 @@ func (x *importer) writeRows(tx *bbolt.Tx, rows []importedRow) error {
 		if pair == nil && x.private[r.channelID] {
 			x.report.leave("messages of private channels their readers have left: zulite shows them to the channel's subscribers only", 1)
 		}
-		if pair == nil || r.flags&zulipexport.FlagHistorical != 0 {
+		if pair == nil {
+			continue
+		}
+		if r.flags&zulipexport.FlagHistorical != 0 { // from before the subscription: read unless marked unread
+			if r.flags&zulipexport.FlagRead == 0 {
+				pair.historicalUnread = append(pair.historicalUnread, r.messageID)
+			}
 			continue
 		}
 		if err := pair.take(tx, r); err != nil {
@@ -184,6 +190,29 @@ func (x *importer) finishUnread() error {
 			return err
 		}
 		keys = keys[n:]
+	}
+	// Messages from before a subscription marked unread: below every
+	// watermark, so unread by being in the set.
+	var marked [][2]uint64
+	for k, p := range x.pairs {
+		if len(p.historicalUnread) > 0 {
+			marked = append(marked, k)
+		}
+	}
+	for len(marked) > 0 {
+		n := min(len(marked), importBatch)
+		err := x.s.updateGuarded(func(tx *bbolt.Tx) error {
+			for _, k := range marked[:n] {
+				if err := addToSet(tx.Bucket(bucketUnreadBelow), unreadKey(k[0], k[1]), x.pairs[k].historicalUnread); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		marked = marked[n:]
 	}
 	return nil
 }
