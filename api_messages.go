@@ -407,7 +407,7 @@ type messageObject struct {
 	SenderRealmStr   string      `json:"sender_realm_str"`
 	StreamID         uint64      `json:"stream_id,omitempty"` // none for a direct message
 	Subject          string      `json:"subject"`
-	Submessages      []struct{}  `json:"submessages"`
+	Submessages      []submsg    `json:"submessages"`
 	Timestamp        int64       `json:"timestamp"`
 	TopicLinks       []topicLink `json:"topic_links"`
 	Type             string      `json:"type"`
@@ -467,7 +467,7 @@ func newMessageObject(m pagedMessage, applyMarkdown, clientGravatar, allowEmptyT
 		SenderRealmStr:     "zulite",
 		StreamID:           m.ChannelID,
 		Subject:            displayTopic(m.Topic, allowEmptyTopic),
-		Submessages:        []struct{}{},
+		Submessages:        submessageObjects(m.ID, m.Submessages), // api_submessage.go
 		Timestamp:          m.Timestamp,
 		TopicLinks:         []topicLink{},
 		Type:               "stream",

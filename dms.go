@@ -194,7 +194,7 @@ func (s *server) publishDirect(c directSent) {
 
 // paged is the sent message as its participants see it.
 func (c directSent) paged() pagedMessage {
-	return pagedMessage{message: c.message, Sender: c.Sender, Participants: c.Participants, Subscribed: true}
+	return pagedMessage{message: c.message, Sender: c.Sender, Participants: c.Participants, Subscribed: true, Submessages: c.Submessages}
 }
 
 // directDetails is update_message_flags' message_details entry of a

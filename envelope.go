@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -660,4 +661,29 @@ func nonNilIDs(ids []uint64) []uint64 {
 		return []uint64{}
 	}
 	return ids
+}
+
+// Submessages and widgets (zerver/views/submessage.py,
+// zerver/actions/submessage.py, zerver/lib/validator.py's
+// validate_poll_data and validate_todo_data, whose check_dict,
+// check_int_in and check_int_range texts name the value checked, and
+// zerver/actions/message_edit.py's validate_message_edit_payload).
+var (
+	errSubmessageNotAllowed  = badRequest("You cannot attach a submessage to this message.")
+	errSubmessageNotJSON     = badRequest("Invalid json for submessage")
+	errPollQuestionNotAuthor = badRequest("You can't edit a question unless you are the author.")
+	errTodoTitleNotAuthor    = badRequest("You can't edit the task list title unless you are the author.")
+	errWidgetEdit            = badRequest("Widgets cannot be edited.")
+	// zulite's bound on a message's submessages (widgets.go); Zulip sets none.
+	errSubmessagesFull = badRequest("This message's submessages are at their limit (" + strconv.Itoa(maxSubmessageBytes) + " bytes).")
+)
+
+// errNotOneOf is check_int_in's refusal.
+func errNotOneOf(name string) *apiError      { return badRequest("Invalid " + name) }
+func errValueTooLarge(name string) *apiError { return badRequest(name + " is too large") }
+func errUnexpectedArguments(keys []string) *apiError {
+	return badRequest("Unexpected arguments: " + strings.Join(keys, ", "))
+}
+func errUnknownWidgetData(name, kind string) *apiError {
+	return badRequest("Unknown type for " + name + ": " + kind)
 }

@@ -140,6 +140,7 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/messages/{message_id}/history", s.api(s.messageHistory))
 	handle("POST /api/v1/messages/{message_id}/reactions", s.api(s.addReaction))
 	handle("DELETE /api/v1/messages/{message_id}/reactions", s.api(s.removeReaction))
+	handle("POST /api/v1/submessage", s.api(s.addSubmessage))
 	handle("POST /api/v1/messages/flags/narrow", s.api(s.updateFlagsForNarrow))
 	handle("POST /api/v1/mark_stream_as_read", s.api(s.markStreamAsRead))
 	handle("POST /api/v1/mark_topic_as_read", s.api(s.markTopicAsRead))

@@ -564,6 +564,11 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	reactions := "/api/v1/messages/" + strconv.FormatUint(msgID, 10) + "/reactions"
 	wantAPISuccess(t, e.request(t, "POST", reactions, url.Values{"emoji_name": {"tada"}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "DELETE", reactions, url.Values{"emoji_name": {"tada"}}, &e.alice))
+	// Issue 32's polls: a poll's message event carries its widget; a vote
+	// is a submessage event.
+	poll := strconv.FormatUint(e.sendToGeneral(t, &e.bob, "/poll Lunch?\npizza\nsushi"), 10)
+	vote := url.Values{"message_id": {poll}, "msg_type": {"widget"}, "content": {`{"type":"vote","key":"canned,0","vote":1}`}}
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/submessage", vote, &e.alice))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"contract-events"}]`}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["contract-events"]`}}, &e.alice))
 	// Issue 16's events: presence (legacy: the queue has no capability),
@@ -644,6 +649,9 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", reactions, url.Values{"emoji_name": {"octopus"}}, &e.alice},
 		{false, "DELETE", reactions, url.Values{"emoji_name": {"octopus"}}, &e.alice},
 		{true, "DELETE", reactions, url.Values{"emoji_name": {"octopus"}}, &e.alice},
+		{false, "POST", "/api/v1/submessage", vote, &e.bob},
+		{true, "POST", "/api/v1/submessage", url.Values{"message_id": {poll}, "msg_type": {"widget"}, "content": {`{"type":"bogus"}`}}, &e.alice},
+		{true, "POST", "/api/v1/submessage", url.Values{"message_id": {poll}, "msg_type": {"widget"}}, &e.alice},
 		{false, "PATCH", editPath, url.Values{"content": {"lunch at one"}, "send_notification_to_old_thread": {"false"}}, &e.alice},
 		{true, "PATCH", editPath, nil, &e.alice},
 		{false, "GET", editPath, url.Values{"apply_markdown": {"false"}}, &e.alice},

@@ -265,6 +265,8 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishAvatar(c)
 	case reactionChanged:
 		s.publishReaction(c)
+	case submessageAdded:
+		s.publishSubmessage(c)
 	case messageEdited:
 		s.publishEdit(c)
 	case messagesDeleted:
@@ -355,7 +357,7 @@ func (s *server) publishMessage(c messageSent, release func()) {
 // whose topic is empty is encoded as "" and its place kept, so that a
 // queue without empty_topic_name is shown the topic's name there.
 func encodeMessageEvent(c messageSent, applyMarkdown, clientGravatar bool, tails []string) *sharedEvent {
-	m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender}
+	m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender, Submessages: c.Submessages}
 	object, err := marshalUnescaped(newMessageObject(m, applyMarkdown, clientGravatar, true))
 	if err != nil {
 		return nil

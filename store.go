@@ -80,6 +80,9 @@ package main
 //	web_sessions     BLAKE2b-256(secret, session id) → user id (uint64) ‖ expiry (Unix seconds,
 //	                 uint64) ‖ CSRF token: the web page's logins (store_sessions.go), kept on
 //	                 disk so that a restart logs nobody out; expired ones go at the next login
+//	submessages      message id ‖ submessage id → submessage (JSON: sender id, msg_type, content):
+//	                 a message's widget and what its readers did with it, oldest first; the
+//	                 bucket's sequence numbers them (store_submessages.go)
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push
@@ -170,6 +173,8 @@ var (
 	bucketDMMessages           = []byte("dm_messages")
 	// The web page (store_sessions.go).
 	bucketWebSessions = []byte("web_sessions")
+	// Submessages: polls and to-do lists (store_submessages.go).
+	bucketSubmessages = []byte("submessages")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
@@ -180,6 +185,7 @@ var (
 		bucketAvatarBlobs, bucketReactions, bucketWebSessions,
 		bucketConversations, bucketConversationIDs, bucketConversationMessages, bucketDMMessages,
 		bucketPushOutbox, bucketPushSent,
+		bucketSubmessages,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.

@@ -47,6 +47,8 @@ func (s *store) editDirect(u user, e messageEdit, orig message) (int, error) {
 		return 0, errDMTopic
 	case e.Propagate != changeOne:
 		return 0, errPropagateWithoutTopic
+	case s.isWidget(orig.ID):
+		return 0, refusal(errWidgetEdit)
 	}
 	if e.PrevContentSHA256 != nil {
 		if sum := sha256.Sum256([]byte(orig.Content)); *e.PrevContentSHA256 != hex.EncodeToString(sum[:]) {
@@ -67,6 +69,9 @@ func (s *store) editDirect(u user, e messageEdit, orig message) (int, error) {
 		}
 		if m.SenderID != u.ID {
 			return errCannotEditMessage
+		}
+		if hasSubmessages(tx, m.ID) { // its sender's first since the read above
+			return refusal(errWidgetEdit)
 		}
 		if e.PrevContentSHA256 != nil && m.Content != orig.Content {
 			return errContentMismatch
@@ -165,5 +170,5 @@ func dropReactionsAndLinks(tx *bbolt.Tx, m message) error {
 			return err
 		}
 	}
-	return nil
+	return dropSubmessages(tx, m.ID) // store_submessages.go
 }

@@ -147,6 +147,7 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 	if err != nil {
 		return directSent{}, err
 	}
+	_, widget := widgetOf(out.Content)
 	var sent directSent
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		named, err := directRecipientUsers(tx, out.To)
@@ -190,6 +191,10 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 		if err := tx.Bucket(bucketConversationMessages).Put(append(itob(convID), itob(id)...), nil); err != nil {
 			return err
 		}
+		widgets, err := putWidget(tx, m, widget)
+		if err != nil {
+			return err
+		}
 		flags := tx.Bucket(bucketFlags)
 		for _, p := range ids {
 			if err := tx.Bucket(bucketDMMessages).Put(append(itob(p), itob(id)...), itob(convID)); err != nil {
@@ -210,7 +215,7 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 			return err
 		}
 		sent = directSent{sentMessage: sentMessage{message: m, ReadBySender: out.ReadBySender, QueueID: out.QueueID, LocalID: out.LocalID,
-			recipients: &recipients{read: func() []uint64 { return ids }}, Mentions: rendering.Mentions}, Sender: sender, Participants: members}
+			recipients: &recipients{read: func() []uint64 { return ids }}, Mentions: rendering.Mentions, Submessages: widgets}, Sender: sender, Participants: members}
 		report(sent)
 		return nil
 	})

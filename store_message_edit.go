@@ -214,6 +214,9 @@ func (s *store) editMessage(u user, e messageEdit) (int, error) {
 		if moved && e.Content != nil {
 			return errContentWhileMoving
 		}
+		if e.Content != nil && hasSubmessages(tx, m.ID) { // a widget (store_submessages.go)
+			return refusal(errWidgetEdit)
+		}
 		if e.PrevContentSHA256 != nil {
 			if sum := sha256.Sum256([]byte(m.Content)); *e.PrevContentSHA256 != hex.EncodeToString(sum[:]) {
 				return errContentMismatch

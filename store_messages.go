@@ -49,6 +49,8 @@ type sentMessage struct {
 	LocalID      *string
 	recipients   *recipients
 	Mentions     mentionSet // what its mentions mean for its recipients (mentions.go)
+	// Submessages: its widget, when its content asks for one (widgets.go).
+	Submessages []storedSubmessage
 }
 
 // recipients are a message's recipients, read once, when first asked.
@@ -110,6 +112,7 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 	if err != nil {
 		return sentMessage{}, err
 	}
+	_, widget := widgetOf(out.Content)
 	var sent sentMessage
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		var ch channel
@@ -147,6 +150,9 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 			return err
 		}
 		if err := indexMessage(tx, m); err != nil {
+			return err
+		}
+		if sent.Submessages, err = putWidget(tx, m, widget); err != nil {
 			return err
 		}
 		if out.ReadBySender { // unread for every subscriber: above their watermarks already

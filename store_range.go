@@ -58,6 +58,9 @@ type pagedMessage struct {
 	Flags      byte // flagStarred, flagCollapsed, the mention flags
 	Subscribed bool
 	Reactions  []storedReaction // oldest first (GET /messages only)
+	// Submessages, oldest first: GET /messages reads them, a new
+	// message's event carries its widget (store_submessages.go).
+	Submessages []storedSubmessage
 
 	// Participants: a direct message's, sorted by id (store_dms.go).
 	Participants []user
@@ -70,6 +73,7 @@ func (s *store) messages(u user, q messageRange) (messagePage, error) {
 		var err error
 		page, err = s.selectRange(tx, u, q)
 		attachReactions(tx, page.Messages)
+		attachSubmessages(tx, page.Messages)
 		return err
 	})
 	return page, err
