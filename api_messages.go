@@ -166,7 +166,7 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 	}
 	queueID, localID := localEcho(r.params)
 	out := outgoingMessage{To: to, Topic: truncateTopic(topic), Content: content, Client: clientName(r),
-		ReadBySender: readBySender, QueueID: queueID, LocalID: localID, RealmURL: s.baseURL}
+		ReadBySender: readBySender, QueueID: queueID, LocalID: localID, RealmURL: s.baseURL, Widget: readWidgetContent(r.params)}
 	sent, err := s.store.postMessage(r.user, out)
 	switch {
 	case errors.Is(err, errNoSuchChannel):

@@ -398,3 +398,66 @@ func TestSubmessage_ContentPerMessageIsBounded(t *testing.T) {
 	}
 	wantAPISuccess(t, e.request(t, http.MethodPost, submessagePath, url.Values{"message_id": {strconv.FormatUint(id, 10)}, "msg_type": {"blob"}, "content": {"{}"}}, &e.bob))
 }
+
+// TestWidgets_WidgetContentMakesAZform: POST /messages' widget_content
+// (Zulip's check_widget_content, which takes only zform) becomes the
+// first submessage instead of what the content asks for, re-encoded as
+// Python's json.dumps writes what orjson read (keys in order, numbers
+// Python's way); a refused one refuses the send, in Zulip's words, after
+// the channel is checked, and stores nothing.
+func TestWidgets_WidgetContentMakesAZform(t *testing.T) {
+	e := newTestEnv(t)
+	send := func(a *account, params url.Values) response {
+		return e.request(t, http.MethodPost, "/api/v1/messages", params, a)
+	}
+	channel := func(content, widget string) url.Values {
+		return url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"quiz"}, "content": {content}, "widget_content": {widget}}
+	}
+	zform := `{"widget_type":"zform","extra_data":{"type":"choices","heading":"Pick: é","choices":[{"short_name":"A","long_name":"one","reply":"a","n":1.0,"big":1e16,"small":0.00001,"neg":-0,"x":[true,null]}],"heading":"Pick!"}}`
+	want := `{"widget_type": "zform", "extra_data": {"type": "choices", "heading": "Pick!", "choices": [{"short_name": "A", "long_name": "one", "reply": "a", "n": 1.0, "big": 1e+16, "small": 1e-05, "neg": 0, "x": [true, null]}]}}`
+	r := send(&e.bot, channel("/poll not this one", zform))
+	wantAPISuccess(t, r)
+	id := uint64(r.body["id"].(float64))
+	wantSubmessages(t, "a zform on a channel message", e.submessagesOf(t, &e.alice, id), id, [][3]any{{e.bot.ID, "widget", want}})
+	r = send(&e.alice, url.Values{"type": {"direct"}, "to": {jsonIDs(e.bob.ID)}, "content": {"quiz"}, "widget_content": {`{"widget_type":"zform","extra_data":{"type":"choices","heading":"","choices":[]}}`}})
+	wantAPISuccess(t, r)
+	id = uint64(r.body["id"].(float64))
+	wantSubmessages(t, "a zform on a direct message", e.submessagesOf(t, &e.bob, id), id,
+		[][3]any{{e.alice.ID, "widget", `{"widget_type": "zform", "extra_data": {"type": "choices", "heading": "", "choices": []}}`}})
+
+	count := func() int {
+		n := 0
+		mustView(t, e.st, func(tx *bbolt.Tx) error { n = tx.Bucket(bucketMessages).Stats().KeyN; return nil })
+		return n
+	}
+	before := count()
+	for _, c := range []struct{ rule, widget, msg string }{
+		{"JSON", `{{{{{{`, "Widgets: API programmer sent invalid JSON content"},
+		{"a dict", `5`, "Widgets: widget_content is not a dict"},
+		{"with a widget_type", `{"color": "red", "foo": "bar", "x": 2}`, "Widgets: widget_type is not in widget_content"},
+		{"with extra_data", `{"widget_type": "whatever"}`, "Widgets: extra_data is not in widget_content"},
+		{"extra_data a dict", `{"widget_type": "zform", "extra_data": 4}`, "Widgets: extra_data is not a dict"},
+		{"only zform", `{"widget_type": "bogus", "extra_data": {}}`, "Widgets: unknown widget type: bogus"},
+		{"not even a poll", `{"widget_type": "poll", "extra_data": {"question": "Q", "options": []}}`, "Widgets: unknown widget type: poll"},
+		{"a zform type", `{"widget_type": "zform", "extra_data": {}}`, "Widgets: zform is missing type field"},
+		{"choices alone", `{"widget_type": "zform", "extra_data": {"type": "bogus"}}`, "Widgets: unknown zform type: bogus"},
+		{"a heading", `{"widget_type": "zform", "extra_data": {"type": "choices"}}`, "Widgets: heading key is missing from extra_data"},
+		{"choices", `{"widget_type": "zform", "extra_data": {"type": "choices", "heading": "whatever"}}`, "Widgets: choices key is missing from extra_data"},
+		{"a list of choices", `{"widget_type": "zform", "extra_data": {"type": "choices", "heading": "whatever", "choices": 99}}`, `Widgets: extra_data["choices"] is not a list`},
+		{"choices are dicts", `{"widget_type": "zform", "extra_data": {"type": "choices", "heading": "whatever", "choices": [99]}}`, `Widgets: extra_data["choices"][0] is not a dict`},
+		{"a choice's short_name", `{"widget_type": "zform", "extra_data": {"type": "choices", "heading": "whatever", "choices": [{"long_name": "foo", "reply": "bar"}]}}`, `Widgets: short_name key is missing from extra_data["choices"][0]`},
+		{"a choice's reply is a string", `{"widget_type": "zform", "extra_data": {"type": "choices", "heading": "h", "choices": [{"short_name": "a", "long_name": "b", "reply": 3}]}}`, `Widgets: extra_data["choices"][0]["reply"] is not a string`},
+	} {
+		wantAPIError(t, send(&e.bot, channel("quiz", c.widget)), 400, "BAD_REQUEST", c.msg)
+		if n := count(); n != before {
+			t.Errorf("widget_content %s: refused, but %d messages are stored, not %d", c.rule, n, before)
+			before = n
+		}
+	}
+	// The channel is checked first; the widget before the rendering.
+	r = send(&e.bot, url.Values{"type": {"stream"}, "to": {"no-such-channel"}, "topic": {"quiz"}, "content": {"quiz"}, "widget_content": {"5"}})
+	if r.str("code") != "STREAM_DOES_NOT_EXIST" {
+		t.Errorf("a bad widget to a missing channel: got %s, want STREAM_DOES_NOT_EXIST", r.raw)
+	}
+	wantAPIError(t, send(&e.bot, url.Values{"type": {"direct"}, "to": {jsonIDs(e.bob.ID)}, "content": {"quiz"}, "widget_content": {"5"}}), 400, "BAD_REQUEST", "Widgets: widget_content is not a dict")
+}

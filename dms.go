@@ -41,7 +41,7 @@ func (s *server) sendDirect(r *apiRequest) (any, error) {
 	}
 	queueID, localID := localEcho(r.params)
 	out := outgoingDirect{To: to, Content: content, Client: clientName(r), ReadBySender: readBySender,
-		QueueID: queueID, LocalID: localID, RealmURL: s.baseURL}
+		QueueID: queueID, LocalID: localID, RealmURL: s.baseURL, Widget: readWidgetContent(r.params)}
 	sent, err := s.store.postDirect(r.user, out)
 	if err != nil {
 		return nil, err

@@ -687,3 +687,17 @@ func errUnexpectedArguments(keys []string) *apiError {
 func errUnknownWidgetData(name, kind string) *apiError {
 	return badRequest("Unknown type for " + name + ": " + kind)
 }
+
+// widget_content (zerver/actions/message_send.py's check_message, which
+// puts "Widgets: " before check_widget_content's texts: errWidgets).
+var (
+	errWidgetContentNotJSON = badRequest("Widgets: API programmer sent invalid JSON content")
+	errWidgetContentNotDict = badRequest("widget_content is not a dict")
+	errWidgetTypeMissing    = badRequest("widget_type is not in widget_content")
+	errExtraDataMissing     = badRequest("extra_data is not in widget_content")
+	errZformTypeMissing     = badRequest("zform is missing type field")
+)
+
+func errWidgets(e *apiError) *apiError           { return badRequest("Widgets: " + e.msg) }
+func errUnknownWidgetType(kind string) *apiError { return badRequest("unknown widget type: " + kind) }
+func errUnknownZformType(kind string) *apiError  { return badRequest("unknown zform type: " + kind) }

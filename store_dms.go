@@ -136,6 +136,7 @@ type outgoingDirect struct {
 	QueueID      string
 	LocalID      *string
 	RealmURL     string
+	Widget       widgetRequest // widget_content, when sent (widgets.go)
 }
 
 // postDirect stores a direct message after Zulip's checks, in Zulip's
@@ -148,6 +149,9 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 		return directSent{}, err
 	}
 	_, widget := widgetOf(out.Content)
+	if out.Widget.Given {
+		widget = out.Widget.Content
+	}
 	var sent directSent
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		named, err := directRecipientUsers(tx, out.To)
@@ -169,6 +173,9 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 		convID, exists := conversationOf(tx, ids)
 		if err := s.checkDirectPermission(sender, named, exists); err != nil {
 			return err
+		}
+		if out.Widget.Refused != nil {
+			return refusal(out.Widget.Refused)
 		}
 		if len(rendering.HTML) > maxRenderedLength {
 			return errUnableToRender

@@ -36,6 +36,8 @@ type outgoingMessage struct {
 	// RealmURL: links in the content to the realm itself are rendered
 	// relative (internal/markdown).
 	RealmURL string
+	// Widget: widget_content, when sent (widgets.go).
+	Widget widgetRequest
 }
 
 // sentMessage is a stored message with its channel and what the
@@ -113,6 +115,9 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 		return sentMessage{}, err
 	}
 	_, widget := widgetOf(out.Content)
+	if out.Widget.Given {
+		widget = out.Widget.Content
+	}
 	var sent sentMessage
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		var ch channel
@@ -133,6 +138,9 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 		}
 		if err := checkTopicsPolicy(ch.topicsPolicy(), out.Topic); err != nil {
 			return err
+		}
+		if out.Widget.Refused != nil {
+			return refusal(out.Widget.Refused)
 		}
 		if err := s.checkRendering(tx, sender, ch, rendering); err != nil {
 			return err

@@ -540,3 +540,97 @@ func widgetTypeOf(list []storedSubmessage) string {
 	}
 	return ""
 }
+
+// ---- widget_content ----
+
+// widgetRequest is a send's widget_content (an undocumented parameter
+// of POST /messages that bots use): when Given, the content of the
+// message's widget submessage, which replaces what the message's content
+// asks for, or why the send is refused, told once the recipients are
+// checked (check_message's order).
+type widgetRequest struct {
+	Given   bool
+	Content string
+	Refused *apiError
+}
+
+// readWidgetContent reads widget_content as check_message does: JSON,
+// checked by check_widget_content, and written back as
+// do_widget_post_save_actions writes it, json.dumps of
+// {widget_type, extra_data}.
+func readWidgetContent(p *params) widgetRequest {
+	text, ok := p.lookup("widget_content")
+	if !ok {
+		return widgetRequest{}
+	}
+	data, err := pyLoads(text)
+	if err != nil {
+		return widgetRequest{Given: true, Refused: errWidgetContentNotJSON}
+	}
+	if e := checkWidgetContent(data); e != nil {
+		return widgetRequest{Given: true, Refused: errWidgets(e)}
+	}
+	d := data.(pyDict)
+	kind, _ := d.get("widget_type")
+	extra, _ := d.get("extra_data")
+	return widgetRequest{Given: true, Content: pyDumps(pyDict{{"widget_type", kind}, {"extra_data", extra}})}
+}
+
+// checkWidgetContent is Zulip's check_widget_content, which takes a
+// zform of choices alone. Where Zulip adds a type that is not a string
+// to its text (and fails with a TypeError, a 500), zulite writes the
+// value as JSON and refuses it.
+func checkWidgetContent(data any) *apiError {
+	d, ok := data.(pyDict)
+	if !ok {
+		return errWidgetContentNotDict
+	}
+	kind, ok := d.get("widget_type")
+	if !ok {
+		return errWidgetTypeMissing
+	}
+	extra, ok := d.get("extra_data")
+	if !ok {
+		return errExtraDataMissing
+	}
+	extraData, ok := extra.(pyDict)
+	if !ok {
+		return errNotDict("extra_data")
+	}
+	if kind != "zform" {
+		return errUnknownWidgetType(pyText(kind))
+	}
+	formType, ok := extraData.get("type")
+	if !ok {
+		return errZformTypeMissing
+	}
+	if formType != "choices" {
+		return errUnknownZformType(pyText(formType))
+	}
+	choice := func(name string, v any) *apiError {
+		return checkPyDict(name, v, false, pyKey{"short_name", checkPyString}, pyKey{"long_name", checkPyString}, pyKey{"reply", checkPyString})
+	}
+	choices := func(name string, v any) *apiError {
+		list, ok := v.([]any)
+		if !ok {
+			return errNotList(name)
+		}
+		for i, c := range list {
+			if e := choice(elemName(name, i), c); e != nil {
+				return e
+			}
+		}
+		return nil
+	}
+	// type is checked again, by equals("choices"), which it is.
+	return checkPyDict("extra_data", extraData, false, pyKey{"heading", checkPyString}, pyKey{"choices", choices})
+}
+
+// pyText is a value in an error's text: a string as it is, anything
+// else as JSON.
+func pyText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return pyDumps(v)
+}
