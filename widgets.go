@@ -155,10 +155,13 @@ type pyInt struct {
 var errNotJSONValue = errors.New("not JSON")
 
 // pyLoads is orjson.loads into pyDict, []any, string, pyInt, float64,
-// bool and nil. Go's decoder is as strict as orjson but for the depth
-// it allows (orjson stops at 1024 levels).
+// bool and nil. Go's decoder is as strict as orjson (yyjson's reader
+// without flags) but for a lone surrogate escaped in a string, which
+// Go reads as U+FFFD and orjson refuses, and a number too large for a
+// float, which orjson refuses too; only the depth it allows differs
+// (orjson stops at 1024 levels).
 func pyLoads(text string) (any, error) {
-	if !json.Valid([]byte(text)) {
+	if !json.Valid([]byte(text)) || loneSurrogate(text) {
 		return nil, errNotJSONValue
 	}
 	dec := json.NewDecoder(strings.NewReader(text))
@@ -224,11 +227,51 @@ func pyValue(dec *json.Decoder) (any, error) {
 				return pyInt{string(t)}, nil
 			}
 		}
-		f, _ := strconv.ParseFloat(string(t), 64)
+		f, err := strconv.ParseFloat(string(t), 64)
+		if err != nil { // beyond a float's range (an integer beyond 64 bits is one)
+			return nil, err
+		}
 		return f, nil
 	default: // string, bool, nil
 		return t, nil
 	}
+}
+
+// loneSurrogate reports whether valid JSON text escapes half a
+// surrogate pair in a string: \uD800 to \uDBFF not followed by an
+// escaped \uDC00 to \uDFFF, or the latter alone.
+func loneSurrogate(text string) bool {
+	half := func(at int) rune {
+		if at+6 > len(text) || text[at] != '\\' || text[at+1] != 'u' {
+			return -1
+		}
+		n, err := strconv.ParseUint(text[at+2:at+6], 16, 16)
+		if err != nil {
+			return -1
+		}
+		return rune(n)
+	}
+	in := false
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; {
+		case c == '"':
+			in = !in
+		case c == '\\' && in:
+			r := half(i)
+			switch {
+			case r >= 0xd800 && r < 0xdc00:
+				if low := half(i + 6); low < 0xdc00 || low > 0xdfff {
+					return true
+				}
+				i += 11
+			case r >= 0xdc00 && r <= 0xdfff:
+				return true
+			default:
+				i++ // the escaped character
+			}
+		}
+	}
+	return false
 }
 
 // pyIntValue is v as Python's isinstance(v, int) sees it: an integer or
