@@ -107,6 +107,30 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 			mu.Unlock()
 		}
 	}
+	// pollThenVote sends a poll as the sender and votes in it as the
+	// owner; voted holds the votes acknowledged (issue 32, item 7).
+	voted := map[string]bool{}
+	pollThenVote := func(base, token string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/messages", strings.NewReader(url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"polls"}, "content": {"/poll p-" + token + "\nyes"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth("sender@example.com", senderKey)
+		resp, err := client.Do(req)
+		if err != nil {
+			return
+		}
+		var answer struct{ ID uint64 }
+		json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || answer.ID == 0 {
+			return
+		}
+		vote := `{"type":"vote","key":"` + token + `,0","vote":1}`
+		if code, err := call(base, http.MethodPost, "/api/v1/submessage", url.Values{"message_id": {strconv.FormatUint(answer.ID, 10)}, "msg_type": {"widget"}, "content": {vote}}); err == nil && code == 200 {
+			mu.Lock()
+			voted[vote] = true
+			mu.Unlock()
+		}
+	}
 	added, removed, tried := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var sent []string
 	server := first
@@ -153,6 +177,12 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 						}
 						if w <= 1 { // a message moved (edited, for a direct one), then deleted: both rewrite the indexes
 							moveThenDelete(server.baseURL, "d-"+token, w == 1)
+						}
+						if w == 0 { // a poll moved, then deleted with its widget
+							moveThenDelete(server.baseURL, "/poll d-"+token, false)
+						}
+						if w == 2 {
+							pollThenVote(server.baseURL, token)
 						}
 						mu.Lock()
 						before := len(sent)
@@ -229,6 +259,41 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	if len(deleted) == 0 || direct == 0 {
 		t.Errorf("%d deletions were acknowledged, %d of direct messages: the test deleted too little", len(deleted)-direct, direct)
 	}
+	// Every poll has its widget, every acknowledged vote is there, and
+	// every submessage is of a stored message (a deleted poll's went with it).
+	mustView(t, st, func(tx *bbolt.Tx) error {
+		votes := map[string]bool{}
+		tx.Bucket(bucketSubmessages).ForEach(func(k, v []byte) error {
+			m, err := messageByID(tx, btoi(k[:8]))
+			if err != nil {
+				t.Errorf("submessage %d is of message %d, which is not stored", btoi(k[8:]), btoi(k[:8]))
+				return nil
+			}
+			var s storedSubmessage
+			json.Unmarshal(v, &s)
+			if s.SenderID != m.SenderID {
+				votes[s.Content] = true
+			}
+			return nil
+		})
+		tx.Bucket(bucketMessages).ForEach(func(k, _ []byte) error {
+			if m, err := messageByID(tx, btoi(k)); err == nil && strings.HasPrefix(m.Content, "/poll ") {
+				if list := submessagesOf(tx, m.ID); len(list) == 0 || list[0].MsgType != "widget" || list[0].SenderID != m.SenderID {
+					t.Errorf("poll %d (%q) is stored without its widget: %v", m.ID, m.Content, list)
+				}
+			}
+			return nil
+		})
+		for vote := range voted {
+			if !votes[vote] {
+				t.Errorf("vote %s was acknowledged but is missing", vote)
+			}
+		}
+		return nil
+	})
+	if len(voted) == 0 {
+		t.Errorf("no vote was acknowledged: the test voted on nothing")
+	}
 	// Messages acknowledged before an acknowledged mark began are read.
 	unread := map[string]bool{}
 	mustView(t, st, func(tx *bbolt.Tx) error {
@@ -251,8 +316,8 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	if markedUpTo == 0 {
 		t.Errorf("no mark_stream_as_read was acknowledged: the test marked nothing")
 	}
-	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read), %d moved or edited and deleted (%d of them direct); all as acknowledged",
-		len(added), len(removed), sentCount, markedUpTo, len(deleted)-direct, direct)
+	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read), %d moved or edited and deleted (%d of them direct), %d votes; all as acknowledged",
+		len(added), len(removed), sentCount, markedUpTo, len(deleted)-direct, direct, len(voted))
 }
 
 // reopenChecked opens a database the binary has left, with nothing else
