@@ -331,6 +331,9 @@ function onEvent(e) {
     case 'reaction':
       view.reaction(e);
       break;
+    case 'submessage':
+      view.submessage(e);
+      break;
     case 'update_message':
       view.updated(e);
       break;

@@ -6,7 +6,7 @@
 import { api, ApiError } from './api.js';
 
 const eventTypes = ['message', 'update_message', 'delete_message', 'update_message_flags', 'reaction', 'subscription',
-  'stream', 'realm_user', 'typing', 'presence'];
+  'stream', 'realm_user', 'typing', 'presence', 'submessage'];
 
 export class EventLoop {
   constructor({ onState, onEvent, onStatus }) {

@@ -3,6 +3,7 @@
 
 import { api } from './api.js';
 import { el, serverHTML, emojiChar, timeText } from './dom.js';
+import { widgetOf, renderWidget } from './widgets.js';
 import { state, narrowFilter, inNarrow, userName, dmTitle, messageDMKey } from './state.js';
 
 const pageSize = 50;
@@ -115,7 +116,7 @@ export class NarrowView {
     const where = m.type === 'stream'
       ? `#${state.channels.get(m.stream_id)?.name ?? m.display_recipient} › ${m.subject}`
       : `Direct: ${dmTitle(messageDMKey(m))}`;
-    const content = serverHTML(el('div', { class: 'content' }), m.content);
+    const content = this.content(m);
     const reactions = el('div', { class: 'reactions', 'aria-label': 'Reactions' });
     const node = el('article', { class: 'msg' + (mine ? ' mine' : ''), tabindex: '-1', dataset: { id: m.id }, 'aria-label': `${m.sender_full_name}: message` },
       el('header', {},
@@ -135,6 +136,22 @@ export class NarrowView {
       this.seen.observe(node);
     }
     return node;
+  }
+
+  // content is a message's rendering, or its poll or to-do list in its
+  // place, as Zulip's web app shows a widget (widgets.js).
+  content(m) {
+    const w = widgetOf(m);
+    return w ? el('div', { class: 'content' }, renderWidget(m, w, this.onError)) : serverHTML(el('div', { class: 'content' }), m.content);
+  }
+
+  // submessage adds a vote, an option or a tick to its message's widget.
+  submessage(e) {
+    const entry = this.byID.get(e.message_id);
+    if (!entry) return;
+    const m = entry.message;
+    m.submessages = [...(m.submessages || []), { id: e.submessage_id, message_id: e.message_id, sender_id: e.sender_id, msg_type: e.msg_type, content: e.content }];
+    entry.node.querySelector('.content').replaceWith(this.content(m));
   }
 
   picker(m, button) {

@@ -199,6 +199,19 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await waitText(b, `#messages .msg[data-id="${id}"] .content`, 'An edited note');
   });
 
+  await t.test('a poll: a vote reaches every reader', async () => {
+    await a.$eval('#compose-text', (n) => { n.value = '/poll Lunch?\npizza\nsushi'; });
+    await a.focus('#compose-text');
+    await a.keyboard.press('Enter');
+    await a.waitForSelector('#messages .msg:last-child .poll', { timeout });
+    const id = await a.$eval('#messages .msg:last-child', (n) => n.dataset.id);
+    await b.waitForSelector(`#messages .msg[data-id="${id}"] .poll li:nth-child(2) button.vote`, { timeout });
+    assert.equal(await b.$eval(`#messages .msg[data-id="${id}"] .poll .question`, (n) => n.textContent), 'Lunch?');
+    await press(b, `#messages .msg[data-id="${id}"] .poll li:nth-child(2) button.vote`);
+    await a.waitForFunction((i) => document.querySelector(`#messages .msg[data-id="${i}"] .poll li:nth-child(2) .count`)?.textContent === '1', { timeout }, id);
+    await b.waitForSelector(`#messages .msg[data-id="${id}"] .poll li:nth-child(2) button.vote.mine`, { timeout });
+  });
+
   await t.test('hostile content does nothing', async () => {
     await a.locator('#compose-topic').fill('</script><script>window.pwned = 3</script>');
     assert.equal(await send(a, '<img src=x onerror="window.pwned=1"> [click me](javascript:window.pwned=2) <script>window.pwned=4</script>'), '');
