@@ -151,8 +151,8 @@ func (s *store) deleteDirect(tx *bbolt.Tx, u user, m message, report func(any)) 
 	return nil
 }
 
-// dropReactionsAndLinks deletes a deleted message's reactions and its
-// upload links (attachment_refs).
+// dropReactionsAndLinks deletes a deleted message's reactions, its
+// upload links (attachment_refs) and its submessages.
 func dropReactionsAndLinks(tx *bbolt.Tx, m message) error {
 	var gone [][]byte
 	prefix := itob(m.ID)
