@@ -710,7 +710,13 @@ func (p *poller) fail(err error) {
 
 // readResponse reads one answer: zulite always sends Content-Length.
 func (p *poller) readResponse(body []byte) (int, []byte, error) {
-	line, err := p.r.ReadSlice('\n')
+	return readAnswer(p.r, body)
+}
+
+// readAnswer reads one HTTP/1.1 answer of known length from r into body
+// (grown as needed): its status and its body.
+func readAnswer(r *bufio.Reader, body []byte) (int, []byte, error) {
+	line, err := r.ReadSlice('\n')
 	if err != nil {
 		return 0, nil, err
 	}
@@ -720,7 +726,7 @@ func (p *poller) readResponse(body []byte) (int, []byte, error) {
 	status, _ := strconv.Atoi(string(line[9:12]))
 	length := -1
 	for {
-		line, err := p.r.ReadSlice('\n')
+		line, err := r.ReadSlice('\n')
 		if err != nil {
 			return 0, nil, err
 		}
@@ -735,7 +741,7 @@ func (p *poller) readResponse(body []byte) (int, []byte, error) {
 		return 0, nil, errors.New("poll: an answer without Content-Length")
 	}
 	body = slices.Grow(body[:0], length)[:length]
-	_, err = io.ReadFull(p.r, body)
+	_, err = io.ReadFull(r, body)
 	return status, body, err
 }
 

@@ -5,8 +5,9 @@ import (
 	"strconv"
 )
 
-// scanPoll reads what the fan-out's pollers need of a poll's answer (the
-// result, the error code, and each event's id, type and message id)
+// scanPoll reads what the fan-out's pollers and the day's tabs need of a
+// poll's answer (the result, the error code, and each event's id, type
+// and message id)
 // without encoding/json: at ten thousand queues the load shares the
 // server's processors, and decoding every message event by reflection
 // was a third of its time. It walks the JSON as it is, values it does not
@@ -29,7 +30,7 @@ func scanPoll(b []byte, events []pollEvent) (result, code string, _ []pollEvent,
 						return err
 					case "type":
 						t, err := s.str()
-						e.message = t == "message"
+						e.message, e.presence = t == "message", t == "presence"
 						return err
 					case "message":
 						return s.object(func(key string) error {
@@ -58,6 +59,7 @@ type pollEvent struct {
 	id        int64
 	message   bool
 	messageID uint64
+	presence  bool // the day counts presence events (day.go)
 }
 
 type scanner struct {

@@ -8,7 +8,7 @@ import (
 
 // The fan-out's scanner reads what encoding/json reads of a poll's answer.
 func TestScanPoll_ReadsWhatEncodingJSONReads(t *testing.T) {
-	answer := []byte(`{"result":"success","msg":"","events":[{"type":"message","message":{"avatar_url":null,"client":"a \"quoted\" {client}","content":"<p>\"id\":7 [x]</p>","display_recipient":[{"id":9,"email":"x"}],"id":41,"reactions":[],"flags":["read"],"timestamp":1.5e9},"flags":[],"id":3},{"type":"heartbeat","id":4}],"queue_id":"ab"}`)
+	answer := []byte(`{"result":"success","msg":"","events":[{"type":"message","message":{"avatar_url":null,"client":"a \"quoted\" {client}","content":"<p>\"id\":7 [x]</p>","display_recipient":[{"id":9,"email":"x"}],"id":41,"reactions":[],"flags":["read"],"timestamp":1.5e9},"flags":[],"id":3},{"type":"heartbeat","id":4},{"type":"presence","presences":{"12":{"active_timestamp":1,"idle_timestamp":1}},"id":5}],"queue_id":"ab"}`)
 	_, _, got, err := scanPoll(answer, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +27,7 @@ func TestScanPoll_ReadsWhatEncodingJSONReads(t *testing.T) {
 	}
 	var wantEvents []pollEvent
 	for _, e := range want.Events {
-		wantEvents = append(wantEvents, pollEvent{e.ID, e.Type == "message", e.Message.ID})
+		wantEvents = append(wantEvents, pollEvent{e.ID, e.Type == "message", e.Message.ID, e.Type == "presence"})
 	}
 	if !slices.Equal(got, wantEvents) {
 		t.Fatalf("scanned %+v, want %+v", got, wantEvents)
