@@ -14,7 +14,8 @@
 // Run it from the repository root: go run ./bench/load
 // (go run ./bench/load -sweep=false runs the comparisons alone;
 // go run ./bench/load -fanout 1000,10000 measures event fan-out instead:
-// fanout.go)
+// fanout.go; go run ./bench/load -day runs an organisation's working day:
+// day.go)
 package main
 
 import (
@@ -44,7 +45,16 @@ func main() {
 	sendEvery := flag.Duration("send-every", time.Second, "fan-out: time between sends")
 	contentBytes := flag.Int("content-bytes", 500, "fan-out: bytes of each message's content")
 	ceiling := flag.Bool("fanout-ceiling", true, "fan-out: measure net/http alone too (longpoll.go), for comparison")
-	env := flag.String("zulite-env", "", "fan-out: settings of zulite's environment to compare, space-separated (GOGC=100 GOMEMLIMIT=150MiB)")
+	env := flag.String("zulite-env", "", "fan-out and day: settings of zulite's environment to compare, space-separated (GOGC=100 GOMEMLIMIT=150MiB)")
+	day := flag.Bool("day", false, "instead of the sweep, the day mode (day.go): an organisation's working day on the real binary")
+	dayPeople := flag.Int("day-people", 1000, "day: people in the organisation, each with a web tab and a phone")
+	dayMinutes := flag.Float64("day-minutes", 3, "day: minutes of the day's requests, after the registrations")
+	dayRatesFlag := flag.String("day-rates", "", "day: rates replacing the defaults, key=value,... (defaults: "+defaultDayRates+"; a second, presence every, a reaction and an edit per N messages)")
+	daySeed := flag.Uint64("day-seed", 1, "day: the seed of the organisation and the schedule")
+	dayRamp := flag.Duration("day-ramp", time.Minute, "day: the tabs and phones register spread over this, before the day")
+	dayRegisterTimeout := flag.Duration("day-register-timeout", 10*time.Second, "day: a registration not answered in this is given up and tried again")
+	dayBin := flag.String("day-bin", "", "day: the zulite binary (default: built from the repository)")
+	dayVs := flag.String("day-vs", "", "day: another zulite binary to run the same day against afterwards, printed beside the first")
 	flag.Parse()
 	zuliteEnv = strings.Fields(*env)
 	if *rounds < 1 {
@@ -65,6 +75,22 @@ func main() {
 	case "longpoll":
 		err = serveLongPoll()
 	case "":
+		if *day {
+			var rates dayRates
+			if rates, err = parseDayRates(*dayRatesFlag); err != nil {
+				break
+			}
+			if *dayPeople < 2 || *dayMinutes <= 0 {
+				err = errors.New("-day-people must be at least 2 and -day-minutes above 0")
+				break
+			}
+			bins := []string{*dayBin}
+			if *dayVs != "" {
+				bins = append(bins, *dayVs)
+			}
+			err = runDays(dayConfig{people: *dayPeople, minutes: *dayMinutes, rates: rates, seed: *daySeed, ramp: *dayRamp, registerTimeout: *dayRegisterTimeout}, bins)
+			break
+		}
 		if *fanout == "" {
 			err = run(*requests, *bigUnread, *bigChannel, *rounds, *sweep)
 			break
