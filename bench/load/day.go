@@ -444,6 +444,7 @@ type dayResult struct {
 	rampCPU                          float64   // the server's, while registering
 	generatorCPU                     float64   // this process's share of a core over the day
 	othersCPU                        float64   // the rest of the machine's, in cores
+	memoryStall                      float64   // the share of the day the whole machine waited on memory
 	lateness                         []time.Duration
 	errorLines                       int      // the server's log lines at level ERROR
 	failures                         []string // unexpected statuses, each with its body
@@ -510,6 +511,7 @@ func printDay(c dayConfig, results []dayResult) {
 	line("other processes' CPU meanwhile", func(r dayResult) string {
 		return fmt.Sprintf("%.0f%% of a core (of %d here)", r.othersCPU*100, runtime.NumCPU())
 	})
+	line("machine stalled on memory (PSI full)", func(r dayResult) string { return fmt.Sprintf("%.1f%% of the day", r.memoryStall*100) })
 	line("schedule lateness p50 / p99 / max", func(r dayResult) string {
 		l := r.lateness
 		return fmt.Sprintf("%.2f / %.2f / %.1f ms", ms(quantile(l, 0.5)), ms(quantile(l, 0.99)), ms(quantile(l, 1)))

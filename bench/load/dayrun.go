@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -193,7 +194,7 @@ func runDay(c dayConfig, s *daySchedule, bin, label, dir string) (dayResult, err
 	fmt.Printf("%s: %d tabs and %d phones registered in %v; the day begins (%.4g min)\n", label, d.tabsRegistered.Load(), d.phonesRegistered.Load(), time.Since(start).Round(time.Millisecond), c.minutes)
 
 	// The day, with the server's processor read each minute.
-	serverBefore, selfBefore, machineBefore := cpuTime(d.pid), cpuTime(os.Getpid()), machineBusy()
+	serverBefore, selfBefore, machineBefore, stallBefore := cpuTime(d.pid), cpuTime(os.Getpid()), machineBusy(), memoryStall()
 	start = time.Now()
 	minutes := make(chan struct{})
 	go func() {
@@ -221,6 +222,7 @@ func runDay(c dayConfig, s *daySchedule, bin, label, dir string) (dayResult, err
 	self := cpuTime(os.Getpid()) - selfBefore
 	r.generatorCPU = float64(self) / float64(elapsed)
 	r.othersCPU = float64(machineBusy()-machineBefore-self-(cpuTime(d.pid)-serverBefore)) / float64(elapsed)
+	r.memoryStall = float64(memoryStall()-stallBefore) / float64(elapsed)
 	<-minutes
 	d.inFlight.Wait()
 	for deadline := time.Now().Add(dayDrain); time.Now().Before(deadline) && d.received.Load() < d.expected.Load(); {
@@ -349,21 +351,33 @@ func (d *dayRun) call(kind opKind, auth, method, path string, params url.Values,
 	st.Unlock()
 	route := method + " " + strings.SplitN(path, "?", 2)[0]
 	if kind == opReaction || kind == opEdit {
-		route = method + " " + opNames[kind] // not one line per message
+		route = opNames[kind] // not one line per message
 	}
 	switch {
 	case err != nil:
-		var urlErr *url.Error
-		if errors.As(err, &urlErr) {
-			err = urlErr.Err
-		}
 		d.mu.Lock()
-		d.noAnswers[route+": "+err.Error()]++
+		d.noAnswers[route+": "+noAnswer(err)]++
 		d.mu.Unlock()
 	case status != http.StatusOK:
 		d.fail(fmt.Sprintf("%s: got status %d, want 200", route, status), string(answer))
 	}
 	return answer, status
+}
+
+// noAnswer names why a request had no answer, without the addresses
+// that would make each connection's a line of its own.
+func noAnswer(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), strings.Contains(err.Error(), "server closed idle connection"):
+		return "the server closed the connection"
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return err.Error()
 }
 
 // fail keeps a failure: the first of each kind with the body it
@@ -814,4 +828,25 @@ func machineBusy() time.Duration {
 		}
 	}
 	return time.Duration(busy) * 10 * time.Millisecond // USER_HZ is 100
+}
+
+// memoryStall answers how long, so far, every task of this machine
+// waited on memory at once (/proc/pressure/memory, "full"): other
+// programs that fill the memory stall the day whatever its own figures.
+func memoryStall() time.Duration {
+	pressure, err := os.ReadFile("/proc/pressure/memory")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(pressure), "\n") {
+		if rest, ok := strings.CutPrefix(line, "full "); ok {
+			for _, f := range strings.Fields(rest) {
+				if v, ok := strings.CutPrefix(f, "total="); ok {
+					us, _ := strconv.ParseInt(v, 10, 64)
+					return time.Duration(us) * time.Microsecond
+				}
+			}
+		}
+	}
+	return 0
 }
