@@ -446,7 +446,9 @@ type dayResult struct {
 	othersCPU                        float64   // the rest of the machine's, in cores
 	memoryStall                      float64   // the share of the day the whole machine waited on memory
 	lateness                         []time.Duration
+	latenessP99ByMinute              []time.Duration
 	errorLines                       int      // the server's log lines at level ERROR
+	errorSamples                     []string // the first of them
 	failures                         []string // unexpected statuses, each with its body
 	noAnswers                        []string // requests that timed out or lost their connection, counted
 }
@@ -515,6 +517,13 @@ func printDay(c dayConfig, results []dayResult) {
 	line("schedule lateness p50 / p99 / max", func(r dayResult) string {
 		l := r.lateness
 		return fmt.Sprintf("%.2f / %.2f / %.1f ms", ms(quantile(l, 0.5)), ms(quantile(l, 0.99)), ms(quantile(l, 1)))
+	})
+	line("  p99, minute by minute", func(r dayResult) string {
+		var s []string
+		for _, l := range r.latenessP99ByMinute {
+			s = append(s, fmt.Sprintf("%.1f", ms(l)))
+		}
+		return strings.Join(s, " ") + " ms"
 	})
 	line("poll connections closed by server", func(r dayResult) string { return strconv.Itoa(r.reconnects) })
 	line("reactions/edits skipped (no id)", func(r dayResult) string { return strconv.Itoa(r.skipped) })

@@ -79,6 +79,9 @@ func runDays(c dayConfig, bins []string) error {
 		for _, n := range r.noAnswers {
 			fmt.Printf("no answer (%s): %s\n", r.label, n)
 		}
+		for _, l := range r.errorSamples {
+			fmt.Printf("server log (%s): %s\n", r.label, l)
+		}
 	}
 	for _, r := range results {
 		for _, f := range r.failures {
@@ -123,11 +126,12 @@ type dayRun struct {
 	topicUsed [dayChannels * dayTopics]atomic.Bool
 	inFlight  sync.WaitGroup
 
-	mu             sync.Mutex
-	lateness       []time.Duration
-	failures       []string
-	failuresByKind map[string]int
-	noAnswers      map[string]int // requests that did not answer, by route and error
+	mu               sync.Mutex
+	lateness         []time.Duration
+	latenessByMinute [][]time.Duration // by the minute of the day each was due
+	failures         []string
+	failuresByKind   map[string]int
+	noAnswers        map[string]int // requests that did not answer, by route and error
 
 	presenceLast                           []atomic.Int64 // each person's presence_last_update_id
 	expected, received                     atomic.Int64   // message events due to tabs and received by them
@@ -253,6 +257,9 @@ func runDay(c dayConfig, s *daySchedule, bin, label, dir string) (dayResult, err
 	}
 	r.presenceEvents, r.skipped = d.presences.Load(), int(d.skipped.Load())
 	r.lateness = slices.Sorted(slices.Values(d.lateness))
+	for _, l := range d.latenessByMinute {
+		r.latenessP99ByMinute = append(r.latenessP99ByMinute, quantile(slices.Sorted(slices.Values(l)), 0.99))
+	}
 	r.failures = d.failures
 	for kind, n := range d.failuresByKind {
 		if n > 1 {
@@ -264,7 +271,7 @@ func runDay(c dayConfig, s *daySchedule, bin, label, dir string) (dayResult, err
 		r.noAnswers = append(r.noAnswers, fmt.Sprintf("%s: %d", kind, n))
 	}
 	slices.Sort(r.noAnswers)
-	r.errorLines = countErrorLines(logPath)
+	r.errorLines, r.errorSamples = errorLines(logPath)
 	return r, nil
 }
 
@@ -283,8 +290,13 @@ func (d *dayRun) dispatch(actions []action, timed bool, do func(action)) {
 			defer d.inFlight.Done()
 			if timed {
 				late := time.Since(due)
+				minute := int(a.at / time.Minute)
 				d.mu.Lock()
 				d.lateness = append(d.lateness, late)
+				for len(d.latenessByMinute) <= minute {
+					d.latenessByMinute = append(d.latenessByMinute, nil)
+				}
+				d.latenessByMinute[minute] = append(d.latenessByMinute[minute], late)
 				d.mu.Unlock()
 			}
 			do(a)
@@ -600,7 +612,7 @@ func (t *dayTab) register(again bool) bool {
 	var queue string
 	var last, presenceLast int64 = -1, -1
 	if err := scanMembers(body, map[string]*string{"queue_id": &queue}, map[string]*int64{"last_event_id": &last, "presence_last_update_id": &presenceLast}); err != nil || queue == "" {
-		d.fail("POST /api/v1/register: an answer without queue_id", "")
+		d.fail(fmt.Sprintf("POST /api/v1/register: %d bytes answered without a queue_id (%v)", len(body), err), string(body[:min(len(body), 300)]))
 		return false
 	}
 	d.stateBytes.Add(int64(len(body)))
@@ -777,22 +789,26 @@ func startDayServer(bin, db, logPath string) (*process, string, error) {
 	return &process{cmd, addr}, key, nil
 }
 
-// countErrorLines counts the server's log lines at level ERROR.
-func countErrorLines(logPath string) int {
+// errorLines counts the server's log lines at level ERROR and answers
+// the first few of them (its 5xx answers, say, and why).
+func errorLines(logPath string) (int, []string) {
 	f, err := os.Open(logPath)
 	if err != nil {
-		return 0
+		return 0, nil
 	}
 	defer f.Close()
 	n := 0
+	var first []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		if bytes.Contains(sc.Bytes(), []byte("level=ERROR")) {
-			n++
+			if n++; len(first) < 3 {
+				first = append(first, string(sc.Bytes()[:min(len(sc.Bytes()), 300)]))
+			}
 		}
 	}
-	return n
+	return n, first
 }
 
 // procStatusKiB reads a figure in kB of /proc/PID/status, such as VmHWM.
