@@ -157,7 +157,7 @@ func runDay(c dayConfig, s *daySchedule, bin, label, dir string) (dayResult, err
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	d := &dayRun{c: c, s: s, base: "http://" + srv.addr, host: srv.addr, pid: srv.cmd.Process.Pid, ctx: ctx,
-		client:         &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}},
+		client:         dayClient(),
 		sentAt:         make([]time.Time, len(s.messages)),
 		sentID:         make([]atomic.Uint64, len(s.messages)),
 		presenceLast:   make([]atomic.Int64, c.people),
@@ -273,6 +273,21 @@ func runDay(c dayConfig, s *daySchedule, bin, label, dir string) (dayResult, err
 	slices.Sort(r.noAnswers)
 	r.errorLines, r.errorSamples = errorLines(logPath)
 	return r, nil
+}
+
+// dayClient is the people's requests' client. Each person has a
+// browser or an app of their own, so the requests never wait for one
+// another's connections here: there is no bound on connections, and they
+// come from 16 addresses (127.0.1.1 to 127.0.1.16) so that none holds
+// more than zulite's share for one address (a quarter of
+// --max-connections).
+func dayClient() *http.Client {
+	var next atomic.Uint32
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			source := &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(1+next.Add(1)%16))}
+			return (&net.Dialer{LocalAddr: source, Timeout: 10 * time.Second}).DialContext(ctx, network, addr)
+		}}}
 }
 
 // dispatch starts each action at its time from now, each in its own
