@@ -381,10 +381,11 @@ func (d *dayRun) call(kind opKind, auth, method, path string, params url.Values,
 		route = opNames[kind] // not one line per message
 	}
 	switch {
-	case err != nil:
+	case err != nil: // no answer, or an answer cut short by the timeout: nothing to read
 		d.mu.Lock()
 		d.noAnswers[route+": "+noAnswer(err)]++
 		d.mu.Unlock()
+		return nil, 0
 	case status != http.StatusOK:
 		d.fail(fmt.Sprintf("%s: got status %d, want 200", route, status), string(answer))
 	}
