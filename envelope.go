@@ -701,3 +701,26 @@ var (
 func errWidgets(e *apiError) *apiError           { return badRequest("Widgets: " + e.msg) }
 func errUnknownWidgetType(kind string) *apiError { return badRequest("unknown widget type: " + kind) }
 func errUnknownZformType(kind string) *apiError  { return badRequest("unknown zform type: " + kind) }
+// Topics one mutes, unmutes or follows (zerver/views/user_topics.py;
+// zerver/lib/streams.py's check_for_exactly_one_stream_arg, which words
+// its missing channel as JsonableError, so without var_name;
+// zerver/lib/exceptions.py's IncompatibleParametersError). The bound on
+// a user's topics is zulite's: Zulip sets none.
+var (
+	errTopicTooLong            = badRequest("topic is too long (limit: " + strconv.Itoa(maxTopicLength) + " characters)")
+	errTopicNotMuted           = badRequest("Topic is not muted")
+	errMissingStreamIDArgument = badRequest("Missing 'stream_id' argument")
+	errInvalidMutedTopicOp     = badRequest("Invalid op: Input should be 'add' or 'remove'")
+	errTooManyUserTopics       = badRequest("This server keeps at most " + strconv.Itoa(maxUserTopics) + " muted, unmuted and followed topics for each user.")
+)
+
+func incompatibleParameters(names ...string) *apiError {
+	list := ""
+	for i, n := range names {
+		if i > 0 {
+			list += ", "
+		}
+		list += n
+	}
+	return &apiError{status: http.StatusBadRequest, code: "BAD_REQUEST", msg: "Unsupported parameter combination: " + list, extra: []field{{"parameters", list}}}
+}

@@ -37,6 +37,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	plan := e.mustUpload(t, &e.alice, "plan.txt", secretText) // linked in the private channel only
 	e.sendText(t, e.alice, e.secret, "[plan]("+plan+")")
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/status", url.Values{"status_text": {"hers"}}, &e.alice))
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.secret, "plans", policyFollowed))
 	// A direct-message conversation bob is not in, unread for alice, sent
 	// while bob listens.
 	bobQueue := e.registerQueue(t, &e.bob, nil).str("queue_id")
@@ -76,7 +77,11 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 			unread, _ = allUnreadIDs(tx, e.alice.ID) // her direct messages too
 			return nil
 		})
-		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread)
+		topics, err := e.st.userTopics(e.alice.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics)
 	}
 
 	type attempt struct {
@@ -161,6 +166,12 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"DELETE /api/v1/users/me/avatar":                 {{"DELETE", "/api/v1/users/me/avatar", nil}},
 		"GET /user_avatars/{realm}/{file}":               {{"GET", "/user_avatars/2/" + strings.Repeat("ab", 32) + ".png", nil}},
 		"GET /api/v1/users/{user}":                       {{"GET", "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10), url.Values{"include_custom_profile_fields": {"true"}}}, {"GET", "/api/v1/users/" + e.alice.Email, nil}},
+		// Bob's topic policies are his own: he may not set one in her
+		// channel, and removing one there touches only his.
+		"POST /api/v1/user_topics": {{"POST", "/api/v1/user_topics", url.Values{"stream_id": {secretID}, "topic": {"plans"}, "visibility_policy": {"1"}}},
+			{"POST", "/api/v1/user_topics", url.Values{"stream_id": {secretID}, "topic": {"plans"}, "visibility_policy": {"0"}}}},
+		"PATCH /api/v1/users/me/subscriptions/muted_topics": {{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream": {"secret"}, "topic": {"plans"}, "op": {"add"}}},
+			{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream_id": {secretID}, "topic": {"plans"}, "op": {"remove"}}}},
 	}
 	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token"} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()

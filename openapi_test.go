@@ -577,6 +577,8 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/typing", url.Values{"op": {"start"}, "to": {jsonIDs(e.alice.ID)}}, &e.bob))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/status", url.Values{"status_text": {"busy"}, "emoji_name": {"zulip"}}, &e.bob))
 	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me/avatar", nil, &e.bob))
+	// Issue 32's topics: muted_topics and user_topic events.
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "contract", policyMuted))
 	// Issue 15's edits, moves and deletes: update_message and
 	// delete_message events (legacy and bulk shapes).
 	edited := e.sendAs(t, e.alice, e.general, "lunch")
@@ -700,6 +702,10 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", "/api/v1/user_uploads", nil, &e.alice},
 		{false, "GET", "/api/v1" + upload, nil, &e.alice},
 		{true, "GET", "/api/v1" + upload, nil, &e.bob},
+		{false, "POST", "/api/v1/user_topics", url.Values{"stream_id": {general}, "topic": {"lunch"}, "visibility_policy": {"3"}}, &e.alice},
+		{true, "POST", "/api/v1/user_topics", url.Values{"stream_id": {"999999"}, "topic": {"lunch"}, "visibility_policy": {"3"}}, &e.alice},
+		{false, "PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream": {"general"}, "topic": {"lunch"}, "op": {"add"}}, &e.alice},
+		{true, "PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream_id": {general}, "stream": {"general"}, "topic": {"lunch"}, "op": {"add"}}, &e.alice},
 	}
 
 	// A mux with every served pattern tells which route a request reaches.

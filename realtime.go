@@ -271,6 +271,8 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishEdit(c)
 	case messagesDeleted:
 		s.publishDelete(c)
+	case userTopicChanged:
+		s.publishUserTopic(c)
 	}
 }
 

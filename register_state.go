@@ -109,7 +109,7 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		{"realm_playgrounds", "realm_playgrounds"}, {"realm_bot", "realm_bots"}, {"realm_embedded_bots", "realm_embedded_bots"},
 		{"realm_incoming_webhook_bots", "realm_incoming_webhook_bots"},
 		{"channel_folders", "channel_folders"}, {"default_streams", "realm_default_streams"},
-		{"default_stream_groups", "realm_default_stream_groups"}, {"stop_words", "stop_words"}, {"user_topic", "user_topics"},
+		{"default_stream_groups", "realm_default_stream_groups"}, {"stop_words", "stop_words"},
 	} {
 		if want(empty.fetchType) {
 			state[empty.key] = []struct{}{}
@@ -122,10 +122,8 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		}
 		state["recent_private_conversations"] = recent
 	}
-	// Clients that ask for user_topic get user_topics instead of the
-	// legacy muted_topics, which Zulip then leaves out.
-	if want("muted_topics") && (o.fetchTypes == nil || !want("user_topic")) {
-		state["muted_topics"] = []struct{}{}
+	if err := s.addUserTopicState(state, u, o); err != nil { // api_user_topics.go
+		return nil, err
 	}
 	if want("presence") {
 		if err := s.addPresenceState(state, o); err != nil {

@@ -83,6 +83,10 @@ package main
 //	submessages      message id ‖ submessage id → submessage (JSON: sender id, msg_type, content):
 //	                 a message's widget and what its readers did with it, oldest first; the
 //	                 bucket's sequence numbers them (store_submessages.go)
+//	user_topics      user id ‖ channel id ‖ lower-cased topic → visibility policy (1 byte: muted,
+//	                 unmuted, followed) ‖ last updated (Unix seconds, uint64) ‖ the topic as first
+//	                 named; user id → how many of these the user has (uint64) (store_user_topics.go)
+//	topic_users      channel id ‖ lower-cased topic ‖ 0x00 ‖ user id → empty: who has such a row
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push
@@ -186,6 +190,7 @@ var (
 		bucketConversations, bucketConversationIDs, bucketConversationMessages, bucketDMMessages,
 		bucketPushOutbox, bucketPushSent,
 		bucketSubmessages,
+		bucketUserTopics, bucketTopicUsers,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.

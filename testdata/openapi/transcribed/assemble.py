@@ -8,10 +8,12 @@ paths.update(load('paths_a.yaml'))
 paths.update(load('paths_b.yaml'))
 paths.update(load('paths_c.yaml'))
 paths.update(load('paths_submessage.yaml'))
+paths.update(load('paths_topics.yaml'))
 extra = load('components_a.yaml')
 assert not set(extra) & set(comps), set(extra) & set(comps)
 comps.update(extra)
 events = load('events.yaml')
+events += load('events_topics.yaml')
 items = paths['/events']['get']['responses']['200']['content']['application/json']['schema']['allOf'][1]['properties']['events']['items']
 assert items == {'oneOf': 'EVENTS'}
 items['oneOf'] = events

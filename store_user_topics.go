@@ -1,0 +1,292 @@
+package main
+
+// Topics a user mutes, unmutes or follows: Zulip's UserTopic rows
+// (zerver/models/user_topics.py, zerver/lib/user_topics.py), kept in
+// the user_topics bucket. A row exists only while its policy is not
+// "inherit"; topics are one whatever their case, as Zulip's
+// usertopic_case_insensitive_topic_uniq.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+
+	"go.etcd.io/bbolt"
+)
+
+var (
+	bucketUserTopics = []byte("user_topics")
+	bucketTopicUsers = []byte("topic_users") // who set a policy for a topic
+)
+
+// Zulip's UserTopic.VisibilityPolicy.
+const (
+	policyInherit  = 0 // no row: the channel's own behaviour
+	policyMuted    = 1
+	policyUnmuted  = 2 // a topic heard in a muted channel
+	policyFollowed = 3
+)
+
+// maxUserTopics bounds one user's rows (zulite's bound: Zulip sets
+// none), so that register's user_topics and the legacy muted_topics
+// event stay a bounded size. A package variable so that tests may lower
+// it.
+var maxUserTopics = 10_000
+
+// userTopicRow is one row as register lists it.
+type userTopicRow struct {
+	ChannelID uint64
+	Topic     string // the name the row was made with
+	Policy    int
+	Updated   int64 // last_updated, Unix seconds
+}
+
+// userTopicKey is user id ‖ channel id ‖ the folded topic; the user's
+// count of rows is kept under the user id alone.
+func userTopicKey(userID, channelID uint64, topic string) []byte {
+	k := make([]byte, 16, 16+len(topic))
+	binary.BigEndian.PutUint64(k, userID)
+	binary.BigEndian.PutUint64(k[8:], channelID)
+	return append(k, foldTopic(topic)...)
+}
+
+// topicUsersPrefix is the topic_users keys' prefix for a topic:
+// channel id ‖ the folded topic ‖ 0x00; a user id follows.
+func topicUsersPrefix(channelID uint64, topic string) []byte {
+	k := make([]byte, 8, 9+len(topic)+8)
+	binary.BigEndian.PutUint64(k, channelID)
+	k = append(k, foldTopic(topic)...)
+	return append(k, 0)
+}
+
+// topicUsers are the users with a policy for a channel's topic.
+func topicUsers(tx *bbolt.Tx, channelID uint64, topic string) []uint64 {
+	var ids []uint64
+	prefix := topicUsersPrefix(channelID, topic)
+	c := tx.Bucket(bucketTopicUsers).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) == len(prefix)+8 { // not a longer topic that holds 0x00
+			ids = append(ids, btoi(k[len(prefix):]))
+		}
+	}
+	return ids
+}
+
+// A row's value: policy (1 byte) ‖ last_updated (uint64) ‖ the topic
+// as first named.
+func encodeUserTopic(policy int, updated int64, topic string) []byte {
+	v := make([]byte, 9, 9+len(topic))
+	v[0] = byte(policy)
+	binary.BigEndian.PutUint64(v[1:], uint64(updated))
+	return append(v, topic...)
+}
+
+func decodeUserTopic(k, v []byte) (userTopicRow, bool) {
+	if len(k) < 16 || len(v) < 9 {
+		return userTopicRow{}, false
+	}
+	return userTopicRow{ChannelID: btoi(k[8:16]), Policy: int(v[0]), Updated: int64(binary.BigEndian.Uint64(v[1:9])), Topic: string(v[9:])}, true
+}
+
+// topicPolicy is the user's policy for a channel's topic (inherit when
+// they set none).
+func topicPolicy(tx *bbolt.Tx, userID, channelID uint64, topic string) int {
+	if v := tx.Bucket(bucketUserTopics).Get(userTopicKey(userID, channelID, topic)); len(v) >= 9 {
+		return int(v[0])
+	}
+	return policyInherit
+}
+
+// eachUserTopic calls fn with each of the user's rows, in key order.
+func eachUserTopic(tx *bbolt.Tx, userID uint64, fn func(userTopicRow)) {
+	prefix := itob(userID)
+	c := tx.Bucket(bucketUserTopics).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if row, ok := decodeUserTopic(k, v); ok {
+			fn(row)
+		}
+	}
+}
+
+// topicPolicies are the user's policies by channel and folded topic,
+// for a walk that asks about many messages (at most maxUserTopics).
+type topicPolicies map[uint64]map[string]int
+
+func userTopicPolicies(tx *bbolt.Tx, userID uint64) topicPolicies {
+	out := topicPolicies{}
+	eachUserTopic(tx, userID, func(r userTopicRow) {
+		if out[r.ChannelID] == nil {
+			out[r.ChannelID] = map[string]int{}
+		}
+		out[r.ChannelID][foldTopic(r.Topic)] = r.Policy
+	})
+	return out
+}
+
+func (p topicPolicies) of(channelID uint64, topic string) int {
+	return p[channelID][foldTopic(topic)]
+}
+
+// topicIsMuted is Zulip's is_row_muted: a muted topic, or a topic of a
+// muted channel that is neither unmuted nor followed.
+func topicIsMuted(channelMuted bool, policy int) bool {
+	if channelMuted {
+		return policy != policyUnmuted && policy != policyFollowed
+	}
+	return policy == policyMuted
+}
+
+// mutedChannels are the channels the user muted.
+func mutedChannels(tx *bbolt.Tx, userID uint64) map[uint64]bool {
+	muted := map[uint64]bool{}
+	prefix := itob(userID)
+	c := tx.Bucket(bucketSubscriptions).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var sub subscription
+		if json.Unmarshal(v, &sub) == nil && sub.Muted {
+			muted[btoi(k[8:])] = true
+		}
+	}
+	return muted
+}
+
+// topicTarget is what one request sets: a channel by id or (the legacy
+// route) by name, a topic, a policy, and what a channel that is not
+// there, or that the user may not read when a policy is set, is refused
+// with (Zulip's access_stream_by_id and by_name, or, to remove a policy,
+// access_stream_to_remove_visibility_policy_by_id and by_name, which
+// only ask that the channel exist).
+type topicTarget struct {
+	ChannelID   uint64
+	ChannelName string
+	Topic       string
+	Policy      int
+	Missing     error // a rejection
+}
+
+// userTopicChanged: a user's policy for a topic changed. Topic is as the
+// request named it; Muted is the user's muted topics after the change,
+// for the legacy muted_topics event ([channel name, topic, last_updated]
+// each, Zulip's get_topic_mutes).
+type userTopicChanged struct {
+	UserID    uint64
+	ChannelID uint64
+	Topic     string
+	Policy    int
+	Updated   int64
+	Muted     [][]any
+}
+
+// setUserTopic sets the user's policy for a topic (Zulip's
+// do_set_user_topic_visibility_policy): a row made, changed or removed,
+// told; a policy the topic already has, or inherit where there is no
+// row, changes and tells nothing.
+func (s *store) setUserTopic(u user, t topicTarget) error {
+	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		var ch channel
+		var err error
+		if t.ChannelName != "" {
+			ch, err = s.channelByName(tx, t.ChannelName)
+		} else {
+			ch, err = s.channelByID(tx, t.ChannelID)
+		}
+		if err != nil || t.Policy != policyInherit && !canAccess(tx, u, ch) {
+			return t.Missing
+		}
+		b := tx.Bucket(bucketUserTopics)
+		key := userTopicKey(u.ID, ch.ID, t.Topic)
+		old := b.Get(key)
+		count := uint64(0)
+		if v := b.Get(itob(u.ID)); len(v) == 8 {
+			count = btoi(v)
+		}
+		now := s.now().Unix()
+		switch {
+		case t.Policy == policyInherit && old == nil:
+			return nil
+		case t.Policy == policyInherit:
+			if err := b.Delete(key); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketTopicUsers).Delete(append(topicUsersPrefix(ch.ID, t.Topic), itob(u.ID)...)); err != nil {
+				return err
+			}
+			count--
+		case old != nil && len(old) >= 9 && int(old[0]) == t.Policy:
+			return nil
+		case old != nil:
+			row, _ := decodeUserTopic(key, old)
+			if err := b.Put(key, encodeUserTopic(t.Policy, now, row.Topic)); err != nil {
+				return err
+			}
+		default:
+			if count >= uint64(maxUserTopics) {
+				return refusal(errTooManyUserTopics)
+			}
+			if err := b.Put(key, encodeUserTopic(t.Policy, now, t.Topic)); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketTopicUsers).Put(append(topicUsersPrefix(ch.ID, t.Topic), itob(u.ID)...), []byte{}); err != nil {
+				return err
+			}
+			count++
+		}
+		if err := putCount(b, u.ID, count); err != nil {
+			return err
+		}
+		report(userTopicChanged{UserID: u.ID, ChannelID: ch.ID, Topic: t.Topic, Policy: t.Policy, Updated: now, Muted: s.mutedTopicsTx(tx, u.ID)})
+		return nil
+	})
+}
+
+func putCount(b *bbolt.Bucket, userID, count uint64) error {
+	if count == 0 {
+		return b.Delete(itob(userID))
+	}
+	return b.Put(itob(userID), itob(count))
+}
+
+// userTopics answers register's user_topics.
+func (s *store) userTopics(userID uint64) ([]userTopicRow, error) {
+	var rows []userTopicRow
+	err := s.view(func(tx *bbolt.Tx) error {
+		rows = nil
+		eachUserTopic(tx, userID, func(r userTopicRow) { rows = append(rows, r) })
+		return nil
+	})
+	return rows, err
+}
+
+// mutedTopics answers register's legacy muted_topics.
+func (s *store) mutedTopics(userID uint64) ([][]any, error) {
+	var muted [][]any
+	err := s.view(func(tx *bbolt.Tx) error {
+		muted = s.mutedTopicsTx(tx, userID)
+		return nil
+	})
+	return muted, err
+}
+
+// mutedTopicsTx is Zulip's get_topic_mutes: [channel name, topic,
+// last_updated] for each muted topic.
+func (s *store) mutedTopicsTx(tx *bbolt.Tx, userID uint64) [][]any {
+	muted := [][]any{}
+	eachUserTopic(tx, userID, func(r userTopicRow) {
+		if r.Policy != policyMuted {
+			return
+		}
+		if ch, err := s.channelByID(tx, r.ChannelID); err == nil {
+			muted = append(muted, []any{ch.Name, r.Topic, r.Updated})
+		}
+	})
+	return muted
+}
+
+// storedUserTopic is the topic a request names: the empty topic may be
+// named by its display name (POST /user_topics' topic parameter).
+func storedUserTopic(topic string) string {
+	if topic == emptyTopicDisplayName {
+		return ""
+	}
+	return topic
+}
