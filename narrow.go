@@ -53,6 +53,7 @@ const (
 	opIsAlerted                             // is:alerted
 	opIsResolved                            // is:resolved
 	opIsFollowed                            // is:followed
+	opIsMuted                               // is:muted
 )
 
 // isTest tells whether the term is an is: term.
@@ -89,8 +90,14 @@ func matchesNarrow(terms []narrowTerm, m pagedMessage) bool {
 			ok = containsFold(m.Content, t.Name) || containsFold(m.Topic, t.Name)
 		case opHas:
 			ok = t.Name == "link" && (strings.Contains(m.Content, "http://") || strings.Contains(m.Content, "https://"))
-		case opIn, opNear:
-			ok = true // nothing is muted in zulite, and near only positions a client's view
+		case opIsFollowed:
+			ok = !m.isDirect() && m.TopicPolicy == policyFollowed
+		case opIsMuted: // a live queue cannot tell, and lets every message through, as Zulip's narrow predicate
+			ok = !m.Policies || m.TopicMuted
+		case opIn: // in:home leaves out what the reader muted; in:all nothing
+			ok = t.Name != "home" || !m.TopicMuted
+		case opNear:
+			ok = true // near only positions a client's view
 		case opChannels:
 			ok = !m.isDirect() && !m.Channel.Private
 		case opDM: // the conversation exactly: its participants, the reader among them
@@ -142,6 +149,7 @@ var narrowOperators = map[string]narrowOperator{
 var isOperands = map[string]narrowOperator{
 	"dm": opIsDM, "private": opIsDM, "starred": opIsStarred, "unread": opIsUnread,
 	"mentioned": opIsMentioned, "alerted": opIsAlerted, "resolved": opIsResolved, "followed": opIsFollowed,
+	"muted": opIsMuted,
 }
 
 var narrowOperands = map[narrowOperator][]string{

@@ -64,6 +64,13 @@ type pagedMessage struct {
 
 	// Participants: a direct message's, sorted by id (store_dms.go).
 	Participants []user
+
+	// The reader's visibility policy for a channel message's topic, and
+	// whether the topic is muted by it or by its channel's muting
+	// (store_user_topics.go): known (Policies) when the narrow asks.
+	TopicPolicy int
+	TopicMuted  bool
+	Policies    bool
 }
 
 // messages answers a range of the messages the user may see.
@@ -173,6 +180,10 @@ type rangeReader struct {
 	marks    map[uint64]*markView // channel → the user's unread state there
 	// conversations: participants of the conversations met (store_dms.go).
 	conversations map[uint64][]uint64
+	// policies and mutedChannels: the user's topic policies and muted
+	// channels, read once when the narrow asks about muting or following.
+	policies      topicPolicies
+	mutedChannels map[uint64]bool
 }
 
 func (s *store) selectRange(tx *bbolt.Tx, u user, q messageRange) (messagePage, error) {
@@ -280,6 +291,12 @@ func (r *rangeReader) resolve(terms []narrowTerm) error {
 			}
 		}
 		r.terms = append(r.terms, t)
+	}
+	for _, t := range r.terms {
+		if t.Operator == opIsFollowed || t.Operator == opIsMuted || t.Operator == opIn && t.Name == "home" {
+			r.policies, r.mutedChannels = userTopicPolicies(r.tx, r.user.ID), mutedChannels(r.tx, r.user.ID)
+			break
+		}
 	}
 	hasChannel, hasIs := false, false
 	for _, t := range r.terms {
@@ -392,6 +409,13 @@ func (r *rangeReader) match(id uint64) (pagedMessage, bool) {
 	}
 	m.Channel = r.channels[m.ChannelID]
 	m.Unread = r.isUnread(m.readKey(), id)
+	if r.policies != nil {
+		m.Policies = true
+		if !m.isDirect() {
+			m.TopicPolicy = r.policies.of(m.ChannelID, m.Topic)
+			m.TopicMuted = topicIsMuted(r.mutedChannels[m.ChannelID], m.TopicPolicy)
+		}
+	}
 	if !matchesNarrow(r.terms, m) {
 		return pagedMessage{}, false
 	}
