@@ -24,9 +24,11 @@ const (
 // at Zulip 11.0, feature level 421) with its default. Settings clients
 // may change through PATCH /settings have changeable set; they are the
 // ones whose whole effect lies with the client (display, and how a
-// client notifies), so that zulite storing them honours them. The rest
-// describe server behaviour zulite does not have (e-mail, digests,
-// drafts, following topics...): they are answered with Zulip's defaults
+// client notifies), so that zulite storing them honours them, and the
+// pushes of followed topics, which zulite's pushes honour
+// (push_recipients.go). The rest describe server behaviour zulite does
+// not have (e-mail, digests, drafts, following topics automatically...):
+// they are answered with Zulip's defaults
 // and PATCH /settings reports them in ignored_parameters_unsupported.
 type userSetting struct {
 	name       string
@@ -57,8 +59,8 @@ var userSettingsTable = []userSetting{
 	{name: "enable_followed_topic_audible_notifications", def: true, changeable: true},
 	{name: "enable_followed_topic_desktop_notifications", def: true, changeable: true},
 	{name: "enable_followed_topic_email_notifications", def: true},
-	{name: "enable_followed_topic_push_notifications", def: true},
-	{name: "enable_followed_topic_wildcard_mentions_notify", def: true},
+	{name: "enable_followed_topic_push_notifications", def: true, changeable: true},
+	{name: "enable_followed_topic_wildcard_mentions_notify", def: true, changeable: true},
 	{name: "enable_login_emails", def: true, group: settingLegacyNotification},
 	{name: "enable_marketing_emails", def: true, group: settingLegacyNotification},
 	{name: "enable_offline_email_notifications", def: true, group: settingLegacyNotification},

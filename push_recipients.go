@@ -74,7 +74,7 @@ func (p *pusher) expand(ctx context.Context, key uint64, j pushJob) (pushOutcome
 			}
 			trigger := "private_message"
 			if j.Users == nil {
-				if trigger = channelPushTrigger(tx, u, ch, m.ID); trigger == "" {
+				if trigger = channelPushTrigger(tx, u, ch, m); trigger == "" {
 					continue
 				}
 			}
@@ -147,13 +147,19 @@ func (p *pusher) candidates(tx *bbolt.Tx, m message, j pushJob) []uint64 {
 }
 
 // channelPushTrigger is why a channel message is pushed to the user, as
-// Zulip's NotificationTriggers name it, or "" when it is not: a mention
-// (enable_offline_push_notifications), a wildcard mention
-// (wildcard_mentions_notify, the subscription's or the user's, outside a
-// muted channel), or the channel's push_notifications (the
-// subscription's, else enable_stream_push_notifications) outside a
-// muted channel.
-func channelPushTrigger(tx *bbolt.Tx, u user, ch channel, messageID uint64) string {
+// Zulip's get_push_notification_trigger ranks the reasons, or "" when it
+// is not: a mention (enable_offline_push_notifications); a wildcard
+// mention in a followed topic (enable_followed_topic_wildcard_mentions_notify);
+// a wildcard mention (wildcard_mentions_notify, the subscription's or
+// the user's); a followed topic (enable_followed_topic_push_notifications);
+// the channel's push_notifications (the subscription's, else
+// enable_stream_push_notifications). Wildcard mentions need
+// enable_offline_push_notifications too. The user's topic policy
+// (store_user_topics.go) weighs first, as Zulip's
+// user_allows_notifications_in_StreamTopic: a muted topic, or a topic of a
+// muted channel that is not unmuted, hears neither wildcard mentions nor
+// the channel's setting.
+func channelPushTrigger(tx *bbolt.Tx, u user, ch channel, m message) string {
 	var sub subscription
 	if getJSON(tx.Bucket(bucketSubscriptions), append(itob(u.ID), itob(ch.ID)...), &sub) != nil {
 		return ""
@@ -162,26 +168,38 @@ func channelPushTrigger(tx *bbolt.Tx, u user, ch channel, messageID uint64) stri
 	if v := tx.Bucket(bucketUserSettings).Get(itob(u.ID)); v != nil {
 		json.Unmarshal(v, &overrides)
 	}
-	on := func(own *bool, setting string) bool {
+	policy := topicPolicy(tx, u.ID, ch.ID, m.Topic)
+	allows := func(own *bool, setting string) bool {
+		if sub.Muted && policy != policyUnmuted || policy == policyMuted {
+			return false
+		}
 		if own != nil {
 			return *own
 		}
 		return boolSetting(overrides, setting)
 	}
+	followed := policy == policyFollowed
 	var flags byte
-	if v := tx.Bucket(bucketFlags).Get(append(itob(u.ID), itob(messageID)...)); v != nil {
+	if v := tx.Bucket(bucketFlags).Get(append(itob(u.ID), itob(m.ID)...)); v != nil {
 		flags = v[0]
 	}
-	offline := on(nil, "enable_offline_push_notifications")
-	wildcards := offline && !sub.Muted && on(sub.WildcardMentionsNotify, "wildcard_mentions_notify")
+	offline := boolSetting(overrides, "enable_offline_push_notifications")
+	followedWildcards := offline && followed && boolSetting(overrides, "enable_followed_topic_wildcard_mentions_notify")
+	wildcards := offline && allows(sub.WildcardMentionsNotify, "wildcard_mentions_notify")
 	switch {
 	case flags&flagMentioned != 0 && offline:
 		return "mentioned"
+	case flags&flagTopicWildcardMentioned != 0 && followedWildcards:
+		return "topic_wildcard_mentioned_in_followed_topic"
+	case flags&flagStreamWildcardMentioned != 0 && followedWildcards:
+		return "stream_wildcard_mentioned_in_followed_topic"
 	case flags&flagTopicWildcardMentioned != 0 && wildcards:
 		return "topic_wildcard_mentioned"
 	case flags&flagStreamWildcardMentioned != 0 && wildcards:
 		return "stream_wildcard_mentioned"
-	case !sub.Muted && on(sub.PushNotifications, "enable_stream_push_notifications"):
+	case followed && boolSetting(overrides, "enable_followed_topic_push_notifications"):
+		return "followed_topic_push_notify"
+	case allows(sub.PushNotifications, "enable_stream_push_notifications"):
 		return "stream_push_notify"
 	}
 	return ""

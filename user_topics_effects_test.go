@@ -1,12 +1,101 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"testing"
 )
+
+// pushRecorder is a push transport that records who each notification
+// went to and its subtitle.
+type pushRecorder struct{ sent []string }
+
+func (p *pushRecorder) perDevice() bool { return true }
+
+func (p *pushRecorder) deliver(_ context.Context, j pushJob, _ []pushToken) pushResult {
+	var payload struct {
+		Alert struct {
+			Subtitle string `json:"subtitle"`
+		} `json:"alert"`
+	}
+	json.Unmarshal(j.APNs, &payload)
+	p.sent = append(p.sent, strconv.FormatUint(j.UserID, 10)+" "+payload.Alert.Subtitle)
+	return pushResult{}
+}
+
+// TestUserTopics_PushFollowsVisibilityPolicy: who a channel message
+// pushes to, as Zulip's get_recipient_info and
+// UserMessageNotificationsData decide it: a muted topic (or a topic in a
+// muted channel, unless unmuted or followed) pushes for personal
+// mentions alone; a followed topic pushes by
+// enable_followed_topic_push_notifications and its wildcard mentions by
+// enable_followed_topic_wildcard_mentions_notify.
+func TestUserTopics_PushFollowsVisibilityPolicy(t *testing.T) {
+	e, carol := newMentionEnv(t)
+	rec := &pushRecorder{}
+	p := newPusher(e.st, rec, func(uint64) bool { return true }, discardLogger(), "http://zulite.test", "zulite", 100)
+	for _, a := range []account{e.alice, carol} {
+		if err := e.st.addPushToken(a.ID, pushToken{Kind: pushAPNs, Token: "aa" + strconv.FormatUint(a.ID, 16)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// pushedFor sends content to general's topic as bob and answers
+	// whom it pushes to and with which subtitle.
+	pushedFor := func(t *testing.T, topic, content string) []string {
+		t.Helper()
+		r := e.sendContent(t, &e.bob, topic, content)
+		wantAPISuccess(t, r)
+		rec.sent = nil
+		if _, err := p.expand(context.Background(), 1, pushJob{Kind: "message", MessageID: uint64(r.body["id"].(float64)), SenderID: e.bob.ID, ReadKey: e.general.ID}); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(rec.sent)
+		return rec.sent
+	}
+	alice, carolID := strconv.FormatUint(e.alice.ID, 10), strconv.FormatUint(carol.ID, 10)
+	bobName := e.bob.FullName
+	setProperty := func(a *account, property, value string) {
+		t.Helper()
+		wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions/properties", url.Values{
+			"subscription_data": {`[{"stream_id":` + strconv.FormatUint(e.general.ID, 10) + `,"property":"` + property + `","value":` + value + `}]`}}, a))
+	}
+	check := func(t *testing.T, rule string, got []string, want ...string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: pushed %q, want %q", rule, got, want)
+		}
+	}
+
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "followed", policyFollowed))
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "muted", policyMuted))
+	check(t, "an unmuted topic, channel pushes off", pushedFor(t, "plain", "hello"))
+	check(t, "a followed topic", pushedFor(t, "Followed", "hello"), alice+" "+bobName+":")
+	check(t, "a muted topic, mentioned by name", pushedFor(t, "muted", "@**alice@example.com**"), alice+" "+bobName+" mentioned you:")
+	check(t, "a muted topic, a wildcard mention", pushedFor(t, "muted", "@**all** hello"), carolID+" "+bobName+" mentioned everyone:")
+	check(t, "a followed topic, a wildcard mention", pushedFor(t, "followed", "@**all** hello"), alice+" "+bobName+" mentioned everyone:", carolID+" "+bobName+" mentioned everyone:")
+
+	// Channel pushes on: every topic but the muted one.
+	setProperty(&e.alice, "push_notifications", "true")
+	check(t, "channel pushes on", pushedFor(t, "plain", "hello"), alice+" "+bobName+":")
+	check(t, "channel pushes on, a muted topic", pushedFor(t, "muted", "hello"))
+
+	// A muted channel: only its unmuted and followed topics push.
+	setProperty(&e.alice, "is_muted", "true")
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "unmuted", policyUnmuted))
+	check(t, "a muted channel", pushedFor(t, "plain", "hello"))
+	check(t, "a muted channel, a wildcard mention", pushedFor(t, "plain", "@**all**"), carolID+" "+bobName+" mentioned everyone:")
+	check(t, "a muted channel, an unmuted topic", pushedFor(t, "unmuted", "hello"), alice+" "+bobName+":")
+	check(t, "a muted channel, a followed topic", pushedFor(t, "followed", "hello"), alice+" "+bobName+":")
+
+	// The followed-topic settings.
+	wantAPISuccess(t, e.request(t, http.MethodPatch, "/api/v1/settings", url.Values{"enable_followed_topic_push_notifications": {"false"}, "enable_followed_topic_wildcard_mentions_notify": {"false"}}, &e.alice))
+	check(t, "followed-topic pushes off", pushedFor(t, "followed", "hello"))
+	check(t, "followed-topic wildcard mentions off, in a muted channel", pushedFor(t, "followed", "@**all**"), carolID+" "+bobName+" mentioned everyone:")
+}
 
 // TestUserTopics_NarrowsIsFollowedAndInHome: is:followed finds the
 // messages of followed topics, whatever their case; in:home leaves out

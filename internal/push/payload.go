@@ -157,7 +157,8 @@ func pushSubtitle(m *Message, trigger string) string {
 	switch trigger {
 	case "mentioned":
 		return m.SenderFullName + " mentioned you:"
-	case "topic_wildcard_mentioned", "stream_wildcard_mentioned":
+	case "topic_wildcard_mentioned", "stream_wildcard_mentioned",
+		"topic_wildcard_mentioned_in_followed_topic", "stream_wildcard_mentioned_in_followed_topic":
 		return m.SenderFullName + " mentioned everyone:"
 	}
 	if m.Recipients != nil && len(m.Recipients) <= 2 {
