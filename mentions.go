@@ -8,7 +8,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -226,22 +225,15 @@ func setMentionFlags(tx *bbolt.Tx, channelID, messageID uint64, m mentionSet) er
 
 // unreadMentions is register's unread_msgs.mentions among the unread
 // ids: those the user is mentioned in by name, and those with a
-// wildcard mention outside a channel the user muted (Zulip's
+// wildcard mention outside what the user muted, a topic or a channel
+// (store_user_topics.go's topicIsMuted; Zulip's
 // extract_unread_data_from_um_rows).
 func (s *store) unreadMentions(userID uint64, unread []uint64) ([]uint64, error) {
 	mentions := []uint64{}
 	err := s.view(func(tx *bbolt.Tx) error {
 		mentions = mentions[:0]
 		flags := tx.Bucket(bucketFlags)
-		muted := map[uint64]bool{}
-		prefix := itob(userID)
-		c := tx.Bucket(bucketSubscriptions).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			var sub subscription
-			if json.Unmarshal(v, &sub) == nil && sub.Muted {
-				muted[btoi(k[8:])] = true
-			}
-		}
+		muted, policies := mutedChannels(tx, userID), userTopicPolicies(tx, userID)
 		for _, id := range unread {
 			v := flags.Get(append(itob(userID), itob(id)...))
 			if v == nil || v[0]&flagsAnyMention == 0 {
@@ -249,7 +241,7 @@ func (s *store) unreadMentions(userID uint64, unread []uint64) ([]uint64, error)
 			}
 			if v[0]&flagMentioned == 0 {
 				m, err := messageByID(tx, id)
-				if err != nil || muted[m.ChannelID] {
+				if err != nil || !m.isDirect() && topicIsMuted(muted[m.ChannelID], policies.of(m.ChannelID, m.Topic)) {
 					continue
 				}
 			}

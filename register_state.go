@@ -160,6 +160,12 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		}
 		msgs := newUnreadMsgs(unread, o.capabilities.emptyTopicName)
 		addUnreadDirect(&msgs, unread.Direct, u.ID) // dms.go
+		// What the user muted is listed but not counted (store_user_topics.go).
+		muted, err := s.store.mutedUnread(u.ID, unread.Topics)
+		if err != nil {
+			return nil, err
+		}
+		msgs.Count -= muted
 		var ids []uint64
 		for _, t := range unread.Topics {
 			ids = append(ids, t.IDs...)

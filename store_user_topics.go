@@ -290,3 +290,22 @@ func storedUserTopic(topic string) string {
 	}
 	return topic
 }
+
+// mutedUnread counts the unread messages of topics the user muted
+// (topicIsMuted), which register's unread_msgs.count leaves out: Zulip's
+// aggregate_unread_data counts only unmuted_stream_msgs of channel
+// messages, though it lists them all.
+func (s *store) mutedUnread(userID uint64, topics []unreadTopic) (int, error) {
+	n := 0
+	err := s.view(func(tx *bbolt.Tx) error {
+		n = 0
+		muted, policies := mutedChannels(tx, userID), userTopicPolicies(tx, userID)
+		for _, t := range topics {
+			if topicIsMuted(muted[t.ChannelID], policies.of(t.ChannelID, t.Topic)) {
+				n += len(t.IDs)
+			}
+		}
+		return nil
+	})
+	return n, err
+}

@@ -97,6 +97,44 @@ func TestUserTopics_PushFollowsVisibilityPolicy(t *testing.T) {
 	check(t, "followed-topic wildcard mentions off, in a muted channel", pushedFor(t, "followed", "@**all**"), carolID+" "+bobName+" mentioned everyone:")
 }
 
+// TestUserTopics_UnreadCountLeavesMutedOut: register's unread_msgs
+// lists every unread message, but its count and its mentions leave out
+// muted topics and the topics of muted channels but unmuted and
+// followed ones (Zulip's extract_unread_data_from_um_rows).
+func TestUserTopics_UnreadCountLeavesMutedOut(t *testing.T) {
+	e := newTestEnv(t)
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "muted", policyMuted))
+	send := func(topic, content string) {
+		t.Helper()
+		wantAPISuccess(t, e.sendContent(t, &e.bob, topic, content))
+	}
+	send("muted", "@**all** one")
+	send("MUTED", "two")
+	send("plain", "@**all** three")
+	unread := func() (int, int, int) {
+		t.Helper()
+		r := e.registerQueue(t, &e.alice, url.Values{"fetch_event_types": {`["message","update_message_flags"]`}})
+		msgs := object(r.body["unread_msgs"])
+		listed := 0
+		for _, s := range msgs["streams"].([]any) {
+			listed += len(object(s)["unread_message_ids"].([]any))
+		}
+		return int(msgs["count"].(float64)), listed, len(msgs["mentions"].([]any))
+	}
+	if count, listed, mentions := unread(); count != 1 || listed != 3 || mentions != 1 {
+		t.Errorf("a muted topic: count %d, listed %d, mentions %d; want 1, 3, 1", count, listed, mentions)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions/properties", url.Values{
+		"subscription_data": {`[{"stream_id":` + strconv.FormatUint(e.general.ID, 10) + `,"property":"is_muted","value":true}]`}}, &e.alice))
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "followed", policyFollowed))
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "unmuted", policyUnmuted))
+	send("followed", "@**all** four")
+	send("unmuted", "five")
+	if count, listed, mentions := unread(); count != 2 || listed != 5 || mentions != 1 {
+		t.Errorf("a muted channel: count %d, listed %d, mentions %d; want 2, 5, 1", count, listed, mentions)
+	}
+}
+
 // TestUserTopics_NarrowsIsFollowedAndInHome: is:followed finds the
 // messages of followed topics, whatever their case; in:home leaves out
 // muted topics and muted channels but their unmuted and followed
