@@ -133,9 +133,11 @@ func (s *server) addUserTopicState(state map[string]any, u user, o registerOptio
 // without empty_topic_name.
 func (s *server) publishUserTopic(c userTopicChanged) {
 	to := usersAudience(c.UserID)
-	s.events.tell("muted_topics", to, event{"type": "muted_topics", "muted_topics": c.Muted}, func(q *eventQueue) bool {
-		return !slices.Contains(q.types, "user_topic")
-	})
+	if c.Muted != nil {
+		s.events.tell("muted_topics", to, event{"type": "muted_topics", "muted_topics": c.Muted}, func(q *eventQueue) bool {
+			return !slices.Contains(q.types, "user_topic")
+		})
+	}
 	e := event{"type": "user_topic", "stream_id": c.ChannelID, "topic_name": c.Topic, "last_updated": c.Updated, "visibility_policy": c.Policy}
 	if c.Topic != "" {
 		s.events.tell("user_topic", to, e, nil)

@@ -353,6 +353,11 @@ func (s *store) editMessage(u user, e messageEdit) (int, error) {
 				change.Flags[uid] = userFlags(tx, uid, change.Message)
 			}
 		}
+		if topic != nil || moved { // topic policies go where the whole topic went (store_user_topics.go)
+			if err := s.moveTopicPolicies(tx, from, to, m.Topic, target, ids, e.Propagate == changeAll, report); err != nil {
+				return err
+			}
+		}
 		changed = len(ids)
 		report(change)
 		return nil

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"slices"
 
 	"go.etcd.io/bbolt"
 )
@@ -167,7 +168,8 @@ type topicTarget struct {
 // userTopicChanged: a user's policy for a topic changed. Topic is as the
 // request named it; Muted is the user's muted topics after the change,
 // for the legacy muted_topics event ([channel name, topic, last_updated]
-// each, Zulip's get_topic_mutes).
+// each, Zulip's get_topic_mutes), nil when Zulip sends none (a policy
+// taken from a topic that moved).
 type userTopicChanged struct {
 	UserID    uint64
 	ChannelID uint64
@@ -193,50 +195,63 @@ func (s *store) setUserTopic(u user, t topicTarget) error {
 		if err != nil || t.Policy != policyInherit && !canAccess(tx, u, ch) {
 			return t.Missing
 		}
-		b := tx.Bucket(bucketUserTopics)
-		key := userTopicKey(u.ID, ch.ID, t.Topic)
-		old := b.Get(key)
-		count := uint64(0)
-		if v := b.Get(itob(u.ID)); len(v) == 8 {
-			count = btoi(v)
-		}
-		now := s.now().Unix()
-		switch {
-		case t.Policy == policyInherit && old == nil:
-			return nil
-		case t.Policy == policyInherit:
-			if err := b.Delete(key); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bucketTopicUsers).Delete(append(topicUsersPrefix(ch.ID, t.Topic), itob(u.ID)...)); err != nil {
-				return err
-			}
-			count--
-		case old != nil && len(old) >= 9 && int(old[0]) == t.Policy:
-			return nil
-		case old != nil:
-			row, _ := decodeUserTopic(key, old)
-			if err := b.Put(key, encodeUserTopic(t.Policy, now, row.Topic)); err != nil {
-				return err
-			}
-		default:
-			if count >= uint64(maxUserTopics) {
-				return refusal(errTooManyUserTopics)
-			}
-			if err := b.Put(key, encodeUserTopic(t.Policy, now, t.Topic)); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bucketTopicUsers).Put(append(topicUsersPrefix(ch.ID, t.Topic), itob(u.ID)...), []byte{}); err != nil {
-				return err
-			}
-			count++
-		}
-		if err := putCount(b, u.ID, count); err != nil {
+		return s.setUserTopicTx(tx, u, ch, t.Topic, t.Policy, true, report)
+	})
+}
+
+// setUserTopicTx sets a policy in a write transaction and reports it
+// (with the legacy muted_topics list when legacy, as Zulip's
+// skip_muted_topics_event is false); a policy the topic already has, or
+// inherit where there is no row, writes and reports nothing. A new row
+// past maxUserTopics is refused before anything is written.
+func (s *store) setUserTopicTx(tx *bbolt.Tx, u user, ch channel, topic string, policy int, legacy bool, report func(any)) error {
+	b := tx.Bucket(bucketUserTopics)
+	key := userTopicKey(u.ID, ch.ID, topic)
+	old := b.Get(key)
+	count := uint64(0)
+	if v := b.Get(itob(u.ID)); len(v) == 8 {
+		count = btoi(v)
+	}
+	now := s.now().Unix()
+	switch {
+	case policy == policyInherit && old == nil:
+		return nil
+	case policy == policyInherit:
+		if err := b.Delete(key); err != nil {
 			return err
 		}
-		report(userTopicChanged{UserID: u.ID, ChannelID: ch.ID, Topic: t.Topic, Policy: t.Policy, Updated: now, Muted: s.mutedTopicsTx(tx, u.ID)})
+		if err := tx.Bucket(bucketTopicUsers).Delete(append(topicUsersPrefix(ch.ID, topic), itob(u.ID)...)); err != nil {
+			return err
+		}
+		count--
+	case len(old) >= 9 && int(old[0]) == policy:
 		return nil
-	})
+	case old != nil:
+		row, _ := decodeUserTopic(key, old)
+		if err := b.Put(key, encodeUserTopic(policy, now, row.Topic)); err != nil {
+			return err
+		}
+	default:
+		if count >= uint64(maxUserTopics) {
+			return refusal(errTooManyUserTopics)
+		}
+		if err := b.Put(key, encodeUserTopic(policy, now, topic)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketTopicUsers).Put(append(topicUsersPrefix(ch.ID, topic), itob(u.ID)...), []byte{}); err != nil {
+			return err
+		}
+		count++
+	}
+	if err := putCount(b, u.ID, count); err != nil {
+		return err
+	}
+	c := userTopicChanged{UserID: u.ID, ChannelID: ch.ID, Topic: topic, Policy: policy, Updated: now}
+	if legacy {
+		c.Muted = s.mutedTopicsTx(tx, u.ID)
+	}
+	report(c)
+	return nil
 }
 
 func putCount(b *bbolt.Bucket, userID, count uint64) error {
@@ -308,4 +323,70 @@ func (s *store) mutedUnread(userID uint64, topics []unreadTopic) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// moveTopicPolicies carries users' policies for a topic whose messages
+// moved, as Zulip's do_update_message does when the whole topic moved
+// (change_all, or no message left behind): each user's policy leaves
+// the old topic (its user_topic event without the legacy muted_topics
+// one, skip_muted_topics_event) and goes to the new one, merged, when
+// that one already has messages, with the user's policy there
+// (policyAfterMerge); a user who cannot read the channel the topic
+// moved to loses their policy instead. A topic renamed only in case is
+// the same topic, and keeps its rows.
+func (s *store) moveTopicPolicies(tx *bbolt.Tx, from, to channel, orig, target string, moved []uint64, changeAll bool, report func(any)) error {
+	if from.ID == to.ID && foldTopic(orig) == foldTopic(target) {
+		return nil
+	}
+	if !changeAll && len(topicIDs(tx, from.ID, orig)) > 0 {
+		return nil // some of the topic stays
+	}
+	targetHasMessages := len(minus(topicIDs(tx, to.ID, target), moved)) > 0
+	users := append(topicUsers(tx, from.ID, orig), topicUsers(tx, to.ID, target)...)
+	slices.Sort(users)
+	for _, uid := range slices.Compact(users) {
+		u, err := lookUpUser(tx, uid)
+		if err != nil {
+			continue
+		}
+		origPolicy, targetPolicy := topicPolicy(tx, uid, from.ID, orig), topicPolicy(tx, uid, to.ID, target)
+		if origPolicy != policyInherit && from.ID != to.ID && !canAccess(tx, u, to) {
+			// The topic is gone for them: its policy goes, and only a
+			// policy of their own for the new topic is weighed.
+			if err := s.setUserTopicTx(tx, u, from, orig, policyInherit, true, report); err != nil {
+				return err
+			}
+			if origPolicy = policyInherit; targetPolicy == policyInherit {
+				continue
+			}
+		}
+		if origPolicy != policyInherit {
+			if err := s.setUserTopicTx(tx, u, from, orig, policyInherit, false, report); err != nil {
+				return err
+			}
+		}
+		policy := origPolicy
+		if targetHasMessages {
+			policy = policyAfterMerge(origPolicy, targetPolicy)
+		}
+		if policy == targetPolicy {
+			continue
+		}
+		if err := s.setUserTopicTx(tx, u, to, target, policy, true, report); err != nil && !isRejection(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// policyAfterMerge is Zulip's get_visibility_policy_after_merge: the
+// more visible of the two, followed before unmuted before none before
+// muted.
+func policyAfterMerge(orig, target int) int {
+	for _, p := range []int{policyFollowed, policyUnmuted, policyInherit} {
+		if orig == p || target == p {
+			return p
+		}
+	}
+	return policyMuted
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -194,5 +195,87 @@ func TestUserTopics_NarrowsIsFollowedAndInHome(t *testing.T) {
 	}
 	if _, got := e.page(t, &e.alice, rangeParams("oldest", 0, 100, narrowOf(map[string]any{"operator": "is", "operand": "unread"}))); !slices.Equal(got, []uint64{muted, plain, later}) {
 		t.Errorf("alice's unread after marking is:followed: got %v, want %v", got, []uint64{muted, plain, later})
+	}
+}
+
+// TestUserTopics_PoliciesGoWhereTheTopicMoved: when a whole topic moves
+// (change_all, or no message left behind), each user's policy leaves it
+// for the new topic, merged with their policy there when that topic
+// already has messages (the more visible wins), as Zulip's
+// do_update_message; a user who cannot read the new channel loses it;
+// a move of part of a topic moves no policy.
+func TestUserTopics_PoliciesGoWhereTheTopicMoved(t *testing.T) {
+	e := newTestEnv(t)
+	policies := func(a *account) map[string]float64 {
+		t.Helper()
+		out := map[string]float64{}
+		for _, item := range e.userTopicsOf(t, a) {
+			o := object(item)
+			out[strconv.FormatFloat(o["stream_id"].(float64), 'f', -1, 64)+" "+o["topic_name"].(string)] = o["visibility_policy"].(float64)
+		}
+		return out
+	}
+	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
+	move := func(id uint64, params url.Values) {
+		t.Helper()
+		wantAPISuccess(t, e.request(t, http.MethodPatch, "/api/v1/messages/"+strconv.FormatUint(id, 10), params, &e.alice))
+	}
+	first := e.sendAs(t, e.bob, e.general, "lunch")
+	e.sendAs(t, e.bob, e.general, "lunch")
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "lunch", policyFollowed))
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.bob, e.general, "LUNCH", policyMuted))
+	queue := e.registerQueue(t, &e.alice, url.Values{"event_types": {`["user_topic","update_message"]`}}).str("queue_id")
+	legacy := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["muted_topics"]`}}).str("queue_id")
+
+	// Part of the topic: nothing moves.
+	move(first, url.Values{"topic": {"brunch"}, "propagate_mode": {"change_one"}})
+	if got, want := policies(&e.alice), map[string]float64{general + " lunch": policyFollowed}; !jsonEqual(got, want) {
+		t.Errorf("after moving one message of two: got %v, want %v", got, want)
+	}
+	// The rest of it, later messages only, leaves nothing behind. The
+	// new topic already has a message (the one moved first), so each
+	// policy is merged with none: a follow stays, a mute goes.
+	move(first+1, url.Values{"topic": {"brunch"}, "propagate_mode": {"change_later"}})
+	if got, want := policies(&e.alice), map[string]float64{general + " brunch": policyFollowed}; !jsonEqual(got, want) {
+		t.Errorf("alice after the whole topic moved: got %v, want %v", got, want)
+	}
+	if got := policies(&e.bob); len(got) != 0 {
+		t.Errorf("bob after the whole topic moved into one with a message: got %v, want none", got)
+	}
+	var kinds []string
+	for _, ev := range e.pollNow(t, &e.alice, queue, -1) {
+		kinds = append(kinds, fmt.Sprint(ev["type"], " ", ev["topic_name"], " ", ev["visibility_policy"]))
+	}
+	want := []string{"update_message <nil> <nil>", "user_topic lunch 0", "user_topic brunch 3", "update_message <nil> <nil>"}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("alice's events: got %q, want %q", kinds, want)
+	}
+	// Leaving the old topic tells no muted_topics (Zulip's
+	// skip_muted_topics_event, counting on the new topic's to follow):
+	// bob's mute went with none, as in Zulip.
+	if got := e.pollNow(t, &e.bob, legacy, -1); len(got) != 0 {
+		t.Errorf("bob's muted_topics events: got %v, want none", got)
+	}
+
+	// Into a topic with messages: the more visible policy.
+	e.sendAs(t, e.bob, e.general, "dinner")
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "dinner", policyMuted))
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.bob, e.general, "dinner", policyUnmuted))
+	move(first, url.Values{"topic": {"dinner"}, "propagate_mode": {"change_all"}})
+	if got, want := policies(&e.alice), map[string]float64{general + " dinner": policyFollowed}; !jsonEqual(got, want) {
+		t.Errorf("alice, followed into muted: got %v, want %v", got, want)
+	}
+	if got, want := policies(&e.bob), map[string]float64{general + " dinner": policyUnmuted}; !jsonEqual(got, want) {
+		t.Errorf("bob, muted into unmuted: got %v, want %v", got, want)
+	}
+
+	// To a channel bob cannot read: his policy goes, alice's moves.
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.bob, e.general, "dinner", policyMuted))
+	move(first, url.Values{"stream_id": {secret}, "propagate_mode": {"change_all"}})
+	if got, want := policies(&e.alice), map[string]float64{secret + " dinner": policyFollowed}; !jsonEqual(got, want) {
+		t.Errorf("alice after the move to secret: got %v, want %v", got, want)
+	}
+	if got := policies(&e.bob); len(got) != 0 {
+		t.Errorf("bob after the move to a channel he cannot read: got %v, want none", got)
 	}
 }
