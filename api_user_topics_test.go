@@ -222,6 +222,7 @@ func TestUserTopics_BoundedPerUser(t *testing.T) {
 	wantAPISuccess(t, e.setTopicPolicy(t, &e.bob, e.general, "a", policyMuted))
 	// The topic_users index holds exactly the rows.
 	e.st.view(func(tx *bbolt.Tx) error {
+		checkUserTopicIndexes(t, tx)
 		for _, c := range []struct {
 			topic string
 			want  []uint64
@@ -301,5 +302,41 @@ func TestUserTopics_LegacyMutedTopicsRoute(t *testing.T) {
 	}
 	if got := e.pollNow(t, &e.alice, queue, 0); len(got) != 2 {
 		t.Errorf("events after the first: got %v, want follow and remove of dinner alone", got)
+	}
+}
+
+// checkUserTopicIndexes checks that the user_topics rows, each user's
+// count of them and the topic_users index agree.
+func checkUserTopicIndexes(t *testing.T, tx *bbolt.Tx) {
+	t.Helper()
+	counts, rows := map[uint64]uint64{}, map[string]bool{}
+	tx.Bucket(bucketUserTopics).ForEach(func(k, v []byte) error {
+		if len(k) == 8 {
+			counts[btoi(k)] = btoi(v)
+			return nil
+		}
+		row, ok := decodeUserTopic(k, v)
+		if !ok || row.Policy < policyMuted || row.Policy > policyFollowed {
+			t.Errorf("user_topics: a malformed row %x → %x", k, v)
+			return nil
+		}
+		counts[btoi(k)]--
+		rows[string(append(topicUsersPrefix(row.ChannelID, row.Topic), k[:8]...))] = true
+		return nil
+	})
+	for user, n := range counts {
+		if n != 0 {
+			t.Errorf("user_topics: user %d's count is off by %d", user, int64(n))
+		}
+	}
+	tx.Bucket(bucketTopicUsers).ForEach(func(k, _ []byte) error {
+		if !rows[string(k)] {
+			t.Errorf("topic_users: %x names no row", k)
+		}
+		delete(rows, string(k))
+		return nil
+	})
+	for k := range rows {
+		t.Errorf("topic_users: the row %x is not indexed", k)
 	}
 }

@@ -132,6 +132,9 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 		}
 	}
 	added, removed, tried := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	// Topics the owner followed, and those whose policy was removed (or
+	// tried: a removal whose answer was lost may have happened).
+	followed, unfollowed, triedUnfollow := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var sent []string
 	server := first
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -166,6 +169,22 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 							mu.Lock()
 							removed[prev] = true
 							mu.Unlock()
+						}
+						topic := "u-" + token // a topic followed, and every other one's policy removed again
+						if code, err := call(server.baseURL, http.MethodPost, "/api/v1/user_topics", url.Values{"stream_id": {"1"}, "topic": {topic}, "visibility_policy": {"3"}}); err == nil && code == 200 {
+							mu.Lock()
+							followed[topic] = true
+							mu.Unlock()
+						}
+						if i%8 == 2 {
+							mu.Lock()
+							triedUnfollow[topic] = true
+							mu.Unlock()
+							if code, err := call(server.baseURL, http.MethodPost, "/api/v1/user_topics", url.Values{"stream_id": {"1"}, "topic": {topic}, "visibility_policy": {"0"}}); err == nil && code == 200 {
+								mu.Lock()
+								unfollowed[topic] = true
+								mu.Unlock()
+							}
 						}
 					case 3:
 						content := "m-" + token
@@ -226,6 +245,33 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 			t.Errorf("token %s was acknowledged as removed but is present", tok)
 		}
 	}
+	// Every acknowledged follow is there, every acknowledged removal gone,
+	// and the rows, their counts and the topic_users index agree.
+	policies := map[string]int{}
+	topicRows, err := st.userTopics(u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range topicRows {
+		policies[r.Topic] = r.Policy
+	}
+	for topic := range followed {
+		if !triedUnfollow[topic] && policies[topic] != policyFollowed {
+			t.Errorf("topic %s was acknowledged as followed but is not", topic)
+		}
+	}
+	for topic := range unfollowed {
+		if _, ok := policies[topic]; ok {
+			t.Errorf("topic %s's policy was acknowledged as removed but is there", topic)
+		}
+	}
+	if len(followed) == 0 || len(unfollowed) == 0 {
+		t.Errorf("%d follows and %d removals were acknowledged: the test set too little", len(followed), len(unfollowed))
+	}
+	mustView(t, st, func(tx *bbolt.Tx) error {
+		checkUserTopicIndexes(t, tx)
+		return nil
+	})
 	// Every message is whole: its record, its channel and topic index
 	// entries, and the indexes name only stored messages under their
 	// channel and topic, after moves and deletes (checkMessageIndexes);
@@ -316,8 +362,8 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	if markedUpTo == 0 {
 		t.Errorf("no mark_stream_as_read was acknowledged: the test marked nothing")
 	}
-	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read), %d moved or edited and deleted (%d of them direct), %d votes; all as acknowledged",
-		len(added), len(removed), sentCount, markedUpTo, len(deleted)-direct, direct, len(voted))
+	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read), %d moved or edited and deleted (%d of them direct), %d votes, %d topics followed (%d of them unfollowed); all as acknowledged",
+		len(added), len(removed), sentCount, markedUpTo, len(deleted)-direct, direct, len(voted), len(followed), len(unfollowed))
 }
 
 // reopenChecked opens a database the binary has left, with nothing else

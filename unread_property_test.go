@@ -20,6 +20,9 @@ type unreadModel struct {
 	subscribed map[uint64]map[uint64]bool // user → channel → subscribed
 	messages   []modelMessage             // in id order
 	unread     map[uint64]map[uint64]bool // user → message id → unread
+	// policies: user → channel ‖ lower-cased topic → visibility policy
+	// (POST /user_topics), which register's unread count weighs.
+	policies map[uint64]map[string]int
 }
 
 type modelMessage struct {
@@ -83,8 +86,10 @@ func storedUnread(t *testing.T, st *store, userID uint64) []uint64 {
 }
 
 // TestUnreadState_MatchesModelOverRandomSequences drives random sends,
-// mark-read routes, flag updates and subscription changes over HTTP and,
-// after every step, compares each user's unread set with the model.
+// mark-read routes, flag updates, subscription changes and topic
+// policies over HTTP and, after every step, compares each user's unread
+// set with the model (and, after a policy is set, register's unread
+// count, which leaves muted topics out).
 func TestUnreadState_MatchesModelOverRandomSequences(t *testing.T) {
 	t.Parallel() // independent of the other tests: its own store or server
 	steps := 5000
@@ -109,10 +114,11 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 	}
 	mustCreateChannel(t, e.st, "vault", true) // private, and nobody is subscribed
 	topics := []string{"a", "A", "b", "c"}
-	model := &unreadModel{subscribed: map[uint64]map[uint64]bool{}, unread: map[uint64]map[uint64]bool{}}
+	model := &unreadModel{subscribed: map[uint64]map[uint64]bool{}, unread: map[uint64]map[uint64]bool{}, policies: map[uint64]map[string]int{}}
 	for _, u := range users {
 		model.subscribed[u.ID] = map[uint64]bool{}
 		model.unread[u.ID] = map[uint64]bool{}
+		model.policies[u.ID] = map[string]int{}
 	}
 	post := func(u *account, method, path string, params url.Values) response {
 		return e.request(t, method, path, params, u)
@@ -222,6 +228,28 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 				case msg.participants != nil || model.subscribed[u.ID][msg.channel]: // a participant always received it
 					model.unread[u.ID][id] = true
 				}
+			}
+		case 9: // a topic's visibility policy, then register's unread count, which leaves muted topics out
+			topic := topics[rng.IntN(len(topics))]
+			policy := rng.IntN(4)
+			what = fmt.Sprintf("%s sets %s/%s's policy to %d", u.Email, ch.Name, topic, policy)
+			wantAPISuccess(t, e.setTopicPolicy(t, u, ch, topic, policy))
+			key := chID + " " + strings.ToLower(topic)
+			if policy == policyInherit {
+				delete(model.policies[u.ID], key)
+			} else {
+				model.policies[u.ID][key] = policy
+			}
+			want := 0
+			for id := range model.unread[u.ID] {
+				m := model.messages[slices.IndexFunc(model.messages, func(m modelMessage) bool { return m.id == id })]
+				if m.participants != nil || model.policies[u.ID][strconv.FormatUint(m.channel, 10)+" "+strings.ToLower(m.topic)] != policyMuted {
+					want++
+				}
+			}
+			r := e.registerQueue(t, u, url.Values{"fetch_event_types": {`["message","update_message_flags"]`}})
+			if got := object(r.body["unread_msgs"])["count"]; got != float64(want) {
+				t.Fatalf("step %d (%s): register's unread count got %v, want %d", step, what, got, want)
 			}
 		case 12: // a direct message: one-to-one, to a group of 3, or to oneself
 			participants := []uint64{u.ID}
