@@ -701,6 +701,7 @@ var (
 func errWidgets(e *apiError) *apiError           { return badRequest("Widgets: " + e.msg) }
 func errUnknownWidgetType(kind string) *apiError { return badRequest("unknown widget type: " + kind) }
 func errUnknownZformType(kind string) *apiError  { return badRequest("unknown zform type: " + kind) }
+
 // Topics one mutes, unmutes or follows (zerver/views/user_topics.py;
 // zerver/lib/streams.py's check_for_exactly_one_stream_arg, which words
 // its missing channel as JsonableError, so without var_name;
