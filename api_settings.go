@@ -55,7 +55,7 @@ var userSettingsTable = []userSetting{
 	{name: "emojiset", def: "google", group: settingLegacyDisplay, changeable: true, choices: []any{"google", "twitter", "text", "google-blob"}},
 	{name: "enable_desktop_notifications", def: true, group: settingLegacyNotification, changeable: true},
 	{name: "enable_digest_emails", def: true, group: settingLegacyNotification},
-	{name: "enable_drafts_synchronization", def: true, group: settingLegacyDisplay},
+	{name: "enable_drafts_synchronization", def: true, group: settingLegacyDisplay, changeable: true},
 	{name: "enable_followed_topic_audible_notifications", def: true, changeable: true},
 	{name: "enable_followed_topic_desktop_notifications", def: true, changeable: true},
 	{name: "enable_followed_topic_email_notifications", def: true},

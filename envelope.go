@@ -725,3 +725,32 @@ func incompatibleParameters(names ...string) *apiError {
 	}
 	return &apiError{status: http.StatusBadRequest, code: "BAD_REQUEST", msg: "Unsupported parameter combination: " + list, extra: []field{{"parameters", list}}}
 }
+
+// Drafts and saved snippets (zerver/lib/drafts.py,
+// zerver/actions/saved_snippets.py; the limits on counts and the
+// timestamp's end are zulite's: store_drafts.go).
+var (
+	errDraftsNotSynced        = badRequest("User has disabled synchronizing drafts.")
+	errDraftTimestampNegative = badRequest("Timestamp must not be negative.")
+	errDraftTopicNullBytes    = badRequest("Topic must not contain null bytes")
+	errDraftOneChannel        = badRequest("Must specify exactly 1 channel ID for channel messages")
+	errNoSuchDraft            = &apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "Draft does not exist"}
+	errNoSuchSnippet          = &apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "Saved snippet does not exist."}
+	errDraftTimestampTooLarge = badRequest("Timestamp must not be after the year 9999.")
+	errTooManyDrafts          = badRequest("You may keep at most " + strconv.Itoa(maxDraftsPerUser) + " drafts.")
+	errTooManySnippets        = badRequest("You may keep at most " + strconv.Itoa(maxSnippetsPerUser) + " saved snippets.")
+)
+
+// typed_endpoint's texts for string_too_short (min_length 1),
+// string_too_long, extra_forbidden, and its "Invalid {var_name}: {msg}"
+// for Pydantic's own words.
+func errCannotBeBlank(name string) *apiError { return badRequest(name + " cannot be blank") }
+func errStringTooLong(name string, limit int) *apiError {
+	return badRequest(name + " is too long (limit: " + strconv.Itoa(limit) + " characters)")
+}
+func errArgumentUnexpected(argument, name string) *apiError {
+	return badRequest(`Argument "` + echoed(argument) + `" at ` + echoed(name) + " is unexpected")
+}
+func errFieldRequired(name string) *apiError {
+	return badRequest("Invalid " + name + ": Field required")
+}

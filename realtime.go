@@ -267,6 +267,10 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishReaction(c)
 	case submessageAdded:
 		s.publishSubmessage(c)
+	case draftsChanged:
+		s.publishDrafts(c) // api_drafts.go
+	case snippetsChanged:
+		s.publishSnippets(c)
 	case messageEdited:
 		s.publishEdit(c)
 	case messagesDeleted:

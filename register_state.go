@@ -103,7 +103,7 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		}
 	}
 	for _, empty := range []struct{ fetchType, key string }{
-		{"saved_snippets", "saved_snippets"}, {"navigation_views", "navigation_views"}, {"drafts", "drafts"},
+		{"navigation_views", "navigation_views"},
 		{"scheduled_messages", "scheduled_messages"}, {"reminders", "reminders"}, {"muted_users", "muted_users"},
 		{"realm_domains", "realm_domains"}, {"realm_linkifiers", "realm_linkifiers"}, {"realm_filters", "realm_filters"},
 		{"realm_playgrounds", "realm_playgrounds"}, {"realm_bot", "realm_bots"}, {"realm_embedded_bots", "realm_embedded_bots"},
@@ -114,6 +114,9 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		if want(empty.fetchType) {
 			state[empty.key] = []struct{}{}
 		}
+	}
+	if err := s.addDraftsState(state, u, want); err != nil { // api_drafts.go
+		return nil, err
 	}
 	if want("recent_private_conversations") {
 		recent, err := s.store.recentConversations(u.ID) // store_dms.go

@@ -87,6 +87,11 @@ package main
 //	                 unmuted, followed) ‖ last updated (Unix seconds, uint64) ‖ the topic as first
 //	                 named; user id → how many of these the user has (uint64) (store_user_topics.go)
 //	topic_users      channel id ‖ lower-cased topic ‖ 0x00 ‖ user id → empty: who has such a row
+//	drafts           user id ‖ draft id → storedDraft (JSON: type, to as to_dict gives it,
+//	                 topic, content, last edit in Unix seconds); the bucket's sequence
+//	                 numbers them (store_drafts.go)
+//	saved_snippets   user id ‖ snippet id → savedSnippet (JSON: title, content, created);
+//	                 the bucket's sequence numbers them (store_drafts.go)
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push
@@ -179,6 +184,9 @@ var (
 	bucketWebSessions = []byte("web_sessions")
 	// Submessages: polls and to-do lists (store_submessages.go).
 	bucketSubmessages = []byte("submessages")
+	// Drafts and saved snippets (store_drafts.go).
+	bucketDrafts        = []byte("drafts")
+	bucketSavedSnippets = []byte("saved_snippets")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketUsers, bucketUserEmails, bucketAPIKeys, bucketPushTokens,
@@ -191,6 +199,7 @@ var (
 		bucketPushOutbox, bucketPushSent,
 		bucketSubmessages,
 		bucketUserTopics, bucketTopicUsers,
+		bucketDrafts, bucketSavedSnippets,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.

@@ -355,6 +355,11 @@ func (s *store) updateUserSettings(u user, changes []settingChange) error {
 				overrides[c.Name] = c.Value
 			}
 			changed = append(changed, c)
+			if c.Name == "enable_drafts_synchronization" && string(c.Value) == "false" {
+				if err := dropDrafts(tx, u.ID); err != nil { // store_drafts.go
+					return err
+				}
+			}
 		}
 		if len(changed) == 0 {
 			return nil
