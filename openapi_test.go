@@ -579,6 +579,20 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me/avatar", nil, &e.bob))
 	// Issue 32's topics: muted_topics and user_topic events.
 	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "contract", policyMuted))
+	// Issue 32's drafts and saved snippets: drafts and saved_snippets
+	// events, each op, in alice's queue.
+	draftIDs := e.postDrafts(t, &e.alice, `[{"type":"private","to":[`+strconv.FormatUint(e.bob.ID, 10)+`],"topic":"","content":"draft"}]`)
+	draftPath := "/api/v1/drafts/" + strconv.FormatUint(draftIDs[0], 10)
+	aDraft := url.Values{"draft": {`{"type":"stream","to":[` + strconv.FormatUint(e.general.ID, 10) + `],"topic":"t","content":"draft"}`}}
+	wantAPISuccess(t, e.request(t, "PATCH", draftPath, aDraft, &e.alice))
+	wantAPISuccess(t, e.request(t, "DELETE", draftPath, nil, &e.alice))
+	draftPath = "/api/v1/drafts/" + strconv.FormatUint(e.postDrafts(t, &e.alice, `[`+aDraft["draft"][0]+`]`)[0], 10)
+	snippet := e.request(t, "POST", "/api/v1/saved_snippets", url.Values{"title": {"hi"}, "content": {"hello"}}, &e.alice)
+	snippetPath := "/api/v1/saved_snippets/" + strconv.FormatUint(uint64(snippet.body["saved_snippet_id"].(float64)), 10)
+	wantAPISuccess(t, e.request(t, "PATCH", snippetPath, url.Values{"title": {"hey"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "DELETE", snippetPath, nil, &e.alice))
+	snippet = e.request(t, "POST", "/api/v1/saved_snippets", url.Values{"title": {"hi"}, "content": {"hello"}}, &e.alice)
+	snippetPath = "/api/v1/saved_snippets/" + strconv.FormatUint(uint64(snippet.body["saved_snippet_id"].(float64)), 10)
 	// Issue 15's edits, moves and deletes: update_message and
 	// delete_message events (legacy and bulk shapes).
 	edited := e.sendAs(t, e.alice, e.general, "lunch")
@@ -706,6 +720,22 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", "/api/v1/user_topics", url.Values{"stream_id": {"999999"}, "topic": {"lunch"}, "visibility_policy": {"3"}}, &e.alice},
 		{false, "PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream": {"general"}, "topic": {"lunch"}, "op": {"add"}}, &e.alice},
 		{true, "PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream_id": {general}, "stream": {"general"}, "topic": {"lunch"}, "op": {"add"}}, &e.alice},
+		{false, "GET", "/api/v1/drafts", nil, &e.alice},
+		{false, "POST", "/api/v1/drafts", url.Values{"drafts": {"[" + aDraft["draft"][0] + "]"}}, &e.alice},
+		{true, "POST", "/api/v1/drafts", url.Values{"drafts": {`[{"type":"stream","to":[],"topic":"","content":"c"}]`}}, &e.alice},
+		{false, "PATCH", draftPath, aDraft, &e.alice},
+		{true, "PATCH", "/api/v1/drafts/999999", aDraft, &e.alice},
+		{true, "DELETE", "/api/v1/drafts/999999", nil, &e.alice},
+		{false, "DELETE", draftPath, nil, &e.alice},
+		{true, "GET", "/api/v1/drafts", nil, nil},
+		{false, "GET", "/api/v1/saved_snippets", nil, &e.alice},
+		{true, "GET", "/api/v1/saved_snippets", nil, nil},
+		{false, "POST", "/api/v1/saved_snippets", url.Values{"title": {"t"}, "content": {"c"}}, &e.alice},
+		{true, "POST", "/api/v1/saved_snippets", url.Values{"title": {" "}, "content": {"c"}}, &e.alice},
+		{false, "PATCH", snippetPath, url.Values{"content": {"new"}}, &e.alice},
+		{true, "PATCH", "/api/v1/saved_snippets/999999", url.Values{"content": {"new"}}, &e.alice},
+		{false, "DELETE", snippetPath, nil, &e.alice},
+		{true, "DELETE", snippetPath, nil, &e.alice},
 	}
 
 	// A mux with every served pattern tells which route a request reaches.
