@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -282,5 +284,64 @@ func TestSavedSnippets_RefusalsInZulipsWordsChangeNothing(t *testing.T) {
 	wantAPIError(t, e.request(t, http.MethodPatch, "/api/v1/saved_snippets/99999", url.Values{"title": {"x"}}, &e.alice), http.StatusNotFound, "BAD_REQUEST", "Saved snippet does not exist.")
 	if l, _ := e.st.savedSnippets(e.alice.ID); len(l) != 1 || l[0].Title != strings.Repeat("t", 60) {
 		t.Errorf("refused edits changed the snippet: %v", l)
+	}
+}
+
+// Saved snippets go over in an export, as Zulip's zerver_savedsnippet
+// (export.py exports it and import_realm.py reads it), and come back with
+// their ids; drafts stay behind, as Zulip's export leaves zerver_draft out.
+func TestExportImport_SavedSnippetsGoOverDraftsStay(t *testing.T) {
+	e := newTestEnv(t)
+	for _, p := range []url.Values{{"title": {"Welcome"}, "content": {"Hello **there**"}}, {"title": {"Bye"}, "content": {"See you"}}} {
+		wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/saved_snippets", p, &e.alice))
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/saved_snippets", url.Values{"title": {"Mine"}, "content": {"bob's"}}, &e.bob))
+	e.postDrafts(t, &e.alice, `[{"type":"","to":[],"topic":"","content":"a draft"}]`)
+	dir := filepath.Join(t.TempDir(), "export")
+	if err := prepareExportDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	report, err := e.st.export(dir, e.st.uploadsDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.SavedSnippets != 3 || report.Drafts != 1 || !strings.Contains(report.String(), "saved snippets: 3 exported; drafts: 1 not exported") {
+		t.Errorf("report: %+v\n%s", report, report)
+	}
+	var realm map[string]json.RawMessage
+	data, err := os.ReadFile(filepath.Join(dir, "realm.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &realm); err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	json.Unmarshal(realm["zerver_savedsnippet"], &rows)
+	if len(rows) != 3 || rows[0]["title"] != "Welcome" || rows[0]["user_profile"] != float64(e.alice.ID) || rows[0]["realm"] == nil {
+		t.Errorf("zerver_savedsnippet: %s", realm["zerver_savedsnippet"])
+	}
+	if _, ok := realm["zerver_draft"]; ok {
+		t.Errorf("the export has zerver_draft")
+	}
+	st := mustOpenStore(t)
+	if _, err := st.importZulip(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []account{e.alice, e.bob} {
+		want, _ := e.st.savedSnippets(a.ID)
+		got, _ := st.savedSnippets(a.ID)
+		if !jsonEqual(got, want) {
+			t.Errorf("%s's snippets after the round trip: got %v, want %v", a.Email, got, want)
+		}
+	}
+	if d, _ := st.drafts(e.alice.ID, false); len(d) != 0 {
+		t.Errorf("drafts came over: %v", d)
+	}
+	// A new snippet after the import takes an id after the imported ones.
+	u, _ := st.userByID(e.alice.ID)
+	id, err := st.createSnippet(u, "new", "new")
+	if err != nil || id != 4 {
+		t.Errorf("a snippet after the import: id %d, %v; want 4", id, err)
 	}
 }

@@ -288,6 +288,7 @@ func (x *importer) realm() error {
 	var users []zulipexport.User
 	var streams []zulipexport.Stream
 	var subs []zulipexport.Subscription
+	var snippets []importedSnippet
 	crossrealm := map[uint64]bool{}
 	err := zulipexport.ReadTablesAndValues(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
 		switch name {
@@ -307,6 +308,8 @@ func (x *importer) realm() error {
 			return true, zulipexport.ReadRows(dec, func(s zulipexport.Subscription) error { subs = append(subs, s); return nil })
 		case "zerver_client":
 			return true, zulipexport.ReadRows(dec, func(c zulipexport.Client) error { x.clients[c.ID] = c.Name; return nil })
+		case "zerver_savedsnippet":
+			return true, zulipexport.ReadRows(dec, func(sn importedSnippet) error { snippets = append(snippets, sn); return nil })
 		}
 		if realmTablesRead[name] {
 			return false, nil
@@ -424,8 +427,39 @@ func (x *importer) realm() error {
 			x.pairs[key] = &importedPair{}
 			x.report.Subscriptions++
 		}
-		return nil
+		return x.importSnippets(tx, snippets)
 	})
+}
+
+// importedSnippet is a row of zerver_savedsnippet.
+type importedSnippet struct {
+	ID          uint64   `json:"id"`
+	UserProfile uint64   `json:"user_profile"`
+	Title       string   `json:"title"`
+	Content     string   `json:"content"`
+	DateCreated *float64 `json:"date_created"`
+}
+
+// importSnippets keeps each user's saved snippets with their ids, as
+// Zulip's import_realm does; one of a user not imported is left out.
+func (x *importer) importSnippets(tx *bbolt.Tx, snippets []importedSnippet) error {
+	b := tx.Bucket(bucketSavedSnippets)
+	var maxID uint64
+	for _, zs := range snippets {
+		if !x.users[zs.UserProfile] || zs.ID == 0 {
+			x.report.leave("saved snippets of users not imported", 1)
+			continue
+		}
+		sn := savedSnippet{Title: zs.Title, Content: zs.Content}
+		if zs.DateCreated != nil {
+			sn.Created = *zs.DateCreated
+		}
+		if err := putJSON(b, userItemKey(zs.UserProfile, zs.ID), sn); err != nil {
+			return err
+		}
+		maxID = max(maxID, zs.ID)
+	}
+	return b.SetSequence(maxID)
 }
 
 // realmValue takes a key of realm.json that is no table: "import_source"
