@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 )
@@ -17,6 +18,9 @@ import (
 // maxMessageLength is the server's bound on a message (its
 // maxMessageLength): longer messages are refused before rendering.
 const maxMessageLength = 10000
+
+// fuzzNow is the moment FuzzMarkdown renders at.
+var fuzzNow = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 
 // FuzzMarkdown holds the renderer to its safety contract whatever the
 // message: it does not panic, and a browser reading the output (an HTML
@@ -30,6 +34,7 @@ func FuzzMarkdown(f *testing.F) {
 		"[x](javascript:alert(1)) [y](JaVaScRiPt:alert(1)) [z]( java\tscript:x) [w](&#106;avascript:x) <a href=x>",
 		"#**general** #**general>lunch** #**a\"b<c>t** #**general>lunch@1** @**Bob <script>|2** :zulip:",
 		"[t](http://x.com \"ti\\\"tle\") [u](<http://a.b> 'q') [v](data:text/html,<script>) ![img](http://i.png)",
+		"<time:Jun 5th 2017, 10:30PM> <time:<b>> <time:1496701800.5> <time:10:00 +05:30 (IST)> :) (: <3 ;)b",
 	} {
 		f.Add(s)
 	}
@@ -41,7 +46,11 @@ func FuzzMarkdown(f *testing.F) {
 		if len(content) > maxMessageLength {
 			return
 		}
-		out := renderHTML(t, content, "http://zulite.test", in)
+		res, err := RenderWith(content, "http://zulite.test", in, Options{TranslateEmoticons: len(content)%2 == 0, Now: fuzzNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := res.HTML
 		if err := checkRenderedHTML(out); err != nil {
 			t.Fatalf("rendering %q: %v\n%s", content, err, out)
 		}
@@ -55,9 +64,14 @@ var renderedAttrs = map[string][]string{
 	"hr": nil, "table": nil, "thead": nil, "tbody": nil, "tr": nil, "th": {"style"}, "td": {"style"},
 	"a": {"href", "title", "class", "data-stream-id"}, "span": {"class", "data-user-id", "title", "role", "aria-label"},
 	"div": {"class", "data-code-language", "aria-hidden"}, "img": {"alt", "class", "src", "title"},
+	"time": {"datetime"},
 }
 
-var renderedClass = regexp.MustCompile(`^(codehilite|spoiler-block|spoiler-header|spoiler-content|stream|stream-topic|message-link|topic-mention|user-mention( channel-wildcard-mention)?( silent)?|emoji( emoji-[0-9a-f]{4,6}(-[0-9a-f]{4,6})*)?)$`)
+var renderedClass = regexp.MustCompile(`^(timestamp-error|codehilite|spoiler-block|spoiler-header|spoiler-content|stream|stream-topic|message-link|topic-mention|user-mention( channel-wildcard-mention)?( silent)?|emoji( emoji-[0-9a-f]{4,6}(-[0-9a-f]{4,6})*)?)$`)
+
+// renderedDatetime is a global time's moment, as isoformat writes it
+// in UTC.
+var renderedDatetime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?Z$`)
 
 // checkRenderedHTML reads rendered HTML as a browser's tokenizer does.
 func checkRenderedHTML(out string) error {
@@ -114,6 +128,10 @@ func checkRenderedAttr(tag string, a html.Attribute) error {
 	case "start", "data-stream-id":
 		if strings.Trim(a.Val, "0123456789") != "" && a.Key == "data-stream-id" {
 			return fmt.Errorf("%s %q", a.Key, a.Val)
+		}
+	case "datetime":
+		if !renderedDatetime.MatchString(a.Val) {
+			return fmt.Errorf("datetime %q", a.Val)
 		}
 	case "aria-hidden":
 		if a.Val != "true" {

@@ -60,8 +60,8 @@ type inliner struct {
 func newInliner(r *renderer) *inliner { return &inliner{r: r} }
 
 // inlinePatterns is Zulip's registry, highest priority first (tex,
-// timestamp, user-group mentions, linkifiers and emoticons are left
-// out: their text stays as it is).
+// user-group mentions and linkifiers are left out: their text stays as
+// it is).
 var inlinePatterns []inlinePattern
 
 func init() {
@@ -72,6 +72,7 @@ func init() {
 		{name: "stream_topic_message", newStyle: true, resumes: true, find: findChannelMessageLink, handle: handleChannelMessageLink},
 		{name: "topic", newStyle: true, resumes: true, find: findChannelTopicLink, handle: handleChannelTopicLink},
 		{name: "stream", newStyle: true, resumes: true, find: findChannelLink, handle: handleChannelLink},
+		{name: "timestamp", resumes: true, find: findTimestamp, handle: handleTimestamp},
 		{name: "link", newStyle: true, resumes: true, find: findLink, handle: handleLink},
 		{name: "autolink", find: findAutolink, handle: handleAutolink},
 		{name: "entity", newStyle: true, resumes: true, find: findEntity, handle: handleEntity},
@@ -79,6 +80,7 @@ func init() {
 		{name: "emphasis", find: findEmphasis, handle: handleTag("em")},
 		{name: "del", resumes: true, find: findDel, handle: handleTag("del")},
 		{name: "emoji", resumes: true, streams: true, find: findEmoji, handle: handleEmoji},
+		{name: "translate_emoticons", resumes: true, find: findEmoticon, handle: handleEmoticon},
 		{name: "nl2br", resumes: true, streams: true, find: findNewline, handle: handleNewline},
 		{name: "unicodeemoji", newStyle: true, resumes: true, streams: true, find: findUnicodeEmoji, handle: handleUnicodeEmoji},
 	}
@@ -599,6 +601,55 @@ func emojiSpan(code, syntax string) *mdElement {
 	span.set("role", "img")
 	span.set("aria-label", title)
 	return span
+}
+
+// emoticons is Zulip 11's EMOTICON_CONVERSIONS (emoji_codes.json's
+// emoticon_conversions), in its order: the emoticons a sender with
+// translate_emoticons sees become these emoji.
+var emoticons = [][2]string{
+	{":)", ":smile:"}, {"(:", ":smile:"}, {":(", ":frown:"}, {"<3", ":heart:"},
+	{":|", ":neutral:"}, {":/", ":confused:"}, {";)", ":wink:"}, {":D", ":grinning:"},
+	{":o", ":open_mouth:"}, {":O", ":open_mouth:"}, {":p", ":stuck_out_tongue:"}, {":P", ":stuck_out_tongue:"},
+}
+
+// isEmoticonBoundary is EMOTICON_RE's terminal_symbols: what may stand
+// on either side of an emoticon (besides the text's start and end).
+func isEmoticonBoundary(c byte) bool {
+	return strings.IndexByte(",.;?!()[] \"'\n\t", c) >= 0
+}
+
+// findEmoticon is EMOTICON_RE, for a sender who translates emoticons:
+// the first emoticon with a terminal symbol (or the text's edge) on
+// each side. All emoticons are two bytes long.
+func findEmoticon(in *inliner, data string, from int) (patternMatch, bool) {
+	if !in.r.opts.TranslateEmoticons {
+		return patternMatch{}, false
+	}
+	for i := from; i+2 <= len(data); i++ {
+		if i > 0 && !isEmoticonBoundary(data[i-1]) {
+			continue
+		}
+		if i+2 < len(data) && !isEmoticonBoundary(data[i+2]) {
+			continue
+		}
+		for _, e := range emoticons {
+			if data[i:i+2] == e[0] {
+				return patternMatch{start: i, end: i + 2, parts: []string{e[1]}}, true
+			}
+		}
+	}
+	return patternMatch{}, false
+}
+
+// handleEmoticon is EmoticonTranslation: the emoticon's emoji, shown as
+// :name: is.
+func handleEmoticon(_ *inliner, _ string, m patternMatch) (inlineNode, int, int, bool) {
+	syntax := m.parts[0]
+	code, ok := emoji.CodeForName(syntax[1 : len(syntax)-1])
+	if !ok {
+		return inlineNode{}, 0, 0, false
+	}
+	return inlineNode{el: emojiSpan(code, syntax)}, m.start, m.end, true
 }
 
 func findNewline(_ *inliner, data string, from int) (patternMatch, bool) {

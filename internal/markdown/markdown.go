@@ -9,9 +9,11 @@
 // is written out with Python-Markdown's serializer. Everything that is
 // not Markdown is escaped: no HTML from a message ever reaches the
 // output, and links keep only the schemes Zulip allows (links.go).
-// Images, link previews, LaTeX, timestamps, linkifiers, user-group
-// mentions and syntax highlighting are left out: their syntax stays text
-// (and a code block stays unhighlighted).
+// Global times (<time:...>) are read as Zulip reads them
+// (globaltime.go), and emoticons become emoji for a sender who has
+// translate_emoticons on (Options). Images, link previews, LaTeX,
+// linkifiers, user-group mentions and syntax highlighting are left out:
+// their syntax stays text (and a code block stays unhighlighted).
 //
 // What a message's mentions and channel links name is asked of a
 // Resolver, which the server implements over its store
@@ -24,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -137,13 +140,33 @@ type renderer struct {
 		byID   map[uint64]User
 	}
 	channels map[string]uint64 // by exact name, those the resolver knew
+	opts     Options
+}
+
+// Options are what a rendering takes from its sender and its moment,
+// as Zulip's markdown_convert takes them.
+type Options struct {
+	// TranslateEmoticons is the sender's translate_emoticons setting:
+	// :) and the other emoticons Zulip knows become their emoji.
+	TranslateEmoticons bool
+	// Now is the moment of rendering, which fills in what a global time
+	// leaves out (<time:10:30> is today's); the zero Time is time.Now().
+	Now time.Time
 }
 
 // Render renders a message's content as Zulip would, in a realm
 // at realmURL. A nil resolver renders without mentions or channel links
 // (nothing resolves); an error is the resolver's.
 func Render(content, realmURL string, resolver Resolver) (Result, error) {
-	r := &renderer{realmURL: realmURL, resolver: resolver}
+	return RenderWith(content, realmURL, resolver, Options{})
+}
+
+// RenderWith is Render for a sender's options.
+func RenderWith(content, realmURL string, resolver Resolver, opts Options) (Result, error) {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	r := &renderer{realmURL: realmURL, resolver: resolver, opts: opts}
 	r.users.byName = map[string]User{}
 	r.users.byID = map[uint64]User{}
 	if resolver != nil {
