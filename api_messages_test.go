@@ -922,3 +922,47 @@ func TestMarkdown_MessagesAreRenderedWhenSentAndShownAsAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdown_EmoticonsAndGlobalTimesAsZulipRendersThem: a message is
+// rendered with its sender's translate_emoticons setting, when sent and
+// when its content is edited (render_message_markdown reads the
+// sender's), and a global time becomes its <time> element.
+func TestMarkdown_EmoticonsAndGlobalTimesAsZulipRendersThem(t *testing.T) {
+	e := newTestEnv(t)
+	send := func(u *account, content string) uint64 {
+		r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"},
+			"content": {content}}, u)
+		wantAPISuccess(t, r)
+		return uint64(r.body["id"].(float64))
+	}
+	rendered := func(id uint64) string {
+		r := e.request(t, http.MethodGet, "/api/v1/messages/"+strconv.FormatUint(id, 10), nil, &e.alice)
+		wantAPISuccess(t, r)
+		return r.body["message"].(map[string]any)["content"].(string)
+	}
+	smile := `<span aria-label="smile" class="emoji emoji-1f642" role="img" title="smile">:smile:</span>`
+	frown := `<span aria-label="frown" class="emoji emoji-1f641" role="img" title="frown">:frown:</span>`
+	before := send(&e.alice, ":) hi")
+	if got := rendered(before); got != "<p>:) hi</p>" {
+		t.Errorf("before translate_emoticons: got %q", got)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPatch, "/api/v1/settings", url.Values{"translate_emoticons": {"true"}}, &e.alice))
+	after := send(&e.alice, ":) hi")
+	if got, want := rendered(after), "<p>"+smile+" hi</p>"; got != want {
+		t.Errorf("with translate_emoticons: got %q, want %q", got, want)
+	}
+	if got := rendered(before); got != "<p>:) hi</p>" {
+		t.Errorf("a message sent before the setting changed is rendered again: %q", got)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPatch, "/api/v1/messages/"+strconv.FormatUint(before, 10), url.Values{"content": {":( edited"}}, &e.alice))
+	if got, want := rendered(before), "<p>"+frown+" edited</p>"; got != want {
+		t.Errorf("edited with translate_emoticons: got %q, want %q", got, want)
+	}
+	if got := rendered(send(&e.bob, ":) from bob")); got != "<p>:) from bob</p>" {
+		t.Errorf("bob, without the setting: got %q", got)
+	}
+	if got, want := rendered(send(&e.bob, "at <time:2017-06-05T22:30:00+05:30>, or <time:soon>")),
+		`<p>at <time datetime="2017-06-05T17:00:00Z">2017-06-05T22:30:00+05:30</time>, or <span class="timestamp-error">Invalid time format: soon</span></p>`; got != want {
+		t.Errorf("global times: got %q, want %q", got, want)
+	}
+}

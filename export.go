@@ -694,8 +694,8 @@ func keysWithPrefix(b *bbolt.Bucket, prefix []byte) int {
 }
 
 // translatesEmoticons is the user's translate_emoticons setting, which
-// Zulip's import reads to render a message that comes without its
-// rendering.
+// a message of theirs is rendered with (renderForSend), as Zulip's
+// import reads it to render a message that comes without its rendering.
 func translatesEmoticons(tx *bbolt.Tx, userID uint64) bool {
 	var settings struct {
 		TranslateEmoticons bool `json:"translate_emoticons"`

@@ -72,11 +72,14 @@ type messageRendering struct {
 // asks mentionResolver for the users its mentions may name, the
 // channels (that the sender may read) its links may name and the
 // oldest message of each linked topic; for a topic wildcard the
-// topic's participants are read too.
+// topic's participants are read too. Emoticons are translated as the
+// sender's translate_emoticons setting says (render_message_markdown
+// reads the sender's, also when the sender edits the message).
 func (s *store) renderForSend(sender user, msg outgoingMessage) (messageRendering, error) {
 	var out messageRendering
 	err := s.view(func(tx *bbolt.Tx) error {
-		r, err := markdown.Render(msg.Content, msg.RealmURL, &mentionResolver{s: s, tx: tx, sender: sender})
+		r, err := markdown.RenderWith(msg.Content, msg.RealmURL, &mentionResolver{s: s, tx: tx, sender: sender},
+			markdown.Options{TranslateEmoticons: translatesEmoticons(tx, sender.ID)})
 		if err != nil {
 			return err
 		}
