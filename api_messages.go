@@ -523,6 +523,9 @@ func messageFlags(m pagedMessage) []string {
 	if m.Flags&flagTopicWildcardMentioned != 0 {
 		flags = append(flags, "topic_wildcard_mentioned")
 	}
+	if m.Flags&flagHasAlertWord != 0 {
+		flags = append(flags, "has_alert_word")
+	}
 	if !m.Subscribed {
 		flags = append(flags, "historical")
 	}

@@ -150,19 +150,24 @@ func (s *server) publishDirect(c directSent) {
 	ids := c.Recipients()
 	// Tails by the queue's user's mention flags and whether they sent it;
 	// then the sender's with local_message_id.
-	tail := func(mentions byte, isSender bool) int { return int(mentions/flagMentioned)*2 + b2i(isSender) }
-	localTail := tail(flagsAnyMention, true) + 1
+	// (and whether they muted the sender: store_mutes.go)
+	tail := func(mentions byte, muted, isSender bool) int {
+		return (int(mentions/flagMentioned)*2+b2i(muted))*2 + b2i(isSender)
+	}
+	localTail := tail(flagsAtSend, true, true) + 1
 	tails := make([]string, localTail+1)
-	for mentions := byte(0); mentions <= flagsAnyMention; mentions += flagMentioned {
-		for isSender := range 2 {
-			m := pagedMessage{Subscribed: true, Flags: mentions, Unread: isSender == 0 || !c.ReadBySender}
-			raw, _ := json.Marshal(messageFlags(m))
-			tails[tail(mentions, isSender == 1)] = `,"flags":` + string(raw)
+	for mentions := byte(0); mentions <= flagsAtSend; mentions += flagMentioned {
+		for muted := range 2 {
+			for isSender := range 2 {
+				m := pagedMessage{Subscribed: true, Flags: mentions, Unread: (isSender == 0 || !c.ReadBySender) && muted == 0}
+				raw, _ := json.Marshal(messageFlags(m))
+				tails[tail(mentions, muted == 1, isSender == 1)] = `,"flags":` + string(raw)
+			}
 		}
 	}
 	if c.LocalID != nil {
 		raw, _ := json.Marshal(*c.LocalID)
-		tails[localTail] = tails[tail(c.Mentions.flagsFor(sender), true)] + `,"local_message_id":` + string(raw)
+		tails[localTail] = tails[tail(c.Mentions.flagsFor(sender), false, true)] + `,"local_message_id":` + string(raw)
 	}
 	var rendered [2][2]*sharedEvent // by apply_markdown, client_gravatar
 	s.events.offer("message", usersAudience(ids...), func(q *eventQueue, recipient bool) (queuedEvent, bool) {
@@ -171,8 +176,9 @@ func (s *server) publishDirect(c directSent) {
 		}
 		isSender := q.userID == sender
 		mentions := c.Mentions.flagsFor(q.userID)
+		_, muted := slices.BinarySearch(c.Muters, q.userID)
 		m := c.paged()
-		m.Flags, m.Unread = mentions, !isSender || !c.ReadBySender
+		m.Flags, m.Unread = mentions, (!isSender || !c.ReadBySender) && !muted
 		if q.narrow != nil && !matchesNarrow(q.narrow, m) {
 			return queuedEvent{}, false
 		}
@@ -184,7 +190,7 @@ func (s *server) publishDirect(c directSent) {
 			}
 			*r = &sharedEvent{raw: append([]byte(`{"type":"message","message":`), object...), tails: tails}
 		}
-		e := queuedEvent{shared: *r, tail: uint8(tail(mentions, isSender))}
+		e := queuedEvent{shared: *r, tail: uint8(tail(mentions, muted, isSender))}
 		if c.LocalID != nil && q.id == c.QueueID && isSender {
 			e.tail = uint8(localTail)
 		}

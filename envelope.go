@@ -754,3 +754,19 @@ func errArgumentUnexpected(argument, name string) *apiError {
 func errFieldRequired(name string) *apiError {
 	return badRequest("Invalid " + name + ": Field required")
 }
+
+// Muted users (zerver/views/muted_users.py).
+var (
+	errCannotMuteSelf   = badRequest("Cannot mute self")
+	errUserAlreadyMuted = badRequest("User already muted")
+	errUserNotMuted     = badRequest("User is not muted")
+)
+
+// Alert words (zerver/views/alert_words.py: a word of at most
+// maxAlertWordLength characters, as typed_endpoint words it). zulite
+// bounds a user's list (maxAlertWords); Zulip sets no bound.
+var errTooManyAlertWords = badRequest("You may have at most " + strconv.Itoa(maxAlertWords) + " alert words.")
+
+func errAlertWordTooLong(name string) *apiError {
+	return badRequest(name + " is too long (limit: " + strconv.Itoa(maxAlertWordLength) + " characters)")
+}

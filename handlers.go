@@ -131,7 +131,6 @@ func (s *server) routes() http.Handler {
 	handle("DELETE /api/v1/users/me/subscriptions", s.api(s.unsubscribe))
 	handle("POST /api/v1/users/me/subscriptions/properties", s.api(s.setSubscriptionProperties))
 	handle("PATCH /api/v1/users/me/subscriptions/muted_topics", s.api(s.updateMutedTopic))
-	handle("GET /api/v1/users/me/{stream_id}/topics", s.api(s.channelTopics))
 	handle("POST /api/v1/user_topics", s.api(s.updateUserTopic))
 	handle("GET /api/v1/streams", s.api(s.listChannels))
 	handle("GET /api/v1/streams/{stream_id}", s.api(s.channelByID))
@@ -161,6 +160,9 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/user_uploads/{realm_id}/{path...}", s.api(s.uploadURL))
 	handle("POST /api/v1/users/me/avatar", s.setAvatar())
 	handle("DELETE /api/v1/users/me/avatar", s.api(s.deleteAvatar))
+	handle("GET /api/v1/users/me/alert_words", s.api(s.listAlertWords))
+	handle("POST /api/v1/users/me/alert_words", s.api(s.addAlertWords))
+	handle("DELETE /api/v1/users/me/alert_words", s.api(s.removeAlertWords))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
@@ -194,6 +196,29 @@ func (s *server) routes() http.Handler {
 		for _, prefix := range []string{"/api/v1", "/json"} {
 			mux.Handle(prefix+"/users/{user}/"+r.suffix, meOrOthers(r.own, r.others))
 		}
+	}
+	// GET /api/v1/users/me/{stream_id}/topics and POST and DELETE
+	// /api/v1/users/me/muted_users/{muted_user_id}: one pattern, which
+	// tells them apart (their own patterns would conflict: neither is
+	// more specific) and answers 405 itself.
+	s.patterns = append(s.patterns, "GET /api/v1/users/me/{stream_id}/topics",
+		"POST /api/v1/users/me/muted_users/{muted_user_id}", "DELETE /api/v1/users/me/muted_users/{muted_user_id}")
+	topics := onlyGET(s.api(s.channelTopics))
+	mutes := byMethod(map[string]http.Handler{http.MethodPost: s.api(s.muteUser), http.MethodDelete: s.api(s.unmuteUser)})
+	notFound := s.notFound()
+	for _, prefix := range []string{"/api/v1", "/json"} {
+		mux.Handle(prefix+"/users/me/{first}/{second}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch first, second := r.PathValue("first"), r.PathValue("second"); {
+			case first == "muted_users":
+				r.SetPathValue("muted_user_id", second)
+				mutes.ServeHTTP(w, r)
+			case second == "topics":
+				r.SetPathValue("stream_id", first)
+				topics.ServeHTTP(w, r)
+			default:
+				notFound.ServeHTTP(w, r)
+			}
+		}))
 	}
 	// Files, outside /api/v1 as in Zulip: each pattern answers 405 itself
 	// (the temporary URL's path is also an upload's path).

@@ -23,6 +23,10 @@ const (
 	flagStreamWildcardMentioned byte = 1 << 3
 	flagTopicWildcardMentioned  byte = 1 << 4
 	flagsAnyMention                  = flagMentioned | flagStreamWildcardMentioned | flagTopicWildcardMentioned
+	// flagHasAlertWord: the message holds one of the user's alert words
+	// (store_mutes.go), set when it is sent.
+	flagHasAlertWord byte = 1 << 5
+	flagsAtSend           = flagsAnyMention | flagHasAlertWord
 )
 
 // wildcardMentionThreshold is Zulip's Realm.WILDCARD_MENTION_THRESHOLD:
@@ -43,6 +47,9 @@ type mentionSet struct {
 	// Participants are the topic's participants when Topic: who sent or
 	// reacted to a message of it, and the sender; sorted.
 	Participants []uint64
+	// Alerted are the users whose alert words the message holds, sorted
+	// (store_mutes.go's usersAlerted).
+	Alerted []uint64
 }
 
 // flagsFor is the mention flags of one recipient.
@@ -56,6 +63,9 @@ func (m mentionSet) flagsFor(userID uint64) byte {
 	}
 	if _, ok := slices.BinarySearch(m.Participants, userID); ok && m.Topic {
 		f |= flagTopicWildcardMentioned
+	}
+	if _, ok := slices.BinarySearch(m.Alerted, userID); ok {
+		f |= flagHasAlertWord
 	}
 	return f
 }
@@ -84,6 +94,9 @@ func (s *store) renderForSend(sender user, msg outgoingMessage) (messageRenderin
 			return err
 		}
 		out = messageRendering{HTML: r.HTML, Mentions: mentionSet{UserIDs: r.MentionedIDs, Channel: r.ChannelWildcard, Topic: r.TopicWildcard}}
+		if out.Mentions.Alerted, err = usersAlerted(tx, msg.Content); err != nil {
+			return err
+		}
 		if !r.TopicWildcard {
 			return nil
 		}
@@ -202,8 +215,8 @@ func setMentionFlags(tx *bbolt.Tx, channelID, messageID uint64, m mentionSet) er
 	switch {
 	case m.Channel:
 		concerned = subscriberIDs(tx, channelID)
-	case len(m.UserIDs) > 0 || m.Topic:
-		for _, id := range append(slices.Clone(m.UserIDs), m.Participants...) {
+	case len(m.UserIDs) > 0 || m.Topic || len(m.Alerted) > 0:
+		for _, id := range slices.Concat(m.UserIDs, m.Participants, m.Alerted) {
 			if isSubscribed(tx, id, channelID) {
 				concerned = append(concerned, id)
 			}

@@ -261,6 +261,10 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishSubscriptionProperty(c)
 	case userStatusChanged:
 		s.publishUserStatus(c)
+	case mutedUsersChanged:
+		s.publishMutedUsers(c) // api_mutes.go
+	case alertWordsChanged:
+		s.publishAlertWords(c)
 	case avatarChanged:
 		s.publishAvatar(c)
 	case reactionChanged:
@@ -298,49 +302,55 @@ func (s *server) publishMessage(c messageSent, release func()) {
 	if !senderSubscribed {
 		to.others = []uint64{sender}
 	}
-	// The queues' own members: their flags, by the queue's user's mention
-	// flags (mentions.go; three bits), whether they are subscribed and
-	// whether they are the sender; then the sender's with local_id.
-	tail := func(mentions byte, subscribed, isSender bool) int {
-		return int(mentions/flagMentioned)*4 + b2i(subscribed)*2 + b2i(isSender)
+	// The queues' own members: their flags, by the queue's user's flags
+	// set at send (mentions.go; four bits), whether they muted the sender
+	// (store_mutes.go: then it is read for them), whether they are
+	// subscribed and whether they are the sender; then the sender's with
+	// local_id.
+	tail := func(mentions byte, muted, subscribed, isSender bool) int {
+		return (int(mentions/flagMentioned)*2+b2i(muted))*4 + b2i(subscribed)*2 + b2i(isSender)
 	}
-	localTail := tail(flagsAnyMention, true, true) + 1
+	localTail := tail(flagsAtSend, true, true, true) + 1
 	tails := make([]string, localTail+1)
 	most := byte(0) // a message without mentions needs the tails without them only
-	if len(c.Mentions.UserIDs) > 0 || c.Mentions.Channel || c.Mentions.Topic {
-		most = flagsAnyMention
+	if len(c.Mentions.UserIDs) > 0 || c.Mentions.Channel || c.Mentions.Topic || len(c.Mentions.Alerted) > 0 {
+		most = flagsAtSend
 	}
 	for mentions := byte(0); mentions <= most; mentions += flagMentioned {
-		for subscribed := range 2 {
-			for isSender := range 2 {
-				flags := []string{}
-				if subscribed == 1 || isSender == 1 {
-					m := pagedMessage{Subscribed: subscribed == 1}
-					if m.Subscribed {
-						m.Flags = mentions
+		for muted := range 1 + b2i(len(c.Muters) > 0) {
+			for subscribed := range 2 {
+				for isSender := range 2 {
+					flags := []string{}
+					if subscribed == 1 || isSender == 1 {
+						m := pagedMessage{Subscribed: subscribed == 1}
+						if m.Subscribed {
+							m.Flags = mentions
+						}
+						m.Unread = m.Subscribed && (isSender == 0 || !c.ReadBySender) && muted == 0
+						flags = messageFlags(m)
 					}
-					m.Unread = m.Subscribed && (isSender == 0 || !c.ReadBySender)
-					flags = messageFlags(m)
+					raw, _ := json.Marshal(flags)
+					tails[tail(mentions, muted == 1, subscribed == 1, isSender == 1)] = `,"flags":` + string(raw)
 				}
-				raw, _ := json.Marshal(flags)
-				tails[tail(mentions, subscribed == 1, isSender == 1)] = `,"flags":` + string(raw)
 			}
 		}
 	}
 	if c.LocalID != nil {
 		raw, _ := json.Marshal(*c.LocalID)
-		tails[localTail] = tails[tail(c.Mentions.flagsFor(sender), senderSubscribed, true)] + `,"local_message_id":` + string(raw)
+		tails[localTail] = tails[tail(c.Mentions.flagsFor(sender), false, senderSubscribed, true)] + `,"local_message_id":` + string(raw)
 	}
 	var rendered [2][2]*sharedEvent // by apply_markdown, client_gravatar
 	s.events.offer("message", to, func(q *eventQueue, recipient bool) (queuedEvent, bool) {
 		isSender := q.userID == sender
 		var mentions byte
+		var muted bool
 		if recipient {
 			mentions = c.Mentions.flagsFor(q.userID)
+			_, muted = slices.BinarySearch(c.Muters, q.userID)
 		}
 		if q.narrow != nil {
 			m := pagedMessage{message: c.message, Channel: c.Channel, Sender: c.Sender, Subscribed: recipient, Flags: mentions}
-			m.Unread = recipient && (!isSender || !c.ReadBySender)
+			m.Unread = recipient && (!isSender || !c.ReadBySender) && !muted
 			m.Topic = displayTopic(m.Topic, q.emptyTopicName) // a narrow matches the topic the client is shown
 			if !matchesNarrow(q.narrow, m) {
 				return queuedEvent{}, false
@@ -350,7 +360,7 @@ func (s *server) publishMessage(c messageSent, release func()) {
 		if *r == nil {
 			*r = encodeMessageEvent(c, q.applyMarkdown, q.clientGravatar, tails)
 		}
-		e := queuedEvent{shared: *r, tail: uint8(tail(mentions, recipient, isSender)), named: !q.emptyTopicName}
+		e := queuedEvent{shared: *r, tail: uint8(tail(mentions, muted, recipient, isSender)), named: !q.emptyTopicName}
 		if c.LocalID != nil && q.id == c.QueueID && isSender {
 			e.tail = uint8(localTail)
 		}

@@ -82,7 +82,9 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		}
 	}
 	if want("alert_words") {
-		state["alert_words"] = []string{}
+		if err := s.addAlertWordsState(state, u); err != nil { // api_mutes.go
+			return nil, err
+		}
 	}
 	if want("custom_profile_fields") {
 		state["custom_profile_fields"] = []struct{}{}
@@ -117,6 +119,12 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	}
 	if err := s.addDraftsState(state, u, want); err != nil { // api_drafts.go
 		return nil, err
+	}
+	// muted_users, listed empty above, is the user's own list (api_mutes.go).
+	if want("muted_users") {
+		if err := s.addMutedUsersState(state, u); err != nil {
+			return nil, err
+		}
 	}
 	if want("recent_private_conversations") {
 		recent, err := s.store.recentConversations(u.ID) // store_dms.go

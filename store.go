@@ -92,6 +92,9 @@ package main
 //	                 numbers them (store_drafts.go)
 //	saved_snippets   user id ‖ snippet id → savedSnippet (JSON: title, content, created);
 //	                 the bucket's sequence numbers them (store_drafts.go)
+//	muted_users      muter id ‖ muted user id → when muted (Unix seconds, uint64) (store_mutes.go)
+//	muted_by         muted user id ‖ muter id → empty: muted_users the other way round, for sends
+//	alert_words      user id → the user's alert words (JSON list of strings, in the order added)
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push
@@ -200,6 +203,7 @@ var (
 		bucketSubmessages,
 		bucketUserTopics, bucketTopicUsers,
 		bucketDrafts, bucketSavedSnippets,
+		bucketMutedUsers, bucketMutedBy, bucketAlertWords,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.

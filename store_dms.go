@@ -218,11 +218,15 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 				return err
 			}
 		}
+		muters, err := readByMuters(tx, m, func(uid uint64) bool { return slices.Contains(ids, uid) }) // store_mutes.go
+		if err != nil {
+			return err
+		}
 		if err := s.outbox.queueTx(tx, m, ids); err != nil { // push_outbox.go
 			return err
 		}
 		sent = directSent{sentMessage: sentMessage{message: m, ReadBySender: out.ReadBySender, QueueID: out.QueueID, LocalID: out.LocalID,
-			recipients: &recipients{read: func() []uint64 { return ids }}, Mentions: rendering.Mentions, Submessages: widgets}, Sender: sender, Participants: members}
+			recipients: &recipients{read: func() []uint64 { return ids }}, Mentions: rendering.Mentions, Submessages: widgets, Muters: muters}, Sender: sender, Participants: members}
 		report(sent)
 		return nil
 	})

@@ -414,9 +414,10 @@ func unindexMessage(tx *bbolt.Tx, m message, channelToo bool) error {
 	return tx.Bucket(bucketChannelMessages).Delete(append(itob(m.ChannelID), itob(m.ID)...))
 }
 
-// resetMentionFlags sets the mention flags of an edited message anew
-// for each subscriber of its channel, as Zulip's update_user_message_flags
-// does for each UserMessage: a mention that went is cleared, a new one set.
+// resetMentionFlags sets the mention flags (and has_alert_word) of an
+// edited message anew for each subscriber of its channel, as Zulip's
+// update_user_message_flags does for each UserMessage: a mention that
+// went is cleared, a new one set.
 func resetMentionFlags(tx *bbolt.Tx, subscribers []uint64, messageID uint64, m mentionSet) error {
 	b := tx.Bucket(bucketFlags)
 	for _, uid := range subscribers {
@@ -425,7 +426,7 @@ func resetMentionFlags(tx *bbolt.Tx, subscribers []uint64, messageID uint64, m m
 		if v := b.Get(k); v != nil {
 			old = v[0]
 		}
-		f := old&^flagsAnyMention | m.flagsFor(uid)
+		f := old&^flagsAtSend | m.flagsFor(uid)
 		switch {
 		case f == old:
 		case f == 0:
@@ -445,13 +446,13 @@ func resetMentionFlags(tx *bbolt.Tx, subscribers []uint64, messageID uint64, m m
 // an edit to mentions may change: every subscriber when the old
 // rendering held a mention (its flags were set from it: mentions.go) or
 // the new one mentions the channel; otherwise only those the new one
-// mentions.
+// mentions, and those who have had alert words (store_mutes.go).
 func mentionConcerned(tx *bbolt.Tx, m message, channelID uint64, subscribers []uint64, mentions mentionSet) []uint64 {
 	if mentions.Channel || strings.Contains(m.Rendered, "mention") {
 		return subscribers
 	}
 	var concerned []uint64
-	for _, uid := range append(slices.Clone(mentions.UserIDs), mentions.Participants...) {
+	for _, uid := range slices.Concat(mentions.UserIDs, mentions.Participants, alertWordHolders(tx)) {
 		if isSubscribed(tx, uid, channelID) {
 			concerned = append(concerned, uid)
 		}

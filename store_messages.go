@@ -51,6 +51,9 @@ type sentMessage struct {
 	LocalID      *string
 	recipients   *recipients
 	Mentions     mentionSet // what its mentions mean for its recipients (mentions.go)
+	// Muters: its recipients who muted its sender, sorted; it is read
+	// for them (store_mutes.go).
+	Muters []uint64
 	// Submessages: its widget, when its content asks for one (widgets.go).
 	Submessages []storedSubmessage
 }
@@ -169,6 +172,9 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 			}
 		}
 		if err := setMentionFlags(tx, ch.ID, id, rendering.Mentions); err != nil {
+			return err
+		}
+		if sent.Muters, err = readByMuters(tx, m, func(uid uint64) bool { return isSubscribed(tx, uid, ch.ID) }); err != nil {
 			return err
 		}
 		if err := s.outbox.queueTx(tx, m, nil); err != nil {
