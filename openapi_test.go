@@ -571,6 +571,11 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/submessage", vote, &e.alice))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"contract-events"}]`}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["contract-events"]`}}, &e.alice))
+	// Issue 32's muted users and alert words: their events, and a message
+	// with has_alert_word among its flags.
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["lunch"]`}}, &e.alice))
+	e.sendAs(t, e.bob, e.general, "lunch, anyone?")
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/muted_users/"+strconv.FormatUint(e.owner.ID, 10), nil, &e.alice))
 	// Issue 16's events: presence (legacy: the queue has no capability),
 	// direct typing, a status, an avatar.
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/presence", url.Values{"status": {"active"}}, &e.bob))
@@ -713,6 +718,16 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", "/api/v1/users/me/status", nil, &e.alice},
 		{false, "GET", "/api/v1/users/" + strconv.FormatUint(e.bob.ID, 10) + "/status", nil, &e.alice},
 		{true, "GET", "/api/v1/users/999999/status", nil, &e.alice},
+		{false, "GET", "/api/v1/users/me/alert_words", nil, &e.bob},
+		{true, "GET", "/api/v1/users/me/alert_words", nil, nil},
+		{false, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["coffee", "tea"]`}}, &e.bob},
+		{true, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["` + strings.Repeat("x", 101) + `"]`}}, &e.bob},
+		{false, "DELETE", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["tea"]`}}, &e.bob},
+		{true, "DELETE", "/api/v1/users/me/alert_words", nil, &e.bob},
+		{false, "POST", "/api/v1/users/me/muted_users/" + alice, nil, &e.bob},
+		{true, "POST", "/api/v1/users/me/muted_users/" + alice, nil, &e.bob},
+		{false, "DELETE", "/api/v1/users/me/muted_users/" + alice, nil, &e.bob},
+		{true, "DELETE", "/api/v1/users/me/muted_users/" + alice, nil, &e.bob},
 		{true, "POST", "/api/v1/user_uploads", nil, &e.alice},
 		{false, "GET", "/api/v1" + upload, nil, &e.alice},
 		{true, "GET", "/api/v1" + upload, nil, &e.bob},

@@ -10,6 +10,7 @@ paths.update(load('paths_c.yaml'))
 paths.update(load('paths_submessage.yaml'))
 paths.update(load('paths_topics.yaml'))
 paths.update(load('paths_drafts.yaml'))
+paths.update(load('paths_mutes.yaml'))
 extra = load('components_a.yaml')
 assert not set(extra) & set(comps), set(extra) & set(comps)
 comps.update(extra)
@@ -35,6 +36,7 @@ parameters = {
   'ChannelIdInPath': {'name': 'stream_id', 'in': 'path', 'required': True, 'schema': {'type': 'integer'}},
   'UserId': {'name': 'user_id', 'in': 'path', 'required': True, 'schema': {'type': 'integer'}},
   'MessageId': {'name': 'message_id', 'in': 'path', 'required': True, 'schema': {'type': 'integer'}},
+  'MutedUserId': {'name': 'muted_user_id', 'in': 'path', 'required': True, 'schema': {'type': 'integer'}},
 }
 doc = {'openapi': '3.0.1', 'paths': dict(sorted(paths.items())),
        'components': {'schemas': comps, 'responses': responses, 'parameters': parameters}}
