@@ -106,7 +106,7 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	}
 	for _, empty := range []struct{ fetchType, key string }{
 		{"navigation_views", "navigation_views"},
-		{"scheduled_messages", "scheduled_messages"}, {"reminders", "reminders"}, {"muted_users", "muted_users"},
+		{"scheduled_messages", "scheduled_messages"}, {"reminders", "reminders"},
 		{"realm_domains", "realm_domains"}, {"realm_linkifiers", "realm_linkifiers"}, {"realm_filters", "realm_filters"},
 		{"realm_playgrounds", "realm_playgrounds"}, {"realm_bot", "realm_bots"}, {"realm_embedded_bots", "realm_embedded_bots"},
 		{"realm_incoming_webhook_bots", "realm_incoming_webhook_bots"},
@@ -120,8 +120,7 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	if err := s.addDraftsState(state, u, want); err != nil { // api_drafts.go
 		return nil, err
 	}
-	// muted_users, listed empty above, is the user's own list (api_mutes.go).
-	if want("muted_users") {
+	if want("muted_users") { // api_mutes.go
 		if err := s.addMutedUsersState(state, u); err != nil {
 			return nil, err
 		}
