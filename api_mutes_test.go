@@ -282,3 +282,46 @@ func TestAlertWords_AnEditSetsAndClearsTheFlag(t *testing.T) {
 		t.Errorf("the owner removed the word, but the edited message keeps has_alert_word")
 	}
 }
+
+func TestAlertWords_FoundAsZulipFindsThem(t *testing.T) {
+	for _, c := range []struct {
+		content, word string
+		want          bool
+	}{
+		{"lunch", "lunch", true},
+		{"who wants lunch?", "lunch", true},
+		{"[lunch]", "lunch", true},
+		{"`lunch`", "lunch", true},
+		{"> lunch!", "lunch", true},
+		{"lunch-time", "lunch", false},
+		{"brunch", "lunch", false},
+		{"lunches", "lunch", false},
+		{`"lunch"`, "lunch", false}, // '",' is two characters in allowed_after_punctuation
+		{`"lunch",`, "lunch", false},
+		{"xlunch", "lunch", true}, // Zulip's start check lets anything at index 0 through
+		{"a\tlunch", "lunch", true},
+		{"big deal", "big deal", true},
+		{"", "lunch", false},
+	} {
+		if got := alertWordIn([]rune(strings.ToLower(normalizeForAlerts(c.content))), []rune(c.word)); got != c.want {
+			t.Errorf("%q in %q: %v, want %v", c.word, c.content, got, c.want)
+		}
+	}
+}
+
+func TestAlertWords_ListIsBounded(t *testing.T) {
+	e := newTestEnv(t)
+	words := make([]string, maxAlertWords)
+	for i := range words {
+		words[i] = `"w` + strconv.Itoa(i) + `"`
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/alert_words", url.Values{"alert_words": {"[" + strings.Join(words, ",") + "]"}}, &e.bob))
+	wantAPIError(t, e.request(t, http.MethodPost, "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["one more"]`}}, &e.bob),
+		http.StatusBadRequest, "BAD_REQUEST", "You may have at most 1000 alert words.")
+	// A word already there is no new word.
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["W0"]`}}, &e.bob))
+	r := e.request(t, http.MethodGet, "/api/v1/users/me/alert_words", nil, &e.bob)
+	if n := len(r.body["alert_words"].([]any)); n != maxAlertWords {
+		t.Errorf("after the refusal bob has %d words, want %d", n, maxAlertWords)
+	}
+}
