@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,6 +111,7 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	// pollThenVote sends a poll as the sender and votes in it as the
 	// owner; voted holds the votes acknowledged (issue 32, item 7).
 	voted := map[string]bool{}
+	alerted := map[string]bool{} // the owner's alert words acknowledged
 	pollThenVote := func(base, token string) {
 		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/messages", strings.NewReader(url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"polls"}, "content": {"/poll p-" + token + "\nyes"}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -202,6 +204,16 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 						}
 						if w == 2 {
 							pollThenVote(server.baseURL, token)
+						}
+						mu.Lock()
+						room := len(alerted) < maxAlertWords/2
+						mu.Unlock()
+						if w == 3 && room { // an alert word of the owner's (issue 32, item 4)
+							if code, err := call(server.baseURL, http.MethodPost, "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["a-` + token + `"]`}}); err == nil && code == 200 {
+								mu.Lock()
+								alerted["a-"+token] = true
+								mu.Unlock()
+							}
 						}
 						mu.Lock()
 						before := len(sent)
@@ -340,6 +352,19 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	if len(voted) == 0 {
 		t.Errorf("no vote was acknowledged: the test voted on nothing")
 	}
+	// Every acknowledged alert word is the owner's.
+	words, err := st.alertWords(u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for word := range alerted {
+		if !slices.Contains(words, word) {
+			t.Errorf("alert word %s was acknowledged but is missing", word)
+		}
+	}
+	if len(alerted) == 0 {
+		t.Errorf("no alert word was acknowledged: the test added none")
+	}
 	// Messages acknowledged before an acknowledged mark began are read.
 	unread := map[string]bool{}
 	mustView(t, st, func(tx *bbolt.Tx) error {
@@ -362,8 +387,8 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	if markedUpTo == 0 {
 		t.Errorf("no mark_stream_as_read was acknowledged: the test marked nothing")
 	}
-	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read), %d moved or edited and deleted (%d of them direct), %d votes, %d topics followed (%d of them unfollowed); all as acknowledged",
-		len(added), len(removed), sentCount, markedUpTo, len(deleted)-direct, direct, len(voted), len(followed), len(unfollowed))
+	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read), %d moved or edited and deleted (%d of them direct), %d votes, %d topics followed (%d of them unfollowed), %d alert words; all as acknowledged",
+		len(added), len(removed), sentCount, markedUpTo, len(deleted)-direct, direct, len(voted), len(followed), len(unfollowed), len(alerted))
 }
 
 // reopenChecked opens a database the binary has left, with nothing else
