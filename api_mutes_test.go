@@ -325,3 +325,31 @@ func TestAlertWords_ListIsBounded(t *testing.T) {
 		t.Errorf("after the refusal bob has %d words, want %d", n, maxAlertWords)
 	}
 }
+
+// Muting someone with more unread messages than one commit marks
+// (maxMessagesPerRequest) marks them all read, a bounded commit at a
+// time, with the mute in the first.
+func TestMutedUsers_MutingMarksManyUnreadReadInBoundedCommits(t *testing.T) {
+	e := newTestEnv(t)
+	const n = 2*maxMessagesPerRequest + 123
+	seedChannel(t, e.st, e.alice.user, e.bob.user, e.general, n, 10)
+	count := func() any {
+		reg := e.registerQueue(t, &e.bob, url.Values{"fetch_event_types": {`["message","update_message_flags"]`}})
+		return object(reg.body["unread_msgs"])["count"]
+	}
+	if got := count(); got != float64(n) {
+		t.Fatalf("bob's unread before muting: %v, want %d", got, n)
+	}
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["update_message_flags"]`}}).str("queue_id")
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/muted_users/"+strconv.FormatUint(e.alice.ID, 10), nil, &e.bob))
+	if got := count(); got != float64(0) {
+		t.Errorf("bob's unread after muting alice: %v, want 0", got)
+	}
+	marked := 0
+	for _, ev := range e.pollNow(t, &e.bob, queue, -1) {
+		marked += len(ev["messages"].([]any))
+	}
+	if marked != n {
+		t.Errorf("read events after muting: %d messages, want %d", marked, n)
+	}
+}

@@ -157,7 +157,7 @@ func (e *benchEnv) serve(b *testing.B, method, path, body string) {
 // through the given number of topics, straight into the buckets (sending
 // a million messages through the API would only slow the benchmark).
 // Every message is unread for reader, subscribed before them.
-func seedChannel(b *testing.B, st *store, sender, reader user, ch channel, n, topics int) {
+func seedChannel(b testing.TB, st *store, sender, reader user, ch channel, n, topics int) {
 	b.Helper()
 	const perTx = 100_000
 	for start := 0; start < n; start += perTx {

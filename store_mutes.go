@@ -75,49 +75,112 @@ func (s *store) mutedUsers(userID uint64) ([]mutedUser, error) {
 // user's messages the muter has not read become read
 // (do_mark_muted_user_messages_as_read).
 func (s *store) muteUser(u user, mutedID uint64) error {
-	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		if _, err := lookUpUser(tx, mutedID); err != nil {
-			return errNoSuchUser
-		}
-		key := append(itob(u.ID), itob(mutedID)...)
-		b := tx.Bucket(bucketMutedUsers)
-		if b.Get(key) != nil {
-			return refusal(errUserAlreadyMuted)
-		}
-		// The unread messages from them, by where their read state is kept.
-		byKey := map[uint64][]uint64{}
-		next := userUnread(tx, u.ID).iter(largestMessageID, false)
-		for id, ok := next(); ok; id, ok = next() {
-			m, err := messageByID(tx, id)
-			if err != nil {
-				return err
-			}
-			if m.SenderID == mutedID {
-				byKey[m.readKey()] = append(byKey[m.readKey()], id)
-			}
-		}
-		if err := b.Put(key, itob(uint64(s.now().Unix()))); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketMutedBy).Put(append(itob(mutedID), itob(u.ID)...), nil); err != nil {
-			return err
-		}
-		var read []uint64
-		for readKey, ids := range byKey {
-			slices.Sort(ids)
-			changed, err := markRead(tx, u.ID, readKey, ids)
-			if err != nil {
-				return err
-			}
-			read = append(read, changed...)
-		}
-		slices.Sort(read)
-		if err := reportFlags(tx, report, u, flagChange{Flag: "read", Add: true}, read); err != nil {
-			return err
-		}
-		report(mutedUsersChanged{UserID: u.ID, Muted: mutesOf(tx, u.ID)})
-		return nil
+	// The unread messages from them are found in a read transaction: the
+	// walk costs what the user's unread messages make it cost, and only
+	// this caller waits for it. The commits then mark them read at most
+	// maxMessagesPerRequest at a time, the first with the mute and with
+	// what arrived since the walk, so that the committer never does work
+	// that scales with history.
+	var unread []uint64
+	var seen uint64 // the newest message the walk could see
+	err := s.view(func(tx *bbolt.Tx) error {
+		seen = tx.Bucket(bucketMessages).Sequence()
+		var err error
+		unread, err = unreadFrom(tx, u.ID, mutedID, 0)
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	first := true
+	for first || len(unread) > 0 {
+		n := min(len(unread), maxMessagesPerRequest)
+		chunk := unread[:n]
+		unread = unread[n:]
+		err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+			ids := chunk
+			if first {
+				if _, err := lookUpUser(tx, mutedID); err != nil {
+					return errNoSuchUser
+				}
+				key := append(itob(u.ID), itob(mutedID)...)
+				b := tx.Bucket(bucketMutedUsers)
+				if b.Get(key) != nil {
+					return refusal(errUserAlreadyMuted)
+				}
+				if err := b.Put(key, itob(uint64(s.now().Unix()))); err != nil {
+					return err
+				}
+				if err := tx.Bucket(bucketMutedBy).Put(append(itob(mutedID), itob(u.ID)...), nil); err != nil {
+					return err
+				}
+				since, err := unreadFrom(tx, u.ID, mutedID, seen) // sent between the walk and now
+				if err != nil {
+					return err
+				}
+				ids = append(slices.Clone(chunk), since...)
+			}
+			read, err := markReadByKey(tx, u.ID, ids)
+			if err != nil {
+				return err
+			}
+			if err := reportFlags(tx, report, u, flagChange{Flag: "read", Add: true}, read); err != nil {
+				return err
+			}
+			if first {
+				report(mutedUsersChanged{UserID: u.ID, Muted: mutesOf(tx, u.ID)})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		first = false
+	}
+	return nil
+}
+
+// unreadFrom is the user's unread messages from the sender with ids
+// above after, sorted.
+func unreadFrom(tx *bbolt.Tx, userID, senderID, after uint64) ([]uint64, error) {
+	var ids []uint64
+	next := userUnread(tx, userID).iter(largestMessageID, false)
+	for id, ok := next(); ok && id > after; id, ok = next() {
+		m, err := messageByID(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		if m.SenderID == senderID {
+			ids = append(ids, id)
+		}
+	}
+	slices.Reverse(ids)
+	return ids, nil
+}
+
+// markReadByKey marks the messages read, each where its read state is
+// kept (a channel's or a conversation's), and answers those it changed,
+// sorted.
+func markReadByKey(tx *bbolt.Tx, userID uint64, ids []uint64) ([]uint64, error) {
+	byKey := map[uint64][]uint64{}
+	for _, id := range ids {
+		m, err := messageByID(tx, id)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		byKey[m.readKey()] = append(byKey[m.readKey()], id)
+	}
+	var read []uint64
+	for readKey, ids := range byKey {
+		slices.Sort(ids)
+		changed, err := markRead(tx, userID, readKey, ids)
+		if err != nil {
+			return nil, err
+		}
+		read = append(read, changed...)
+	}
+	slices.Sort(read)
+	return read, nil
 }
 
 // unmuteUser is Zulip's do_unmute_user, after its view's checks.
