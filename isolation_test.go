@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -38,6 +39,18 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	e.sendText(t, e.alice, e.secret, "[plan]("+plan+")")
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/status", url.Values{"status_text": {"hers"}}, &e.alice))
 	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.secret, "plans", policyFollowed))
+	draftIDs, err := e.st.createDrafts(e.alice.user, []draftInput{{Type: "stream", To: []int64{int64(e.secret.ID)}, Topic: "plans", Content: secretText}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	draftPath := "/api/v1/drafts/" + strconv.FormatUint(draftIDs[0], 10)
+	snippetID, err := e.st.createSnippet(e.alice.user, "plans", secretText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippetPath := "/api/v1/saved_snippets/" + strconv.FormatUint(snippetID, 10)
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans"]`}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/muted_users/"+strconv.FormatUint(e.owner.ID, 10), nil, &e.alice))
 	// A direct-message conversation bob is not in, unread for alice, sent
 	// while bob listens.
 	bobQueue := e.registerQueue(t, &e.bob, nil).str("queue_id")
@@ -81,7 +94,15 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics)
+		drafts, err1 := e.st.drafts(e.alice.ID, false)
+		snippets, err2 := e.st.savedSnippets(e.alice.ID)
+		words, err3 := e.st.alertWords(e.alice.ID)
+		mutes, err4 := e.st.mutedUsers(e.alice.ID)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics,
+			drafts, snippets, words, mutes)
 	}
 
 	type attempt struct {
@@ -97,7 +118,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"POST /api/v1/typing", "GET /api/v1/user_uploads/{realm_id}/{path...}", "GET /user_uploads/{realm_id}/{path...}",
 		"GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}", "POST /api/v1/users/me/avatar",
 		"POST /api/v1/messages/{message_id}/reactions", "DELETE /api/v1/messages/{message_id}/reactions",
-		"PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}", "GET /api/v1/messages/{message_id}/history", "GET /api/v1/messages/{message_id}"} {
+		"PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}", "GET /api/v1/messages/{message_id}/history", "GET /api/v1/messages/{message_id}",
+		"POST /api/v1/submessage", "PATCH /api/v1/drafts/{draft_id}", "DELETE /api/v1/drafts/{draft_id}",
+		"PATCH /api/v1/saved_snippets/{saved_snippet_id}", "DELETE /api/v1/saved_snippets/{saved_snippet_id}"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -170,6 +193,23 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		// channel, and removing one there touches only his.
 		"POST /api/v1/user_topics": {{"POST", "/api/v1/user_topics", url.Values{"stream_id": {secretID}, "topic": {"plans"}, "visibility_policy": {"1"}}},
 			{"POST", "/api/v1/user_topics", url.Values{"stream_id": {secretID}, "topic": {"plans"}, "visibility_policy": {"0"}}}},
+		// A vote in her message in a channel he cannot read; her drafts
+		// and snippets by their ids; his own alert words and mutes, which
+		// touch nothing of hers.
+		"POST /api/v1/submessage":                             {{"POST", "/api/v1/submessage", url.Values{"message_id": {msgID}, "msg_type": {"widget"}, "content": {`{"type":"vote","key":"canned,0","vote":1}`}}}},
+		"GET /api/v1/drafts":                                  {{"GET", "/api/v1/drafts", nil}},
+		"POST /api/v1/drafts":                                 {{"POST", "/api/v1/drafts", url.Values{"drafts": {`[{"type":"stream","to":[` + secretID + `],"topic":"plans","content":"mine"}]`}}}},
+		"PATCH /api/v1/drafts/{draft_id}":                     {{"PATCH", draftPath, url.Values{"draft": {`{"type":"private","to":[],"topic":"","content":"mine"}`}}}},
+		"DELETE /api/v1/drafts/{draft_id}":                    {{"DELETE", draftPath, nil}},
+		"GET /api/v1/saved_snippets":                          {{"GET", "/api/v1/saved_snippets", nil}},
+		"POST /api/v1/saved_snippets":                         {{"POST", "/api/v1/saved_snippets", url.Values{"title": {"mine"}, "content": {"mine"}}}},
+		"PATCH /api/v1/saved_snippets/{saved_snippet_id}":     {{"PATCH", snippetPath, url.Values{"content": {"mine"}}}},
+		"DELETE /api/v1/saved_snippets/{saved_snippet_id}":    {{"DELETE", snippetPath, nil}},
+		"GET /api/v1/users/me/alert_words":                    {{"GET", "/api/v1/users/me/alert_words", nil}},
+		"POST /api/v1/users/me/alert_words":                   {{"POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["secret"]`}}}},
+		"DELETE /api/v1/users/me/alert_words":                 {{"DELETE", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans"]`}}}},
+		"POST /api/v1/users/me/muted_users/{muted_user_id}":   {{"POST", "/api/v1/users/me/muted_users/" + strconv.FormatUint(e.alice.ID, 10), nil}},
+		"DELETE /api/v1/users/me/muted_users/{muted_user_id}": {{"DELETE", "/api/v1/users/me/muted_users/" + strconv.FormatUint(e.owner.ID, 10), nil}},
 		"PATCH /api/v1/users/me/subscriptions/muted_topics": {{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream": {"secret"}, "topic": {"plans"}, "op": {"add"}}},
 			{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream_id": {secretID}, "topic": {"plans"}, "op": {"remove"}}}},
 	}

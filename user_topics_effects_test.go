@@ -8,12 +8,16 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 )
 
 // pushRecorder is a push transport that records who each notification
 // went to and its subtitle.
-type pushRecorder struct{ sent []string }
+type pushRecorder struct {
+	mu   sync.Mutex // the pusher delivers from several goroutines
+	sent []string
+}
 
 func (p *pushRecorder) perDevice() bool { return true }
 
@@ -24,6 +28,8 @@ func (p *pushRecorder) deliver(_ context.Context, j pushJob, _ []pushToken) push
 		} `json:"alert"`
 	}
 	json.Unmarshal(j.APNs, &payload)
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.sent = append(p.sent, strconv.FormatUint(j.UserID, 10)+" "+payload.Alert.Subtitle)
 	return pushResult{}
 }
