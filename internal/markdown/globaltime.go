@@ -420,14 +420,18 @@ func parseNum(tok string) (n numToken, isNum, bad bool) {
 	f, _ := strconv.ParseFloat(tok, 64)
 	whole := 0
 	for i := 0; i < len(intPart); i++ {
-		if whole > 1<<40 {
-			whole = 1 << 41
+		if whole > saturated/10 {
+			whole = saturated
 			break
 		}
 		whole = whole*10 + int(intPart[i]-'0')
 	}
 	return numToken{repr: tok, value: f, whole: whole}, true, false
 }
+
+// saturated stands for a number beyond any date field's: on a 32-bit
+// int it is 524,287, so that an hour of it times 3,600 still fits.
+const saturated = math.MaxInt >> 12
 
 // atoi is int() of a token slice (digits only, else the parse fails);
 // a number beyond any date field's is saturated.
@@ -440,7 +444,7 @@ func atoi(s string) (int, bool) {
 		if s[i] < '0' || s[i] > '9' {
 			return 0, false
 		}
-		if n < 1<<40 {
+		if n < saturated/10 {
 			n = n*10 + int(s[i]-'0')
 		}
 	}
