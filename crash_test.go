@@ -68,6 +68,24 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	var sentCount, markedUpTo int
 
 	var mu sync.Mutex
+	// postAsSender sends a message as the sender and answers its id, 0
+	// when the send was not acknowledged (the server may be dying).
+	postAsSender := func(base string, params url.Values) uint64 {
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/messages", strings.NewReader(params.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth("sender@example.com", senderKey)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0
+		}
+		var answer struct{ ID uint64 }
+		json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return 0
+		}
+		return answer.ID
+	}
 	// moveThenDelete sends a message as the sender, moves it to another
 	// topic and deletes it as the owner; deleted holds the contents whose
 	// deletion was acknowledged.
@@ -82,20 +100,11 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 				return callAs("sender@example.com", senderKey, base, method, path, params)
 			}
 		}
-		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/messages", strings.NewReader(send.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.SetBasicAuth("sender@example.com", senderKey)
-		resp, err := client.Do(req)
-		if err != nil {
+		id := postAsSender(base, send)
+		if id == 0 {
 			return
 		}
-		var answer struct{ ID uint64 }
-		json.NewDecoder(resp.Body).Decode(&answer)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || answer.ID == 0 {
-			return
-		}
-		path := "/api/v1/messages/" + strconv.FormatUint(answer.ID, 10)
+		path := "/api/v1/messages/" + strconv.FormatUint(id, 10)
 		if code, err := as(base, http.MethodPatch, path, edit); err != nil || code != 200 {
 			return
 		}
@@ -113,21 +122,12 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	voted := map[string]bool{}
 	alerted := map[string]bool{} // the owner's alert words acknowledged
 	pollThenVote := func(base, token string) {
-		req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/messages", strings.NewReader(url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"polls"}, "content": {"/poll p-" + token + "\nyes"}}.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.SetBasicAuth("sender@example.com", senderKey)
-		resp, err := client.Do(req)
-		if err != nil {
-			return
-		}
-		var answer struct{ ID uint64 }
-		json.NewDecoder(resp.Body).Decode(&answer)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || answer.ID == 0 {
+		id := postAsSender(base, url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"polls"}, "content": {"/poll p-" + token + "\nyes"}})
+		if id == 0 {
 			return
 		}
 		vote := `{"type":"vote","key":"` + token + `,0","vote":1}`
-		if code, err := call(base, http.MethodPost, "/api/v1/submessage", url.Values{"message_id": {strconv.FormatUint(answer.ID, 10)}, "msg_type": {"widget"}, "content": {vote}}); err == nil && code == 200 {
+		if code, err := call(base, http.MethodPost, "/api/v1/submessage", url.Values{"message_id": {strconv.FormatUint(id, 10)}, "msg_type": {"widget"}, "content": {vote}}); err == nil && code == 200 {
 			mu.Lock()
 			voted[vote] = true
 			mu.Unlock()
