@@ -6,6 +6,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 
@@ -78,12 +79,16 @@ func (s *store) muteUser(u user, mutedID uint64) error {
 	// The unread messages from them are found in a read transaction: the
 	// walk costs what the user's unread messages make it cost, and only
 	// this caller waits for it. The commits then mark them read at most
-	// maxMessagesPerRequest at a time, the first with the mute and with
-	// what arrived since the walk, so that the committer never does work
-	// that scales with history.
+	// maxMessagesPerRequest at a time, so that the committer never does
+	// work that scales with history; the mute goes with the last, with
+	// what arrived since the walk. A request that fails on the way leaves
+	// no mute, and its retry finds what is still unread.
 	var unread []uint64
 	var seen uint64 // the newest message the walk could see
 	err := s.view(func(tx *bbolt.Tx) error {
+		if err := checkMutable(tx, u.ID, mutedID); err != nil {
+			return err
+		}
 		seen = tx.Bucket(bucketMessages).Sequence()
 		var err error
 		unread, err = unreadFrom(tx, u.ID, mutedID, 0)
@@ -92,23 +97,18 @@ func (s *store) muteUser(u user, mutedID uint64) error {
 	if err != nil {
 		return err
 	}
-	first := true
-	for first || len(unread) > 0 {
+	for {
 		n := min(len(unread), maxMessagesPerRequest)
 		chunk := unread[:n]
 		unread = unread[n:]
+		last := len(unread) == 0
 		err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 			ids := chunk
-			if first {
-				if _, err := lookUpUser(tx, mutedID); err != nil {
-					return errNoSuchUser
+			if last {
+				if err := checkMutable(tx, u.ID, mutedID); err != nil {
+					return err
 				}
-				key := append(itob(u.ID), itob(mutedID)...)
-				b := tx.Bucket(bucketMutedUsers)
-				if b.Get(key) != nil {
-					return refusal(errUserAlreadyMuted)
-				}
-				if err := b.Put(key, itob(uint64(s.now().Unix()))); err != nil {
+				if err := tx.Bucket(bucketMutedUsers).Put(append(itob(u.ID), itob(mutedID)...), itob(uint64(s.now().Unix()))); err != nil {
 					return err
 				}
 				if err := tx.Bucket(bucketMutedBy).Put(append(itob(mutedID), itob(u.ID)...), nil); err != nil {
@@ -127,15 +127,25 @@ func (s *store) muteUser(u user, mutedID uint64) error {
 			if err := reportFlags(tx, report, u, flagChange{Flag: "read", Add: true}, read); err != nil {
 				return err
 			}
-			if first {
+			if last {
 				report(mutedUsersChanged{UserID: u.ID, Muted: mutesOf(tx, u.ID)})
 			}
 			return nil
 		})
-		if err != nil {
+		if err != nil || last {
 			return err
 		}
-		first = false
+	}
+}
+
+// checkMutable refuses a mute of someone who does not exist or is muted
+// already.
+func checkMutable(tx *bbolt.Tx, userID, mutedID uint64) error {
+	if _, err := lookUpUser(tx, mutedID); err != nil {
+		return errNoSuchUser
+	}
+	if tx.Bucket(bucketMutedUsers).Get(append(itob(userID), itob(mutedID)...)) != nil {
+		return refusal(errUserAlreadyMuted)
 	}
 	return nil
 }
@@ -165,8 +175,10 @@ func markReadByKey(tx *bbolt.Tx, userID uint64, ids []uint64) ([]uint64, error) 
 	byKey := map[uint64][]uint64{}
 	for _, id := range ids {
 		m, err := messageByID(tx, id)
-		if err != nil {
+		if errors.Is(err, errInvalidMessageIDs) {
 			continue // deleted meanwhile
+		} else if err != nil {
+			return nil, err
 		}
 		byKey[m.readKey()] = append(byKey[m.readKey()], id)
 	}
