@@ -55,10 +55,9 @@ type event map[string]any
 // and the total reaches its hard bound is an event refused to the queue
 // it lands in, as a queue that fell behind.
 const (
-	maxQueueBytes       = 256 << 10 // encoded events waiting in one queue
-	maxTotalQueueBytes  = 8 << 20   // in all queues together: over it, idle queues go
-	hardTotalQueueBytes = maxTotalQueueBytes + maxTotalQueueBytes/4
-	queueInUseWindow    = 30 * time.Second // a queue polled this recently is in use
+	maxQueueBytes      = 256 << 10        // encoded events waiting in one queue
+	maxTotalQueueBytes = 8 << 20          // in all queues together: over it, idle queues go
+	queueInUseWindow   = 30 * time.Second // a queue polled this recently is in use
 )
 
 // eventQueue is one client's queue.
@@ -223,6 +222,8 @@ type eventHub struct {
 	// pressure: the total went over maxTotalQueueBytes; whoever added
 	// the event relieves it once the queues' locks are let go (relieve).
 	pressure   atomic.Bool
+	relieving  atomic.Bool   // a relief is under way (relieve)
+	lastRelief time.Time     // when the last scan began; the relief's goroutine alone touches it
 	evicted    atomic.Uint64 // idle queues dropped to relieve pressure
 	totalBound int64         // maxTotalQueueBytes; the hard bound is a quarter more
 
@@ -646,14 +647,34 @@ func (h *eventHub) everyQueue(eventType string, pick func(q *eventQueue) *shared
 	h.relieve()
 }
 
-// relieve drops idle queues, the longest unpolled first, while the total
-// is over three quarters of its bound, once something went over it. A
-// queue is idle when no poll waits on it and none reached it in
-// queueInUseWindow; the queues in use keep theirs.
+// relieve has idle queues dropped, once something went over the total
+// bound, on a goroutine of its own: it takes the index's lock, which no
+// caller (a fan-out, a poll, the parked connections' watcher) may wait
+// for. A scan runs at most once a second, so that a total that stays
+// over the bound with nothing idle left does not rescan every queue for
+// every event.
 func (h *eventHub) relieve() {
-	if !h.pressure.CompareAndSwap(true, false) {
+	if !h.pressure.Load() || !h.relieving.CompareAndSwap(false, true) {
 		return
 	}
+	go func() {
+		defer h.relieving.Store(false)
+		if wait := time.Second - time.Since(h.lastRelief); wait > 0 {
+			time.Sleep(wait)
+		}
+		h.lastRelief = time.Now()
+		h.pressure.Store(false)
+		if !h.closed.Load() {
+			h.dropIdle()
+		}
+	}()
+}
+
+// dropIdle drops idle queues that hold events, the longest unpolled
+// first, while the total is over three quarters of its bound. A queue is
+// idle when no poll waits on it and none reached it in
+// queueInUseWindow; the queues in use keep theirs.
+func (h *eventHub) dropIdle() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	type idleQueue struct {
@@ -664,7 +685,7 @@ func (h *eventHub) relieve() {
 	since := h.now().Add(-queueInUseWindow)
 	for _, q := range h.queues {
 		q.mu.Lock()
-		if q.polls == 0 && q.lastPoll.Before(since) {
+		if q.polls == 0 && q.lastPoll.Before(since) && len(q.events) > 0 {
 			idle = append(idle, idleQueue{q, q.lastPoll})
 		}
 		q.mu.Unlock()
@@ -675,7 +696,7 @@ func (h *eventHub) relieve() {
 			return
 		}
 		c.q.mu.Lock()
-		still := c.q.polls == 0 && !c.q.lastPoll.After(c.lastPoll) // no poll came meanwhile
+		still := c.q.polls == 0 && !c.q.lastPoll.After(c.lastPoll) && !c.q.dropped // no poll came meanwhile
 		c.q.mu.Unlock()
 		if still {
 			h.removeLocked(c.q)
