@@ -354,7 +354,7 @@ func (x *importer) realm() error {
 			default:
 				u.Role = roleMember
 			}
-			if err := putJSON(usersB, itob(u.ID), u); err != nil {
+			if err := putUser(tx, u); err != nil {
 				return err
 			}
 			if err := emails.Put(emailKey(email), itob(u.ID)); err != nil {
