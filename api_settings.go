@@ -26,7 +26,8 @@ const (
 // ones whose whole effect lies with the client (display, and how a
 // client notifies), so that zulite storing them honours them, and the
 // pushes of followed topics, which zulite's pushes honour
-// (push_recipients.go). The rest describe server behaviour zulite does
+// (push_recipients.go), and send_read_receipts, which read receipts
+// honour (store_read_receipts.go). The rest describe server behaviour zulite does
 // not have (e-mail, digests, drafts, following topics automatically...):
 // they are answered with Zulip's defaults
 // and PATCH /settings reports them in ignored_parameters_unsupported.
@@ -84,7 +85,7 @@ var userSettingsTable = []userSetting{
 	{name: "receives_typing_notifications", def: true, changeable: true},
 	{name: "resolved_topic_notice_auto_read_policy", def: "except_followed"},
 	{name: "send_private_typing_notifications", def: true, changeable: true},
-	{name: "send_read_receipts", def: true},
+	{name: "send_read_receipts", def: true, changeable: true},
 	{name: "send_stream_typing_notifications", def: true, changeable: true},
 	{name: "starred_message_counts", def: true, group: settingLegacyDisplay, changeable: true},
 	{name: "translate_emoticons", def: false, group: settingLegacyDisplay, changeable: true},

@@ -770,3 +770,6 @@ var errTooManyAlertWords = badRequest("You may have at most " + strconv.Itoa(max
 func errAlertWordTooLong(name string) *apiError {
 	return badRequest(name + " is too long (limit: " + strconv.Itoa(maxAlertWordLength) + " characters)")
 }
+
+// Read receipts (zerver/views/read_receipts.py).
+var errReadReceiptsDisabled = badRequest("Read receipts are disabled in this organization.")

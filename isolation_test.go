@@ -120,7 +120,8 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"POST /api/v1/messages/{message_id}/reactions", "DELETE /api/v1/messages/{message_id}/reactions",
 		"PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}", "GET /api/v1/messages/{message_id}/history", "GET /api/v1/messages/{message_id}",
 		"POST /api/v1/submessage", "PATCH /api/v1/drafts/{draft_id}", "DELETE /api/v1/drafts/{draft_id}",
-		"PATCH /api/v1/saved_snippets/{saved_snippet_id}", "DELETE /api/v1/saved_snippets/{saved_snippet_id}"} {
+		"PATCH /api/v1/saved_snippets/{saved_snippet_id}", "DELETE /api/v1/saved_snippets/{saved_snippet_id}",
+		"GET /api/v1/messages/{message_id}/read_receipts"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -210,6 +211,13 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"DELETE /api/v1/users/me/alert_words":                 {{"DELETE", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans"]`}}}},
 		"POST /api/v1/users/me/muted_users/{muted_user_id}":   {{"POST", "/api/v1/users/me/muted_users/" + strconv.FormatUint(e.alice.ID, 10), nil}},
 		"DELETE /api/v1/users/me/muted_users/{muted_user_id}": {{"DELETE", "/api/v1/users/me/muted_users/" + strconv.FormatUint(e.owner.ID, 10), nil}},
+		// Rendering her channel's name and her, which tells nothing the
+		// renderer keeps from him; whether her messages match a narrow
+		// (none is his to read); who read her messages.
+		"POST /api/v1/messages/render": {{"POST", "/api/v1/messages/render", url.Values{"content": {"#**secret>plans** @**alice@example.com**"}}}},
+		"GET /api/v1/messages/matches_narrow": {{"GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {"[" + msgID + "," + dmID + "]"}, "narrow": {`[]`}}},
+			{"GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {"[" + msgID + "," + dmID + "]"}, "narrow": {`[["search","secret"]]`}}}},
+		"GET /api/v1/messages/{message_id}/read_receipts": {{"GET", "/api/v1/messages/" + msgID + "/read_receipts", nil}, {"GET", "/api/v1/messages/" + dmID + "/read_receipts", nil}},
 		"PATCH /api/v1/users/me/subscriptions/muted_topics": {{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream": {"secret"}, "topic": {"plans"}, "op": {"add"}}},
 			{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream_id": {secretID}, "topic": {"plans"}, "op": {"remove"}}}},
 	}

@@ -432,7 +432,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"emails_restricted_to_domains":                   false,
 		"enable_guest_user_dm_warning":                   true,
 		"enable_guest_user_indicator":                    true,
-		"enable_read_receipts":                           false,
+		"enable_read_receipts":                           realmReadReceipts,
 		"enable_spectator_access":                        false,
 		"giphy_rating":                                   0, // GIPHY disabled
 		"inline_image_preview":                           false,
