@@ -751,6 +751,12 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "PATCH", "/api/v1/saved_snippets/999999", url.Values{"content": {"new"}}, &e.alice},
 		{false, "DELETE", snippetPath, nil, &e.alice},
 		{true, "DELETE", snippetPath, nil, &e.alice},
+		{false, "POST", "/api/v1/messages/render", url.Values{"content": {"**lunch** :)"}}, &e.alice},
+		{true, "POST", "/api/v1/messages/render", nil, &e.alice},
+		{false, "GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {jsonIDs(msgID, 999999)}, "narrow": {`[["search","lunch"]]`}}, &e.alice},
+		{true, "GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {jsonIDs(msgID)}}, &e.alice},
+		{false, "GET", "/api/v1/messages/" + strconv.FormatUint(msgID, 10) + "/read_receipts", nil, &e.alice},
+		{true, "GET", "/api/v1/messages/999999/read_receipts", nil, &e.alice},
 	}
 
 	// A mux with every served pattern tells which route a request reaches.
