@@ -178,34 +178,50 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := subscribeRequest{Caller: r.user, Specs: specs}
-	if req.InviteOnly, err = r.params.optionalBool("invite_only", false); err != nil {
+	req, sendNotices, err := s.readSubscribeRequest(r, specs)
+	if err != nil {
 		return nil, err
+	}
+	res, err := s.store.subscribeUsers(req)
+	if err != nil {
+		return nil, err
+	}
+	s.channelBudget.spend(r.user.ID, res.Created, time.Now())
+	return newSubscribeAnswer(req, res, sendNotices), nil
+}
+
+// readSubscribeRequest reads the parameters of Zulip's
+// add_subscriptions_backend other than the channels, which POST and
+// PATCH /users/me/subscriptions name differently.
+func (s *server) readSubscribeRequest(r *apiRequest, specs []channelSpec) (req subscribeRequest, sendNotices bool, err error) {
+	req = subscribeRequest{Caller: r.user, Specs: specs}
+	if req.InviteOnly, err = r.params.optionalBool("invite_only", false); err != nil {
+		return req, false, err
 	}
 	webPublic, err := r.params.optionalBool("is_web_public", false)
 	if err != nil {
-		return nil, err
+		return req, false, err
 	}
 	defaultChannel, err := r.params.optionalBool("is_default_stream", false)
 	if err != nil {
-		return nil, err
+		return req, false, err
 	}
 	historyPublic, err := r.params.optionalBool("history_public_to_subscribers", true)
 	if err != nil {
-		return nil, err
+		return req, false, err
 	}
 	retention, err := readRetention(r.params)
 	if err != nil {
-		return nil, err
+		return req, false, err
 	}
 	topicsPolicy, err := readTopicsPolicy(r.params)
 	if err != nil {
-		return nil, err
+		return req, false, err
 	}
 	for p := range channelPermissionCount {
 		g, ok, err := readGroupSetting(r.params, p.name())
 		if err != nil {
-			return nil, err
+			return req, false, err
 		}
 		if ok {
 			if req.Groups == nil {
@@ -215,27 +231,26 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 		}
 	}
 	if _, err := r.params.optionalBool("announce", false); err != nil { // zulite has no announcement channel
-		return nil, err
+		return req, false, err
 	}
 	if req.PrincipalIDs, req.PrincipalEmails, err = readPrincipals(r.params); err != nil {
-		return nil, err
+		return req, false, err
 	}
 	if req.AuthorizationErrorsFatal, err = r.params.optionalBool("authorization_errors_fatal", true); err != nil {
-		return nil, err
+		return req, false, err
 	}
 	folder := false
 	if raw, ok := r.params.lookup("folder_id"); ok && strings.TrimSpace(raw) != "null" {
 		if _, err := parseInt("folder_id", raw); err != nil {
-			return nil, err
+			return req, false, err
 		}
 		folder = true
 	}
-	sendNotices, err := r.params.optionalBool("send_new_subscription_messages", true)
-	if err != nil {
-		return nil, err
+	if sendNotices, err = r.params.optionalBool("send_new_subscription_messages", true); err != nil {
+		return req, false, err
 	}
 	if req.Specs, err = checkChannelSpecs(specs); err != nil {
-		return nil, err
+		return req, false, err
 	}
 	switch { // after the group settings are checked, as in Zulip
 	case folder:
@@ -251,12 +266,18 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 	if left, wait := s.channelBudget.left(r.user.ID, time.Now()); left < maxNewChannelsPerRequest {
 		req.MaxCreate, req.TooManyCreated = max(left, 0), refusal(rateLimited(wait))
 	}
+	return req, sendNotices, nil
+}
 
-	res, err := s.store.subscribeUsers(req)
-	if err != nil {
-		return nil, err
-	}
-	s.channelBudget.spend(r.user.ID, res.Created, time.Now())
+// subscribeAnswer is the answer of Zulip's add_subscriptions_backend.
+type subscribeAnswer struct {
+	Subscribed                  map[string][]string `json:"subscribed"`
+	AlreadySubscribed           map[string][]string `json:"already_subscribed"`
+	Unauthorized                *[]string           `json:"unauthorized,omitempty"`
+	NewSubscriptionMessagesSent *bool               `json:"new_subscription_messages_sent,omitempty"`
+}
+
+func newSubscribeAnswer(req subscribeRequest, res subscribeResult, sendNotices bool) subscribeAnswer {
 	byUser := func(list []usersChannels) map[string][]string {
 		m := map[string][]string{}
 		for _, uc := range list {
@@ -264,12 +285,7 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 		}
 		return m
 	}
-	answer := struct {
-		Subscribed                  map[string][]string `json:"subscribed"`
-		AlreadySubscribed           map[string][]string `json:"already_subscribed"`
-		Unauthorized                *[]string           `json:"unauthorized,omitempty"`
-		NewSubscriptionMessagesSent *bool               `json:"new_subscription_messages_sent,omitempty"`
-	}{Subscribed: byUser(res.Subscribed), AlreadySubscribed: byUser(res.Already)}
+	answer := subscribeAnswer{Subscribed: byUser(res.Subscribed), AlreadySubscribed: byUser(res.Already)}
 	if !req.AuthorizationErrorsFatal {
 		unauthorized := nonNil(res.Unauthorized)
 		answer.Unauthorized = &unauthorized
@@ -277,7 +293,7 @@ func (s *server) subscribe(r *apiRequest) (any, error) {
 	if sendNotices {
 		answer.NewSubscriptionMessagesSent = &res.Notified
 	}
-	return answer, nil
+	return answer
 }
 
 // readChannelSpecs reads POST /users/me/subscriptions' subscriptions:
@@ -287,13 +303,19 @@ func readChannelSpecs(p *params) ([]channelSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	return channelSpecsOf("subscriptions", raw)
+}
+
+// channelSpecsOf reads a list of Zulip's AddSubscriptionData, the
+// parameter name's value.
+func channelSpecsOf(name string, raw any) ([]channelSpec, error) {
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, errNotList("subscriptions")
+		return nil, errNotList(name)
 	}
 	specs := make([]channelSpec, 0, len(list))
 	for i, item := range list {
-		elem := elemName("subscriptions", i)
+		elem := elemName(name, i)
 		obj, ok := item.(map[string]any)
 		if !ok {
 			return nil, errNotDict(elem)

@@ -773,3 +773,7 @@ func errAlertWordTooLong(name string) *apiError {
 
 // Read receipts (zerver/views/read_receipts.py).
 var errReadReceiptsDisabled = badRequest("Read receipts are disabled in this organization.")
+
+// PATCH /users/me/subscriptions with neither list (zerver/views/streams.py
+// update_subscriptions_backend).
+var errNothingToDoSubscriptions = badRequest(`Nothing to do. Specify at least one of "add" or "delete".`)

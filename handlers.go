@@ -129,6 +129,7 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/users/me/subscriptions", s.api(s.listSubscriptions))
 	handle("POST /api/v1/users/me/subscriptions", s.api(s.subscribe))
 	handle("DELETE /api/v1/users/me/subscriptions", s.api(s.unsubscribe))
+	handle("PATCH /api/v1/users/me/subscriptions", s.api(s.updateSubscriptions))
 	handle("POST /api/v1/users/me/subscriptions/properties", s.api(s.setSubscriptionProperties))
 	handle("PATCH /api/v1/users/me/subscriptions/muted_topics", s.api(s.updateMutedTopic))
 	handle("POST /api/v1/user_topics", s.api(s.updateUserTopic))

@@ -115,6 +115,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"DELETE /api/v1/users/me/apns_device_token", "DELETE /api/v1/users/me/android_gcm_reg_id", "POST /api/v1/users/me/subscriptions",
 		"GET /api/v1/get_stream_id", "POST /api/v1/messages", "GET /metrics", "GET /metrics", "POST /api/v1/messages/flags", "POST /api/v1/mark_stream_as_read", "POST /api/v1/mark_topic_as_read",
 		"POST /api/v1/users/me/subscriptions/properties", "GET /api/v1/users/me/{stream_id}/topics", "GET /api/v1/streams/{stream_id}",
+		"PATCH /api/v1/users/me/subscriptions",
 		"POST /api/v1/typing", "GET /api/v1/user_uploads/{realm_id}/{path...}", "GET /user_uploads/{realm_id}/{path...}",
 		"GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}", "POST /api/v1/users/me/avatar",
 		"POST /api/v1/messages/{message_id}/reactions", "DELETE /api/v1/messages/{message_id}/reactions",
@@ -220,6 +221,12 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/messages/{message_id}/read_receipts": {{"GET", "/api/v1/messages/" + msgID + "/read_receipts", nil}, {"GET", "/api/v1/messages/" + dmID + "/read_receipts", nil}},
 		"PATCH /api/v1/users/me/subscriptions/muted_topics": {{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream": {"secret"}, "topic": {"plans"}, "op": {"add"}}},
 			{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream_id": {secretID}, "topic": {"plans"}, "op": {"remove"}}}},
+		// The last attempt's add half would subscribe alice; its refused
+		// delete half undoes it.
+		"PATCH /api/v1/users/me/subscriptions": {{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"add": {`[{"name":"secret"}]`}}},
+			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"add": {`[{"name":"secret"}]`}, "principals": {"[" + strconv.FormatUint(e.alice.ID, 10) + "]"}}},
+			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"delete": {`["secret","general"]`}, "principals": {`["` + e.alice.Email + `"]`}}},
+			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"add": {`[{"name":"bobs-own"}]`}, "delete": {`["general"]`}, "principals": {"[" + strconv.FormatUint(e.alice.ID, 10) + "]"}}}},
 	}
 	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token"} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()

@@ -653,6 +653,8 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":""}]`}}, &e.bob},
 		{false, "DELETE", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`["brand-new"]`}}, &e.bob},
 		{true, "DELETE", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`"general"`}}, &e.bob},
+		{false, "PATCH", "/api/v1/users/me/subscriptions", url.Values{"add": {`[{"name":"patched","color":"#abcdef"}]`}, "delete": {`["brand-new"]`}}, &e.bob},
+		{true, "PATCH", "/api/v1/users/me/subscriptions", url.Values{"add": {`[]`}}, &e.bob},
 		{false, "GET", "/api/v1/streams", nil, &e.alice},
 		{true, "GET", "/api/v1/streams", url.Values{"include_public": {"maybe"}}, &e.alice},
 		{false, "GET", "/api/v1/get_stream_id", url.Values{"stream": {"general"}}, &e.alice},

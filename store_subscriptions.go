@@ -178,8 +178,15 @@ func (s *store) subscribe(u user, specs []channelSpec, inviteOnly bool) (subscri
 // caller's access, the principals) before the first write.
 func (s *store) subscribeUsers(req subscribeRequest) (subscribeResult, error) {
 	var res subscribeResult
-	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		res = subscribeResult{}
+	err := s.updateReporting(s.subscribingUsers(req, &res))
+	return res, err
+}
+
+// subscribingUsers is subscribeUsers' transaction, which PATCH
+// /users/me/subscriptions runs before unsubscribingUsers' in one.
+func (s *store) subscribingUsers(req subscribeRequest, res *subscribeResult) func(tx *bbolt.Tx, report func(any)) error {
+	return func(tx *bbolt.Tx, report func(any)) error {
+		*res = subscribeResult{}
 		for p := range channelPermissionCount {
 			if g, ok := req.Groups[p.name()]; ok {
 				if err := checkGroupSetting(tx, p, g); err != nil {
@@ -281,8 +288,7 @@ func (s *store) subscribeUsers(req subscribeRequest) (subscribeResult, error) {
 			report(change)
 		}
 		return nil
-	})
-	return res, err
+	}
 }
 
 // principals resolves the users a request names: all must exist and be
@@ -357,8 +363,26 @@ func (s *store) unsubscribe(u user, names []string) (removed, notRemoved []strin
 // administrator or, with metadata access, a member of the channel's
 // can_administer_channel_group or can_remove_subscribers_group.
 func (s *store) unsubscribeUsers(caller user, names []string, principalIDs []uint64, principalEmails []string) (removed, notRemoved []string, left []channel, read []uint64, err error) {
-	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		removed, notRemoved, left, read = nil, nil, nil, nil
+	var res unsubscribeResult
+	err = s.updateReporting(s.unsubscribingUsers(caller, names, principalIDs, principalEmails, &res))
+	return res.Removed, res.NotRemoved, res.Left, res.Read, err
+}
+
+// unsubscribeResult is what unsubscribeUsers answers.
+type unsubscribeResult struct {
+	Removed, NotRemoved []string
+	Left                []channel
+	Read                []uint64
+}
+
+// unsubscribingUsers is unsubscribeUsers' transaction.
+func (s *store) unsubscribingUsers(caller user, names []string, principalIDs []uint64, principalEmails []string, res *unsubscribeResult) func(tx *bbolt.Tx, report func(any)) error {
+	return func(tx *bbolt.Tx, report func(any)) error {
+		var removed, notRemoved []string
+		var left []channel
+		var read []uint64
+		*res = unsubscribeResult{}
+		defer func() { *res = unsubscribeResult{removed, notRemoved, left, read} }()
 		users, err := s.principals(tx, subscribeRequest{Caller: caller, PrincipalIDs: principalIDs, PrincipalEmails: principalEmails})
 		if err != nil {
 			return err
@@ -424,9 +448,44 @@ func (s *store) unsubscribeUsers(caller user, names []string, principalIDs []uin
 		}
 		slices.Sort(read)
 		return reportFlags(tx, report, caller, flagChange{Flag: "read", Add: true}, read)
-	})
-	return removed, notRemoved, left, read, err
+	}
 }
+
+// updateSubscriptions is PATCH /users/me/subscriptions (Zulip's
+// update_subscriptions_backend and compose_views): add's subscriptions,
+// then delete's removals, in one transaction. A refusal of the removals
+// (or deleteRefusal, a name refused before the store) undoes the
+// subscriptions made before it, as Zulip's rollback does.
+func (s *store) updateSubscriptions(add subscribeRequest, del []string, deleteRefusal error) (subscribeResult, unsubscribeResult, error) {
+	var added subscribeResult
+	var removed unsubscribeResult
+	subscribing := s.subscribingUsers(add, &added)
+	unsubscribing := s.unsubscribingUsers(add.Caller, del, add.PrincipalIDs, add.PrincipalEmails, &removed)
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		if err := subscribing(tx, report); err != nil {
+			return err
+		}
+		err := deleteRefusal
+		if err == nil {
+			err = unsubscribing(tx, report)
+		}
+		if isRejection(err) {
+			return undone{err} // not a rejection: the transaction rolls back
+		}
+		return err
+	})
+	var u undone
+	if errors.As(err, &u) {
+		err = u.err
+	}
+	return added, removed, err
+}
+
+// undone carries a refusal that came after writes, as an error that
+// rolls the transaction back rather than a rejection that commits it.
+type undone struct{ err error }
+
+func (u undone) Error() string { return u.err.Error() }
 
 // audiences works out, in the transaction that made the change, who is
 // told of it, as Zulip's bulk_add_subscriptions and
