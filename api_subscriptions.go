@@ -66,3 +66,28 @@ func (s *server) updateSubscriptions(r *apiRequest) (any, error) {
 		NotRemoved []string `json:"not_removed"`
 	}{newSubscribeAnswer(req, added, sendNotices), nonNil(removed.Removed), nonNil(removed.NotRemoved)}, nil
 }
+
+// subscriptionStatus serves GET
+// /api/v1/users/{user_id}/subscriptions/{stream_id} (Zulip's
+// get_subscription_backend): whether that user is subscribed, for a
+// caller who may see the channel's metadata.
+func (s *server) subscriptionStatus(r *apiRequest) (any, error) {
+	userID, err := pathDigits(r, "user_id", errNoSuchUser)
+	if err != nil {
+		return nil, err
+	}
+	channelID, err := pathChannelID(r)
+	if err != nil {
+		return nil, err
+	}
+	subscribed, err := s.store.subscriptionStatus(r.user, userID, channelID)
+	if errors.Is(err, errNoSuchChannel) {
+		return nil, errInvalidChannelID
+	}
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		IsSubscribed bool `json:"is_subscribed"`
+	}{subscribed}, nil
+}

@@ -100,3 +100,47 @@ func TestUpdateSubscriptions_RefusalsChangeNothing(t *testing.T) {
 		t.Errorf("refusals told alice %v", eventSummary(events))
 	}
 }
+
+// GET /users/{user_id}/subscriptions/{stream_id}: whether that user is
+// subscribed, for a caller with the channel's metadata; Zulip's
+// access_user_by_id (bots and strangers are "No such user") and
+// access_stream_by_id without content access.
+func TestSubscriptionStatus_AnswersWithZulipsAccessRules(t *testing.T) {
+	e := newTestEnv(t)
+	get := func(a *account, userID, channelID uint64) response {
+		return e.request(t, http.MethodGet, "/api/v1/users/"+strconv.FormatUint(userID, 10)+"/subscriptions/"+strconv.FormatUint(channelID, 10), nil, a)
+	}
+	for _, c := range []struct {
+		who     *account
+		userID  uint64
+		channel uint64
+		want    bool
+	}{
+		{&e.bob, e.alice.ID, e.general.ID, true},
+		{&e.bob, e.owner.ID, e.general.ID, false},
+		{&e.alice, e.alice.ID, e.secret.ID, true},
+		{&e.admin, e.alice.ID, e.secret.ID, true}, // metadata access suffices
+	} {
+		r := get(c.who, c.userID, c.channel)
+		wantAPISuccess(t, r)
+		if r.body["is_subscribed"] != c.want || len(r.body) != 3 {
+			t.Errorf("user %d in channel %d: got %s, want is_subscribed %v", c.userID, c.channel, r.raw, c.want)
+		}
+	}
+	gone, _ := mustCreateUser(t, e.st, "gone@example.com", roleMember, false)
+	if err := e.st.setActive(gone.Email, false); err != nil {
+		t.Fatal(err)
+	}
+	wantAPIError(t, get(&e.bob, e.alice.ID, e.secret.ID), 400, "BAD_REQUEST", "Invalid channel ID")
+	wantAPIError(t, get(&e.bob, e.alice.ID, 999999), 400, "BAD_REQUEST", "Invalid channel ID")
+	wantAPIError(t, get(&e.bob, 999999, e.general.ID), 400, "BAD_REQUEST", "No such user")
+	wantAPIError(t, get(&e.bob, e.bot.ID, e.general.ID), 400, "BAD_REQUEST", "No such user")
+	wantAPIError(t, get(&e.bob, gone.ID, e.general.ID), 400, "BAD_REQUEST", "User is deactivated")
+	wantAPIError(t, get(&e.bob, 999999, 999999), 400, "BAD_REQUEST", "No such user") // the user first, as Zulip
+	if r := e.request(t, http.MethodGet, "/api/v1/users/x/subscriptions/1", nil, &e.bob); r.status != 404 {
+		t.Errorf("a user id that is not digits: got %d, want 404", r.status)
+	}
+	if r := e.request(t, http.MethodPost, "/api/v1/users/"+strconv.FormatUint(e.alice.ID, 10)+"/subscriptions/1", nil, &e.bob); r.status != 405 {
+		t.Errorf("POST: got %d, want 405", r.status)
+	}
+}

@@ -201,18 +201,27 @@ func (s *server) routes() http.Handler {
 			mux.Handle(prefix+"/users/{user}/"+r.suffix, meOrOthers(r.own, r.others))
 		}
 	}
-	// GET /api/v1/users/me/{stream_id}/topics and POST and DELETE
-	// /api/v1/users/me/muted_users/{muted_user_id}: one pattern, which
-	// tells them apart (their own patterns would conflict: neither is
-	// more specific) and answers 405 itself.
+	// GET /api/v1/users/me/{stream_id}/topics, POST and DELETE
+	// /api/v1/users/me/muted_users/{muted_user_id} and GET
+	// /api/v1/users/{user_id}/subscriptions/{stream_id}: one pattern,
+	// which tells them apart (their own patterns would conflict: neither
+	// is more specific) and answers 405 itself.
 	s.patterns = append(s.patterns, "GET /api/v1/users/me/{stream_id}/topics",
-		"POST /api/v1/users/me/muted_users/{muted_user_id}", "DELETE /api/v1/users/me/muted_users/{muted_user_id}")
+		"POST /api/v1/users/me/muted_users/{muted_user_id}", "DELETE /api/v1/users/me/muted_users/{muted_user_id}",
+		"GET /api/v1/users/{user_id}/subscriptions/{stream_id}")
 	topics := onlyGET(s.api(s.channelTopics))
 	mutes := byMethod(map[string]http.Handler{http.MethodPost: s.api(s.muteUser), http.MethodDelete: s.api(s.unmuteUser)})
+	subscriptionStatus := onlyGET(s.api(s.subscriptionStatus))
 	notFound := s.notFound()
 	for _, prefix := range []string{"/api/v1", "/json"} {
-		mux.Handle(prefix+"/users/me/{first}/{second}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			switch first, second := r.PathValue("first"), r.PathValue("second"); {
+		mux.Handle(prefix+"/users/{user}/{first}/{second}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch user, first, second := r.PathValue("user"), r.PathValue("first"), r.PathValue("second"); {
+			case user != "me" && first == "subscriptions":
+				r.SetPathValue("user_id", user)
+				r.SetPathValue("stream_id", second)
+				subscriptionStatus.ServeHTTP(w, r)
+			case user != "me":
+				notFound.ServeHTTP(w, r)
 			case first == "muted_users":
 				r.SetPathValue("muted_user_id", second)
 				mutes.ServeHTTP(w, r)

@@ -115,7 +115,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"DELETE /api/v1/users/me/apns_device_token", "DELETE /api/v1/users/me/android_gcm_reg_id", "POST /api/v1/users/me/subscriptions",
 		"GET /api/v1/get_stream_id", "POST /api/v1/messages", "GET /metrics", "GET /metrics", "POST /api/v1/messages/flags", "POST /api/v1/mark_stream_as_read", "POST /api/v1/mark_topic_as_read",
 		"POST /api/v1/users/me/subscriptions/properties", "GET /api/v1/users/me/{stream_id}/topics", "GET /api/v1/streams/{stream_id}",
-		"PATCH /api/v1/users/me/subscriptions",
+		"PATCH /api/v1/users/me/subscriptions", "GET /api/v1/users/{user_id}/subscriptions/{stream_id}",
 		"POST /api/v1/typing", "GET /api/v1/user_uploads/{realm_id}/{path...}", "GET /user_uploads/{realm_id}/{path...}",
 		"GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}", "POST /api/v1/users/me/avatar",
 		"POST /api/v1/messages/{message_id}/reactions", "DELETE /api/v1/messages/{message_id}/reactions",
@@ -227,6 +227,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"add": {`[{"name":"secret"}]`}, "principals": {"[" + strconv.FormatUint(e.alice.ID, 10) + "]"}}},
 			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"delete": {`["secret","general"]`}, "principals": {`["` + e.alice.Email + `"]`}}},
 			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"add": {`[{"name":"bobs-own"}]`}, "delete": {`["general"]`}, "principals": {"[" + strconv.FormatUint(e.alice.ID, 10) + "]"}}}},
+		"GET /api/v1/users/{user_id}/subscriptions/{stream_id}": {{"GET", "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10) + "/subscriptions/" + secretID, nil}},
 	}
 	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token"} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()

@@ -762,10 +762,23 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	}
 
 	// A mux with every served pattern tells which route a request reaches.
+	// A pattern that conflicts with one before it (the server serves
+	// such routes through one pattern that tells them apart) gets a mux
+	// of its own, asked when the shared one finds nothing.
 	routes := e.server.routeList()
 	patterns := http.NewServeMux()
+	var apart []*http.ServeMux
 	for _, r := range routes {
-		patterns.HandleFunc(r, func(http.ResponseWriter, *http.Request) {})
+		func() {
+			defer func() {
+				if recover() != nil {
+					own := http.NewServeMux()
+					own.HandleFunc(r, func(http.ResponseWriter, *http.Request) {})
+					apart = append(apart, own)
+				}
+			}()
+			patterns.HandleFunc(r, func(http.ResponseWriter, *http.Request) {})
+		}()
 	}
 	type found struct{ route, status, path, problem string }
 	var seen []found
@@ -773,6 +786,11 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	for _, c := range cases {
 		req, _ := http.NewRequest(c.method, c.path, nil)
 		_, route := patterns.Handler(req)
+		for _, own := range apart {
+			if route == "" || route == "/" {
+				_, route = own.Handler(req)
+			}
+		}
 		if route == "" || route == "/" {
 			t.Logf("%s %s: not served yet, not checked", c.method, c.path)
 			continue

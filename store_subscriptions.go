@@ -653,3 +653,32 @@ func nonNilInts(ids []int) []int {
 	}
 	return ids
 }
+
+// subscriptionStatus says whether the user is subscribed to the channel,
+// after Zulip's checks in its order: access_user_by_id (an unknown id or
+// a bot is no such user, a deactivated one is refused), then
+// access_stream_by_id without content access (metadata suffices).
+func (s *store) subscriptionStatus(caller user, userID, channelID uint64) (bool, error) {
+	var subscribed bool
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		target, err := lookUpUser(tx, userID)
+		switch {
+		case err != nil:
+			return err
+		case target.Bot:
+			return errNoSuchUser
+		case !target.Active:
+			return errUserDeactivated
+		}
+		ch, err := s.channelByID(tx, channelID)
+		if err != nil {
+			return err
+		}
+		if !canSeeMetadata(tx, caller, ch) {
+			return errNoSuchChannel
+		}
+		subscribed = isSubscribed(tx, target.ID, ch.ID)
+		return nil
+	})
+	return subscribed, err
+}
