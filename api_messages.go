@@ -79,7 +79,7 @@ func unreadTopicsShown(topics []unreadTopic, allowEmptyTopic bool) []unreadTopic
 		out[i].IDs = append(out[i].IDs, t.IDs...)
 		slices.Sort(out[i].IDs)
 	}
-	slices.SortFunc(out, func(a, b unreadTopic) int {
+	sortFunc(out, func(a, b unreadTopic) int {
 		if a.ChannelID != b.ChannelID {
 			return cmp.Compare(a.ChannelID, b.ChannelID)
 		}

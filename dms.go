@@ -236,6 +236,6 @@ func addUnreadDirect(out *unreadMsgs, direct []unreadConversation, userID uint64
 			out.Huddles = append(out.Huddles, unreadGroupState{UserIDsString: strings.Join(text, ","), UnreadMessageIDs: ids})
 		}
 	}
-	slices.SortFunc(out.PMs, func(a, b unreadDMState) int { return cmp.Compare(a.OtherUserID, b.OtherUserID) })
-	slices.SortFunc(out.Huddles, func(a, b unreadGroupState) int { return strings.Compare(a.UserIDsString, b.UserIDsString) })
+	sortFunc(out.PMs, func(a, b unreadDMState) int { return cmp.Compare(a.OtherUserID, b.OtherUserID) })
+	sortFunc(out.Huddles, func(a, b unreadGroupState) int { return strings.Compare(a.UserIDsString, b.UserIDsString) })
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"runtime"
-	"slices"
 	"time"
 )
 
@@ -276,7 +275,7 @@ func (h *eventHub) dropIdle() {
 		}
 		q.mu.Unlock()
 	}
-	slices.SortFunc(idle, func(a, b idleQueue) int { return a.lastPoll.Compare(b.lastPoll) })
+	sortFunc(idle, func(a, b idleQueue) int { return a.lastPoll.Compare(b.lastPoll) })
 	for _, c := range idle {
 		if h.totalBytes.Load() <= h.totalBound*3/4 {
 			return

@@ -42,7 +42,7 @@ func (x *importer) userMessageRows(path string, placed []messageChannel) error {
 	}
 	// By subscription, then message: each subscription's read ids go to
 	// markRead together, sorted.
-	slices.SortFunc(rows, func(a, b importedRow) int {
+	sortFunc(rows, func(a, b importedRow) int {
 		if c := cmpUint(a.userID, b.userID); c != 0 {
 			return c
 		}
@@ -164,7 +164,7 @@ func (x *importer) finishUnread() error {
 			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, func(a, b [2]uint64) int {
+	sortFunc(keys, func(a, b [2]uint64) int {
 		if c := cmpUint(a[0], b[0]); c != 0 {
 			return c
 		}

@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	runtimemetrics "runtime/metrics"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -248,7 +247,7 @@ func (m *metrics) render(b io.Writer, db storeFigures) {
 	for k := range m.requests {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+a[1], b[0]+b[1]) })
+	sortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+a[1], b[0]+b[1]) })
 	for _, k := range keys {
 		fmt.Fprintf(b, "zulite_http_requests_total{route=%s,status=%q} %d\n", quoteLabel(k[0]), k[1], m.requests[k])
 	}

@@ -208,7 +208,7 @@ func (s *store) visibleChannels(u user, f channelFilter) ([]channelView, error) 
 			return err
 		})
 	})
-	slices.SortFunc(list, func(a, b channelView) int { return strings.Compare(a.Name, b.Name) })
+	sortFunc(list, func(a, b channelView) int { return strings.Compare(a.Name, b.Name) })
 	return list, err
 }
 
@@ -279,7 +279,7 @@ func (s *store) channelTopics(u user, channelID uint64) ([]topicSummary, error) 
 		}
 		return nil
 	})
-	slices.SortFunc(list, func(a, b topicSummary) int { return cmpDesc(a.MaxID, b.MaxID) })
+	sortFunc(list, func(a, b topicSummary) int { return cmpDesc(a.MaxID, b.MaxID) })
 	return list, err
 }
 

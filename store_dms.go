@@ -164,7 +164,7 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 			}
 		}
 		members := append(slices.Clone(named), sender)
-		slices.SortFunc(members, func(a, b user) int { return cmp.Compare(a.ID, b.ID) })
+		sortFunc(members, func(a, b user) int { return cmp.Compare(a.ID, b.ID) })
 		members = slices.CompactFunc(members, func(a, b user) bool { return a.ID == b.ID })
 		ids := make([]uint64, len(members))
 		for i, u := range members {

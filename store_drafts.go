@@ -297,7 +297,7 @@ func (s *store) drafts(userID uint64, newestFirst bool) ([]draftObject, error) {
 		for i := range order {
 			order[i] = i
 		}
-		slices.SortStableFunc(order, func(a, b int) int {
+		sortStableFunc(order, func(a, b int) int {
 			if stored[a].LastEdit < stored[b].LastEdit {
 				return -1
 			}

@@ -92,7 +92,7 @@ func (s *store) subscriptionsIn(tx *bbolt.Tx, f *figures, userID uint64, channel
 		}
 		list = append(list, sc)
 	}
-	slices.SortFunc(list, func(a, b subscribedChannel) int { return strings.Compare(a.Name, b.Name) })
+	sortFunc(list, func(a, b subscribedChannel) int { return strings.Compare(a.Name, b.Name) })
 	return list, nil
 }
 

@@ -105,7 +105,7 @@ func (s *store) mintKey(u user) (string, error) {
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			keys = append(keys, held{slices.Clone(k), btoi(v)})
 		}
-		slices.SortStableFunc(keys, func(a, b held) int { return cmp.Compare(a.created, b.created) })
+		sortStableFunc(keys, func(a, b held) int { return cmp.Compare(a.created, b.created) })
 		for len(keys) >= maxKeysPerAccount {
 			if err := tx.Bucket(bucketAPIKeys).Delete(keys[0].key); err != nil {
 				return err
