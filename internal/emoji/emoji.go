@@ -10,15 +10,35 @@
 package emoji
 
 import (
+	"bytes"
+	"compress/gzip"
 	_ "embed"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
 )
 
-//go:embed emoji.txt
-var emojiTable string
+// emojiTableGz is emoji.txt gzipped (generate.py writes both): 19 KB of
+// the binary, where the text is 50. It is unpacked once, by the first
+// call that needs the table, into the 50 KB the parsed maps point into.
+//
+//go:embed emoji.txt.gz
+var emojiTableGz []byte
+
+// emojiTable is emoji.txt, unpacked.
+func emojiTable() string {
+	zr, err := gzip.NewReader(bytes.NewReader(emojiTableGz))
+	if err != nil {
+		panic("emoji: embedded table: " + err.Error())
+	}
+	text, err := io.ReadAll(zr)
+	if err != nil {
+		panic("emoji: embedded table: " + err.Error())
+	}
+	return string(text)
+}
 
 //go:embed emoji_property.txt
 var emojiPropertyTable string
@@ -33,7 +53,7 @@ type emojiData struct {
 
 var emojiOnce = sync.OnceValue(func() *emojiData {
 	d := &emojiData{nameToCode: map[string]string{}, codeToNames: map[string][]string{}, textFirst: map[string]bool{}}
-	for line := range strings.Lines(emojiTable) {
+	for line := range strings.Lines(emojiTable()) {
 		f := strings.Fields(line)
 		if len(f) < 3 {
 			continue

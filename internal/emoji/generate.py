@@ -18,12 +18,15 @@ emoji.txt: one emoji a line, "code flags name alias...", space-separated;
 flags is "t" when Zulip leaves the emoji as text if typed bare (its first
 code point lacks Emoji_Presentation: zerver/lib/markdown's
 TEXT_PRESENTATION_RE), else "-".
+emoji.txt.gz: emoji.txt gzipped, which the binary embeds (a third of its
+size; emoji_test.go checks that it is emoji.txt).
 emoji_property.txt: the code point ranges with Unicode's Emoji property,
 "first-last" in hex, one a line: where the renderer looks for Unicode
 emoji (Zulip's POSSIBLE_EMOJI_RE, UTS #51's EBNF).
 """
 
 import ast
+import gzip
 import os
 import sys
 
@@ -60,8 +63,11 @@ def main():
                 flags = "t"
         lines.append(" ".join([code, flags, info["canonical_name"], *info["aliases"]]))
     lines.sort()
-    with open(os.path.join(out, "emoji.txt"), "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+    table = ("\n".join(lines) + "\n").encode("utf-8")
+    with open(os.path.join(out, "emoji.txt"), "wb") as f:
+        f.write(table)
+    with open(os.path.join(out, "emoji.txt.gz"), "wb") as f:
+        f.write(gzip.compress(table, compresslevel=9, mtime=0))
 
     ranges = []
     emoji = regex.compile(r"\p{Emoji}")
