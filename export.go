@@ -10,8 +10,10 @@ package main
 //	                          app's migrations (zulipexport.WriteMigrationStatus)
 //	DIR/realm.json            import_source ("zulite"), the realm, users,
 //	                          channels (zerver_stream), recipients,
-//	                          subscriptions, reactions and the tables the
-//	                          importer requires, empty
+//	                          subscriptions, reactions, each user's own
+//	                          view (muted and followed topics, muted
+//	                          users, alert words, saved snippets) and the
+//	                          tables the importer requires, empty
 //	DIR/messages-000001.json  zerver_message and zerver_usermessage, 1000
 //	DIR/messages-000002.json  messages a file, as Zulip writes them
 //	DIR/attachment.json       zerver_attachment, with the messages linking each file
@@ -651,8 +653,15 @@ func (x *exporter) realm() error {
 	if err != nil {
 		return err
 	}
+	userTopics, mutes, alertWords, err := ownViews(tx)
+	if err != nil {
+		return err
+	}
 	tables := map[string]any{
 		"zerver_savedsnippet":              orEmpty(snippets),
+		"zerver_usertopic":                 orEmpty(userTopics),
+		"zerver_muteduser":                 orEmpty(mutes),
+		"zerver_alertword":                 orEmpty(alertWords),
 		"zerver_realm":                     []any{realm},
 		"zerver_userprofile":               orEmpty(profiles),
 		"zerver_stream":                    orEmpty(streams),
@@ -682,6 +691,39 @@ func (x *exporter) savedSnippets(tx *bbolt.Tx) ([]map[string]any, error) {
 	x.report.SavedSnippets = len(rows)
 	x.report.Drafts = tx.Bucket(bucketDrafts).Stats().KeyN
 	return rows, err
+}
+
+// ownViews are the rows of what each user set for their own view, as
+// Zulip's exporter writes them (its dates floats, DATE_FIELDS):
+// zerver_usertopic (a topic's visibility policy, with the channel's
+// stream and recipient ids), zerver_muteduser and zerver_alertword (a
+// row a word, numbered here as the list holds them).
+func ownViews(tx *bbolt.Tx) (userTopics, mutes, alertWords []map[string]any, err error) {
+	c := tx.Bucket(bucketUserTopics).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if row, ok := decodeUserTopic(k, v); ok {
+			userTopics = append(userTopics, map[string]any{"id": len(userTopics) + 1, "user_profile": btoi(k[:8]), "stream": row.ChannelID,
+				"recipient": recipientID(recipientChannel, row.ChannelID), "topic_name": row.Topic,
+				"last_updated": float64(row.Updated), "visibility_policy": row.Policy})
+		}
+	}
+	c = tx.Bucket(bucketMutedUsers).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) == 16 {
+			mutes = append(mutes, map[string]any{"id": len(mutes) + 1, "user_profile": btoi(k[:8]), "muted_user": btoi(k[8:]), "date_muted": float64(btoi(v))})
+		}
+	}
+	err = tx.Bucket(bucketAlertWords).ForEach(func(k, v []byte) error {
+		var words []string
+		if err := json.Unmarshal(v, &words); err != nil {
+			return err
+		}
+		for _, w := range words {
+			alertWords = append(alertWords, map[string]any{"id": len(alertWords) + 1, "realm": exportRealmID, "user_profile": btoi(k), "word": w})
+		}
+		return nil
+	})
+	return userTopics, mutes, alertWords, err
 }
 
 func keysWithPrefix(b *bbolt.Bucket, prefix []byte) int {

@@ -289,6 +289,7 @@ func (x *importer) realm() error {
 	var streams []zulipexport.Stream
 	var subs []zulipexport.Subscription
 	var snippets []importedSnippet
+	var views importedViews
 	crossrealm := map[uint64]bool{}
 	err := zulipexport.ReadTablesAndValues(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
 		switch name {
@@ -310,6 +311,12 @@ func (x *importer) realm() error {
 			return true, zulipexport.ReadRows(dec, func(c zulipexport.Client) error { x.clients[c.ID] = c.Name; return nil })
 		case "zerver_savedsnippet":
 			return true, zulipexport.ReadRows(dec, func(sn importedSnippet) error { snippets = append(snippets, sn); return nil })
+		case "zerver_usertopic":
+			return true, zulipexport.ReadRows(dec, func(r importedUserTopic) error { views.topics = append(views.topics, r); return nil })
+		case "zerver_muteduser":
+			return true, zulipexport.ReadRows(dec, func(r importedMute) error { views.mutes = append(views.mutes, r); return nil })
+		case "zerver_alertword":
+			return true, zulipexport.ReadRows(dec, func(r importedAlertWord) error { views.words = append(views.words, r); return nil })
 		}
 		if realmTablesRead[name] {
 			return false, nil
@@ -427,7 +434,10 @@ func (x *importer) realm() error {
 			x.pairs[key] = &importedPair{}
 			x.report.Subscriptions++
 		}
-		return x.importSnippets(tx, snippets)
+		if err := x.importSnippets(tx, snippets); err != nil {
+			return err
+		}
+		return x.importViews(tx, views)
 	})
 }
 
@@ -460,6 +470,120 @@ func (x *importer) importSnippets(tx *bbolt.Tx, snippets []importedSnippet) erro
 		maxID = max(maxID, zs.ID)
 	}
 	return b.SetSequence(maxID)
+}
+
+// importedViews are the rows of what each user set for their own view:
+// zerver_usertopic, zerver_muteduser and zerver_alertword, read as
+// import_realm.py reads them (re_map_foreign_keys on user_profile,
+// stream and recipient, muted_user; users and channels keep their ids
+// here, so the ids are taken as they are).
+type importedViews struct {
+	topics []importedUserTopic
+	mutes  []importedMute
+	words  []importedAlertWord
+}
+
+type importedUserTopic struct {
+	UserProfile      uint64   `json:"user_profile"`
+	Stream           uint64   `json:"stream"`
+	Recipient        uint64   `json:"recipient"`
+	TopicName        string   `json:"topic_name"`
+	LastUpdated      *float64 `json:"last_updated"`
+	VisibilityPolicy int      `json:"visibility_policy"`
+}
+
+type importedMute struct {
+	UserProfile uint64   `json:"user_profile"`
+	MutedUser   uint64   `json:"muted_user"`
+	DateMuted   *float64 `json:"date_muted"`
+}
+
+type importedAlertWord struct {
+	UserProfile uint64 `json:"user_profile"`
+	Word        string `json:"word"`
+}
+
+// importViews writes each user's muted, unmuted and followed topics,
+// muted users and alert words as the API would have left them: a topic
+// once whatever its case, at most maxUserTopics a user, a word once
+// whatever its case, at most maxAlertWords a user. A row of a user or a
+// channel not imported, or past a bound, is named in the report.
+func (x *importer) importViews(tx *bbolt.Tx, v importedViews) error {
+	topics, topicUsersB := tx.Bucket(bucketUserTopics), tx.Bucket(bucketTopicUsers)
+	counts := map[uint64]uint64{}
+	for _, r := range v.topics {
+		channelID := r.Stream
+		if channelID == 0 {
+			channelID = x.channelOf[r.Recipient]
+		}
+		key := userTopicKey(r.UserProfile, channelID, r.TopicName)
+		switch {
+		case !x.users[r.UserProfile] || !x.channels[channelID] || r.VisibilityPolicy < policyMuted || r.VisibilityPolicy > policyFollowed:
+			x.report.leave("topic settings (muted, unmuted, followed) of users or channels not imported", 1)
+			continue
+		case topics.Get(key) != nil:
+			continue
+		case counts[r.UserProfile] >= uint64(maxUserTopics):
+			x.report.leave(fmt.Sprintf("topic settings past %d a user", maxUserTopics), 1)
+			continue
+		}
+		var updated int64
+		if r.LastUpdated != nil {
+			updated = int64(*r.LastUpdated)
+		}
+		if err := topics.Put(key, encodeUserTopic(r.VisibilityPolicy, updated, r.TopicName)); err != nil {
+			return err
+		}
+		if err := topicUsersB.Put(append(topicUsersPrefix(channelID, r.TopicName), itob(r.UserProfile)...), []byte{}); err != nil {
+			return err
+		}
+		counts[r.UserProfile]++
+	}
+	for userID, n := range counts {
+		if err := putCount(topics, userID, n); err != nil {
+			return err
+		}
+	}
+	for _, r := range v.mutes {
+		if !x.users[r.UserProfile] || !x.users[r.MutedUser] || r.UserProfile == r.MutedUser {
+			x.report.leave("muted users of users not imported", 1)
+			continue
+		}
+		var when uint64
+		if r.DateMuted != nil && *r.DateMuted > 0 {
+			when = uint64(*r.DateMuted)
+		}
+		if err := tx.Bucket(bucketMutedUsers).Put(append(itob(r.UserProfile), itob(r.MutedUser)...), itob(when)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketMutedBy).Put(append(itob(r.MutedUser), itob(r.UserProfile)...), nil); err != nil {
+			return err
+		}
+	}
+	words := map[uint64][]string{}
+	var holders []uint64
+	for _, r := range v.words {
+		list := words[r.UserProfile]
+		switch {
+		case !x.users[r.UserProfile] || strings.TrimSpace(r.Word) == "":
+			x.report.leave("alert words of users not imported", 1)
+			continue
+		case slices.ContainsFunc(list, func(w string) bool { return strings.ToLower(w) == strings.ToLower(r.Word) }):
+			continue
+		case len(list) >= maxAlertWords:
+			x.report.leave(fmt.Sprintf("alert words past %d a user", maxAlertWords), 1)
+			continue
+		case list == nil:
+			holders = append(holders, r.UserProfile)
+		}
+		words[r.UserProfile] = append(list, r.Word)
+	}
+	for _, userID := range holders {
+		if err := putJSON(tx.Bucket(bucketAlertWords), itob(userID), words[userID]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // realmValue takes a key of realm.json that is no table: "import_source"

@@ -19,19 +19,19 @@ import (
 )
 
 // The README's examples are run here as a newcomer pastes them, so that a
-// wrong example fails the suite. What the test changes in them is only
-// what a newcomer would:
+// wrong example fails the suite. The commands run as written, with what
+// First steps tells a newcomer to set up beforehand:
 //
-//   - `go run .` is the binary built once from this tree (the same program;
-//     building it for every command would take minutes);
+//   - `zulite` is on PATH: the binary built once from this tree, as `go
+//     install .` would put it there;
 //   - 127.0.0.1:9991 is the loopback address the test's server got from
 //     the kernel, so that the test never collides with a zulite already
-//     serving there;
-//   - <the key> is the owner's API key, which the server printed at its
-//     first start, and <alice's key> (any case) the one `user add
-//     alice@example.com` printed.
+//     serving there (the shell blocks read it from zuliprc, which holds
+//     that address).
 //
-// Everything else runs as written: the server and the shell blocks in the
+// A command holding a placeholder (`<the key>`) or `go run .` fails the
+// test: a newcomer cannot paste the one, and the README calls the binary
+// one way, `zulite`. The server and the shell blocks run in the
 // directory that holds the database (as `go run .` in a checkout does),
 // the shell blocks in one bash, command after command, and the JavaScript
 // block with node, as the file the README names. An answer shown in a comment right after a command
@@ -81,12 +81,12 @@ func TestREADME_ExamplesRunAsPasted(t *testing.T) {
 	t.Chdir(dir) // the server's working directory, as a checkout's is to `go run .`
 	srv := e2eStartServer(t, bin, "zulite.db")
 	addr := strings.TrimPrefix(srv.baseURL, "http://")
-	// filled is what a newcomer copies for each placeholder (lower case):
-	// the owner's key, and a person's key printed by `user add`.
-	filled := map[string]string{"<the key>": srv.ownerKey}
-	hide := func(s string) string { // keys never reach the test's output
-		for p, key := range filled {
-			s = strings.ReplaceAll(s, key, p)
+	// keys are the API keys the output may hold: the owner's, and those
+	// `user add` printed; they never reach the test's output.
+	keys := map[string]string{srv.ownerKey: "<the owner's key>"}
+	hide := func(s string) string {
+		for key, name := range keys {
+			s = strings.ReplaceAll(s, key, name)
 		}
 		return s
 	}
@@ -94,7 +94,7 @@ func TestREADME_ExamplesRunAsPasted(t *testing.T) {
 	goRun := regexp.MustCompile(`\bgo run \.( |$)`)
 	userAdd := regexp.MustCompile(`\buser add ([^@\s]+)@`)
 	placeholder := regexp.MustCompile(`<[A-Za-z][^<>\n]* [^<>\n]*>`)
-	shell := readmeStartShell(t, dir)
+	shell := readmeStartShell(t, dir, filepath.Dir(bin))
 	for _, sec := range []*readmeSection{firstSteps, loggingIn} {
 		shellBlocks := 0
 		for _, block := range sec.blocks {
@@ -108,21 +108,19 @@ func TestREADME_ExamplesRunAsPasted(t *testing.T) {
 				continue
 			}
 			for _, step := range readmeSteps(block) {
+				if p := placeholder.FindString(step.command); p != "" {
+					t.Fatalf("README.md:%d: %s\ngot the placeholder %s, want a command that runs as pasted", step.line, step.command, p)
+				}
+				if goRun.MatchString(step.command) {
+					t.Fatalf("README.md:%d: %s\ngot `go run .`, want `zulite`, the one name First steps gives the binary", step.line, step.command)
+				}
 				command := strings.ReplaceAll(step.command, "127.0.0.1:9991", addr)
-				command = goRun.ReplaceAllString(command, "'"+bin+"'$1")
-				command = placeholder.ReplaceAllStringFunc(command, func(p string) string {
-					key, ok := filled[strings.ToLower(p)]
-					if !ok {
-						t.Fatalf("README.md:%d: %s holds %s, which this test does not know how to fill in", step.line, step.command, p)
-					}
-					return key
-				})
 				out, status := shell.run(t, command)
 				if status != 0 {
 					t.Fatalf("README.md:%d: %s\ngot exit status %d, want 0; output:\n%s\nserver log:\n%s", step.line, step.command, status, hide(out), srv.logs())
 				}
 				if m := userAdd.FindStringSubmatch(command); m != nil && isAPIKey(out) {
-					filled["<"+strings.ToLower(m[1])+"'s key>"] = out
+					keys[out] = "<" + m[1] + "'s key>"
 				}
 				if step.answer != "" {
 					if err := readmeCheckAnswer(out, step.answer); err != nil {
@@ -438,11 +436,12 @@ type readmeShell struct {
 // exit status.
 const readmeStatus = "readme-test-exit-status"
 
-func readmeStartShell(t *testing.T, dir string) *readmeShell {
+// readmeStartShell starts bash in dir, with binDir first on its PATH.
+func readmeStartShell(t *testing.T, dir, binDir string) *readmeShell {
 	t.Helper()
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-s")
 	cmd.Dir = dir
-	cmd.Env = e2eChildEnv()
+	cmd.Env = append(e2eChildEnv(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
