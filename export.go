@@ -10,8 +10,10 @@ package main
 //	                          app's migrations (zulipexport.WriteMigrationStatus)
 //	DIR/realm.json            import_source ("zulite"), the realm, users,
 //	                          channels (zerver_stream), recipients,
-//	                          subscriptions, reactions and the tables the
-//	                          importer requires, empty
+//	                          subscriptions, reactions, each user's own
+//	                          view (muted and followed topics, muted
+//	                          users, alert words, saved snippets) and the
+//	                          tables the importer requires, empty
 //	DIR/messages-000001.json  zerver_message and zerver_usermessage, 1000
 //	DIR/messages-000002.json  messages a file, as Zulip writes them
 //	DIR/attachment.json       zerver_attachment, with the messages linking each file
@@ -651,8 +653,15 @@ func (x *exporter) realm() error {
 	if err != nil {
 		return err
 	}
+	userTopics, mutes, alertWords, err := ownViews(tx)
+	if err != nil {
+		return err
+	}
 	tables := map[string]any{
 		"zerver_savedsnippet":              orEmpty(snippets),
+		"zerver_usertopic":                 userTopics,
+		"zerver_muteduser":                 mutes,
+		"zerver_alertword":                 alertWords,
 		"zerver_realm":                     []any{realm},
 		"zerver_userprofile":               orEmpty(profiles),
 		"zerver_stream":                    orEmpty(streams),
@@ -682,6 +691,56 @@ func (x *exporter) savedSnippets(tx *bbolt.Tx) ([]map[string]any, error) {
 	x.report.SavedSnippets = len(rows)
 	x.report.Drafts = tx.Bucket(bucketDrafts).Stats().KeyN
 	return rows, err
+}
+
+// ownViews are the rows of what each user set for their own view, as
+// Zulip's exporter writes them (its dates floats, DATE_FIELDS):
+// zerver_usertopic (a topic's visibility policy, with the channel's
+// stream and recipient ids), zerver_muteduser and zerver_alertword (a
+// row a word, numbered here as the lists hold them).
+func ownViews(tx *bbolt.Tx) (userTopics, mutes, alertWords []any, err error) {
+	type userTopicRow struct {
+		ID          int     `json:"id"`
+		UserProfile uint64  `json:"user_profile"`
+		Stream      uint64  `json:"stream"`
+		Recipient   uint64  `json:"recipient"`
+		TopicName   string  `json:"topic_name"`
+		LastUpdated float64 `json:"last_updated"`
+		Policy      int     `json:"visibility_policy"`
+	}
+	type mutedUserRow struct {
+		ID          int     `json:"id"`
+		UserProfile uint64  `json:"user_profile"`
+		MutedUser   uint64  `json:"muted_user"`
+		DateMuted   float64 `json:"date_muted"`
+	}
+	type alertWordRow struct {
+		ID          int    `json:"id"`
+		Realm       int    `json:"realm"`
+		UserProfile uint64 `json:"user_profile"`
+		Word        string `json:"word"`
+	}
+	userTopics, mutes, alertWords = []any{}, []any{}, []any{}
+	c := tx.Bucket(bucketUserTopics).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if row, ok := decodeUserTopic(k, v); ok {
+			userTopics = append(userTopics, userTopicRow{len(userTopics) + 1, btoi(k[:8]), row.ChannelID,
+				recipientID(recipientChannel, row.ChannelID), row.Topic, float64(row.Updated), row.Policy})
+		}
+	}
+	c = tx.Bucket(bucketMutedUsers).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		mutes = append(mutes, mutedUserRow{len(mutes) + 1, btoi(k[:8]), btoi(k[8:]), float64(btoi(v))})
+	}
+	err = tx.Bucket(bucketAlertWords).ForEach(func(k, v []byte) error {
+		var words []string
+		err := json.Unmarshal(v, &words)
+		for _, w := range words {
+			alertWords = append(alertWords, alertWordRow{len(alertWords) + 1, exportRealmID, btoi(k), w})
+		}
+		return err
+	})
+	return userTopics, mutes, alertWords, err
 }
 
 func keysWithPrefix(b *bbolt.Bucket, prefix []byte) int {

@@ -289,6 +289,7 @@ func (x *importer) realm() error {
 	var streams []zulipexport.Stream
 	var subs []zulipexport.Subscription
 	var snippets []importedSnippet
+	var views []importedView // zerver_usertopic's, zerver_muteduser's, zerver_alertword's rows
 	crossrealm := map[uint64]bool{}
 	err := zulipexport.ReadTablesAndValues(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
 		switch name {
@@ -310,6 +311,8 @@ func (x *importer) realm() error {
 			return true, zulipexport.ReadRows(dec, func(c zulipexport.Client) error { x.clients[c.ID] = c.Name; return nil })
 		case "zerver_savedsnippet":
 			return true, zulipexport.ReadRows(dec, func(sn importedSnippet) error { snippets = append(snippets, sn); return nil })
+		case "zerver_usertopic", "zerver_muteduser", "zerver_alertword":
+			return true, zulipexport.ReadRows(dec, func(r importedView) error { r.table = name; views = append(views, r); return nil })
 		}
 		if realmTablesRead[name] {
 			return false, nil
@@ -427,7 +430,10 @@ func (x *importer) realm() error {
 			x.pairs[key] = &importedPair{}
 			x.report.Subscriptions++
 		}
-		return x.importSnippets(tx, snippets)
+		if err := x.importSnippets(tx, snippets); err != nil {
+			return err
+		}
+		return x.importViews(tx, views)
 	})
 }
 
@@ -460,6 +466,87 @@ func (x *importer) importSnippets(tx *bbolt.Tx, snippets []importedSnippet) erro
 		maxID = max(maxID, zs.ID)
 	}
 	return b.SetSequence(maxID)
+}
+
+// importedView is a row of what a user set for their own view, of
+// zerver_usertopic (stream or recipient, topic_name, last_updated,
+// visibility_policy), zerver_muteduser (muted_user, date_muted) or
+// zerver_alertword (word), read as import_realm.py reads them
+// (re_map_foreign_keys on user_profile, stream, recipient and
+// muted_user: users and channels keep their ids here).
+type importedView struct {
+	table       string
+	UserProfile uint64  `json:"user_profile"`
+	Stream      uint64  `json:"stream"`
+	Recipient   uint64  `json:"recipient"`
+	TopicName   string  `json:"topic_name"`
+	LastUpdated float64 `json:"last_updated"`
+	Policy      int     `json:"visibility_policy"`
+	MutedUser   uint64  `json:"muted_user"`
+	DateMuted   float64 `json:"date_muted"`
+	Word        string  `json:"word"`
+}
+
+// importViews writes each user's muted, unmuted and followed topics,
+// muted users and alert words as the API would have left them: a topic
+// once whatever its case, at most maxUserTopics a user, a word once
+// whatever its case, at most maxAlertWords a user. A row of a user or a
+// channel not imported, or past a bound, is named in the report.
+func (x *importer) importViews(tx *bbolt.Tx, rows []importedView) error {
+	topics := tx.Bucket(bucketUserTopics)
+	counts := map[uint64]uint64{}
+	words := map[uint64][]string{}
+	seenTopic, seenWord := map[string]bool{}, map[string]bool{} // user ‖ folded topic, user ‖ lower-cased word
+	var err error
+	for _, r := range rows {
+		channelID := r.Stream
+		if channelID == 0 {
+			channelID = x.channelOf[r.Recipient]
+		}
+		key := userTopicKey(r.UserProfile, channelID, r.TopicName)
+		word := string(itob(r.UserProfile)) + strings.ToLower(r.Word)
+		switch {
+		case !x.users[r.UserProfile]:
+			x.report.leave("topic settings, muted users and alert words of users not imported", 1)
+		case r.table == "zerver_muteduser" && (!x.users[r.MutedUser] || r.MutedUser == r.UserProfile):
+			x.report.leave("muted users not imported", 1)
+		case r.table == "zerver_muteduser":
+			if err = tx.Bucket(bucketMutedUsers).Put(append(itob(r.UserProfile), itob(r.MutedUser)...), itob(uint64(max(r.DateMuted, 0)))); err == nil {
+				err = tx.Bucket(bucketMutedBy).Put(append(itob(r.MutedUser), itob(r.UserProfile)...), nil)
+			}
+		case r.table == "zerver_alertword" && (seenWord[word] || strings.TrimSpace(r.Word) == ""):
+		case r.table == "zerver_alertword" && len(words[r.UserProfile]) >= maxAlertWords:
+			x.report.leave("alert words past the bound of a user's", 1)
+		case r.table == "zerver_alertword":
+			seenWord[word] = true
+			words[r.UserProfile] = append(words[r.UserProfile], r.Word)
+		case !x.channels[channelID] || r.Policy < policyMuted || r.Policy > policyFollowed:
+			x.report.leave("topic settings (muted, unmuted, followed) of channels not imported, or of no policy", 1)
+		case seenTopic[string(key)]:
+		case counts[r.UserProfile] >= uint64(maxUserTopics):
+			x.report.leave("topic settings past the bound of a user's", 1)
+		default:
+			seenTopic[string(key)] = true
+			counts[r.UserProfile]++
+			if err = topics.Put(key, encodeUserTopic(r.Policy, int64(r.LastUpdated), r.TopicName)); err == nil {
+				err = tx.Bucket(bucketTopicUsers).Put(append(topicUsersPrefix(channelID, r.TopicName), itob(r.UserProfile)...), []byte{})
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for userID, n := range counts {
+		if err := putCount(topics, userID, n); err != nil {
+			return err
+		}
+	}
+	for userID, list := range words {
+		if err := putJSON(tx.Bucket(bucketAlertWords), itob(userID), list); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // realmValue takes a key of realm.json that is no table: "import_source"

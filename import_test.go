@@ -92,6 +92,9 @@ func TestExportImport_RoundTripKeepsEveryUsersView(t *testing.T) {
 		if !reflect.DeepEqual(gotSubs, wantSubs) {
 			t.Errorf("%s's subscriptions:\n got %s\nwant %s", a.Email, asJSON(gotSubs), asJSON(wantSubs))
 		}
+		if got, want := ownViewOf(t, imported, &again), ownViewOf(t, e, a); got != want {
+			t.Errorf("%s's topics, muted users and alert words:\n got %s\nwant %s", a.Email, got, want)
+		}
 		if !reflect.DeepEqual(gotMessages, wantMessages) {
 			t.Errorf("%s's messages (id: flags):\n got %s\nwant %s", a.Email, flagsByID(gotMessages), flagsByID(wantMessages))
 			for i := range min(len(gotMessages), len(wantMessages)) {
@@ -111,6 +114,15 @@ func TestExportImport_RoundTripKeepsEveryUsersView(t *testing.T) {
 	if _, err := st.importZulip(dir); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("an import into a database with data: got %v, want a refusal", err)
 	}
+}
+
+// ownViewOf is what register tells a of their own view: user_topics,
+// muted_users and alert_words, as JSON.
+func ownViewOf(t *testing.T, e *testEnv, a *account) string {
+	t.Helper()
+	r := e.registerQueue(t, a, url.Values{"fetch_event_types": {`["user_topic","muted_users","alert_words"]`},
+		"client_capabilities": {`{"empty_topic_name":true}`}})
+	return asJSON([]any{r.body["user_topics"], r.body["muted_users"], r.body["alert_words"]})
 }
 
 func flagsByID(messages []any) string {
@@ -296,7 +308,6 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 		"1 moderators",
 		"1 reactions with custom emoji",
 		"1 archived channels",
-		"1 rows of zerver_usertopic",
 		"1 rows of zerver_realmemoji",
 		"1 rows of zerver_defaultstream",
 		"3 system bots",
@@ -309,6 +320,11 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 	for _, bookkeeping := range []string{"zerver_usergroup", "zerver_realmauditlog", "zerver_presencesequence", "import_source"} {
 		if strings.Contains(text, bookkeeping) {
 			t.Errorf("the report lists %s, bookkeeping zulite derives or needs not:\n%s", bookkeeping, text)
+		}
+	}
+	for _, imported := range []string{"zerver_usertopic", "zerver_muteduser", "zerver_alertword", "topic settings", "muted users", "alert words"} {
+		if strings.Contains(text, imported) {
+			t.Errorf("the report lists %s, which the import brings over whole:\n%s", imported, text)
 		}
 	}
 }
