@@ -509,7 +509,7 @@ func (x *importer) importViews(tx *bbolt.Tx, rows []importedView) error {
 		case !x.users[r.UserProfile]:
 			x.report.leave("topic settings, muted users and alert words of users not imported", 1)
 		case r.table == "zerver_muteduser" && (!x.users[r.MutedUser] || r.MutedUser == r.UserProfile):
-			x.report.leave("muted users not imported", 1)
+			x.report.leave("mutes of oneself or of users not imported", 1)
 		case r.table == "zerver_muteduser":
 			if err = tx.Bucket(bucketMutedUsers).Put(append(itob(r.UserProfile), itob(r.MutedUser)...), itob(uint64(max(r.DateMuted, 0)))); err == nil {
 				err = tx.Bucket(bucketMutedBy).Put(append(itob(r.MutedUser), itob(r.UserProfile)...), nil)

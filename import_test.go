@@ -702,3 +702,62 @@ func TestImport_AnExistingDatabaseIsRefusedUntouched(t *testing.T) {
 		t.Errorf("files beside the database: got %v, want [fresh.db.uploads z.db]", got)
 	}
 }
+
+// TestImport_OwnViewRowsOfNoOneImportedAreReported: rows of
+// zerver_usertopic, zerver_muteduser and zerver_alertword that name a
+// user or channel the import did not bring, or no policy, are named in
+// the report and write nothing; a topic or word there twice in other
+// cases is kept once, as the API keeps it.
+func TestImport_OwnViewRowsOfNoOneImportedAreReported(t *testing.T) {
+	dir := zulipCorpus(t)
+	path := filepath.Join(dir, "realm.json")
+	var realm map[string]any
+	readJSONFile(t, path, &realm)
+	add := func(table string, rows ...map[string]any) {
+		for _, r := range rows {
+			realm[table] = append(asList(realm[table]), any(r))
+		}
+	}
+	add("zerver_usertopic",
+		map[string]any{"id": 10, "user_profile": 99, "stream": 20, "recipient": 40, "topic_name": "x", "last_updated": 1.0, "visibility_policy": 1},
+		map[string]any{"id": 11, "user_profile": 11, "stream": 77, "recipient": 99, "topic_name": "x", "last_updated": 1.0, "visibility_policy": 1},
+		map[string]any{"id": 12, "user_profile": 11, "stream": 20, "recipient": 40, "topic_name": "y", "last_updated": 1.0, "visibility_policy": 0},
+		map[string]any{"id": 13, "user_profile": 11, "stream": 20, "recipient": 40, "topic_name": "CASTLE", "last_updated": 1.0, "visibility_policy": 3})
+	add("zerver_muteduser",
+		map[string]any{"id": 10, "user_profile": 11, "muted_user": 11, "date_muted": 1.0},
+		map[string]any{"id": 11, "user_profile": 11, "muted_user": 99, "date_muted": 1.0})
+	add("zerver_alertword",
+		map[string]any{"id": 10, "realm": 5, "user_profile": 99, "word": "lost"},
+		map[string]any{"id": 11, "realm": 5, "user_profile": 11, "word": "DUSK"})
+	data, err := json.Marshal(realm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := mustOpenStore(t)
+	report, err := st.importZulip(dir)
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	for _, left := range []string{
+		"2 topic settings (muted, unmuted, followed) of channels not imported, or of no policy",
+		"2 topic settings, muted users and alert words of users not imported",
+		"2 mutes of oneself or of users not imported",
+	} {
+		if !strings.Contains(report.String(), left) {
+			t.Errorf("the report lacks %q:\n%s", left, report)
+		}
+	}
+	rows, _ := st.userTopics(11)
+	words, _ := st.alertWords(11)
+	mutes, _ := st.mutedUsers(11)
+	if got := fmt.Sprint(rows, words, mutes); got != "[{20 castle 1 1600000500} {21 balcony 2 1600000502}] [dusk king] [{13 1600000701}]" {
+		t.Errorf("hamlet's topics, alert words and mutes: got %s", got)
+	}
+	mustView(t, st, func(tx *bbolt.Tx) error {
+		checkUserTopicIndexes(t, tx)
+		return nil
+	})
+}
