@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"zulite/internal/markdown"
 )
 
 // mutedIDs reads a muted_users list (register's or the event's) as ids.
@@ -226,6 +228,7 @@ func TestAlertWords_MessagesGetTheFlag(t *testing.T) {
 	for content, want := range map[string]bool{
 		"Who wants LUNCH?": true, "(lunch)": true, "a BIG deal.": true, "lunch": true,
 		"lunches": false, "brunch": false, "lunch-time": false, "big  deal": false,
+		"```\nlunch\n```": false, // Zulip reads for alert words after stashing fenced code
 	} {
 		id := send(content)
 		if got := slices.Contains(myFlags(t, e, &e.bob, id), "has_alert_word"); got != want {
@@ -302,8 +305,24 @@ func TestAlertWords_FoundAsZulipFindsThem(t *testing.T) {
 		{"a\tlunch", "lunch", true},
 		{"big deal", "big deal", true},
 		{"", "lunch", false},
+		// The preprocessor runs after the fenced blocks' (priority 20,
+		// after 25): a fenced code block is stashed HTML by then, a quote
+		// or a spoiler still text; indented code is the block parser's,
+		// later.
+		{"```\nlunch\n```", "lunch", false},
+		{"~~~ python\nlunch\n~~~", "lunch", false},
+		{"```math\nlunch\n```", "lunch", false},
+		{"````quote\nsay\n```\nlunch\n```\n````", "lunch", false}, // code in a quote
+		{"lunch\n```\ncode\n```", "lunch", true},
+		{"```quote\nlunch\n```", "lunch", true},
+		{"```spoiler menu\nlunch\n```", "lunch", true},
+		{"    lunch", "lunch", true},
 	} {
-		if got := alertWordIn([]rune(strings.ToLower(normalizeForAlerts(c.content))), []rune(c.word)); got != c.want {
+		r, err := markdown.Render(c.content, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := alertWordIn([]rune(strings.ToLower(r.AlertText)), []rune(c.word)); got != c.want {
 			t.Errorf("%q in %q: %v, want %v", c.word, c.content, got, c.want)
 		}
 	}

@@ -58,6 +58,34 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	call := func(base, method, path string, params url.Values) (int, error) {
 		return callAs(owner, key, base, method, path, params)
 	}
+	// People the owner mutes, one a worker at a time, and the users' ids.
+	var mutable []string
+	for i := range 8 {
+		email := fmt.Sprintf("muted%d@example.com", i)
+		e2eRunCLI(t, bin, "user", "add", email, "--db", db).wantOK(t, "user add "+email)
+	}
+	req, _ := http.NewRequest(http.MethodGet, first.baseURL+"/api/v1/users", nil)
+	req.SetBasicAuth(owner, key)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var people struct {
+		Members []struct {
+			UserID uint64 `json:"user_id"`
+			Email  string
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&people)
+	resp.Body.Close()
+	for _, p := range people.Members {
+		if strings.HasPrefix(p.Email, "muted") {
+			mutable = append(mutable, strconv.FormatUint(p.UserID, 10))
+		}
+	}
+	if len(mutable) != 8 {
+		t.Fatalf("the users to mute: got %v", people.Members)
+	}
 	for _, who := range [][2]string{{owner, key}, {"sender@example.com", senderKey}} {
 		if code, err := callAs(who[0], who[1], first.baseURL, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}); code != 200 {
 			t.Fatalf("subscribe %s: %d %v", who[0], code, err)
@@ -121,6 +149,11 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	// owner; voted holds the votes acknowledged (issue 32, item 7).
 	voted := map[string]bool{}
 	alerted := map[string]bool{} // the owner's alert words acknowledged
+	// The owner's drafts and saved snippets acknowledged, by content; the
+	// users whose mute, and whose unmute after it, was acknowledged (a
+	// mute answered "User already muted" was one whose answer was lost).
+	drafted, snipped := map[string]bool{}, map[string]bool{}
+	muted, unmuted, triedUnmute := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	pollThenVote := func(base, token string) {
 		id := postAsSender(base, url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"polls"}, "content": {"/poll p-" + token + "\nyes"}})
 		if id == 0 {
@@ -213,6 +246,54 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 								mu.Lock()
 								alerted["a-"+token] = true
 								mu.Unlock()
+							}
+						}
+						mu.Lock()
+						drafts, snippets := len(drafted), len(snipped)
+						mu.Unlock()
+						if w == 4 && drafts < maxDraftsPerUser/2 { // a draft of the owner's (issue 32, item 5)
+							content := "dr-" + token
+							if code, err := call(server.baseURL, http.MethodPost, "/api/v1/drafts", url.Values{"drafts": {`[{"type":"stream","to":[1],"topic":"t","content":"` + content + `","timestamp":1700000000}]`}}); err == nil && code == 200 {
+								mu.Lock()
+								drafted[content] = true
+								mu.Unlock()
+							}
+						}
+						if w == 5 && snippets < maxSnippetsPerUser/2 { // and a saved snippet
+							content := "sn-" + token
+							if code, err := call(server.baseURL, http.MethodPost, "/api/v1/saved_snippets", url.Values{"title": {token}, "content": {content}}); err == nil && code == 200 {
+								mu.Lock()
+								snipped[content] = true
+								mu.Unlock()
+							}
+						}
+						if w == 6 { // the next user not yet muted is muted; every other one is unmuted again
+							mu.Lock()
+							var target string
+							for i, id := range mutable {
+								if !muted[id] || i%2 == 1 && !triedUnmute[id] {
+									target = id
+									break
+								}
+							}
+							mute := !muted[target]
+							mu.Unlock()
+							path := "/api/v1/users/me/muted_users/" + target
+							if target != "" && mute {
+								if code, err := call(server.baseURL, http.MethodPost, path, nil); err == nil && (code == 200 || code == 400) {
+									mu.Lock()
+									muted[target] = true
+									mu.Unlock()
+								}
+							} else if target != "" {
+								mu.Lock()
+								triedUnmute[target] = true
+								mu.Unlock()
+								if code, err := call(server.baseURL, http.MethodDelete, path, nil); err == nil && code == 200 {
+									mu.Lock()
+									unmuted[target] = true
+									mu.Unlock()
+								}
 							}
 						}
 						mu.Lock()
@@ -365,6 +446,60 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	if len(alerted) == 0 {
 		t.Errorf("no alert word was acknowledged: the test added none")
 	}
+	// Every acknowledged draft and snippet is the owner's, and every
+	// acknowledged mute is there unless an unmute followed it, and none
+	// whose unmute was acknowledged.
+	draftList, err := st.drafts(u.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippetList, err := st.savedSnippets(u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]bool{}
+	for _, d := range draftList {
+		stored[d.Content] = true
+	}
+	for _, sn := range snippetList {
+		stored[sn.Content] = true
+	}
+	for _, acknowledged := range []map[string]bool{drafted, snipped} {
+		for content := range acknowledged {
+			if !stored[content] {
+				t.Errorf("draft or snippet %s was acknowledged but is missing", content)
+			}
+		}
+	}
+	mutes, err := st.mutedUsers(u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutedNow := map[string]bool{}
+	for _, m := range mutes {
+		mutedNow[strconv.FormatUint(m.ID, 10)] = true
+	}
+	for id := range muted {
+		if !triedUnmute[id] && !mutedNow[id] {
+			t.Errorf("user %s's mute was acknowledged but is missing", id)
+		}
+	}
+	for id := range unmuted {
+		if mutedNow[id] {
+			t.Errorf("user %s's unmute was acknowledged but they are muted", id)
+		}
+	}
+	mustView(t, st, func(tx *bbolt.Tx) error { // muted_by is muted_users the other way round
+		return tx.Bucket(bucketMutedBy).ForEach(func(k, _ []byte) error {
+			if tx.Bucket(bucketMutedUsers).Get(append(slices.Clone(k[8:]), k[:8]...)) == nil {
+				t.Errorf("muted_by holds %d ← %d, which muted_users lacks", btoi(k[:8]), btoi(k[8:]))
+			}
+			return nil
+		})
+	})
+	if len(drafted) == 0 || len(snipped) == 0 || len(muted) == 0 || len(unmuted) == 0 {
+		t.Errorf("%d drafts, %d snippets, %d mutes and %d unmutes were acknowledged: the test wrote too little", len(drafted), len(snipped), len(muted), len(unmuted))
+	}
 	// Messages acknowledged before an acknowledged mark began are read.
 	unread := map[string]bool{}
 	mustView(t, st, func(tx *bbolt.Tx) error {
@@ -387,8 +522,8 @@ func TestCrash_AcknowledgedChangesSurviveSIGKILL(t *testing.T) {
 	if markedUpTo == 0 {
 		t.Errorf("no mark_stream_as_read was acknowledged: the test marked nothing")
 	}
-	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read), %d moved or edited and deleted (%d of them direct), %d votes, %d topics followed (%d of them unfollowed), %d alert words; all as acknowledged",
-		len(added), len(removed), sentCount, markedUpTo, len(deleted)-direct, direct, len(voted), len(followed), len(unfollowed), len(alerted))
+	t.Logf("after 4 kills: %d tokens added, %d removed, %d messages acknowledged (%d of them marked read), %d moved or edited and deleted (%d of them direct), %d votes, %d topics followed (%d of them unfollowed), %d alert words, %d drafts, %d snippets, %d users muted (%d of them unmuted); all as acknowledged",
+		len(added), len(removed), sentCount, markedUpTo, len(deleted)-direct, direct, len(voted), len(followed), len(unfollowed), len(alerted), len(drafted), len(snipped), len(muted), len(unmuted))
 }
 
 // reopenChecked opens a database the binary has left, with nothing else

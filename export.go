@@ -659,9 +659,9 @@ func (x *exporter) realm() error {
 	}
 	tables := map[string]any{
 		"zerver_savedsnippet":              orEmpty(snippets),
-		"zerver_usertopic":                 orEmpty(userTopics),
-		"zerver_muteduser":                 orEmpty(mutes),
-		"zerver_alertword":                 orEmpty(alertWords),
+		"zerver_usertopic":                 userTopics,
+		"zerver_muteduser":                 mutes,
+		"zerver_alertword":                 alertWords,
 		"zerver_realm":                     []any{realm},
 		"zerver_userprofile":               orEmpty(profiles),
 		"zerver_stream":                    orEmpty(streams),
@@ -697,31 +697,48 @@ func (x *exporter) savedSnippets(tx *bbolt.Tx) ([]map[string]any, error) {
 // Zulip's exporter writes them (its dates floats, DATE_FIELDS):
 // zerver_usertopic (a topic's visibility policy, with the channel's
 // stream and recipient ids), zerver_muteduser and zerver_alertword (a
-// row a word, numbered here as the list holds them).
-func ownViews(tx *bbolt.Tx) (userTopics, mutes, alertWords []map[string]any, err error) {
+// row a word, numbered here as the lists hold them).
+func ownViews(tx *bbolt.Tx) (userTopics, mutes, alertWords []any, err error) {
+	type userTopicRow struct {
+		ID          int     `json:"id"`
+		UserProfile uint64  `json:"user_profile"`
+		Stream      uint64  `json:"stream"`
+		Recipient   uint64  `json:"recipient"`
+		TopicName   string  `json:"topic_name"`
+		LastUpdated float64 `json:"last_updated"`
+		Policy      int     `json:"visibility_policy"`
+	}
+	type mutedUserRow struct {
+		ID          int     `json:"id"`
+		UserProfile uint64  `json:"user_profile"`
+		MutedUser   uint64  `json:"muted_user"`
+		DateMuted   float64 `json:"date_muted"`
+	}
+	type alertWordRow struct {
+		ID          int    `json:"id"`
+		Realm       int    `json:"realm"`
+		UserProfile uint64 `json:"user_profile"`
+		Word        string `json:"word"`
+	}
+	userTopics, mutes, alertWords = []any{}, []any{}, []any{}
 	c := tx.Bucket(bucketUserTopics).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if row, ok := decodeUserTopic(k, v); ok {
-			userTopics = append(userTopics, map[string]any{"id": len(userTopics) + 1, "user_profile": btoi(k[:8]), "stream": row.ChannelID,
-				"recipient": recipientID(recipientChannel, row.ChannelID), "topic_name": row.Topic,
-				"last_updated": float64(row.Updated), "visibility_policy": row.Policy})
+			userTopics = append(userTopics, userTopicRow{len(userTopics) + 1, btoi(k[:8]), row.ChannelID,
+				recipientID(recipientChannel, row.ChannelID), row.Topic, float64(row.Updated), row.Policy})
 		}
 	}
 	c = tx.Bucket(bucketMutedUsers).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(k) == 16 {
-			mutes = append(mutes, map[string]any{"id": len(mutes) + 1, "user_profile": btoi(k[:8]), "muted_user": btoi(k[8:]), "date_muted": float64(btoi(v))})
-		}
+		mutes = append(mutes, mutedUserRow{len(mutes) + 1, btoi(k[:8]), btoi(k[8:]), float64(btoi(v))})
 	}
 	err = tx.Bucket(bucketAlertWords).ForEach(func(k, v []byte) error {
 		var words []string
-		if err := json.Unmarshal(v, &words); err != nil {
-			return err
-		}
+		err := json.Unmarshal(v, &words)
 		for _, w := range words {
-			alertWords = append(alertWords, map[string]any{"id": len(alertWords) + 1, "realm": exportRealmID, "user_profile": btoi(k), "word": w})
+			alertWords = append(alertWords, alertWordRow{len(alertWords) + 1, exportRealmID, btoi(k), w})
 		}
-		return nil
+		return err
 	})
 	return userTopics, mutes, alertWords, err
 }

@@ -59,6 +59,15 @@ func exportActivity(t *testing.T, e *testEnv) (fileURL string) {
 	fileURL = e.mustUpload(t, &e.alice, "notes.txt", "the notes")
 	e.sendText(t, e.alice, e.general, "[notes.txt]("+fileURL+")")
 	wantAPISuccess(t, e.upload(t, &e.bob, "/api/v1/users/me/avatar", uploadPart{"file", "me.png", "image/png", pngOf(t, 300, 200)}))
+	// Each user's own view: topics muted, unmuted and followed, muted
+	// users (who sent nothing: no flag changes) and alert words.
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "topic 1", policyMuted))
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "topic 3", policyUnmuted))
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.bob, e.general, "Topic 2", policyFollowed))
+	wantAPISuccess(t, e.request(t, "POST", fmt.Sprintf("/api/v1/users/me/muted_users/%d", e.admin.ID), nil, &e.bob))
+	wantAPISuccess(t, e.request(t, "POST", fmt.Sprintf("/api/v1/users/me/muted_users/%d", e.bot.ID), nil, &e.owner))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans","Lunch"]`}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["notes"]`}}, &e.bob))
 	if err := e.st.setActive(e.bot.Email, false); err != nil {
 		t.Fatal(err)
 	}

@@ -289,7 +289,7 @@ func (x *importer) realm() error {
 	var streams []zulipexport.Stream
 	var subs []zulipexport.Subscription
 	var snippets []importedSnippet
-	var views importedViews
+	var views []importedView // zerver_usertopic's, zerver_muteduser's, zerver_alertword's rows
 	crossrealm := map[uint64]bool{}
 	err := zulipexport.ReadTablesAndValues(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
 		switch name {
@@ -311,12 +311,8 @@ func (x *importer) realm() error {
 			return true, zulipexport.ReadRows(dec, func(c zulipexport.Client) error { x.clients[c.ID] = c.Name; return nil })
 		case "zerver_savedsnippet":
 			return true, zulipexport.ReadRows(dec, func(sn importedSnippet) error { snippets = append(snippets, sn); return nil })
-		case "zerver_usertopic":
-			return true, zulipexport.ReadRows(dec, func(r importedUserTopic) error { views.topics = append(views.topics, r); return nil })
-		case "zerver_muteduser":
-			return true, zulipexport.ReadRows(dec, func(r importedMute) error { views.mutes = append(views.mutes, r); return nil })
-		case "zerver_alertword":
-			return true, zulipexport.ReadRows(dec, func(r importedAlertWord) error { views.words = append(views.words, r); return nil })
+		case "zerver_usertopic", "zerver_muteduser", "zerver_alertword":
+			return true, zulipexport.ReadRows(dec, func(r importedView) error { r.table = name; views = append(views, r); return nil })
 		}
 		if realmTablesRead[name] {
 			return false, nil
@@ -472,35 +468,23 @@ func (x *importer) importSnippets(tx *bbolt.Tx, snippets []importedSnippet) erro
 	return b.SetSequence(maxID)
 }
 
-// importedViews are the rows of what each user set for their own view:
-// zerver_usertopic, zerver_muteduser and zerver_alertword, read as
-// import_realm.py reads them (re_map_foreign_keys on user_profile,
-// stream and recipient, muted_user; users and channels keep their ids
-// here, so the ids are taken as they are).
-type importedViews struct {
-	topics []importedUserTopic
-	mutes  []importedMute
-	words  []importedAlertWord
-}
-
-type importedUserTopic struct {
-	UserProfile      uint64   `json:"user_profile"`
-	Stream           uint64   `json:"stream"`
-	Recipient        uint64   `json:"recipient"`
-	TopicName        string   `json:"topic_name"`
-	LastUpdated      *float64 `json:"last_updated"`
-	VisibilityPolicy int      `json:"visibility_policy"`
-}
-
-type importedMute struct {
-	UserProfile uint64   `json:"user_profile"`
-	MutedUser   uint64   `json:"muted_user"`
-	DateMuted   *float64 `json:"date_muted"`
-}
-
-type importedAlertWord struct {
-	UserProfile uint64 `json:"user_profile"`
-	Word        string `json:"word"`
+// importedView is a row of what a user set for their own view, of
+// zerver_usertopic (stream or recipient, topic_name, last_updated,
+// visibility_policy), zerver_muteduser (muted_user, date_muted) or
+// zerver_alertword (word), read as import_realm.py reads them
+// (re_map_foreign_keys on user_profile, stream, recipient and
+// muted_user: users and channels keep their ids here).
+type importedView struct {
+	table       string
+	UserProfile uint64  `json:"user_profile"`
+	Stream      uint64  `json:"stream"`
+	Recipient   uint64  `json:"recipient"`
+	TopicName   string  `json:"topic_name"`
+	LastUpdated float64 `json:"last_updated"`
+	Policy      int     `json:"visibility_policy"`
+	MutedUser   uint64  `json:"muted_user"`
+	DateMuted   float64 `json:"date_muted"`
+	Word        string  `json:"word"`
 }
 
 // importViews writes each user's muted, unmuted and followed topics,
@@ -508,78 +492,57 @@ type importedAlertWord struct {
 // once whatever its case, at most maxUserTopics a user, a word once
 // whatever its case, at most maxAlertWords a user. A row of a user or a
 // channel not imported, or past a bound, is named in the report.
-func (x *importer) importViews(tx *bbolt.Tx, v importedViews) error {
-	topics, topicUsersB := tx.Bucket(bucketUserTopics), tx.Bucket(bucketTopicUsers)
+func (x *importer) importViews(tx *bbolt.Tx, rows []importedView) error {
+	topics := tx.Bucket(bucketUserTopics)
 	counts := map[uint64]uint64{}
-	for _, r := range v.topics {
+	words := map[uint64][]string{}
+	seenTopic, seenWord := map[string]bool{}, map[string]bool{} // user ‖ folded topic, user ‖ lower-cased word
+	var err error
+	for _, r := range rows {
 		channelID := r.Stream
 		if channelID == 0 {
 			channelID = x.channelOf[r.Recipient]
 		}
 		key := userTopicKey(r.UserProfile, channelID, r.TopicName)
+		word := string(itob(r.UserProfile)) + strings.ToLower(r.Word)
 		switch {
-		case !x.users[r.UserProfile] || !x.channels[channelID] || r.VisibilityPolicy < policyMuted || r.VisibilityPolicy > policyFollowed:
-			x.report.leave("topic settings (muted, unmuted, followed) of users or channels not imported", 1)
-			continue
-		case topics.Get(key) != nil:
-			continue
+		case !x.users[r.UserProfile]:
+			x.report.leave("topic settings, muted users and alert words of users not imported", 1)
+		case r.table == "zerver_muteduser" && (!x.users[r.MutedUser] || r.MutedUser == r.UserProfile):
+			x.report.leave("mutes of oneself or of users not imported", 1)
+		case r.table == "zerver_muteduser":
+			if err = tx.Bucket(bucketMutedUsers).Put(append(itob(r.UserProfile), itob(r.MutedUser)...), itob(uint64(max(r.DateMuted, 0)))); err == nil {
+				err = tx.Bucket(bucketMutedBy).Put(append(itob(r.MutedUser), itob(r.UserProfile)...), nil)
+			}
+		case r.table == "zerver_alertword" && (seenWord[word] || strings.TrimSpace(r.Word) == ""):
+		case r.table == "zerver_alertword" && len(words[r.UserProfile]) >= maxAlertWords:
+			x.report.leave("alert words past the bound of a user's", 1)
+		case r.table == "zerver_alertword":
+			seenWord[word] = true
+			words[r.UserProfile] = append(words[r.UserProfile], r.Word)
+		case !x.channels[channelID] || r.Policy < policyMuted || r.Policy > policyFollowed:
+			x.report.leave("topic settings (muted, unmuted, followed) of channels not imported, or of no policy", 1)
+		case seenTopic[string(key)]:
 		case counts[r.UserProfile] >= uint64(maxUserTopics):
-			x.report.leave(fmt.Sprintf("topic settings past %d a user", maxUserTopics), 1)
-			continue
+			x.report.leave("topic settings past the bound of a user's", 1)
+		default:
+			seenTopic[string(key)] = true
+			counts[r.UserProfile]++
+			if err = topics.Put(key, encodeUserTopic(r.Policy, int64(r.LastUpdated), r.TopicName)); err == nil {
+				err = tx.Bucket(bucketTopicUsers).Put(append(topicUsersPrefix(channelID, r.TopicName), itob(r.UserProfile)...), []byte{})
+			}
 		}
-		var updated int64
-		if r.LastUpdated != nil {
-			updated = int64(*r.LastUpdated)
-		}
-		if err := topics.Put(key, encodeUserTopic(r.VisibilityPolicy, updated, r.TopicName)); err != nil {
+		if err != nil {
 			return err
 		}
-		if err := topicUsersB.Put(append(topicUsersPrefix(channelID, r.TopicName), itob(r.UserProfile)...), []byte{}); err != nil {
-			return err
-		}
-		counts[r.UserProfile]++
 	}
 	for userID, n := range counts {
 		if err := putCount(topics, userID, n); err != nil {
 			return err
 		}
 	}
-	for _, r := range v.mutes {
-		if !x.users[r.UserProfile] || !x.users[r.MutedUser] || r.UserProfile == r.MutedUser {
-			x.report.leave("muted users of users not imported", 1)
-			continue
-		}
-		var when uint64
-		if r.DateMuted != nil && *r.DateMuted > 0 {
-			when = uint64(*r.DateMuted)
-		}
-		if err := tx.Bucket(bucketMutedUsers).Put(append(itob(r.UserProfile), itob(r.MutedUser)...), itob(when)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketMutedBy).Put(append(itob(r.MutedUser), itob(r.UserProfile)...), nil); err != nil {
-			return err
-		}
-	}
-	words := map[uint64][]string{}
-	var holders []uint64
-	for _, r := range v.words {
-		list := words[r.UserProfile]
-		switch {
-		case !x.users[r.UserProfile] || strings.TrimSpace(r.Word) == "":
-			x.report.leave("alert words of users not imported", 1)
-			continue
-		case slices.ContainsFunc(list, func(w string) bool { return strings.ToLower(w) == strings.ToLower(r.Word) }):
-			continue
-		case len(list) >= maxAlertWords:
-			x.report.leave(fmt.Sprintf("alert words past %d a user", maxAlertWords), 1)
-			continue
-		case list == nil:
-			holders = append(holders, r.UserProfile)
-		}
-		words[r.UserProfile] = append(list, r.Word)
-	}
-	for _, userID := range holders {
-		if err := putJSON(tx.Bucket(bucketAlertWords), itob(userID), words[userID]); err != nil {
+	for userID, list := range words {
+		if err := putJSON(tx.Bucket(bucketAlertWords), itob(userID), list); err != nil {
 			return err
 		}
 	}

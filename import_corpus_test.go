@@ -33,10 +33,8 @@ not imported (zulite does not model it):
   1 moderators: zulite has no moderator role, imported as members
   1 reactions with custom emoji: zulite has no custom emoji
   1 rows of zerver_defaultstream
-  1 rows of zerver_muteduser
   1 rows of zerver_realmemoji
   1 rows of zerver_userstatus
-  1 rows of zerver_usertopic
   3 system bots of Zulip (notification bot, …): imported as deactivated bots
 users have no password or API key: give each one with 'zulite user password EMAIL' or 'zulite user key EMAIL'
 `
@@ -215,6 +213,23 @@ func TestImport_ZulipExportEachPersonSeesTheirs(t *testing.T) {
 	}
 	if status, got := fetchFile(t, as["hamlet"], fmt.Sprint(me["avatar_url"])); status != 200 || got != string(avatar) {
 		t.Errorf("hamlet's avatar (%v): got %d, %d bytes; want 200 and the avatar's %d", me["avatar_url"], status, len(got), len(avatar))
+	}
+
+	// What each one set for their own view: topics muted, followed (the
+	// empty topic) and unmuted in a muted channel, muted users, alert
+	// words, as register tells them.
+	for who, want := range map[string]string{
+		"hamlet": `[[{"last_updated":1600000500,"stream_id":20,"topic_name":"castle","visibility_policy":1},{"last_updated":1600000502,"stream_id":21,"topic_name":"balcony","visibility_policy":2}],` +
+			`[{"id":13,"timestamp":1600000701}],["dusk","king"]]`,
+		"iago":      `[[{"last_updated":1600000501,"stream_id":20,"topic_name":"","visibility_policy":3}],[],["ghost"]]`,
+		"prospero":  `[[],[{"id":14,"timestamp":1600000700}],[]]`,
+		"desdemona": `[[],[],[]]`,
+	} {
+		status, reg, _ := as[who].do(t, "POST", "/api/v1/register", url.Values{"fetch_event_types": {`["user_topic","muted_users","alert_words"]`},
+			"client_capabilities": {`{"empty_topic_name":true}`}}, e2ePython)
+		if got := asJSON([]any{reg["user_topics"], reg["muted_users"], reg["alert_words"]}); status != http.StatusOK || got != want {
+			t.Errorf("%s's topics, muted users and alert words: got %d %s, want 200 %s", who, status, got, want)
+		}
 	}
 	if strings.Contains(srv.logs(), "level=ERROR") {
 		t.Errorf("the server logged errors:\n%s", srv.logs())

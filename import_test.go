@@ -92,6 +92,9 @@ func TestExportImport_RoundTripKeepsEveryUsersView(t *testing.T) {
 		if !reflect.DeepEqual(gotSubs, wantSubs) {
 			t.Errorf("%s's subscriptions:\n got %s\nwant %s", a.Email, asJSON(gotSubs), asJSON(wantSubs))
 		}
+		if got, want := ownViewOf(t, imported, &again), ownViewOf(t, e, a); got != want {
+			t.Errorf("%s's topics, muted users and alert words:\n got %s\nwant %s", a.Email, got, want)
+		}
 		if !reflect.DeepEqual(gotMessages, wantMessages) {
 			t.Errorf("%s's messages (id: flags):\n got %s\nwant %s", a.Email, flagsByID(gotMessages), flagsByID(wantMessages))
 			for i := range min(len(gotMessages), len(wantMessages)) {
@@ -111,6 +114,15 @@ func TestExportImport_RoundTripKeepsEveryUsersView(t *testing.T) {
 	if _, err := st.importZulip(dir); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("an import into a database with data: got %v, want a refusal", err)
 	}
+}
+
+// ownViewOf is what register tells a of their own view: user_topics,
+// muted_users and alert_words, as JSON.
+func ownViewOf(t *testing.T, e *testEnv, a *account) string {
+	t.Helper()
+	r := e.registerQueue(t, a, url.Values{"fetch_event_types": {`["user_topic","muted_users","alert_words"]`},
+		"client_capabilities": {`{"empty_topic_name":true}`}})
+	return asJSON([]any{r.body["user_topics"], r.body["muted_users"], r.body["alert_words"]})
 }
 
 func flagsByID(messages []any) string {
@@ -296,7 +308,6 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 		"1 moderators",
 		"1 reactions with custom emoji",
 		"1 archived channels",
-		"1 rows of zerver_usertopic",
 		"1 rows of zerver_realmemoji",
 		"1 rows of zerver_defaultstream",
 		"3 system bots",
@@ -309,6 +320,11 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 	for _, bookkeeping := range []string{"zerver_usergroup", "zerver_realmauditlog", "zerver_presencesequence", "import_source"} {
 		if strings.Contains(text, bookkeeping) {
 			t.Errorf("the report lists %s, bookkeeping zulite derives or needs not:\n%s", bookkeeping, text)
+		}
+	}
+	for _, imported := range []string{"zerver_usertopic", "zerver_muteduser", "zerver_alertword", "topic settings", "muted users", "alert words"} {
+		if strings.Contains(text, imported) {
+			t.Errorf("the report lists %s, which the import brings over whole:\n%s", imported, text)
 		}
 	}
 }
@@ -688,4 +704,63 @@ func TestImport_AnExistingDatabaseIsRefusedUntouched(t *testing.T) {
 	if got := dirNames(t, dbDir); !slices.Equal(got, []string{"fresh.db.uploads", "z.db"}) {
 		t.Errorf("files beside the database: got %v, want [fresh.db.uploads z.db]", got)
 	}
+}
+
+// TestImport_OwnViewRowsOfNoOneImportedAreReported: rows of
+// zerver_usertopic, zerver_muteduser and zerver_alertword that name a
+// user or channel the import did not bring, or no policy, are named in
+// the report and write nothing; a topic or word there twice in other
+// cases is kept once, as the API keeps it.
+func TestImport_OwnViewRowsOfNoOneImportedAreReported(t *testing.T) {
+	dir := zulipCorpus(t)
+	path := filepath.Join(dir, "realm.json")
+	var realm map[string]any
+	readJSONFile(t, path, &realm)
+	add := func(table string, rows ...map[string]any) {
+		for _, r := range rows {
+			realm[table] = append(asList(realm[table]), any(r))
+		}
+	}
+	add("zerver_usertopic",
+		map[string]any{"id": 10, "user_profile": 99, "stream": 20, "recipient": 40, "topic_name": "x", "last_updated": 1.0, "visibility_policy": 1},
+		map[string]any{"id": 11, "user_profile": 11, "stream": 77, "recipient": 99, "topic_name": "x", "last_updated": 1.0, "visibility_policy": 1},
+		map[string]any{"id": 12, "user_profile": 11, "stream": 20, "recipient": 40, "topic_name": "y", "last_updated": 1.0, "visibility_policy": 0},
+		map[string]any{"id": 13, "user_profile": 11, "stream": 20, "recipient": 40, "topic_name": "CASTLE", "last_updated": 1.0, "visibility_policy": 3})
+	add("zerver_muteduser",
+		map[string]any{"id": 10, "user_profile": 11, "muted_user": 11, "date_muted": 1.0},
+		map[string]any{"id": 11, "user_profile": 11, "muted_user": 99, "date_muted": 1.0})
+	add("zerver_alertword",
+		map[string]any{"id": 10, "realm": 5, "user_profile": 99, "word": "lost"},
+		map[string]any{"id": 11, "realm": 5, "user_profile": 11, "word": "DUSK"})
+	data, err := json.Marshal(realm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := mustOpenStore(t)
+	report, err := st.importZulip(dir)
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	for _, left := range []string{
+		"2 topic settings (muted, unmuted, followed) of channels not imported, or of no policy",
+		"2 topic settings, muted users and alert words of users not imported",
+		"2 mutes of oneself or of users not imported",
+	} {
+		if !strings.Contains(report.String(), left) {
+			t.Errorf("the report lacks %q:\n%s", left, report)
+		}
+	}
+	rows, _ := st.userTopics(11)
+	words, _ := st.alertWords(11)
+	mutes, _ := st.mutedUsers(11)
+	if got := fmt.Sprint(rows, words, mutes); got != "[{20 castle 1 1600000500} {21 balcony 2 1600000502}] [dusk king] [{13 1600000701}]" {
+		t.Errorf("hamlet's topics, alert words and mutes: got %s", got)
+	}
+	mustView(t, st, func(tx *bbolt.Tx) error {
+		checkUserTopicIndexes(t, tx)
+		return nil
+	})
 }

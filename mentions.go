@@ -94,7 +94,7 @@ func (s *store) renderForSend(sender user, msg outgoingMessage) (messageRenderin
 			return err
 		}
 		out = messageRendering{HTML: r.HTML, Mentions: mentionSet{UserIDs: r.MentionedIDs, Channel: r.ChannelWildcard, Topic: r.TopicWildcard}}
-		if out.Mentions.Alerted, err = usersAlerted(tx, msg.Content); err != nil {
+		if out.Mentions.Alerted, err = usersAlerted(tx, r.AlertText); err != nil {
 			return err
 		}
 		if !r.TopicWildcard {

@@ -334,12 +334,13 @@ func alertWordHolders(tx *bbolt.Tx) []uint64 {
 	return ids
 }
 
-// usersAlerted are the users among recipients whose alert words the
-// content holds, as Zulip's AlertWordNotificationProcessor finds them
-// (alertWordIn); only active users' words count (alert_words_in_realm).
-func usersAlerted(tx *bbolt.Tx, content string) ([]uint64, error) {
+// usersAlerted are the users whose alert words the text holds, as
+// Zulip's AlertWordNotificationProcessor finds them (alertWordIn) in
+// what the renderer's preprocessors leave it (markdown.Result.AlertText:
+// no fenced code); only active users' words count (alert_words_in_realm).
+func usersAlerted(tx *bbolt.Tx, text string) ([]uint64, error) {
 	var out []uint64
-	lower := []rune(strings.ToLower(normalizeForAlerts(content)))
+	lower := []rune(strings.ToLower(text))
 	err := tx.Bucket(bucketAlertWords).ForEach(func(k, v []byte) error {
 		var words []string
 		if err := json.Unmarshal(v, &words); err != nil {
@@ -358,34 +359,6 @@ func usersAlerted(tx *bbolt.Tx, content string) ([]uint64, error) {
 		return nil
 	})
 	return out, err
-}
-
-// normalizeForAlerts is what Python-Markdown's NormalizeWhitespace does
-// before the alert word preprocessor reads the lines: line ends made
-// \n, tabs expanded to 4 columns.
-func normalizeForAlerts(content string) string {
-	content = strings.ReplaceAll(content, "\r\n", "\n")
-	content = strings.ReplaceAll(content, "\r", "\n")
-	if !strings.Contains(content, "\t") {
-		return content
-	}
-	lines := strings.Split(content, "\n")
-	for i, line := range lines {
-		var b strings.Builder
-		col := 0
-		for _, r := range line {
-			if r == '\t' {
-				n := 4 - col%4
-				b.WriteString(strings.Repeat(" ", n))
-				col += n
-				continue
-			}
-			b.WriteRune(r)
-			col++
-		}
-		lines[i] = b.String()
-	}
-	return strings.Join(lines, "\n")
 }
 
 // alertWordIn is AlertWordNotificationProcessor's test for one word in

@@ -23,6 +23,9 @@ type unreadModel struct {
 	// policies: user → channel ‖ lower-cased topic → visibility policy
 	// (POST /user_topics), which register's unread count weighs.
 	policies map[uint64]map[string]int
+	// mutes: muter → muted user; a muted user's messages are read for
+	// the muter, those there when muting and those sent after.
+	mutes map[uint64]map[uint64]bool
 }
 
 type modelMessage struct {
@@ -114,11 +117,12 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 	}
 	mustCreateChannel(t, e.st, "vault", true) // private, and nobody is subscribed
 	topics := []string{"a", "A", "b", "c"}
-	model := &unreadModel{subscribed: map[uint64]map[uint64]bool{}, unread: map[uint64]map[uint64]bool{}, policies: map[uint64]map[string]int{}}
+	model := &unreadModel{subscribed: map[uint64]map[uint64]bool{}, unread: map[uint64]map[uint64]bool{}, policies: map[uint64]map[string]int{}, mutes: map[uint64]map[uint64]bool{}}
 	for _, u := range users {
 		model.subscribed[u.ID] = map[uint64]bool{}
 		model.unread[u.ID] = map[uint64]bool{}
 		model.policies[u.ID] = map[string]int{}
+		model.mutes[u.ID] = map[uint64]bool{}
 	}
 	post := func(u *account, method, path string, params url.Values) response {
 		return e.request(t, method, path, params, u)
@@ -148,7 +152,7 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 			id := uint64(r.body["id"].(float64))
 			model.messages = append(model.messages, modelMessage{id, ch.ID, u.ID, topic, nil})
 			for _, other := range users {
-				if (other.ID != u.ID || !readBySender) && model.subscribed[other.ID][ch.ID] {
+				if (other.ID != u.ID || !readBySender) && model.subscribed[other.ID][ch.ID] && !model.mutes[other.ID][u.ID] {
 					model.unread[other.ID][id] = true
 				}
 			}
@@ -229,6 +233,26 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 					model.unread[u.ID][id] = true
 				}
 			}
+		case 8: // mute or unmute someone: muting reads what they sent
+			other := users[rng.IntN(len(users))]
+			path := "/api/v1/users/me/muted_users/" + strconv.FormatUint(other.ID, 10)
+			switch {
+			case other.ID == u.ID:
+				what = u.Email + " mutes themselves"
+				wantAPIError(t, post(u, http.MethodPost, path, nil), 400, "BAD_REQUEST", "Cannot mute self")
+			case model.mutes[u.ID][other.ID] && rng.IntN(4) == 0:
+				what = u.Email + " mutes " + other.Email + " again"
+				wantAPIError(t, post(u, http.MethodPost, path, nil), 400, "BAD_REQUEST", "User already muted")
+			case model.mutes[u.ID][other.ID]:
+				what = u.Email + " unmutes " + other.Email
+				wantAPISuccess(t, post(u, http.MethodDelete, path, nil))
+				delete(model.mutes[u.ID], other.ID)
+			default:
+				what = u.Email + " mutes " + other.Email
+				wantAPISuccess(t, post(u, http.MethodPost, path, nil))
+				model.mutes[u.ID][other.ID] = true
+				model.markRead(u.ID, func(m modelMessage) bool { return m.sender == other.ID })
+			}
 		case 9: // a topic's visibility policy, then register's unread count, which leaves muted topics out
 			topic := topics[rng.IntN(len(topics))]
 			policy := rng.IntN(4)
@@ -279,7 +303,7 @@ func runUnreadModel(t *testing.T, seed uint64, steps int) {
 			id := uint64(r.body["id"].(float64))
 			model.messages = append(model.messages, modelMessage{id: id, sender: u.ID, participants: participants})
 			for _, p := range participants {
-				if p != u.ID || !readBySender {
+				if (p != u.ID || !readBySender) && !model.mutes[p][u.ID] {
 					model.unread[p][id] = true
 				}
 			}

@@ -127,6 +127,12 @@ type Result struct {
 	// @**stream**; TopicWildcard: @**topic** (neither silent).
 	ChannelWildcard bool
 	TopicWildcard   bool
+	// AlertText is what Zulip's AlertWordNotificationProcessor reads for
+	// alert words: the lines after the preprocessors before it (hanging
+	// lists, whitespace normalized, fenced blocks), so that a fenced code
+	// block, stashed by then, holds none; inline code, indented code,
+	// quotes and spoilers are still text there.
+	AlertText string
 }
 
 // renderer holds one rendering's state.
@@ -190,6 +196,7 @@ func (r *renderer) convert(source string) string {
 	lines = hangingLists(lines)
 	lines = normalizeWhitespace(lines)
 	lines = r.fencedBlocks(lines)
+	r.result.AlertText = strings.Join(lines, "\n")
 	root := &mdElement{tag: "div"}
 	r.parseChunk(root, strings.Join(lines, "\n"))
 	r.indentedCode(root)
