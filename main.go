@@ -176,8 +176,8 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if s.pusher, err = newPushWorker(st, s, o, log); err != nil {
 		return err
 	}
+	s.metrics.pushes = st // at zero while pushes are off, as Prometheus prefers to a series that appears later
 	if s.pusher != nil {
-		s.metrics.pushes = st
 		running.Go(func() { s.pusher.run(ctx) })
 	}
 

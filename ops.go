@@ -199,8 +199,8 @@ type metrics struct {
 	// parkedPolls counts the long polls waiting parked (parking.go; nil
 	// when polls are not parked).
 	parkedPolls *atomic.Int64
-	// pushes: the store whose push outbox is reported (nil: pushes are
-	// off; push_outbox.go).
+	// pushes: the store whose push outbox is reported, pushes on or off
+	// (nil for metrics kept without a server; push_outbox.go).
 	pushes *store
 	// passwordHashes counts the password hasher's argon2id derivations
 	// (passwords.go; nil for metrics kept without a server).

@@ -185,6 +185,13 @@ func TestHealthAndMetrics(t *testing.T) {
 			t.Errorf("# TYPE %s: got %q, want %s", name, typed[name], kind)
 		}
 	}
+	// Pushes are off here: their series are there at zero all the same,
+	// as Prometheus prefers to series that appear once pushes are on.
+	for name, kind := range map[string]string{"zulite_push_queued_total": "counter", "zulite_push_sent_total": "counter", "zulite_push_failed_total": "counter", "zulite_push_dropped_total": "counter", "zulite_push_outbox_entries": "gauge"} {
+		if v, ok := samples[name]; !ok || v != 0 || typed[name] != kind {
+			t.Errorf("%s with pushes off: got %v (present: %v), # TYPE %q; want 0, a %s", name, v, ok, typed[name], kind)
+		}
+	}
 }
 
 // selfSigned makes a certificate for 127.0.0.1 and writes it and its key.
