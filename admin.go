@@ -29,7 +29,7 @@ type adminEnv struct {
 
 // runAdmin runs an admin command through a running server's socket, or
 // on the database file directly when no server holds it.
-func runAdmin(cmd command, args []string, o options, stdout io.Writer) error {
+func runAdmin(cmd command, args []string, o options, stdout, stderr io.Writer) error {
 	switch cmd.name {
 	case "backup":
 		return runBackup(args[0], o, stdout)
@@ -42,12 +42,25 @@ func runAdmin(cmd command, args []string, o options, stdout io.Writer) error {
 		defer conn.Close()
 		return adminOverSocket(conn, cmd, args, o, stdout)
 	}
-	st, err := openStore(o.DB, lockTimeout)
+	st, err := openNewOrExisting(o.DB, stderr)
 	if err != nil {
 		return err
 	}
 	defer st.close()
 	return cmd.admin(adminEnv{st, newPasswordHasher()}, args, o, stdout)
+}
+
+// openNewOrExisting opens the database at path and, when no file was
+// there, says on out that it made a new one, and where: a mistyped --db
+// must not pass for an organisation that lost everything.
+func openNewOrExisting(path string, out io.Writer) (*store, error) {
+	fi, err := os.Stat(path)
+	fresh := errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0)
+	st, err := openStore(path, lockTimeout)
+	if err == nil && fresh {
+		fmt.Fprintf(out, "Created a new database: %s (no file was there; to use an existing one, give its path with --db PATH or ZULITE_DB=PATH).\n", path)
+	}
+	return st, err
 }
 
 func userAdd(env adminEnv, args []string, o options, out io.Writer) error {
@@ -145,7 +158,7 @@ func roleName(u user) string {
 	return "member"
 }
 
-func userPassword(env adminEnv, args []string, o options, _ io.Writer) error {
+func userPassword(env adminEnv, args []string, o options, out io.Writer) error {
 	if o.Password == "" {
 		return fmt.Errorf("user password %s: no password given", args[0])
 	}
@@ -156,6 +169,7 @@ func userPassword(env adminEnv, args []string, o options, _ io.Writer) error {
 	if err := env.store.setPassword(args[0], hash); err != nil {
 		return fmt.Errorf("user password %s: %w", args[0], err)
 	}
+	fmt.Fprintf(out, "%s has the new password; its web sessions are ended (its API keys still work).\n", args[0])
 	return nil
 }
 
@@ -168,17 +182,19 @@ func userKey(env adminEnv, args []string, _ options, out io.Writer) error {
 	return nil
 }
 
-func userDeactivate(env adminEnv, args []string, _ options, _ io.Writer) error {
+func userDeactivate(env adminEnv, args []string, _ options, out io.Writer) error {
 	if err := env.store.setActive(args[0], false); err != nil {
 		return fmt.Errorf("user deactivate %s: %w", args[0], err)
 	}
+	fmt.Fprintf(out, "%s is deactivated: its API keys and password no longer work, and its web sessions and event queues are ended.\n", args[0])
 	return nil
 }
 
-func userReactivate(env adminEnv, args []string, _ options, _ io.Writer) error {
+func userReactivate(env adminEnv, args []string, _ options, out io.Writer) error {
 	if err := env.store.setActive(args[0], true); err != nil {
 		return fmt.Errorf("user reactivate %s: %w", args[0], err)
 	}
+	fmt.Fprintf(out, "%s is active: its API keys and password work again.\n", args[0])
 	return nil
 }
 

@@ -253,7 +253,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return err
 		}
 	}
-	return runAdmin(cmd, positional, o, stdout)
+	return runAdmin(cmd, positional, o, stdout, stderr)
 }
 
 // parseCommandLine finds the command and parses its flags, which may
@@ -261,13 +261,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func parseCommandLine(args []string, getenv func(string) string, stdout, stderr io.Writer) (command, []string, options, error) {
 	var o options
 	words := positionalArgs(args)
-	if len(words) == 1 && words[0] == "help" { // asked for: the commands are the answer
-		fmt.Fprint(stdout, usageText())
+	if (len(words) == 1 && words[0] == "help") || (len(words) == 0 && slices.ContainsFunc(args, isHelpFlag)) {
+		fmt.Fprint(stdout, usageText("")) // asked for: the commands are the answer
 		return command{}, nil, o, flag.ErrHelp
 	}
 	cmd, ok := findCommand(words)
+	if !ok && len(words) > 0 && usageText(words[0]) != "" { // "zulite user": the group's commands
+		if len(words) == 1 && slices.ContainsFunc(args, isHelpFlag) {
+			fmt.Fprint(stdout, usageText(words[0]))
+			return command{}, nil, o, flag.ErrHelp
+		}
+		fmt.Fprint(stderr, usageText(words[0]))
+		if len(words) == 1 {
+			return command{}, nil, o, fmt.Errorf("%w: zulite %s needs one of the commands above", errUsage, words[0])
+		}
+		return command{}, nil, o, fmt.Errorf("%w: unknown command %q; zulite %s takes one of the commands above", errUsage, strings.Join(words, " "), words[0])
+	}
 	if !ok {
-		fmt.Fprint(stderr, usageText())
+		fmt.Fprint(stderr, usageText(""))
 		return command{}, nil, o, fmt.Errorf("%w: unknown command %q", errUsage, strings.Join(words, " "))
 	}
 	fs := flag.NewFlagSet("zulite "+cmd.name, flag.ContinueOnError)
@@ -293,7 +304,7 @@ func parseCommandLine(args []string, getenv func(string) string, stdout, stderr 
 		return command{}, nil, o, err
 	}
 	flags, positional := splitFlags(fs, args)
-	if slices.ContainsFunc(flags, func(f string) bool { return slices.Contains([]string{"-h", "-help", "--help", "--h"}, f) }) {
+	if slices.ContainsFunc(flags, isHelpFlag) {
 		fs.SetOutput(stdout) // asked for: the help is the answer, not a complaint
 	}
 	if err := fs.Parse(flags); errors.Is(err, flag.ErrHelp) {
@@ -304,10 +315,19 @@ func parseCommandLine(args []string, getenv func(string) string, stdout, stderr 
 	if len(words) > 0 { // bare "zulite" is "zulite serve"
 		positional = positional[len(strings.Fields(cmd.name)):]
 	}
-	if len(positional) != cmd.nargs {
-		return command{}, nil, o, fmt.Errorf("%w: zulite %s %s", errUsage, cmd.name, cmd.args)
+	usage := strings.TrimSpace("zulite " + cmd.name + " " + cmd.args)
+	switch {
+	case len(positional) > cmd.nargs:
+		return command{}, nil, o, fmt.Errorf("%w: %s [flags]: unexpected %q", errUsage, usage, strings.Join(positional[cmd.nargs:], " "))
+	case len(positional) < cmd.nargs:
+		return command{}, nil, o, fmt.Errorf("%w: %s [flags]: %s missing", errUsage, usage, strings.Join(strings.Fields(cmd.args)[len(positional):], " "))
 	}
 	return cmd, positional, o, nil
+}
+
+// isHelpFlag tells the flags that ask for help.
+func isHelpFlag(arg string) bool {
+	return slices.Contains([]string{"-h", "-help", "--help", "--h"}, arg)
 }
 
 // positionalArgs returns the arguments that are not flags or their values.
@@ -373,14 +393,28 @@ func findCommand(words []string) (command, bool) {
 	return command{}, false
 }
 
-func usageText() string {
+// usageText lists the commands, or only those of one group ("user":
+// "user add", "user list", ...); "" when the group has none.
+func usageText(group string) string {
 	var b strings.Builder
-	b.WriteString("usage: zulite [command] [flags]\n\ncommands:\n")
+	shape := "[command]"
+	if group != "" {
+		shape = group + " COMMAND"
+	}
+	fmt.Fprintf(&b, "usage: zulite %s [flags]\n\ncommands:\n", shape)
+	listed := 0
 	for _, c := range commands {
+		if group != "" && !strings.HasPrefix(c.name, group+" ") {
+			continue
+		}
 		line := strings.TrimSpace(c.name + " " + c.args)
 		fmt.Fprintf(&b, "  %-26s %s\n", line, c.about)
+		listed++
 	}
-	b.WriteString("\nEvery command takes --db PATH (env ZULITE_DB, default zulite.db).\n")
+	if listed == 0 {
+		return ""
+	}
+	b.WriteString("\nEvery command takes --db PATH (env ZULITE_DB, default zulite.db); zulite COMMAND --help lists a command's flags.\n")
 	return b.String()
 }
 

@@ -273,3 +273,97 @@ func TestServe_AFailedStartLeavesNoGoroutineBehind(t *testing.T) {
 		t.Errorf("the hub's and the upload janitor's goroutines after serve returned: got %d, want %d", after, before)
 	}
 }
+
+// Issue 35: "zulite user" alone lists the user commands, not every
+// command, and "zulite --help" lists the commands, not serve's flags.
+func TestHelp_AGroupAloneListsItsCommandsAndBareHelpListsThemAll(t *testing.T) {
+	for _, c := range []struct{ group, own, other string }{{"user", "user deactivate EMAIL", "channel add"}, {"channel", "channel add NAME", "user add"}, {"push", "push register EMAIL HOSTNAME", "user add"}} {
+		_, stderr, err := runCLI(t, nil, c.group)
+		if !errors.Is(err, errUsage) || !strings.Contains(stderr, c.own) || strings.Contains(stderr, c.other) {
+			t.Errorf("zulite %s: got %v, stderr %q; want a usage error listing %q and not %q", c.group, err, stderr, c.own, c.other)
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"--db", "x.db", "--help"}} {
+		out, _, err := runCLI(t, nil, args...)
+		if err != nil || !strings.Contains(out, "user add EMAIL") || !strings.Contains(out, "channel list") || strings.Contains(out, "-addr") {
+			t.Errorf("zulite %q: got %v, stdout %q; want the commands, not serve's flags", args, err, out)
+		}
+	}
+}
+
+// Issue 35: a wrong number of arguments says what was unexpected or
+// missing, beside the command's usage.
+func TestRun_AWrongArgumentCountSaysWhatIsWrong(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "z.db")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "extra-arg"}, `zulite serve [flags]: unexpected "extra-arg"`},
+		{[]string{"user", "add", "a@example.com", "b", "c"}, `zulite user add EMAIL [flags]: unexpected "b c"`},
+		{[]string{"user", "add"}, "zulite user add EMAIL [flags]: EMAIL missing"},
+		{[]string{"push", "register", "a@example.com"}, "zulite push register EMAIL HOSTNAME [flags]: HOSTNAME missing"},
+	} {
+		_, _, err := runCLI(t, nil, append(c.args, "--db", db)...)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("zulite %q: got %v, want a usage error saying %q", c.args, err, c.want)
+		}
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("database after refused command lines: got %v, want none made", err)
+	}
+}
+
+// Issue 35: user password, deactivate and reactivate say what changed.
+func TestRun_AccountCommandsSayWhatChanged(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "z.db")
+	mustRunCLI(t, nil, "--db", db, "user", "add", "alice@example.com")
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"user", "password", "alice@example.com", "--db", db}, func(string) string { return "" }, strings.NewReader("a long password\n"), &out, &errOut); err != nil {
+		t.Fatalf("user password: %v\n%s", err, errOut.String())
+	}
+	if got, want := out.String(), "alice@example.com has the new password; its web sessions are ended (its API keys still work).\n"; got != want {
+		t.Errorf("user password: got %q, want %q", got, want)
+	}
+	if strings.Contains(out.String()+errOut.String(), "a long password") {
+		t.Errorf("user password: the password reached the output")
+	}
+	if got := mustRunCLI(t, nil, "--db", db, "user", "deactivate", "alice@example.com"); !strings.HasPrefix(got, "alice@example.com is deactivated:") {
+		t.Errorf("user deactivate: got %q, want it to say the account is deactivated", got)
+	}
+	if got := mustRunCLI(t, nil, "--db", db, "user", "list"); got != "1\talice@example.com\tmember\tdeactivated\n" {
+		t.Errorf("user list after deactivate: got %q", got)
+	}
+	if got := mustRunCLI(t, nil, "--db", db, "user", "reactivate", "alice@example.com"); !strings.HasPrefix(got, "alice@example.com is active:") {
+		t.Errorf("user reactivate: got %q, want it to say the account is active", got)
+	}
+}
+
+// Issue 35: a database made because none was at --db's path is announced
+// with that path, by serve (with the owner's credentials) and by admin
+// commands (on stderr, their stdout being for answers); an existing one
+// is not.
+func TestRun_ANewDatabaseIsAnnouncedWithItsPath(t *testing.T) {
+	dir := t.TempDir()
+	served := filepath.Join(dir, "served.db")
+	announced := func(path string) string { return "Created a new database: " + path + " (" }
+	stdout, _, stop := startServe(t, served, nil)
+	first, _, _ := strings.Cut(stdout.String(), "\n") // the lines after it hold the owner's key
+	if !strings.HasPrefix(first, announced(served)) || !strings.Contains(first, "--db PATH or ZULITE_DB=PATH") {
+		t.Errorf("first serve's first line: got %q, want it to start with %q and name --db and ZULITE_DB", first, announced(served))
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, _, _ := startServe(t, served, nil); stdout.String() != "" {
+		t.Errorf("second serve's stdout: got %d bytes, want none: no new database, no new owner", len(stdout.String()))
+	}
+
+	admin := filepath.Join(dir, "admin.db")
+	if _, stderr, err := runCLI(t, nil, "--db", admin, "channel", "list"); err != nil || !strings.HasPrefix(stderr, announced(admin)) {
+		t.Errorf("channel list on no file: got %v, stderr %q; want %q", err, stderr, announced(admin))
+	}
+	if _, stderr, err := runCLI(t, nil, "--db", admin, "channel", "list"); err != nil || stderr != "" {
+		t.Errorf("channel list again: got %v, stderr %q; want nothing", err, stderr)
+	}
+}

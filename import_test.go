@@ -657,7 +657,10 @@ func TestImport_AnExistingDatabaseIsRefusedUntouched(t *testing.T) {
 	dir := zulipCorpus(t)
 	dbDir := t.TempDir()
 	db := filepath.Join(dbDir, "z.db")
-	e2eRunCLI(t, bin, "user", "list", "--db", db).wantOK(t, "user list") // makes an empty database
+	// makes an empty database, and says so on stderr
+	if r := e2eRunCLI(t, bin, "user", "list", "--db", db); r.code != 0 || !strings.HasPrefix(r.stderr, "Created a new database: "+db+" (") {
+		t.Fatalf("user list on no file: got exit %d, stderr %q; want exit 0 and the new database announced", r.code, r.stderr)
+	}
 	before, err := os.ReadFile(db)
 	if err != nil {
 		t.Fatal(err)

@@ -101,7 +101,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(o.DB, lockTimeout)
+	st, err := openNewOrExisting(o.DB, stdout)
 	if err != nil {
 		return err
 	}
