@@ -19,15 +19,7 @@ func TestCompat_ZulipJS(t *testing.T) {
 		t.Skip("builds the binary and installs zulip-js; skipped with -short")
 	}
 	t.Parallel() // independent of the other tests: its own store or server
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			const how = "install Node.js and npm (Debian: apt-get install -y nodejs npm) to run the zulip-js suite"
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s not found: %s", tool, how)
-			}
-			t.Skipf("%s not found: %s", tool, how)
-		}
-	}
+	needTools(t, "install Node.js and npm (Debian: apt-get install -y nodejs npm) to run the zulip-js suite", "node", "npm")
 	compat, err := filepath.Abs("compat")
 	if err != nil {
 		t.Fatal(err)

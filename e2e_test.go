@@ -116,7 +116,90 @@ func TestMain(m *testing.M) {
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
+	if line := skipped.line(); line != "" {
+		// go test ./... shows a passing package's output only with -v, so
+		// the line goes to the terminal when there is one (a skipped suite
+		// must not pass for a run one), else to stderr.
+		out := io.Writer(os.Stderr)
+		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+			defer tty.Close()
+			out = tty
+		}
+		fmt.Fprintln(out, line)
+	}
 	os.Exit(code)
+}
+
+// skipped records the suites skipped for want of a tool (Node.js,
+// Chromium, bash), so that TestMain can say in one line what did not run
+// and how to run it.
+var skipped skippedSuites
+
+type skippedSuites struct {
+	mu    sync.Mutex
+	tests []string // top-level test names, in the order they skipped
+	why   []string // "TestX: node not found: install ..."
+}
+
+// needTool skips t when found is false, saying what is missing and how to
+// install it, and records the skip for TestMain's line; under CI=true it
+// fails t instead, since CI installs every tool.
+func needTool(t *testing.T, found bool, tool, how string) {
+	t.Helper()
+	if found {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s not found: %s", tool, how)
+	}
+	skipped.add(t.Name(), fmt.Sprintf("%s not found: %s", tool, how))
+	t.Skipf("%s not found: %s", tool, how)
+}
+
+// needTools is needTool for tools looked up on PATH.
+func needTools(t *testing.T, how string, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		_, err := exec.LookPath(tool)
+		needTool(t, err == nil, tool, how)
+	}
+}
+
+// Issue 35: a suite skipped for want of a tool is named, with what was
+// missing and the command that runs it, once per top-level test.
+func TestSkippedSuites_OneLineNamesEachSkipAndHowToRunIt(t *testing.T) {
+	var s skippedSuites
+	if got := s.line(); got != "" {
+		t.Errorf("no skip: got %q, want no line", got)
+	}
+	s.add("TestCompat_ZulipJS", "node not found: install Node.js")
+	s.add("TestREADME_ExamplesRunAsPasted/zulip-js", "npm not found: install npm")
+	s.add("TestCompat_ZulipJS", "npm not found: install npm")
+	want := "zulite: skipped for want of a tool (TestCompat_ZulipJS: node not found: install Node.js; TestREADME_ExamplesRunAsPasted: npm not found: install npm; TestCompat_ZulipJS: npm not found: install npm); once it is installed, go test -count=1 -run '^(TestCompat_ZulipJS|TestREADME_ExamplesRunAsPasted)$' . runs them"
+	if got := s.line(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func (s *skippedSuites) add(test, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	test, _, _ = strings.Cut(test, "/")
+	if !slices.Contains(s.tests, test) {
+		s.tests = append(s.tests, test)
+	}
+	s.why = append(s.why, test+": "+why)
+}
+
+// line is what TestMain prints: each skip, and the command that runs the
+// skipped tests once their tools are there; "" when none was skipped.
+func (s *skippedSuites) line() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.tests) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("zulite: skipped for want of a tool (%s); once it is installed, go test -count=1 -run '^(%s)$' . runs them", strings.Join(s.why, "; "), strings.Join(s.tests, "|"))
 }
 
 // e2eChildEnv is the test's environment without ZULITE_* settings, so that

@@ -67,7 +67,7 @@ func TestREADME_ExamplesRunAsPasted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary; skipped with -short")
 	}
-	readmeNeedTools(t, "bash and curl run the README's shell blocks", "bash", "curl")
+	needTools(t, "bash and curl run the README's shell blocks", "bash", "curl")
 	readme := readmeParse(t)
 	firstSteps := readme.section(t, "First steps")
 	loggingIn := readme.section(t, "Logging in from an app")
@@ -193,7 +193,7 @@ func readmeRunJS(t *testing.T, sec *readmeSection, compat, addr string, hide fun
 		file = howToRun[1]
 	}
 
-	readmeNeedTools(t, "Node.js and npm run the README's zulip-js block (Debian: apt-get install -y nodejs npm)", "node", "npm")
+	needTools(t, "Node.js and npm run the README's zulip-js block (Debian: apt-get install -y nodejs npm)", "node", "npm")
 	if out, err := exec.Command("node", "-e", "process.exit(parseInt(process.versions.node) >= 16 ? 0 : 1)").CombinedOutput(); err != nil {
 		t.Fatalf("Node.js 16 or newer is needed (node --version: %s)", out)
 	}
@@ -498,20 +498,6 @@ func (sh *readmeShell) run(t *testing.T, command string) (string, int) {
 			out.WriteString(line + "\n")
 		case <-timeout:
 			t.Fatalf("a README command ran for 30 s, want it done; output so far:\n%s", out.String())
-		}
-	}
-}
-
-// readmeNeedTools skips the test when a tool is missing, or under CI=true
-// fails it.
-func readmeNeedTools(t *testing.T, why string, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s not found: %s", tool, why)
-			}
-			t.Skipf("%s not found: %s", tool, why)
 		}
 	}
 }

@@ -123,6 +123,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -379,7 +380,7 @@ func openStore(path string, lockTimeout time.Duration) (*store, error) {
 	}
 	var db *bbolt.DB
 	err := guarded(path, func() (err error) {
-		db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout})
+		db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout, MaxSize: databaseSizeLimit(strconv.IntSize)})
 		return err
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {

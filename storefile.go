@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // A damaged database file must end in one clear line, not in a bus error:
@@ -133,7 +134,26 @@ func (s *store) view(fn func(tx *bbolt.Tx) error) error {
 }
 
 // updateGuarded is db.Update, guarded; bbolt rolls the transaction back
-// when fn panics.
+// when fn panics. A commit refused at the size limit says so.
 func (s *store) updateGuarded(fn func(tx *bbolt.Tx) error) error {
-	return guarded(s.db.Path(), func() error { return s.db.Update(fn) })
+	err := guarded(s.db.Path(), func() error { return s.db.Update(fn) })
+	if errors.Is(err, bolterrors.ErrMaxSizeReached) {
+		return fmt.Errorf("%s has reached %d MiB, the most this build lets it grow to (a 32-bit build maps at most 2 GiB of database): the write was refused and nothing of it kept; to go on writing, move the database to a 64-bit build (arm64, amd64), e.g. with zulite backup: %w", s.db.Path(), s.db.MaxSize>>20, err)
+	}
+	return err
+}
+
+// databaseSizeLimit is the size the database file may grow to (bbolt's
+// MaxSize; 0: no limit) on a platform whose ints have intSize bits. A
+// 32-bit build maps at most 2 GiB of file (bbolt's MaxMapSize for arm and
+// 386), and past 1 GiB it maps that whole, so a commit needing more fails
+// in the map (a remap that fails leaves nothing mapped). Below the limit,
+// bbolt refuses to allocate before it remaps (ErrMaxSizeReached), so the
+// write past it is refused and everything else goes on; 16 MiB, one of
+// bbolt's growth steps, is left below the map's end.
+func databaseSizeLimit(intSize int) int {
+	if intSize == 32 {
+		return 1<<31 - 16<<20
+	}
+	return 0
 }

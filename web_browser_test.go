@@ -36,21 +36,9 @@ func TestWeb_Browser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs Chromium; skipped with -short")
 	}
-	need := func(what, how string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not found: %s", what, how)
-		}
-		t.Skipf("%s not found: %s", what, how)
-	}
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			need(tool, "install Node.js and npm (Debian: apt-get install -y nodejs npm) to run the browser suite")
-		}
-	}
+	needTools(t, "install Node.js and npm (Debian: apt-get install -y nodejs npm) to run the browser suite", "node", "npm")
 	chromium := chromiumPath()
-	if chromium == "" {
-		need("chromium", "install Chromium (Debian: apt-get install -y chromium) to run the browser suite")
-	}
+	needTool(t, chromium != "", "chromium", "install Chromium (Debian: apt-get install -y chromium) to run the browser suite")
 	dir, err := filepath.Abs("webtest")
 	if err != nil {
 		t.Fatal(err)
