@@ -145,6 +145,7 @@ func (s *server) routes() http.Handler {
 	handle("POST /api/v1/messages/render", s.api(s.renderMessage))
 	handle("GET /api/v1/messages/matches_narrow", s.api(s.messagesMatchNarrow))
 	handle("GET /api/v1/messages/{message_id}/read_receipts", s.api(s.readReceipts))
+	handle("POST /api/v1/messages/{message_id}/typing", s.api(s.sendEditTyping))
 	handle("POST /api/v1/submessage", s.api(s.addSubmessage))
 	handle("GET /api/v1/drafts", s.api(s.listDrafts))
 	handle("POST /api/v1/drafts", s.api(s.createDrafts))

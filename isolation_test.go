@@ -122,7 +122,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}", "GET /api/v1/messages/{message_id}/history", "GET /api/v1/messages/{message_id}",
 		"POST /api/v1/submessage", "PATCH /api/v1/drafts/{draft_id}", "DELETE /api/v1/drafts/{draft_id}",
 		"PATCH /api/v1/saved_snippets/{saved_snippet_id}", "DELETE /api/v1/saved_snippets/{saved_snippet_id}",
-		"GET /api/v1/messages/{message_id}/read_receipts"} {
+		"GET /api/v1/messages/{message_id}/read_receipts", "POST /api/v1/messages/{message_id}/typing"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -219,6 +219,8 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/messages/matches_narrow": {{"GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {"[" + msgID + "," + dmID + "]"}, "narrow": {`[]`}}},
 			{"GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {"[" + msgID + "," + dmID + "]"}, "narrow": {`[["search","secret"]]`}}}},
 		"GET /api/v1/messages/{message_id}/read_receipts": {{"GET", "/api/v1/messages/" + msgID + "/read_receipts", nil}, {"GET", "/api/v1/messages/" + dmID + "/read_receipts", nil}},
+		// Saying he edits her messages, in her channel and her conversation.
+		"POST /api/v1/messages/{message_id}/typing": {{"POST", "/api/v1/messages/" + msgID + "/typing", url.Values{"op": {"start"}}}, {"POST", "/api/v1/messages/" + dmID + "/typing", url.Values{"op": {"start"}}}},
 		"PATCH /api/v1/users/me/subscriptions/muted_topics": {{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream": {"secret"}, "topic": {"plans"}, "op": {"add"}}},
 			{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream_id": {secretID}, "topic": {"plans"}, "op": {"remove"}}}},
 		// The last attempt's add half would subscribe alice; its refused

@@ -610,6 +610,10 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	wantAPISuccess(t, e.request(t, "PATCH", direct, url.Values{"content": {"lunch at **noon**"}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "DELETE", direct, nil, &e.alice))
 	direct = msgPath(e.sendDM(t, &e.alice, jsonIDs(e.bob.ID), "lunch"))
+	// Issue 32's edit typing: typing_edit_message events, channel and direct.
+	wantAPISuccess(t, e.request(t, "POST", msgPath(e.sendAs(t, e.bob, e.general, "lunch"))+"/typing", url.Values{"op": {"start"}}, &e.bob))
+	editTyping := msgPath(e.sendDM(t, &e.alice, jsonIDs(e.bob.ID), "lunch")) + "/typing"
+	wantAPISuccess(t, e.request(t, "POST", editTyping, url.Values{"op": {"stop"}}, &e.alice))
 	doomed := "/api/v1/messages/" + strconv.FormatUint(e.sendAs(t, e.alice, e.general, "lunch"), 10)
 	upload := e.mustUpload(t, &e.alice, "contract.txt", "contract")
 	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
@@ -759,6 +763,8 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {jsonIDs(msgID)}}, &e.alice},
 		{false, "GET", "/api/v1/messages/" + strconv.FormatUint(msgID, 10) + "/read_receipts", nil, &e.alice},
 		{true, "GET", "/api/v1/messages/999999/read_receipts", nil, &e.alice},
+		{false, "POST", editTyping, url.Values{"op": {"start"}}, &e.alice},
+		{true, "POST", editTyping, url.Values{"op": {"start"}}, &e.bob},
 	}
 
 	// A mux with every served pattern tells which route a request reaches.
