@@ -611,6 +611,19 @@ var (
 	errInvalidTypingType    = badRequest("Invalid type")
 )
 
+// Deactivating one's own account (zerver/views/users.py's
+// deactivate_user_own_backend; zerver/lib/exceptions.py's
+// CannotDeactivateLastUserError).
+var (
+	errLastUser  = cannotDeactivateLast(false, "user")
+	errLastOwner = cannotDeactivateLast(true, "organization owner")
+)
+
+func cannotDeactivateLast(owner bool, entity string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "CANNOT_DEACTIVATE_LAST_USER", msg: "Cannot deactivate the only " + entity + ".",
+		extra: []field{{"is_last_owner", owner}, {"entity", entity}}}
+}
+
 func errInvalidTypingUser(id int64) *apiError {
 	return badRequest("Invalid user ID " + strconv.FormatInt(id, 10))
 }

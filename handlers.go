@@ -120,6 +120,7 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/users", s.api(s.listUsers))
 	handle("POST /api/v1/users", s.api(s.createUser, adminsOnly))
 	handle("GET /api/v1/users/me", s.api(s.ownUser))
+	handle("DELETE /api/v1/users/me", s.api(s.deactivateOwnUser))
 	handle("POST /api/v1/users/me/apns_device_token", s.api(s.addAPNsToken, humansOnly))
 	handle("DELETE /api/v1/users/me/apns_device_token", s.api(s.removeAPNsToken, humansOnly))
 	handle("POST /api/v1/users/me/android_gcm_reg_id", s.api(s.addFCMToken, humansOnly))

@@ -219,6 +219,10 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/messages/matches_narrow": {{"GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {"[" + msgID + "," + dmID + "]"}, "narrow": {`[]`}}},
 			{"GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {"[" + msgID + "," + dmID + "]"}, "narrow": {`[["search","secret"]]`}}}},
 		"GET /api/v1/messages/{message_id}/read_receipts": {{"GET", "/api/v1/messages/" + msgID + "/read_receipts", nil}, {"GET", "/api/v1/messages/" + dmID + "/read_receipts", nil}},
+		// Bob's own deactivation would end his queue, which this test
+		// polls last; that it touches nobody else is
+		// TestDeactivateOwnUser_EndsTheAccountAndItsQueues'.
+		"DELETE /api/v1/users/me": {},
 		// Saying he edits her messages, in her channel and her conversation.
 		"POST /api/v1/messages/{message_id}/typing": {{"POST", "/api/v1/messages/" + msgID + "/typing", url.Values{"op": {"start"}}}, {"POST", "/api/v1/messages/" + dmID + "/typing", url.Values{"op": {"start"}}}},
 		"PATCH /api/v1/users/me/subscriptions/muted_topics": {{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream": {"secret"}, "topic": {"plans"}, "op": {"add"}}},
