@@ -612,6 +612,8 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	direct = msgPath(e.sendDM(t, &e.alice, jsonIDs(e.bob.ID), "lunch"))
 	// Issue 32's edit typing: typing_edit_message events, channel and direct.
 	wantAPISuccess(t, e.request(t, "POST", msgPath(e.sendAs(t, e.bob, e.general, "lunch"))+"/typing", url.Values{"op": {"start"}}, &e.bob))
+	u, key := mustCreateUser(t, e.st, "leaving@example.com", roleMember, false)
+	leaving := account{u, key}
 	editTyping := msgPath(e.sendDM(t, &e.alice, jsonIDs(e.bob.ID), "lunch")) + "/typing"
 	wantAPISuccess(t, e.request(t, "POST", editTyping, url.Values{"op": {"stop"}}, &e.alice))
 	doomed := "/api/v1/messages/" + strconv.FormatUint(e.sendAs(t, e.alice, e.general, "lunch"), 10)
@@ -763,6 +765,8 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {jsonIDs(msgID)}}, &e.alice},
 		{false, "GET", "/api/v1/messages/" + strconv.FormatUint(msgID, 10) + "/read_receipts", nil, &e.alice},
 		{true, "GET", "/api/v1/messages/999999/read_receipts", nil, &e.alice},
+		{true, "DELETE", "/api/v1/users/me", nil, &e.owner}, // the only owner
+		{false, "DELETE", "/api/v1/users/me", nil, &leaving},
 		{false, "POST", editTyping, url.Values{"op": {"start"}}, &e.alice},
 		{true, "POST", editTyping, url.Values{"op": {"start"}}, &e.bob},
 	}

@@ -12,7 +12,8 @@ paths.update(load('paths_topics.yaml'))
 paths.update(load('paths_drafts.yaml'))
 paths.update(load('paths_mutes.yaml'))
 paths.update(load('paths_reader.yaml'))
-paths.update(load('paths_own.yaml'))
+for path, item in load('paths_own.yaml').items():  # new path items, or methods of existing ones
+    paths.setdefault(path, {}).update(item)
 for path, item in load('paths_subs.yaml').items():  # methods of paths_a.yaml's path items
     paths[path].update(item)
 extra = load('components_a.yaml')
