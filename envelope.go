@@ -611,6 +611,9 @@ var (
 	errInvalidTypingType    = badRequest("Invalid type")
 )
 
+// A user's uploads (zerver/lib/attachments.py's access_attachment_by_id).
+var errInvalidAttachment = badRequest("Invalid attachment")
+
 // Deactivating one's own account (zerver/views/users.py's
 // deactivate_user_own_backend; zerver/lib/exceptions.py's
 // CannotDeactivateLastUserError).

@@ -163,6 +163,8 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/realm/presence", s.api(s.realmPresence))
 	handle("POST /api/v1/typing", s.api(s.sendTyping))
 	handle("POST /api/v1/user_uploads", s.uploadFile())
+	handle("GET /api/v1/attachments", s.api(s.listAttachments))
+	handle("DELETE /api/v1/attachments/{attachment_id}", s.api(s.removeAttachment))
 	handle("GET /api/v1/user_uploads/{realm_id}/{path...}", s.api(s.uploadURL))
 	handle("POST /api/v1/users/me/avatar", s.setAvatar())
 	handle("DELETE /api/v1/users/me/avatar", s.api(s.deleteAvatar))

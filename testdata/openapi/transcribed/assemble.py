@@ -16,9 +16,10 @@ for path, item in load('paths_own.yaml').items():  # new path items, or methods 
     paths.setdefault(path, {}).update(item)
 for path, item in load('paths_subs.yaml').items():  # methods of paths_a.yaml's path items
     paths[path].update(item)
-extra = load('components_a.yaml')
-assert not set(extra) & set(comps), set(extra) & set(comps)
-comps.update(extra)
+for f in ('components_a.yaml', 'components_own.yaml'):
+    extra = load(f)
+    assert not set(extra) & set(comps), set(extra) & set(comps)
+    comps.update(extra)
 events = load('events.yaml')
 events += load('events_topics.yaml')
 events += load('events_own.yaml')
