@@ -611,6 +611,10 @@ var (
 	errInvalidTypingType    = badRequest("Invalid type")
 )
 
+// A test notification's token (zerver/lib/push_notifications.py's
+// InvalidPushDeviceTokenError).
+var errInvalidPushDevice = &apiError{status: http.StatusBadRequest, code: "INVALID_PUSH_DEVICE_TOKEN", msg: "Device not recognized"}
+
 // A user's uploads (zerver/lib/attachments.py's access_attachment_by_id).
 var errInvalidAttachment = badRequest("Invalid attachment")
 

@@ -125,6 +125,7 @@ func (s *server) routes() http.Handler {
 	handle("DELETE /api/v1/users/me/apns_device_token", s.api(s.removeAPNsToken, humansOnly))
 	handle("POST /api/v1/users/me/android_gcm_reg_id", s.api(s.addFCMToken, humansOnly))
 	handle("DELETE /api/v1/users/me/android_gcm_reg_id", s.api(s.removeFCMToken, humansOnly))
+	handle("POST /api/v1/mobile_push/test_notification", s.api(s.testPushNotification, humansOnly))
 	handle("PATCH /api/v1/settings", s.api(s.updateSettings, humansOnly))
 	handle("PATCH /api/v1/realm", s.api(s.updateRealm, adminsOnly))
 	handle("GET /api/v1/users/me/subscriptions", s.api(s.listSubscriptions))

@@ -129,7 +129,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"POST /api/v1/submessage", "PATCH /api/v1/drafts/{draft_id}", "DELETE /api/v1/drafts/{draft_id}",
 		"PATCH /api/v1/saved_snippets/{saved_snippet_id}", "DELETE /api/v1/saved_snippets/{saved_snippet_id}",
 		"GET /api/v1/messages/{message_id}/read_receipts", "POST /api/v1/messages/{message_id}/typing",
-		"DELETE /api/v1/attachments/{attachment_id}"} {
+		"DELETE /api/v1/attachments/{attachment_id}", "POST /api/v1/mobile_push/test_notification"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -226,6 +226,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/messages/matches_narrow": {{"GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {"[" + msgID + "," + dmID + "]"}, "narrow": {`[]`}}},
 			{"GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {"[" + msgID + "," + dmID + "]"}, "narrow": {`[["search","secret"]]`}}}},
 		"GET /api/v1/messages/{message_id}/read_receipts": {{"GET", "/api/v1/messages/" + msgID + "/read_receipts", nil}, {"GET", "/api/v1/messages/" + dmID + "/read_receipts", nil}},
+		// A test notification to her devices, by their tokens.
+		"POST /api/v1/mobile_push/test_notification": {{"POST", "/api/v1/mobile_push/test_notification", url.Values{"token": {"aa11bb22"}}},
+			{"POST", "/api/v1/mobile_push/test_notification", url.Values{"token": {"alice-fcm-token"}}}},
 		// His own uploads only: her file is neither listed nor removed.
 		"GET /api/v1/attachments":                    {{"GET", "/api/v1/attachments", nil}},
 		"DELETE /api/v1/attachments/{attachment_id}": {{"DELETE", "/api/v1/attachments/" + planID, nil}},

@@ -776,6 +776,8 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {jsonIDs(msgID)}}, &e.alice},
 		{false, "GET", "/api/v1/messages/" + strconv.FormatUint(msgID, 10) + "/read_receipts", nil, &e.alice},
 		{true, "GET", "/api/v1/messages/999999/read_receipts", nil, &e.alice},
+		{false, "POST", "/api/v1/mobile_push/test_notification", nil, &e.alice},
+		{true, "POST", "/api/v1/mobile_push/test_notification", url.Values{"token": {"nope"}}, &e.alice},
 		{false, "GET", "/api/v1/attachments", nil, &e.alice},
 		{true, "GET", "/api/v1/attachments", nil, nil},
 		{true, "DELETE", "/api/v1/attachments/999999", nil, &e.alice},
