@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"sort"
 
 	"go.etcd.io/bbolt"
 )
@@ -114,7 +115,7 @@ func (s *store) ownAttachments(u user) ([]attachmentObject, int64, error) {
 		}
 		return nil
 	})
-	slices.SortFunc(list, func(a, b attachmentObject) int { return int(a.ID) - int(b.ID) })
+	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID }) // sort.Slice: no generic sort instantiated for one call
 	return list, used, err
 }
 

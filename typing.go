@@ -26,12 +26,9 @@ func (s *server) sendTyping(r *apiRequest) (any, error) {
 			return nil, err
 		}
 	}
-	op, err := r.params.requiredString("op")
+	op, err := typingOp(r)
 	if err != nil {
 		return nil, err
-	}
-	if op != "start" && op != "stop" {
-		return nil, errInvalidTypingOp
 	}
 	kind, ok := r.params.lookup("type")
 	if !ok {
@@ -82,12 +79,9 @@ func (s *server) sendEditTyping(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	op, err := r.params.requiredString("op")
+	op, err := typingOp(r)
 	if err != nil {
 		return nil, err
-	}
-	if op != "start" && op != "stop" {
-		return nil, errInvalidTypingOp
 	}
 	t, err := s.store.messageEditTyping(r.user, id)
 	if err != nil {
@@ -103,6 +97,15 @@ func (s *server) sendEditTyping(r *apiRequest) (any, error) {
 		qe["recipient"] = map[string]any{"type": "channel", "channel_id": t.Message.ChannelID, "topic": displayTopic(t.Message.Topic, emptyTopicName)}
 	}, false)
 	return nil, nil
+}
+
+// typingOp reads op: "start" or "stop".
+func typingOp(r *apiRequest) (string, error) {
+	op, err := r.params.requiredString("op")
+	if err == nil && op != "start" && op != "stop" {
+		err = errInvalidTypingOp
+	}
+	return op, err
 }
 
 // publishDirectTyping tells the participants who listen, naming every
