@@ -106,3 +106,19 @@ func TestPushTokens_AddTwiceRemoveAndOwnership(t *testing.T) {
 		t.Errorf("FCM add with appid: ignored got %v, want [appid]", got)
 	}
 }
+
+// TestTestNotification_WithoutPushAnswersAsZulip: with no way out
+// configured, Zulip's senders log and return, so the route succeeds and
+// sends nothing; a token not the caller's is refused all the same, and
+// bots are refused as on the token routes.
+func TestTestNotification_WithoutPushAnswersAsZulip(t *testing.T) {
+	e := newTestEnv(t)
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/apns_device_token", url.Values{"token": {"aa11"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/mobile_push/test_notification", nil, &e.alice))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/mobile_push/test_notification", url.Values{"token": {"aa11"}}, &e.alice))
+	wantAPIError(t, e.request(t, "POST", "/api/v1/mobile_push/test_notification", url.Values{"token": {"aa11"}}, &e.bob), 400, "INVALID_PUSH_DEVICE_TOKEN", "Device not recognized")
+	wantAPIError(t, e.request(t, "POST", "/api/v1/mobile_push/test_notification", nil, &e.bot), 400, "BAD_REQUEST", "This endpoint does not accept bot requests.")
+	if n, err := e.st.outbox.entries(e.st); err != nil || n != 0 {
+		t.Errorf("outbox entries: got %d (%v), want none queued", n, err)
+	}
+}

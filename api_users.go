@@ -355,3 +355,9 @@ const maxFullNameLength = 100
 func onlyInvisible(text string) bool {
 	return !strings.ContainsFunc(text, func(r rune) bool { return !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) })
 }
+
+// deactivateOwnUser serves DELETE /api/v1/users/me: the caller
+// deactivates their own account; its keys, sessions and queues end.
+func (s *server) deactivateOwnUser(r *apiRequest) (any, error) {
+	return nil, s.store.deactivateOwn(r.user)
+}

@@ -224,3 +224,45 @@ func TestGetUser_ByIDAndByEmail(t *testing.T) {
 	}
 	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/users/"+id(e.alice), nil, nil), 401, "UNAUTHORIZED", "Not logged in: API authentication or user session required")
 }
+
+func TestDeactivateOwnUser_EndsTheAccountAndItsQueues(t *testing.T) {
+	e := newTestEnv(t)
+	queue := e.registerQueue(t, &e.alice, nil).str("queue_id")
+	bobQueue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me", nil, &e.alice))
+	if u, err := e.st.userByID(e.alice.ID); err != nil || u.Active {
+		t.Errorf("alice after DELETE users/me: got active %v (%v), want deactivated", u.Active, err)
+	}
+	wantAPIError(t, e.request(t, "GET", "/api/v1/users/me", nil, &e.alice), 401, "UNAUTHORIZED", "Account is deactivated")
+	e.server.events.mu.Lock()
+	_, queued := e.server.events.queues[queue]
+	e.server.events.mu.Unlock()
+	if queued {
+		t.Errorf("alice's queue outlived her account")
+	}
+	// Nobody else's account or queue is touched.
+	wantAPISuccess(t, e.request(t, "GET", "/api/v1/users/me", nil, &e.bob))
+	wantAPISuccess(t, e.request(t, "GET", "/api/v1/events", url.Values{"queue_id": {bobQueue}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.bob))
+}
+
+func TestDeactivateOwnUser_RefusesTheOnlyOwnerAndTheOnlyUser(t *testing.T) {
+	e := newTestEnv(t)
+	r := e.request(t, "DELETE", "/api/v1/users/me", nil, &e.owner)
+	wantAPIError(t, r, 400, "CANNOT_DEACTIVATE_LAST_USER", "Cannot deactivate the only organization owner.")
+	if r.body["is_last_owner"] != true || r.body["entity"] != "organization owner" {
+		t.Errorf("the only owner: got %s, want is_last_owner true and entity", r.raw)
+	}
+	wantAPISuccess(t, e.request(t, "GET", "/api/v1/users/me", nil, &e.owner)) // still active
+	// Everyone else gone, alice is the only user.
+	for _, a := range []account{e.owner, e.admin, e.bob, e.bot} {
+		if err := e.st.setActive(a.Email, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r = e.request(t, "DELETE", "/api/v1/users/me", nil, &e.alice)
+	wantAPIError(t, r, 400, "CANNOT_DEACTIVATE_LAST_USER", "Cannot deactivate the only user.")
+	if r.body["is_last_owner"] != false || r.body["entity"] != "user" {
+		t.Errorf("the only user: got %s, want is_last_owner false", r.raw)
+	}
+	wantAPISuccess(t, e.request(t, "GET", "/api/v1/users/me", nil, &e.alice))
+}

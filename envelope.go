@@ -611,6 +611,26 @@ var (
 	errInvalidTypingType    = badRequest("Invalid type")
 )
 
+// A test notification's token (zerver/lib/push_notifications.py's
+// InvalidPushDeviceTokenError).
+var errInvalidPushDevice = &apiError{status: http.StatusBadRequest, code: "INVALID_PUSH_DEVICE_TOKEN", msg: "Device not recognized"}
+
+// A user's uploads (zerver/lib/attachments.py's access_attachment_by_id).
+var errInvalidAttachment = badRequest("Invalid attachment")
+
+// Deactivating one's own account (zerver/views/users.py's
+// deactivate_user_own_backend; zerver/lib/exceptions.py's
+// CannotDeactivateLastUserError).
+var (
+	errLastUser  = cannotDeactivateLast(false, "user")
+	errLastOwner = cannotDeactivateLast(true, "organization owner")
+)
+
+func cannotDeactivateLast(owner bool, entity string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "CANNOT_DEACTIVATE_LAST_USER", msg: "Cannot deactivate the only " + entity + ".",
+		extra: []field{{"is_last_owner", owner}, {"entity", entity}}}
+}
+
 func errInvalidTypingUser(id int64) *apiError {
 	return badRequest("Invalid user ID " + strconv.FormatInt(id, 10))
 }

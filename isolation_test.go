@@ -37,6 +37,11 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	msgID := strconv.FormatUint(secretMsg.ID, 10)
 	plan := e.mustUpload(t, &e.alice, "plan.txt", secretText) // linked in the private channel only
 	e.sendText(t, e.alice, e.secret, "[plan]("+plan+")")
+	planRecords, _, err := e.st.ownAttachments(e.alice.user)
+	if err != nil || len(planRecords) != 1 {
+		t.Fatalf("alice's attachments: %v %v", planRecords, err)
+	}
+	planID := strconv.FormatUint(planRecords[0].ID, 10)
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/status", url.Values{"status_text": {"hers"}}, &e.alice))
 	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.secret, "plans", policyFollowed))
 	draftIDs, err := e.st.createDrafts(e.alice.user, []draftInput{{Type: "stream", To: []int64{int64(e.secret.ID)}, Topic: "plans", Content: secretText}})
@@ -98,11 +103,12 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		snippets, err2 := e.st.savedSnippets(e.alice.ID)
 		words, err3 := e.st.alertWords(e.alice.ID)
 		mutes, err4 := e.st.mutedUsers(e.alice.ID)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
+		attachments, _, err5 := e.st.ownAttachments(e.alice.user)
+		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			t.Fatal(err)
 		}
 		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics,
-			drafts, snippets, words, mutes)
+			drafts, snippets, words, mutes, attachments)
 	}
 
 	type attempt struct {
@@ -122,7 +128,8 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}", "GET /api/v1/messages/{message_id}/history", "GET /api/v1/messages/{message_id}",
 		"POST /api/v1/submessage", "PATCH /api/v1/drafts/{draft_id}", "DELETE /api/v1/drafts/{draft_id}",
 		"PATCH /api/v1/saved_snippets/{saved_snippet_id}", "DELETE /api/v1/saved_snippets/{saved_snippet_id}",
-		"GET /api/v1/messages/{message_id}/read_receipts"} {
+		"GET /api/v1/messages/{message_id}/read_receipts", "POST /api/v1/messages/{message_id}/typing",
+		"DELETE /api/v1/attachments/{attachment_id}", "POST /api/v1/mobile_push/test_notification"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -219,6 +226,18 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/messages/matches_narrow": {{"GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {"[" + msgID + "," + dmID + "]"}, "narrow": {`[]`}}},
 			{"GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {"[" + msgID + "," + dmID + "]"}, "narrow": {`[["search","secret"]]`}}}},
 		"GET /api/v1/messages/{message_id}/read_receipts": {{"GET", "/api/v1/messages/" + msgID + "/read_receipts", nil}, {"GET", "/api/v1/messages/" + dmID + "/read_receipts", nil}},
+		// A test notification to her devices, by their tokens.
+		"POST /api/v1/mobile_push/test_notification": {{"POST", "/api/v1/mobile_push/test_notification", url.Values{"token": {"aa11bb22"}}},
+			{"POST", "/api/v1/mobile_push/test_notification", url.Values{"token": {"alice-fcm-token"}}}},
+		// His own uploads only: her file is neither listed nor removed.
+		"GET /api/v1/attachments":                    {{"GET", "/api/v1/attachments", nil}},
+		"DELETE /api/v1/attachments/{attachment_id}": {{"DELETE", "/api/v1/attachments/" + planID, nil}},
+		// Bob's own deactivation would end his queue, which this test
+		// polls last; that it touches nobody else is
+		// TestDeactivateOwnUser_EndsTheAccountAndItsQueues'.
+		"DELETE /api/v1/users/me": {},
+		// Saying he edits her messages, in her channel and her conversation.
+		"POST /api/v1/messages/{message_id}/typing": {{"POST", "/api/v1/messages/" + msgID + "/typing", url.Values{"op": {"start"}}}, {"POST", "/api/v1/messages/" + dmID + "/typing", url.Values{"op": {"start"}}}},
 		"PATCH /api/v1/users/me/subscriptions/muted_topics": {{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream": {"secret"}, "topic": {"plans"}, "op": {"add"}}},
 			{"PATCH", "/api/v1/users/me/subscriptions/muted_topics", url.Values{"stream_id": {secretID}, "topic": {"plans"}, "op": {"remove"}}}},
 		// The last attempt's add half would subscribe alice; its refused
@@ -229,7 +248,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"add": {`[{"name":"bobs-own"}]`}, "delete": {`["general"]`}, "principals": {"[" + strconv.FormatUint(e.alice.ID, 10) + "]"}}}},
 		"GET /api/v1/users/{user_id}/subscriptions/{stream_id}": {{"GET", "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10) + "/subscriptions/" + secretID, nil}},
 	}
-	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token"} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
+	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):]} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()
 	for _, route := range e.server.routeList() {
 		attempts, ok := cases[route]

@@ -610,8 +610,25 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	wantAPISuccess(t, e.request(t, "PATCH", direct, url.Values{"content": {"lunch at **noon**"}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "DELETE", direct, nil, &e.alice))
 	direct = msgPath(e.sendDM(t, &e.alice, jsonIDs(e.bob.ID), "lunch"))
+	// Issue 32's edit typing: typing_edit_message events, channel and direct.
+	wantAPISuccess(t, e.request(t, "POST", msgPath(e.sendAs(t, e.bob, e.general, "lunch"))+"/typing", url.Values{"op": {"start"}}, &e.bob))
+	u, key := mustCreateUser(t, e.st, "leaving@example.com", roleMember, false)
+	leaving := account{u, key}
+	editTyping := msgPath(e.sendDM(t, &e.alice, jsonIDs(e.bob.ID), "lunch")) + "/typing"
+	wantAPISuccess(t, e.request(t, "POST", editTyping, url.Values{"op": {"stop"}}, &e.alice))
 	doomed := "/api/v1/messages/" + strconv.FormatUint(e.sendAs(t, e.alice, e.general, "lunch"), 10)
 	upload := e.mustUpload(t, &e.alice, "contract.txt", "contract")
+	// Issue 32's attachments: add (each upload) and remove events.
+	e.mustUpload(t, &e.alice, "gone.txt", "gone")
+	attachments, _, err := e.st.ownAttachments(e.alice.user)
+	if err != nil || len(attachments) < 2 {
+		t.Fatalf("alice's attachments: %v %v", attachments, err)
+	}
+	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/attachments/"+strconv.FormatUint(attachments[len(attachments)-1].ID, 10), nil, &e.alice))
+	e.sendText(t, e.alice, e.general, "[linked]("+e.mustUpload(t, &e.alice, "linked.txt", "linked")+")")
+	e.mustUpload(t, &e.alice, "doomed.txt", "doomed")
+	attachments, _, _ = e.st.ownAttachments(e.alice.user)
+	doomedUpload := "/api/v1/attachments/" + strconv.FormatUint(attachments[len(attachments)-1].ID, 10)
 	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
 	alice := strconv.FormatUint(e.alice.ID, 10)
 	narrow := `[{"operator":"channel","operand":"general"}]`
@@ -759,6 +776,17 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {jsonIDs(msgID)}}, &e.alice},
 		{false, "GET", "/api/v1/messages/" + strconv.FormatUint(msgID, 10) + "/read_receipts", nil, &e.alice},
 		{true, "GET", "/api/v1/messages/999999/read_receipts", nil, &e.alice},
+		{false, "POST", "/api/v1/mobile_push/test_notification", nil, &e.alice},
+		{true, "POST", "/api/v1/mobile_push/test_notification", url.Values{"token": {"nope"}}, &e.alice},
+		{false, "GET", "/api/v1/attachments", nil, &e.alice},
+		{true, "GET", "/api/v1/attachments", nil, nil},
+		{true, "DELETE", "/api/v1/attachments/999999", nil, &e.alice},
+		{true, "DELETE", doomedUpload, nil, nil},
+		{false, "DELETE", doomedUpload, nil, &e.alice},
+		{true, "DELETE", "/api/v1/users/me", nil, &e.owner}, // the only owner
+		{false, "DELETE", "/api/v1/users/me", nil, &leaving},
+		{false, "POST", editTyping, url.Values{"op": {"start"}}, &e.alice},
+		{true, "POST", editTyping, url.Values{"op": {"start"}}, &e.bob},
 	}
 
 	// A mux with every served pattern tells which route a request reaches.

@@ -507,6 +507,18 @@ func TestPush_Bouncer(t *testing.T) {
 		t.Errorf("remove gcm_options: got %v, want priority normal", rm["gcm_options"])
 	}
 
+	// A test notification goes as a notify to the device named, with
+	// the payloads Zulip's bouncer makes for push/test_notification.
+	w.mustCall("alice@example.com", http.MethodPost, "/api/v1/mobile_push/test_notification", url.Values{"token": {"bb01"}})
+	waitFor(t, 10*time.Second, "the test notification", func() bool { return len(bouncer.Calls("push/notify")) == 3 })
+	tn := bouncer.Calls("push/notify")[2].Body
+	apns, _ = tn["apns_payload"].(map[string]any)
+	alert, _ = apns["alert"].(map[string]any)
+	gcm, _ = tn["gcm_payload"].(map[string]any)
+	if alert["title"] != "Test notification" || gcm["event"] != "test" || fmt.Sprint(tn["apple_devices"]) != "[bb01]" || fmt.Sprint(tn["android_devices"]) != "[]" {
+		t.Errorf("the test notification's notify: got %v", tn)
+	}
+
 	w.mustCall("alice@example.com", http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {"bb01"}})
 	waitFor(t, 10*time.Second, "push/unregister", func() bool { return len(bouncer.Calls("push/unregister")) == 1 })
 	if u := bouncer.Calls("push/unregister")[0].Body; u["token"] != "bb01" || u["token_kind"] != "1" || u["user_id"] != strconv.FormatInt(alice, 10) {

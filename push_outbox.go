@@ -64,8 +64,9 @@ const (
 // pushJob is one outbox entry.
 type pushJob struct {
 	// Kind: "message" (to expand into notify entries), "notify" (a message
-	// to one device, or to the bouncer for all the user's devices) or
-	// "remove".
+	// to one device, or to the bouncer for all the user's devices),
+	// "remove" or "test" (POST /mobile_push/test_notification, to one
+	// device).
 	Kind      string   `json:"kind"`
 	MessageID uint64   `json:"message_id,omitempty"`
 	SenderID  uint64   `json:"sender_id,omitempty"`
@@ -327,7 +328,7 @@ func (p *pusher) drain(ctx context.Context) time.Duration {
 					wait = 0 // more of its recipients to go
 				}
 				outcomes = append(outcomes, o)
-			case !slices.Contains([]string{"notify", "remove", "register", "unregister"}, e.job.Kind),
+			case !slices.Contains([]string{"notify", "remove", "test", "register", "unregister"}, e.job.Kind),
 				p.out.perDevice() && (e.job.Kind == "register" || e.job.Kind == "unregister"):
 				outcomes = append(outcomes, pushOutcome{key: e.key}) // from a later version, or for a bouncer not used: dropped
 			default:
@@ -564,4 +565,47 @@ func writePushMetrics(b io.Writer, st *store) {
 	} {
 		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v)
 	}
+}
+
+// testPushDevices are the devices POST /mobile_push/test_notification
+// sends to: the user's, or the one with the token given, of either
+// kind, as Zulip's send_test_push_notification_api finds it.
+func (s *store) testPushDevices(userID uint64, token *string) ([]pushToken, error) {
+	var devices []pushToken
+	err := s.view(func(tx *bbolt.Tx) error {
+		devices = pushDevices(tx, userID)
+		if token != nil {
+			i := slices.IndexFunc(devices, func(d pushToken) bool { return d.Token == *token })
+			if i < 0 {
+				return errInvalidPushDevice
+			}
+			devices = devices[i : i+1]
+		}
+		return nil
+	})
+	return devices, err
+}
+
+// queueTest queues Zulip's test notification for each device, one
+// entry each, through whichever way out is configured.
+func (p *pusher) queueTest(userID uint64, devices []pushToken) error {
+	apns, fcm := p.realm().TestPayloads(userID, p.now().Unix())
+	base := pushJob{Kind: "test", UserID: userID, FCMPriority: "high"}
+	err := p.st.update(func(tx *bbolt.Tx) error {
+		for _, d := range devices {
+			j := base.forDevice(d, apns, fcm)
+			if !p.out.perDevice() { // the bouncer takes both payloads
+				j.APNs, j.FCM = apns, fcm
+			}
+			if err := putJob(tx.Bucket(bucketPushOutbox), j); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		p.st.outbox.stats.queued.Add(int64(len(devices)))
+		p.poke()
+	}
+	return err
 }

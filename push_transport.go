@@ -41,6 +41,9 @@ func (c *pushClients) deliver(ctx context.Context, j pushJob, devices []pushToke
 	case c.bouncer != nil && j.Kind == "unregister":
 		err = c.bouncer.Unregister(ctx, j.UserID, j.Device.device())
 	case c.bouncer != nil:
+		if j.Device != nil { // a test notification: that device alone
+			devices = []pushToken{*j.Device}
+		}
 		to := make([]push.Device, len(devices))
 		for i, d := range devices {
 			to[i] = d.device()

@@ -265,6 +265,8 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishMutedUsers(c) // api_mutes.go
 	case alertWordsChanged:
 		s.publishAlertWords(c)
+	case attachmentChanged:
+		s.publishAttachment(c) // api_attachments.go
 	case avatarChanged:
 		s.publishAvatar(c)
 	case reactionChanged:

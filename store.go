@@ -56,6 +56,9 @@ package main
 //	attachment_refs  path id ‖ 0x00 ‖ message id → empty: the messages that link an upload
 //	                 (path ids hold no 0x00), indexed from the messages up to meta's
 //	                 "attachment_refs_through" → message id (uint64)
+//	attachment_ids   attachment id (uint64, its sequence) → path id: the id GET and
+//	                 DELETE /attachments name a record by, also kept in the record
+//	                 (store_attachments.go)
 //	avatar_blobs     SHA-256 (hex) of an avatar image in DB.uploads/ ‖ user id → empty: the
 //	                 avatars users show (store_avatars.go)
 //	conversations    conversation id → its participants' ids, sorted (8 bytes each): a
@@ -174,6 +177,7 @@ var (
 	bucketAttachments      = []byte("attachments")
 	bucketAttachmentOwners = []byte("attachment_owners")
 	bucketAttachmentRefs   = []byte("attachment_refs")
+	bucketAttachmentIDs    = []byte("attachment_ids")
 	bucketAvatarBlobs      = []byte("avatar_blobs")
 	bucketWatermarks       = []byte("watermarks")
 	bucketUnreadBelow      = []byte("unread_below")
@@ -197,7 +201,7 @@ var (
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
 		bucketMessages, bucketChannelMessages, bucketTopicMessages, bucketFlags,
 		bucketPasswords, bucketUserSettings, bucketWatermarks, bucketUnreadBelow, bucketReadAbove,
-		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs,
+		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs, bucketAttachmentIDs,
 		bucketAvatarBlobs, bucketReactions, bucketWebSessions,
 		bucketConversations, bucketConversationIDs, bucketConversationMessages, bucketDMMessages,
 		bucketPushOutbox, bucketPushSent,
@@ -448,9 +452,15 @@ func (s *store) migrateIfNeeded(db *bbolt.DB) error {
 // migrate creates every bucket and the key secret, and refuses a file
 // written by a newer zulite.
 func (s *store) migrate(tx *bbolt.Tx) error {
+	numbered := tx.Bucket(bucketAttachmentIDs) != nil
 	for _, name := range allBuckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
+		}
+	}
+	if !numbered { // records from before they had ids
+		if err := numberAttachments(tx); err != nil {
+			return fmt.Errorf("number attachments: %w", err)
 		}
 	}
 	meta := tx.Bucket(bucketMeta)

@@ -57,18 +57,76 @@ func (s *store) channelTyping(sender user, channelID uint64) ([]uint64, error) {
 		if !canPost(sender, ch) {
 			return errCannotPost
 		}
-		subscribers := subscriberIDs(tx, ch.ID)
-		if len(subscribers) > maxChannelSizeForTyping {
-			return nil
-		}
-		for _, id := range subscribers {
-			if u, err := lookUpUser(tx, id); err == nil && u.Active && settingOn(tx, id, "receives_typing_notifications") {
-				audience = append(audience, id)
-			}
-		}
+		audience = channelTypingAudience(tx, ch.ID)
 		return nil
 	})
 	return audience, err
+}
+
+// channelTypingAudience answers a channel's active subscribers who
+// receive typing notifications, none in a channel past
+// maxChannelSizeForTyping.
+func channelTypingAudience(tx *bbolt.Tx, channelID uint64) []uint64 {
+	subscribers := subscriberIDs(tx, channelID)
+	if len(subscribers) > maxChannelSizeForTyping {
+		return nil
+	}
+	return typingListeners(tx, subscribers)
+}
+
+// typingListeners keeps the active users who receive typing
+// notifications.
+func typingListeners(tx *bbolt.Tx, ids []uint64) []uint64 {
+	var out []uint64
+	for _, id := range ids {
+		if u, err := lookUpUser(tx, id); err == nil && u.Active && settingOn(tx, id, "receives_typing_notifications") {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// editTyping is what a typing_edit_message event needs: the message
+// edited, where it is, and who is told.
+type editTyping struct {
+	Message  message
+	Audience []uint64
+}
+
+// messageEditTyping checks that the user may say they are editing the
+// message (Zulip's send_message_edit_notification_backend: access_message,
+// validate_user_can_edit_message with no buffer, then their typing
+// setting for its kind) and answers who is told: the channel's
+// subscribers, or the conversation's participants, who listen.
+func (s *store) messageEditTyping(u user, id uint64) (editTyping, error) {
+	var t editTyping
+	err := s.view(func(tx *bbolt.Tx) error {
+		m, _, err := s.reactableMessage(tx, u, id)
+		if err != nil {
+			return err
+		}
+		if m.SenderID != u.ID {
+			return errCannotEditMessage
+		}
+		if olderThan(s.now().Unix(), m.Timestamp, defaultMessageLimitSeconds) {
+			return errEditTimeLimit
+		}
+		t = editTyping{Message: m}
+		if !m.isDirect() {
+			if !settingOn(tx, u.ID, "send_stream_typing_notifications") {
+				return refusal(errTypingOffForChannels)
+			}
+			t.Audience = channelTypingAudience(tx, m.ChannelID)
+			return nil
+		}
+		if !settingOn(tx, u.ID, "send_private_typing_notifications") {
+			return refusal(errTypingOffForDirect)
+		}
+		participants, _ := conversationParticipants(tx, m.ConversationID)
+		t.Audience = typingListeners(tx, participants)
+		return nil
+	})
+	return t, err
 }
 
 // directTyping checks a direct conversation's participants (the sender

@@ -53,7 +53,8 @@ const uploadRealmID = "2"
 
 // attachment is an uploaded file's record.
 type attachment struct {
-	PathID      string `json:"path_id"` // realm id/random/name, as in its URL
+	ID          uint64 `json:"id,omitempty"` // its key in attachment_ids
+	PathID      string `json:"path_id"`      // realm id/random/name, as in its URL
 	Owner       uint64 `json:"owner"`
 	Name        string `json:"name"` // as uploaded
 	Size        int64  `json:"size"`
@@ -369,7 +370,7 @@ func blobUsed(tx *bbolt.Tx, sum string) bool {
 // quota: as Zulip's check_upload_within_quota, what is kept and the new
 // file together may reach the quota, not pass it.
 func (s *store) addAttachment(owner user, a attachment, quota uploadQuota) error {
-	return s.update(func(tx *bbolt.Tx) error {
+	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		if tx.Bucket(bucketUsers).Get(itob(owner.ID)) == nil {
 			return errNoSuchUser
 		}
@@ -380,12 +381,21 @@ func (s *store) addAttachment(owner user, a attachment, quota uploadQuota) error
 		if quota.total > 0 && total+a.Size > quota.total {
 			return errUploadQuota
 		}
+		id, err := tx.Bucket(bucketAttachmentIDs).NextSequence()
+		if err != nil {
+			return err
+		}
+		a.ID = id
 		if err := putJSON(tx.Bucket(bucketAttachments), []byte(a.PathID), a); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketAttachmentIDs).Put(itob(id), []byte(a.PathID)); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bucketAttachmentOwners).Put(append(itob(owner.ID), a.PathID...), itob(uint64(a.Size))); err != nil {
 			return err
 		}
+		report(attachmentChanged{Owner: owner.ID, Op: "add", Attachment: attachmentObjectOf(tx, a), SpaceUsed: total + a.Size})
 		return tx.Bucket(bucketMeta).Put(keyAttachmentBytes, itob(uint64(total+a.Size)))
 	})
 }
@@ -629,6 +639,9 @@ func (s *store) sweepUploads(now time.Time, grace time.Duration) (records, blobs
 				return err
 			}
 			if err := owned.Delete(append(itob(a.Owner), a.PathID...)); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketAttachmentIDs).Delete(itob(a.ID)); err != nil {
 				return err
 			}
 		}

@@ -193,10 +193,45 @@ func (s *store) regenerateKey(email string) (string, error) {
 }
 
 func (s *store) setActive(email string, active bool) error {
+	return s.changeActive(email, active, nil)
+}
+
+// deactivateOwn is Zulip's deactivate_user_own_backend: the account
+// deactivates itself, as the CLI's deactivation does, unless it is the
+// only active account or the only active human owner.
+func (s *store) deactivateOwn(u user) error {
+	return s.changeActive(u.Email, false, func(tx *bbolt.Tx, u user) error {
+		users, active, _, err := s.directory.of(tx)
+		if err != nil {
+			return err
+		}
+		if active == 1 {
+			return refusal(errLastUser)
+		}
+		owners := 0
+		for _, o := range users {
+			if o.Active && !o.Bot && o.Role == roleOwner {
+				owners++
+			}
+		}
+		if u.Role == roleOwner && !u.Bot && owners == 1 {
+			return refusal(errLastOwner)
+		}
+		return nil
+	})
+}
+
+// changeActive (de)activates an account, once allowed says it may.
+func (s *store) changeActive(email string, active bool, allowed func(*bbolt.Tx, user) error) error {
 	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		u, err := userByEmail(tx, email)
 		if err != nil {
 			return err
+		}
+		if allowed != nil {
+			if err := allowed(tx, u); err != nil {
+				return err
+			}
 		}
 		u.Active = active
 		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: !active})

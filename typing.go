@@ -26,12 +26,9 @@ func (s *server) sendTyping(r *apiRequest) (any, error) {
 			return nil, err
 		}
 	}
-	op, err := r.params.requiredString("op")
+	op, err := typingOp(r)
 	if err != nil {
 		return nil, err
-	}
-	if op != "start" && op != "stop" {
-		return nil, errInvalidTypingOp
 	}
 	kind, ok := r.params.lookup("type")
 	if !ok {
@@ -73,6 +70,44 @@ func (s *server) sendTyping(r *apiRequest) (any, error) {
 	return nil, nil
 }
 
+// sendEditTyping serves POST /api/v1/messages/{message_id}/typing:
+// "start" or "stop" editing a message's content, told as a
+// typing_edit_message event to those a saved edit would tell (Zulip's
+// send_message_edit_notification_backend).
+func (s *server) sendEditTyping(r *apiRequest) (any, error) {
+	id, err := pathMessageID(r)
+	if err != nil {
+		return nil, err
+	}
+	op, err := typingOp(r)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.store.messageEditTyping(r.user, id)
+	if err != nil {
+		return nil, err
+	}
+	e := event{"type": "typing_edit_message", "op": op, "sender_id": r.user.ID, "message_id": id}
+	if t.Message.isDirect() {
+		e["recipient"] = map[string]any{"type": "direct", "user_ids": append([]uint64{}, t.Audience...)}
+		s.events.tell("typing_edit_message", usersAudience(t.Audience...), e, nil)
+		return nil, nil
+	}
+	s.offerTyping("typing_edit_message", e, t.Audience, func(qe event, emptyTopicName bool) {
+		qe["recipient"] = map[string]any{"type": "channel", "channel_id": t.Message.ChannelID, "topic": displayTopic(t.Message.Topic, emptyTopicName)}
+	}, false)
+	return nil, nil
+}
+
+// typingOp reads op: "start" or "stop".
+func typingOp(r *apiRequest) (string, error) {
+	op, err := r.params.requiredString("op")
+	if err == nil && op != "start" && op != "stop" {
+		err = errInvalidTypingOp
+	}
+	return op, err
+}
+
 // publishDirectTyping tells the participants who listen, naming every
 // participant as a recipient.
 func (s *server) publishDirectTyping(sender user, op string, participants []user, audience []uint64) {
@@ -90,15 +125,23 @@ func (s *server) publishDirectTyping(sender user, op string, participants []user
 // empty_topic_name.
 func (s *server) publishChannelTyping(sender user, op string, channelID uint64, topic string, audience []uint64) {
 	e := event{"type": "typing", "op": op, "message_type": "stream", "sender": typingPerson{sender.ID, sender.Email}, "stream_id": channelID}
+	s.offerTyping("typing", e, audience, func(qe event, emptyTopicName bool) { qe["topic"] = displayTopic(topic, emptyTopicName) }, true)
+}
+
+// offerTyping offers a channel's typing event to the audience's queues,
+// its topic put in by withTopic for each queue's empty_topic_name, one
+// encoding for each; onlyStreamTyping keeps it from queues without the
+// stream_typing_notifications capability.
+func (s *server) offerTyping(eventType string, e event, audience []uint64, withTopic func(event, bool), onlyStreamTyping bool) {
 	var shared [2]*sharedEvent // by empty_topic_name
-	s.events.offer("typing", usersAudience(audience...), func(q *eventQueue, _ bool) (queuedEvent, bool) {
-		if !q.streamTyping {
+	s.events.offer(eventType, usersAudience(audience...), func(q *eventQueue, _ bool) (queuedEvent, bool) {
+		if onlyStreamTyping && !q.streamTyping {
 			return queuedEvent{}, false
 		}
 		r := &shared[b2i(q.emptyTopicName)]
 		if *r == nil {
 			qe := cloneEvent(e)
-			qe["topic"] = displayTopic(topic, q.emptyTopicName)
+			withTopic(qe, q.emptyTopicName)
 			*r = encodeEvent(qe)
 		}
 		return queuedEvent{shared: *r}, true

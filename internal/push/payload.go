@@ -187,6 +187,25 @@ func (r Realm) RemovePayloads(userID uint64, ids []uint64) (apns, fcm json.RawMe
 	return apns, fcm
 }
 
+// TestPayloads are send_test_push_notification_directly_to_devices':
+// the base payload with event "test", under an alert naming the
+// organisation for Apple, and with the time (Unix seconds) for Google.
+// The bouncer makes the same ones from the base payload.
+func (r Realm) TestPayloads(userID uint64, now int64) (apns, fcm json.RawMessage) {
+	zulip := r.basePayload(userID)
+	zulip["event"] = "test"
+	apns, _ = json.Marshal(map[string]any{
+		"alert":  map[string]any{"title": "Test notification", "body": "This is a test notification from " + r.Name + " (" + r.URL + ")."},
+		"sound":  "default",
+		"custom": map[string]any{"zulip": zulip},
+	})
+	g := r.basePayload(userID)
+	g["event"] = "test"
+	g["time"] = now
+	fcm, _ = json.Marshal(g)
+	return apns, fcm
+}
+
 // pushContentLength is the characters of a message a push shows.
 const pushContentLength = 200
 

@@ -192,3 +192,13 @@ func TestBasePayload_Server(t *testing.T) {
 		}
 	}
 }
+
+// TestTestPayloads checks send_test_push_notification_directly_to_devices'
+// payloads whole: Apple's alert naming the organisation, Google's with
+// the time, both event "test".
+func TestTestPayloads(t *testing.T) {
+	apns, fcm := testRealm.TestPayloads(9, 1_700_000_000)
+	sameJSON(t, "APNs", apns, `{"alert":{"title":"Test notification","body":"This is a test notification from Example (https://chat.example.org)."},
+		"sound":"default","custom":{"zulip":{`+testBase+`,"event":"test"}}}`)
+	sameJSON(t, "FCM", fcm, `{`+testBase+`,"event":"test","time":1700000000}`)
+}
