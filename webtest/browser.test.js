@@ -405,6 +405,35 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     assert.deepEqual([...new Set(unseen)], [], 'controls whose focus is not seen');
   });
 
+  await t.test('at 360 px nothing overflows with long names, and search is there', async () => {
+    const long = 'a-channel-named-at-length-for-phones-39';
+    await a.locator(named('New channel')).fill(long);
+    await a.locator(named('Add channel', 'button')).click();
+    await a.waitForSelector(named(`#${long}`, 'button'));
+    await a.locator(named('Name')).fill('Bartholomew Maximilian Featherstonehaugh-Smythe');
+    await a.locator(named('E-mail')).fill('bart@example.com');
+    await a.locator(named('Password')).fill('bart-password-1');
+    await a.locator(named('Add person', 'button')).click();
+    await a.waitForSelector(byText('Bartholomew Maximilian Featherstonehaugh-Smythe can now log in.'));
+    await a.locator(named(`#${long}`, 'button')).click();
+    await a.locator(named('Topic')).fill('a topic that goes on and on about nothing in particular, 60');
+    assert.equal(await send(a, 'Wide enough?'), '');
+    await a.setViewport({ width: 360, height: 740, isMobile: true, hasTouch: true });
+    const overflow = () => a.evaluate(() => {
+      const wide = [...document.querySelectorAll('body *')].filter((n) => n.offsetParent && n.getBoundingClientRect().right > innerWidth + 1);
+      return { page: document.documentElement.scrollWidth, wide: wide.slice(0, 4).map((n) => n.id || n.className || n.tagName) };
+    });
+    for (const where of ['messages', 'menu']) {
+      if (where === 'menu') await a.locator(named('Channels and people', 'button')).click();
+      assert.deepEqual(await overflow(), { page: 360, wide: [] }, `the ${where} at 360 px`);
+    }
+    await a.locator(named('Channels and people', 'button')).click();
+    const search = await a.$(named('Search messages'));
+    assert.ok(search && (await search.boundingBox())?.width > 100, 'search is shown at phone width');
+    await a.screenshot({ path: join(out, 'phone-alice-long-names.png') });
+    await a.setViewport({ width: 1280, height: 800 });
+  });
+
   await t.test('screenshots at desktop and phone widths', async () => {
     await a.screenshot({ path: join(out, 'desktop-alice.png') });
     await b.screenshot({ path: join(out, 'desktop-bob.png') });
