@@ -224,7 +224,21 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     assert.ok(flags.includes('read'), `the server has it read (flags ${flags}, ${failed} requests)`);
     assert.ok(failed >= 2, 'a failed request was tried again');
     b.off('request', fail);
+    // A queue lost again and again: each new registration waits longer.
+    let registers = 0;
+    const lose = (r) => {
+      if (r.url().includes('/json/register')) registers++;
+      if (!r.url().includes('/json/events') || r.method() !== 'GET') return r.continue();
+      return r.respond({ status: 400, contentType: 'application/json', body: JSON.stringify({ result: 'error', code: 'BAD_EVENT_QUEUE_ID', msg: 'Bad event queue ID: lost', queue_id: 'lost' }) });
+    };
+    b.on('request', lose);
+    assert.equal(await send(a, 'This wakes the waiting poll'), '');
+    await pause(3000);
+    b.off('request', lose);
+    b.on('request', (r) => r.continue());
+    assert.ok(registers >= 1 && registers <= 8, `${registers} registrations in 3 s`);
     await b.setRequestInterception(false);
+    b.removeAllListeners('request');
   });
 
   await t.test('a direct message both ways (when the server has them)', async (st) => {
