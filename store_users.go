@@ -58,7 +58,9 @@ func (s *store) setPassword(email, passwordHash string) error {
 		if err != nil {
 			return err
 		}
-		report(accountChanged{Email: email, UserID: u.ID})
+		// The web sessions end, and so do the queues their pages poll
+		// (Zulip's logout of every session on a password change).
+		report(accountChanged{Email: email, UserID: u.ID, EndsSessions: true})
 		if err := endUserSessionsTx(tx, u.ID); err != nil { // store_sessions.go
 			return err
 		}

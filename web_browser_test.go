@@ -123,6 +123,17 @@ func TestWeb_Browser(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 			current = e2eRestartServer(t, bin, db, "--addr", addr)
 			io.WriteString(stdin, "RESTARTED\n")
+		case strings.HasPrefix(line, "PASSWORD "):
+			// A new password from the command line, as an
+			// administrator sets it: the account's open pages end.
+			email := strings.TrimPrefix(line, "PASSWORD ")
+			cmd := exec.Command(bin, "user", "password", email, "--db", db)
+			cmd.Env = e2eChildEnv()
+			cmd.Stdin = strings.NewReader("a-new-password-1\n")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("user password %s: %v\n%s", email, err, out)
+			}
+			io.WriteString(stdin, "PASSWORD CHANGED\n")
 		}
 	}
 	err = node.Wait()

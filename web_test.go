@@ -344,7 +344,9 @@ func BenchmarkWeb_OpenMillionMessageChannel(b *testing.B) {
 }
 
 // A new password or a new key logs every browser of the account out, and
-// no one else's.
+// no one else's: its sessions end, and so do the event queues an open
+// page polls (a new password used to leave them running until the
+// page's next poll, ~49 s).
 func TestWeb_NewCredentialsEndTheAccountsSessions(t *testing.T) {
 	e := newTestEnv(t)
 	later := time.Now().Add(time.Hour).Unix()
@@ -368,8 +370,15 @@ func TestWeb_NewCredentialsEndTheAccountsSessions(t *testing.T) {
 		start("alice-laptop", e.alice.user)
 		start("alice-phone", e.alice.user)
 		start("bob", e.bob.user)
+		queue := e.registerQueue(t, &e.alice, url.Values{"event_types": {`["message"]`}}).str("queue_id")
 		if err := c.change(); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
+		}
+		e.server.events.mu.Lock()
+		_, open := e.server.events.queues[queue]
+		e.server.events.mu.Unlock()
+		if open {
+			t.Errorf("after %s: alice's event queue %s still open", c.name, queue)
 		}
 		if live("alice-laptop") || live("alice-phone") {
 			t.Errorf("after %s: alice's sessions still open", c.name)

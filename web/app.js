@@ -7,12 +7,14 @@ import { EventLoop } from './events.js';
 import { NarrowView } from './narrow_view.js';
 import { Compose, typingText } from './compose.js';
 import { bindKeys } from './keys.js';
-import { state, dmKey, dmTitle, inNarrow, messageDMKey, noteDM, noteTopic, unreadWhere } from './state.js';
+import { state, dmKey, dmTitle, inNarrow, messageDMKey, noteDM, noteTopic, topicName, unreadWhere } from './state.js';
+import { hashOf, narrowOf } from './hash.js';
 
 let loop = null;
 let view = null;
 let compose = null;
 const typers = new Map(); // sender id → {where, expires}
+const topicsLoaded = new Set(); // channels whose topics were asked for since registering
 
 function showError(err) {
   $('compose-error').textContent = err.message || String(err);
@@ -60,13 +62,14 @@ function start() {
   $('app-view').hidden = false;
   view = new NarrowView($('messages'), { onRead: markRead, onError: showError, onEdit: (m) => compose.edit(m) });
   compose = new Compose({ onError: showError });
+  ({ narrow: state.narrow, near: state.near } = narrowOf(location.hash));
   let first = view.latestPage();
   first.catch(() => {}); // open() reports it
   loop = new EventLoop({
     onState: async (s) => {
       loadState(s);
       if (first) {
-        narrow(state.narrow, first);
+        show(state.narrow, state.near, first);
         first = null;
       } else {
         await view.catchUp();
@@ -98,6 +101,9 @@ function start() {
 
 function loadState(s) {
   state.isAdmin = !!(s.is_admin || s.is_owner);
+  state.emptyTopicName = s.realm_empty_topic_display_name ?? state.emptyTopicName;
+  state.mandatoryTopics = !!s.realm_mandatory_topics;
+  topicsLoaded.clear();
   state.users.clear();
   for (const u of s.realm_users) state.users.set(u.user_id, u);
   state.channels.clear();
@@ -157,7 +163,8 @@ function unreadCount(test) {
 }
 
 function badge(n) {
-  return n ? el('span', { class: 'badge', 'aria-label': `${n} unread`, text: String(n) }) : null;
+  // The count is seen; a screen reader hears "3 unread".
+  return n ? [el('span', { class: 'badge', 'aria-hidden': 'true', text: String(n) }), el('span', { class: 'sr', text: ` ${n} unread` })] : null;
 }
 
 function navItem(label, n, current, onclick, extra) {
@@ -174,7 +181,7 @@ function renderSidebar() {
       const open = (n.kind === 'channel' || n.kind === 'topic') && n.channel === c.stream_id;
       const topics = open ? el('ul', { class: 'topics' }, [...(state.topics.get(c.stream_id)?.values() || [])]
         .sort((a, b) => b.maxID - a.maxID).slice(0, 30)
-        .map((t) => navItem(t.name || '(no topic)', unreadCount((w) => w.channel === c.stream_id && w.topic.toLowerCase() === t.name.toLowerCase()),
+        .map((t) => navItem(topicName(t.name), unreadCount((w) => w.channel === c.stream_id && w.topic.toLowerCase() === t.name.toLowerCase()),
           n.kind === 'topic' && n.topic.toLowerCase() === t.name.toLowerCase(), () => narrow({ kind: 'topic', channel: c.stream_id, topic: t.name })))) : null;
       const li = navItem(`#${c.name}`, unreadCount((w) => w.channel === c.stream_id), n.kind === 'channel' && n.channel === c.stream_id,
         () => narrow({ kind: 'channel', channel: c.stream_id }), topics);
@@ -227,7 +234,7 @@ function renderTitle() {
   $('narrow-title').textContent = {
     all: () => 'All messages',
     channel: () => `#${name(n.channel)}`,
-    topic: () => `#${name(n.channel)} › ${n.topic}`,
+    topic: () => `#${name(n.channel)} › ${topicName(n.topic)}`,
     dm: () => dmTitle(n.key),
     search: () => `Search: ${n.text}`,
   }[n.kind]();
@@ -235,12 +242,26 @@ function renderTitle() {
   $('mark-read').hidden = !(['all', 'channel', 'topic'].includes(n.kind) && unreadCount((w) => fitsNarrow(w, n)));
 }
 
-async function narrow(n, prefetched) {
+// narrow goes to a narrow by its URL: the hash changes, and Back, a
+// reload or a pasted link come back through show.
+function narrow(n) {
+  const hash = hashOf(n);
+  if (location.hash === hash) show(n, 0);
+  else location.hash = hash;
+}
+
+window.addEventListener('hashchange', () => {
+  const { narrow: n, near } = narrowOf(location.hash);
+  show(n, near);
+});
+
+async function show(n, near, prefetched) {
   state.narrow = n;
+  state.near = near;
   compose.follow(n);
   closeMenu();
+  if ((n.kind === 'channel' || n.kind === 'topic') && !topicsLoaded.has(n.channel)) loadTopics(n.channel);
   renderSidebar();
-  if (n.kind === 'channel' && !state.topics.get(n.channel)?.size) loadTopics(n.channel);
   await view.open(prefetched);
   renderTyping();
 }
@@ -253,20 +274,27 @@ async function join(name) {
   }
 }
 
+// loadTopics asks for a channel's topics once a registration, so that
+// older ones than the page has seen can be opened from the sidebar.
 async function loadTopics(channel) {
+  topicsLoaded.add(channel);
   try {
-    const r = await api('GET', `/users/me/${channel}/topics`);
+    const r = await api('GET', `/users/me/${channel}/topics`, { allow_empty_topic_name: 'true' });
     for (const t of r.topics) noteTopic(channel, t.name, t.max_id);
     renderSidebar();
   } catch (err) {
+    topicsLoaded.delete(channel);
     showError(err);
   }
 }
 
 let pendingRead = new Set();
 let readTimer = 0;
+let readFailures = 0;
 
-// markRead marks what was seen, at once on the page and in one request.
+// markRead marks what was seen, at once on the page and in one request;
+// a request that fails is tried again, later each time, with what was
+// seen meanwhile, so that no mark is lost.
 function markRead(ids) {
   for (const id of ids) {
     state.unread.delete(id);
@@ -274,16 +302,24 @@ function markRead(ids) {
   }
   view.markedRead(ids);
   renderSidebar();
+  if (!readFailures) sendReads(200);
+}
+
+function sendReads(delay) {
   clearTimeout(readTimer);
   readTimer = setTimeout(async () => {
     const messages = [...pendingRead];
     pendingRead = new Set();
     try {
       await api('POST', '/messages/flags', { messages, op: 'add', flag: 'read' });
+      readFailures = 0;
+      if (pendingRead.size) sendReads(200);
     } catch (err) {
-      showError(err);
+      for (const id of messages) pendingRead.add(id);
+      readFailures++;
+      if (err.status !== 401) sendReads(Math.min(30_000, 500 * 2 ** readFailures));
     }
-  }, 200);
+  }, delay);
 }
 
 function nextUnread() {
@@ -305,8 +341,13 @@ function onEvent(e) {
   switch (e.type) {
     case 'message': {
       const m = e.message;
+      m.flags = e.flags || [];
       if (m.type === 'stream') noteTopic(m.stream_id, m.subject, m.id);
-      else noteDM(messageDMKey(m), m.id);
+      else {
+        const isNew = !state.dms.has(messageDMKey(m));
+        noteDM(messageDMKey(m), m.id);
+        if (isNew) compose.fill();
+      }
       if (!(e.flags || []).includes('read') && m.sender_id !== state.me.user_id) state.unread.set(m.id, unreadWhere(m));
       view.add(m);
       if (m.sender_id !== state.me.user_id) typers.delete(m.sender_id);
@@ -335,6 +376,7 @@ function onEvent(e) {
       view.submessage(e);
       break;
     case 'update_message':
+      moved(e);
       view.updated(e);
       break;
     case 'delete_message': {
@@ -393,11 +435,22 @@ function renderTyping() {
     const m = e.message_type === 'stream'
       ? { type: 'stream', stream_id: e.stream_id, subject: e.topic ?? '' }
       : { type: 'private', display_recipient: e.recipients.map((r) => ({ id: r.user_id })) };
-    const n = state.narrow;
-    const fits = n.kind === 'topic' && m.type === 'stream' ? m.stream_id === n.channel : inNarrow(m);
-    if (fits) here.push(id);
+    if (inNarrow(m)) here.push(id);
   }
   $('typing').textContent = typingText(here);
+}
+
+// moved follows a move to another topic or channel: the unread marks
+// and the sidebar's topics go with the messages, and the view takes
+// them out of or into the narrow on screen.
+function moved(e) {
+  if (e.orig_subject === undefined) return; // an edit of content only
+  const channel = e.new_stream_id ?? e.stream_id;
+  const topic = e.subject ?? e.orig_subject;
+  for (const id of e.message_ids) if (state.unread.has(id)) state.unread.set(id, { channel, topic });
+  noteTopic(channel, topic, Math.max(...e.message_ids));
+  view.moved(e.message_ids, channel, topic);
+  renderSidebar();
 }
 
 function closeMenu() {

@@ -4,7 +4,7 @@
 
 import { api, upload } from './api.js';
 import { el, $ } from './dom.js';
-import { state, userName } from './state.js';
+import { state, userName, dmTitle } from './state.js';
 
 export class Compose {
   constructor({ onError }) {
@@ -15,7 +15,10 @@ export class Compose {
     this.text = $('compose-text');
     this.box = $('autocomplete');
     this.errorLine = $('compose-error');
+    this.people = $('compose-people');
     this.editing = null; // the message being edited
+    this.draft = null; // what the box held before an edit began
+    this.typingTo = null; // where "typing" went, so "stop" goes there too
     this.typingSent = 0;
     this.typingTimer = 0;
     this.choices = [];
@@ -49,28 +52,41 @@ export class Compose {
     });
   }
 
-  // fill lists the places a message can go: channels, then people.
+  // fill lists the places a message can go: channels, people, the
+  // group conversations one has had, and a new group. No person is
+  // chosen for anyone: with no channel the box sends nowhere until they
+  // or the narrow pick, and the first channel they join becomes the
+  // default.
   fill() {
     const current = this.to.value;
     const channels = [...state.channels.values()].sort((a, b) => a.name.localeCompare(b.name));
     const people = [...state.users.values()].filter((u) => u.is_active !== false && !u.is_bot).sort((a, b) => a.full_name.localeCompare(b.full_name));
+    const groups = [...state.dms.keys()].filter((k) => k.includes(','));
     this.to.replaceChildren(
+      el('option', { value: '', text: 'Choose a channel or people' }),
       el('optgroup', { label: 'Channels' }, channels.map((c) => el('option', { value: `c:${c.stream_id}`, text: `#${c.name}` }))),
-      el('optgroup', { label: 'Direct message' }, people.map((u) => el('option', { value: `d:${u.user_id}`, text: u.full_name }))));
-    if (current) this.to.value = current;
-    if (!this.to.value && channels.length) this.to.value = `c:${channels[0].stream_id}`;
+      el('optgroup', { label: 'Direct message' }, people.map((u) => el('option', { value: `d:${u.user_id}`, text: u.full_name })),
+        groups.map((k) => el('option', { value: `d:${k}`, text: dmTitle(k) })),
+        el('option', { value: 'g:', text: 'New group…' })));
+    this.to.value = current;
+    if (!this.to.value) this.to.value = channels.length ? `c:${channels[0].stream_id}` : '';
     this.showTopic();
   }
 
   showTopic() {
     this.topic.hidden = !this.to.value.startsWith('c:');
+    this.people.hidden = this.to.value !== 'g:';
+    this.topic.placeholder = state.mandatoryTopics ? 'Topic' : state.emptyTopicName;
   }
 
   // follow points the box at the narrow on screen.
   follow(n) {
-    if (n.kind === 'channel' || n.kind === 'topic') this.to.value = `c:${n.channel}`;
+    const to = { channel: `c:${n.channel}`, topic: `c:${n.channel}`, dm: `d:${n.key}` }[n.kind];
+    if (to) {
+      if (![...this.to.options].some((o) => o.value === to)) this.to.append(el('option', { value: to, text: dmTitle(n.key) }));
+      this.to.value = to;
+    }
     if (n.kind === 'topic') this.topic.value = n.topic;
-    if (n.kind === 'dm' && !n.key.includes(',')) this.to.value = `d:${n.key}`;
     this.showTopic();
   }
 
@@ -85,7 +101,10 @@ export class Compose {
     (this.topic.hidden || this.topic.value ? this.text : this.topic).focus();
   }
 
+  // edit puts a message's source in the box, keeping what was there to
+  // put back when the edit is saved or abandoned.
   edit(m) {
+    if (!this.editing) this.draft = { to: this.to.value, topic: this.topic.value, text: this.text.value };
     this.editing = m;
     const raw = m.raw_content;
     this.text.value = raw ?? '';
@@ -99,10 +118,34 @@ export class Compose {
   }
 
   cancel() {
-    this.editing = null;
-    this.form.classList.remove('editing');
+    if (this.editing) this.endEdit();
     this.closeAutocomplete();
     this.text.blur();
+  }
+
+  endEdit() {
+    this.editing = null;
+    this.form.classList.remove('editing');
+    const d = this.draft || { to: this.to.value, topic: this.topic.value, text: '' };
+    this.draft = null;
+    this.to.value = d.to;
+    this.topic.value = d.topic;
+    this.text.value = d.text;
+    this.showTopic();
+  }
+
+  // recipients are the user ids a direct message goes to: the one
+  // chosen, or the names typed for a new group.
+  recipients() {
+    const [kind, ids] = this.to.value.split(':');
+    if (kind === 'd') return ids.split(',').map(Number);
+    const names = this.people.value.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+    if (!names.length) throw new Error('Name the people to write to, separated by commas.');
+    return names.map((name) => {
+      const u = [...state.users.values()].find((p) => p.full_name.toLowerCase() === name || p.email.toLowerCase() === name);
+      if (!u) throw new Error(`No one here is called ${name}.`);
+      return u.user_id;
+    });
   }
 
   async send() {
@@ -112,14 +155,14 @@ export class Compose {
     try {
       if (this.editing) {
         await api('PATCH', `/messages/${this.editing.id}`, { content });
-        this.editing = null;
-        this.form.classList.remove('editing');
-      } else {
-        const [kind, id] = this.to.value.split(':');
-        if (kind === 'c') await api('POST', '/messages', { type: 'stream', to: id, topic: this.topic.value.trim(), content });
-        else await api('POST', '/messages', { type: 'direct', to: [Number(id)], content });
-        this.stopTyping();
+        this.endEdit();
+        return;
       }
+      const [kind, id] = this.to.value.split(':');
+      if (!kind) throw new Error('Choose a channel or people to write to.');
+      if (kind === 'c') await api('POST', '/messages', { type: 'stream', to: id, topic: this.topic.value.trim(), content });
+      else await api('POST', '/messages', { type: 'direct', to: this.recipients(), content });
+      this.stopTyping();
       this.text.value = '';
     } catch (err) {
       this.errorLine.textContent = err.message;
@@ -213,23 +256,30 @@ export class Compose {
 
   typingTarget() {
     const [kind, id] = this.to.value.split(':');
-    return kind === 'c' ? { type: 'stream', stream_id: id, topic: this.topic.value.trim() } : { type: 'direct', to: [Number(id)] };
+    if (kind === 'c') return { type: 'stream', stream_id: id, topic: this.topic.value.trim() };
+    return kind === 'd' ? { type: 'direct', to: id.split(',').map(Number) } : null;
   }
 
+  // typing tells the others, at most every 10 s, and says "stop" to
+  // where it said "start" when the target changes or the typing ends.
   typing() {
-    if (this.editing || !this.to.value) return;
+    const target = this.editing ? null : this.typingTarget();
+    if (!target) return;
+    if (this.typingTo && JSON.stringify(this.typingTo) !== JSON.stringify(target)) this.stopTyping();
     clearTimeout(this.typingTimer);
     this.typingTimer = setTimeout(() => this.stopTyping(), 5000);
     if (Date.now() - this.typingSent < 10_000) return;
     this.typingSent = Date.now();
-    api('POST', '/typing', { op: 'start', ...this.typingTarget() }).catch(() => {});
+    this.typingTo = target;
+    api('POST', '/typing', { op: 'start', ...target }).catch(() => {});
   }
 
   stopTyping() {
     clearTimeout(this.typingTimer);
-    if (!this.typingSent) return;
+    const target = this.typingTo;
     this.typingSent = 0;
-    api('POST', '/typing', { op: 'stop', ...this.typingTarget() }).catch(() => {});
+    this.typingTo = null;
+    if (target) api('POST', '/typing', { op: 'stop', ...target }).catch(() => {});
   }
 }
 

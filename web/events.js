@@ -7,6 +7,14 @@ import { api, ApiError } from './api.js';
 
 const eventTypes = ['message', 'update_message', 'delete_message', 'update_message_flags', 'reaction', 'subscription',
   'stream', 'realm_user', 'typing', 'presence', 'submessage'];
+// What register returns beyond the events' own state: the direct
+// conversations for the sidebar, the realm's settings (the empty
+// topic's name, whether topics are required).
+const fetchTypes = [...eventTypes, 'recent_private_conversations', 'realm'];
+
+// backoff waits longer after each failure in a row, up to 10 s, with
+// jitter so that pages a restart dropped do not return all at once.
+const backoff = (n) => new Promise((r) => setTimeout(r, Math.min(10_000, 250 * 2 ** n) * (0.5 + Math.random() / 2)));
 
 export class EventLoop {
   constructor({ onState, onEvent, onStatus }) {
@@ -22,10 +30,11 @@ export class EventLoop {
   async register() {
     const state = await api('POST', '/register', {
       event_types: eventTypes,
+      fetch_event_types: fetchTypes,
       apply_markdown: true,
       client_gravatar: false,
       slim_presence: true,
-      client_capabilities: { notification_settings_null: true, bulk_message_deletion: true, user_avatar_url_field_optional: false, empty_topic_name: true },
+      client_capabilities: { notification_settings_null: true, bulk_message_deletion: true, user_avatar_url_field_optional: false, empty_topic_name: true, stream_typing_notifications: true },
     });
     this.queueID = state.queue_id;
     this.lastEventID = state.last_event_id;
@@ -35,9 +44,13 @@ export class EventLoop {
 
   async run() {
     let failures = 0;
+    let lost = 0; // queues lost in a row: each new registration waits longer
     while (!this.stopped) {
       try {
-        if (!this.queueID) await this.register();
+        if (!this.queueID) {
+          if (lost > 1) await backoff(lost - 1);
+          await this.register();
+        }
         this.controller = new AbortController();
         const timer = setTimeout(() => this.controller.abort(), 90_000);
         let body;
@@ -48,6 +61,7 @@ export class EventLoop {
         }
         if (failures) this.onStatus('');
         failures = 0;
+        lost = 0;
         for (const e of body.events) {
           this.lastEventID = Math.max(this.lastEventID, e.id);
           if (e.type !== 'heartbeat') this.onEvent(e);
@@ -55,7 +69,8 @@ export class EventLoop {
       } catch (err) {
         if (this.stopped) return;
         if (err instanceof ApiError && err.code === 'BAD_EVENT_QUEUE_ID') {
-          this.queueID = null; // register again at once
+          this.queueID = null; // register again, at once the first time
+          lost++;
           continue;
         }
         if (err instanceof ApiError && err.status === 401) {
@@ -67,7 +82,7 @@ export class EventLoop {
         // After a drop the queue may be gone; a new registration catches
         // the page up either way.
         if (failures > 1) this.queueID = null;
-        await new Promise((r) => setTimeout(r, Math.min(10_000, 250 * 2 ** failures) * (0.5 + Math.random() / 2)));
+        await backoff(failures);
       }
     }
   }

@@ -4,7 +4,8 @@
 import { api } from './api.js';
 import { el, serverHTML, emojiChar, timeText } from './dom.js';
 import { widgetOf, renderWidget } from './widgets.js';
-import { state, narrowFilter, inNarrow, userName, dmTitle, messageDMKey } from './state.js';
+import { state, narrowFilter, inNarrow, userName, dmTitle, messageDMKey, topicName } from './state.js';
+import { hashOf } from './hash.js';
 
 const pageSize = 50;
 const quickEmoji = [['+1', '1f44d'], ['heart', '2764'], ['smile', '1f642'], ['tada', '1f389'], ['eyes', '1f440']];
@@ -17,23 +18,27 @@ export class NarrowView {
     this.onEdit = onEdit;
     this.byID = new Map(); // id → {message, node}
     this.foundOldest = false;
+    this.foundNewest = true;
     this.loading = false;
     this.generation = 0;
     this.toMark = new Set();
     this.seen = new IntersectionObserver((entries) => this.onSeen(entries), { root: list, threshold: 0.5 });
     list.addEventListener('scroll', () => {
       if (list.scrollTop < 150) this.loadOlder();
+      if (!this.foundNewest && this.atBottom()) this.loadNewer();
     });
     document.addEventListener('visibilitychange', () => this.markVisible());
   }
 
   async fetch(params) {
-    return api('GET', '/messages', { narrow: narrowFilter(state.narrow), apply_markdown: 'true', client_gravatar: 'false', ...params });
+    return api('GET', '/messages', { narrow: narrowFilter(state.narrow), apply_markdown: 'true', client_gravatar: 'false', allow_empty_topic_name: 'true', ...params });
   }
 
-  // latestPage asks for the narrow's newest page; start() asks for the
-  // first one while the page registers, so that both travel at once.
+  // latestPage asks for the narrow's newest page, or the page around
+  // the message a link points at; start() asks for the first one while
+  // the page registers, so that both travel at once.
   latestPage() {
+    if (state.near) return this.fetch({ anchor: String(state.near), num_before: String(pageSize / 2), num_after: String(pageSize / 2) });
     return this.fetch({ anchor: 'newest', num_before: String(pageSize), num_after: '0' });
   }
 
@@ -47,9 +52,17 @@ export class NarrowView {
       const page = await (prefetched || this.latestPage());
       if (generation !== this.generation) return;
       this.foundOldest = page.found_oldest;
+      this.foundNewest = page.found_newest;
       for (const m of page.messages) this.append(m);
       if (!page.messages.length) this.list.append(el('p', { class: 'empty', text: 'No messages here yet.' }));
+      this.numbered();
       this.list.scrollTop = this.list.scrollHeight;
+      const near = this.byID.get(state.near)?.node;
+      if (near) {
+        near.classList.add('near');
+        near.scrollIntoView({ block: 'center' });
+        near.focus({ preventScroll: true });
+      }
       performance.mark('zulite:first-message-list');
     } catch (err) {
       if (generation === this.generation) this.list.replaceChildren(el('p', { class: 'error', role: 'alert', text: err.message }));
@@ -62,7 +75,7 @@ export class NarrowView {
   // drop or a restart of the server).
   async catchUp() {
     const ids = [...this.byID.keys()];
-    if (!ids.length) return this.open();
+    if (!ids.length || !this.foundNewest) return this.open();
     let anchor = Math.max(...ids);
     for (;;) {
       const page = await this.fetch({ anchor: String(anchor), num_before: '0', num_after: '200', include_anchor: 'false' });
@@ -87,11 +100,42 @@ export class NarrowView {
         if (!this.byID.has(m.id)) this.list.insertBefore(this.render(m), first);
       }
       this.list.scrollTop += this.list.scrollHeight - before;
+      this.numbered();
     } catch (err) {
       this.onError(err);
     } finally {
       this.loading = false;
     }
+  }
+
+  // loadNewer fills in below a linked message, up to the newest.
+  async loadNewer() {
+    if (this.loading || this.foundNewest || !this.byID.size) return;
+    this.loading = true;
+    const generation = this.generation;
+    try {
+      const page = await this.fetch({ anchor: String(Math.max(...this.byID.keys())), num_before: '0', num_after: String(pageSize), include_anchor: 'false' });
+      if (generation !== this.generation) return;
+      this.foundNewest = page.found_newest;
+      for (const m of page.messages) if (!this.byID.has(m.id)) this.append(m);
+      this.numbered();
+    } catch (err) {
+      this.onError(err);
+    } finally {
+      this.loading = false;
+    }
+  }
+
+  // numbered tells assistive technology each article's place in the
+  // feed (WAI-ARIA's feed pattern): the set's size is -1 while older or
+  // newer messages remain unloaded.
+  numbered() {
+    const nodes = this.list.querySelectorAll('.msg');
+    const size = this.foundOldest && this.foundNewest ? String(nodes.length) : '-1';
+    nodes.forEach((n, i) => {
+      n.setAttribute('aria-posinset', String(i + 1));
+      n.setAttribute('aria-setsize', size);
+    });
   }
 
   atBottom() {
@@ -100,11 +144,39 @@ export class NarrowView {
 
   // add shows a new message when it belongs to the narrow.
   add(m) {
-    if (!inNarrow(m) || this.byID.has(m.id)) return;
+    if (!inNarrow(m) || this.byID.has(m.id) || !this.foundNewest) return;
     const stick = this.atBottom() || m.sender_id === state.me.user_id;
     this.list.querySelector('.empty')?.remove();
-    this.append(m);
+    const ids = [...this.byID.keys()];
+    const later = ids.filter((id) => id > m.id);
+    if (later.length) this.list.insertBefore(this.render(m), this.byID.get(Math.min(...later)).node);
+    else this.append(m);
+    this.numbered();
     if (stick) this.list.scrollTop = this.list.scrollHeight;
+  }
+
+  // moved follows messages to another topic or channel: they leave a
+  // narrow they no longer fit, and come into one they now fit.
+  moved(ids, channel, topic) {
+    for (const id of ids) {
+      const entry = this.byID.get(id);
+      if (!entry) continue;
+      const m = entry.message;
+      m.stream_id = channel;
+      m.subject = topic;
+      if (!inNarrow(m)) {
+        entry.node.remove();
+        this.byID.delete(id);
+      } else {
+        entry.node.replaceWith(this.render(m));
+      }
+    }
+    if (inNarrow({ type: 'stream', stream_id: channel, subject: topic }) && ids.some((id) => !this.byID.has(id))) {
+      this.fetch({ anchor: String(Math.min(...ids)), num_before: '0', num_after: String(Math.min(ids.length, 1000)) })
+        .then((page) => { for (const m of page.messages) if (ids.includes(m.id)) this.add(m); })
+        .catch((err) => this.onError(err));
+    }
+    this.numbered();
   }
 
   append(m) {
@@ -114,15 +186,19 @@ export class NarrowView {
   render(m) {
     const mine = m.sender_id === state.me.user_id;
     const where = m.type === 'stream'
-      ? `#${state.channels.get(m.stream_id)?.name ?? m.display_recipient} › ${m.subject}`
+      ? `#${state.channels.get(m.stream_id)?.name ?? m.display_recipient} › ${topicName(m.subject)}`
       : `Direct: ${dmTitle(messageDMKey(m))}`;
     const content = this.content(m);
-    const reactions = el('div', { class: 'reactions', 'aria-label': 'Reactions' });
-    const node = el('article', { class: 'msg' + (mine ? ' mine' : ''), tabindex: '-1', dataset: { id: m.id }, 'aria-label': `${m.sender_full_name}: message` },
+    const reactions = el('div', { class: 'reactions', role: 'group', 'aria-label': 'Reactions' });
+    const home = m.type === 'stream' ? { kind: 'topic', channel: m.stream_id, topic: m.subject } : { kind: 'dm', key: messageDMKey(m) };
+    const mentioned = (m.flags || []).some((f) => f.endsWith('mentioned'));
+    const node = el('article', { class: 'msg' + (mine ? ' mine' : '') + (mentioned ? ' mentioned' : ''), tabindex: '-1', dataset: { id: m.id },
+      'aria-label': `${m.sender_full_name}${mentioned ? ', mentioning you' : ''}: message` },
       el('header', {},
         el('strong', { class: 'sender', text: m.sender_full_name }),
-        el('span', { class: 'where', text: state.narrow.kind === 'topic' ? '' : where }),
-        el('time', { datetime: new Date(m.timestamp * 1000).toISOString(), text: timeText(m.timestamp) }),
+        el('span', { class: 'where' + (m.subject === '' ? ' empty-topic' : ''), text: state.narrow.kind === 'topic' ? '' : where }),
+        el('a', { class: 'permalink', href: hashOf(home, m.id), title: 'Link to this message' },
+          el('time', { datetime: new Date(m.timestamp * 1000).toISOString(), text: timeText(m.timestamp) })),
         el('span', { class: 'actions' },
           el('button', { type: 'button', class: 'react', 'aria-label': 'Add a reaction', text: '☺+', onclick: (e) => this.picker(m, e.currentTarget) }),
           mine && el('button', { type: 'button', class: 'edit', text: 'Edit', onclick: () => this.onEdit(m) }),
@@ -217,6 +293,7 @@ export class NarrowView {
       entry.node.remove();
       this.byID.delete(id);
     }
+    this.numbered();
   }
 
   async remove(m) {

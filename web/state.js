@@ -12,7 +12,16 @@ export const state = {
   dms: new Map(), // key → {ids, maxID}
   active: new Map(), // user id → last active, ms
   narrow: { kind: 'all' },
+  near: 0, // the message a #narrow/.../near/ID link points at
+  emptyTopicName: 'general chat', // realm_empty_topic_display_name
+  mandatoryTopics: false, // realm_mandatory_topics
 };
+
+// topicName is a topic as the page shows it: the empty topic under the
+// organisation's name for it, everywhere, as Zulip's web app does.
+export function topicName(topic) {
+  return topic === '' ? state.emptyTopicName : topic;
+}
 
 // dmKey names a conversation by its other members' ids (oneself for a
 // note to self), sorted.

@@ -8,7 +8,11 @@ import assert from 'node:assert/strict';
 import { createInterface } from 'node:readline';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import puppeteer from 'puppeteer-core';
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 const site = process.env.ZULITE_SITE;
 const out = process.env.OUT_DIR;
@@ -56,6 +60,15 @@ async function send(page, content) {
 // arrive, so a handle found a moment before may be gone.
 const press = (page, selector) => page.waitForSelector(selector).then(() => page.$eval(selector, (n) => n.click()));
 
+// Found as a person finds them: by role and accessible name, or text.
+const named = (name, role) => `::-p-aria([name=${JSON.stringify(name)}]${role ? `[role="${role}"]` : ''})`;
+const byText = (text) => `::-p-text(${text})`;
+const toText = (page) => page.$eval(named('To'), (s) => s.selectedOptions[0]?.textContent ?? '');
+const valueOf = (page, name) => page.$eval(named(name), (n) => n.value);
+const pause = (ms) => new Promise((r) => setTimeout(r, ms));
+// call runs one of the page's API calls in the page, with its session.
+const call = (page, method, path, params) => page.evaluate(async (m, p, q) => (await import('/web/api.js')).api(m, p, q), method, path, params);
+
 async function narrowTo(page, channel) {
   await press(page, `#channels li[data-channel="${channel}"] > button`);
   await page.waitForFunction((c) => document.querySelector('#narrow-title').textContent === `#${c}` && !document.querySelector('#messages[aria-busy]'), { timeout }, channel);
@@ -97,6 +110,11 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await a.click('#add-person button');
     await waitText(a, '#admin-result', 'Carol can now log in');
     const carol = await open(browser, { email: 'carol@example.com', password: 'carol-password-1' });
+    // A new person's first message goes nowhere until they choose,
+    // and the first channel they join becomes where it goes.
+    assert.equal(await toText(carol), 'Choose a channel or people');
+    await carol.locator(named('Join #general', 'button')).click();
+    await carol.waitForFunction((s) => document.querySelector(s)?.selectedOptions[0]?.textContent === '#general', { timeout }, 'select[aria-label="To"]');
     await carol.browserContext().close();
   });
 
@@ -148,6 +166,79 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     assert.match(await a.$eval('#compose-text', (n) => n.value), /\n$/, 'Shift+Enter breaks the line');
     await a.keyboard.press('Enter');
     await waitText(b, '#messages .msg .content', 'ping');
+    await b.waitForSelector(named('Alice, mentioning you: message', 'article'));
+  });
+
+  await t.test('a reload keeps the place, the conversations and the topics', async () => {
+    await narrowTo(a, 'general');
+    await a.locator(named('greetings', 'button')).click();
+    await a.waitForFunction(() => /^#narrow\/channel\/\d+-general\/topic\/greetings$/.test(location.hash), { timeout });
+    await a.reload({ waitUntil: 'load' });
+    await a.waitForFunction((w) => document.title === `${w} · zulite`, { timeout }, '#general › greetings');
+    await a.goBack();
+    await a.waitForFunction((w) => document.title === `${w} · zulite`, { timeout }, '#general');
+    // Bob learns one topic live after a reload; the sidebar still has
+    // the older ones.
+    await b.goto(`${site}/#narrow/search/nothing-here`); // where new messages do not show
+    await b.reload({ waitUntil: 'load' });
+    await b.waitForSelector(named('#general', 'button'));
+    await a.locator(named('Topic')).fill('late news');
+    assert.equal(await send(a, 'A late message'), '');
+    await b.waitForSelector(named('#general 1 unread', 'button'));
+    await b.locator(named('#general 1 unread', 'button')).click();
+    await b.waitForSelector(named('greetings', 'button'));
+    // A pasted link opens the message it points at.
+    const channelID = await a.evaluate(() => location.hash.split('/')[2]);
+    await b.goto(`${site}/#narrow/channel/${channelID}/topic/greetings/near/${messageID}`, { waitUntil: 'load' });
+    await b.waitForFunction((id) => document.activeElement?.dataset.id === id && document.activeElement.getAttribute('role') !== 'feed', { timeout }, messageID);
+    assert.match(await b.evaluate(() => document.activeElement.textContent), /Hello Bob, from the browser/);
+  });
+
+  await t.test('live: channel typing, a move, a failed mark-as-read', async () => {
+    await b.locator(named('#general', 'button')).click();
+    await b.locator(named('greetings', 'button')).click();
+    await b.waitForFunction((w) => document.title === `${w} · zulite`, { timeout }, '#general › greetings');
+    await a.locator(named('greetings', 'button')).click();
+    await a.locator(named('Message')).click();
+    await a.keyboard.type('thinking');
+    await b.waitForSelector(byText('Alice is typing…'));
+    await a.locator(named('Message')).fill('');
+    // Moved to another topic, the message leaves this one.
+    await call(a, 'PATCH', `/messages/${messageID}`, { topic: 'moved here', propagate_mode: 'change_one' });
+    await b.waitForFunction((id) => !document.querySelector(`[role=feed] article[data-id="${id}"]`), { timeout }, messageID);
+    await b.waitForSelector(named('moved here', 'button'));
+    // The first mark-as-read fails; it is sent again.
+    let failed = 0;
+    const fail = (r) => (r.url().includes('/messages/flags') && !failed++ ? r.abort() : r.continue());
+    b.on('request', fail);
+    await b.setRequestInterception(true);
+    await a.locator(named('Topic')).fill('greetings');
+    assert.equal(await send(a, 'Read me twice'), '');
+    await waitText(b, '[role=feed] article', 'Read me twice');
+    const id = await b.$$eval('[role=feed] article', (ns) => ns.at(-1).dataset.id);
+    let flags = [];
+    for (let i = 0; i < 40 && !flags.includes('read'); i++) {
+      await pause(250);
+      flags = (await call(b, 'GET', `/messages/${id}`)).message.flags;
+    }
+    assert.ok(flags.includes('read'), `the server has it read (flags ${flags}, ${failed} requests)`);
+    assert.ok(failed >= 2, 'a failed request was tried again');
+    b.off('request', fail);
+    // A queue lost again and again: each new registration waits longer.
+    let registers = 0;
+    const lose = (r) => {
+      if (r.url().includes('/json/register')) registers++;
+      if (!r.url().includes('/json/events') || r.method() !== 'GET') return r.continue();
+      return r.respond({ status: 400, contentType: 'application/json', body: JSON.stringify({ result: 'error', code: 'BAD_EVENT_QUEUE_ID', msg: 'Bad event queue ID: lost', queue_id: 'lost' }) });
+    };
+    b.on('request', lose);
+    assert.equal(await send(a, 'This wakes the waiting poll'), '');
+    await pause(3000);
+    b.off('request', lose);
+    b.on('request', (r) => r.continue());
+    assert.ok(registers >= 1 && registers <= 8, `${registers} registrations in 3 s`);
+    await b.setRequestInterception(false);
+    b.removeAllListeners('request');
   });
 
   await t.test('a direct message both ways (when the server has them)', async (st) => {
@@ -168,6 +259,25 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await a.waitForFunction(() => [...document.querySelectorAll('#dms li')].length > 0, { timeout });
     await press(a, '#dms li button');
     await waitText(a, '#messages .msg .content', 'And back to Alice');
+  });
+
+  await t.test('a group conversation is started and answered', async () => {
+    await a.select(named('To'), 'g:');
+    await a.locator(named('People')).fill('Bob, Carol');
+    assert.equal(await send(a, 'Hello to you both'), '');
+    await b.locator(byText('Alice, Carol')).click();
+    await b.waitForFunction((w) => document.title === `${w} · zulite`, { timeout }, 'Alice, Carol');
+    await b.waitForFunction(() => document.querySelector('[role=feed]').textContent.includes('Hello to you both'), { timeout });
+    assert.equal(await send(b, 'Hello from Bob to the group'), '');
+    await a.locator(byText('Bob, Carol')).click();
+    await a.waitForFunction((s) => document.querySelector(s).textContent.includes('Hello from Bob to the group'), { timeout }, '[role=feed]');
+  });
+
+  await t.test('after a reload, the direct conversations are listed', async () => {
+    await b.reload({ waitUntil: 'load' });
+    await b.waitForSelector(named('#general', 'button'));
+    await b.waitForSelector(named('Alice, Carol', 'button'));
+    await b.waitForSelector(named('Alice', 'button'));
   });
 
   await t.test('an upload', async () => {
@@ -197,6 +307,35 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
       return;
     }
     await waitText(b, `#messages .msg[data-id="${id}"] .content`, 'An edited note');
+  });
+
+  await t.test('Edit keeps the draft, and Esc then Enter sends nothing', async () => {
+    const count = () => a.$$eval('[role=feed] article', (ns) => ns.length);
+    const before = await count();
+    await a.locator(named('Message')).fill('half a thought');
+    const edits = await a.$$(named('Edit', 'button'));
+    await edits.at(-1).click();
+    await a.waitForFunction((s) => document.querySelector(s).value === 'An edited note', { timeout }, 'textarea[aria-label="Message"]');
+    await a.keyboard.press('Escape');
+    assert.equal(await valueOf(a, 'Message'), 'half a thought');
+    await a.locator(named('Message')).fill('');
+    await (await a.$$(named('Edit', 'button'))).at(-1).click();
+    await a.keyboard.press('Escape');
+    await a.locator(named('Message')).click();
+    await a.keyboard.press('Enter');
+    await pause(500);
+    assert.equal(await count(), before, 'nothing was sent');
+  });
+
+  await t.test('a blank topic is the general chat, under one name everywhere', async () => {
+    await narrowTo(a, 'general');
+    await a.locator(named('Topic')).fill('');
+    assert.equal(await send(a, 'Nothing in particular'), '');
+    await a.waitForFunction((s) => [...document.querySelectorAll(s)].some((n) => n.textContent.includes('#general › general chat') && n.textContent.includes('Nothing in particular')), { timeout }, '[role=feed] article');
+    await a.waitForSelector(named('general chat', 'button'));
+    await a.reload({ waitUntil: 'load' });
+    await a.waitForSelector(named('general chat', 'button'));
+    await a.waitForFunction((s) => [...document.querySelectorAll(s)].some((n) => n.textContent.includes('#general › general chat')), { timeout }, '[role=feed] article');
   });
 
   await t.test('a poll: a vote reaches every reader', async () => {
@@ -243,6 +382,72 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     assert.ok(!['compose-text', 'compose-topic'].includes(await b.evaluate(() => document.activeElement.id)));
   });
 
+  await t.test('no serious accessibility violation, light and dark', async () => {
+    for (const theme of ['light', 'dark']) {
+      await a.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: theme }]);
+      await a.evaluate(axeSource);
+      const found = await a.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+        .filter((v) => v.impact === 'critical' || v.impact === 'serious')
+        .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}): ${v.nodes.slice(0, 2).map((n) => n.target.join(' ')).join('; ')}`));
+      assert.deepEqual(found, [], `${theme} theme`);
+    }
+    await a.emulateMediaFeatures([]);
+  });
+
+  await t.test('the messages are a feed of articles, each control reached by Tab with a visible focus', async () => {
+    const feed = await a.$eval('[role=feed]', (n) => [...n.querySelectorAll('article')].map((x) => [x.getAttribute('aria-posinset'), x.getAttribute('aria-setsize')]));
+    assert.ok(feed.length > 0, 'the feed holds articles');
+    feed.forEach(([pos, size], i) => {
+      assert.equal(pos, String(i + 1), 'aria-posinset counts from 1');
+      assert.ok(size === '-1' || Number(size) === feed.length, `aria-setsize ${size}`);
+    });
+    await a.evaluate(() => document.activeElement?.blur());
+    const unseen = [];
+    for (let i = 0; i < 60; i++) {
+      await a.keyboard.press('Tab');
+      const focus = await a.evaluate(() => {
+        const n = document.activeElement;
+        if (!n || n === document.body) return null;
+        // The ring is on the element or, for a hidden input, on its label.
+        const shown = (x) => x && getComputedStyle(x).outlineStyle !== 'none' && parseFloat(getComputedStyle(x).outlineWidth) > 0;
+        const r = n.getBoundingClientRect();
+        const visible = r.width > 2 && r.height > 2;
+        return { name: n.getAttribute('aria-label') || n.textContent.trim().slice(0, 30) || n.id, ok: (visible && shown(n)) || shown(n.closest('label')) };
+      });
+      if (focus && !focus.ok) unseen.push(focus.name);
+    }
+    assert.deepEqual([...new Set(unseen)], [], 'controls whose focus is not seen');
+  });
+
+  await t.test('at 360 px nothing overflows with long names, and search is there', async () => {
+    const long = 'a-channel-named-at-length-for-phones-39';
+    await a.locator(named('New channel')).fill(long);
+    await a.locator(named('Add channel', 'button')).click();
+    await a.waitForSelector(named(`#${long}`, 'button'));
+    await a.locator(named('Name')).fill('Bartholomew Maximilian Featherstonehaugh-Smythe');
+    await a.locator(named('E-mail')).fill('bart@example.com');
+    await a.locator(named('Password')).fill('bart-password-1');
+    await a.locator(named('Add person', 'button')).click();
+    await a.waitForSelector(byText('Bartholomew Maximilian Featherstonehaugh-Smythe can now log in.'));
+    await a.locator(named(`#${long}`, 'button')).click();
+    await a.locator(named('Topic')).fill('a topic that goes on and on about nothing in particular, 60');
+    assert.equal(await send(a, 'Wide enough?'), '');
+    await a.setViewport({ width: 360, height: 740, isMobile: true, hasTouch: true });
+    const overflow = () => a.evaluate(() => {
+      const wide = [...document.querySelectorAll('body *')].filter((n) => n.offsetParent && n.getBoundingClientRect().right > innerWidth + 1);
+      return { page: document.documentElement.scrollWidth, wide: wide.slice(0, 4).map((n) => n.id || n.className || n.tagName) };
+    });
+    for (const where of ['messages', 'menu']) {
+      if (where === 'menu') await a.locator(named('Channels and people', 'button')).click();
+      assert.deepEqual(await overflow(), { page: 360, wide: [] }, `the ${where} at 360 px`);
+    }
+    await a.locator(named('Channels and people', 'button')).click();
+    const search = await a.$(named('Search messages'));
+    assert.ok(search && (await search.boundingBox())?.width > 100, 'search is shown at phone width');
+    await a.screenshot({ path: join(out, 'phone-alice-long-names.png') });
+    await a.setViewport({ width: 1280, height: 800 });
+  });
+
   await t.test('screenshots at desktop and phone widths', async () => {
     await a.screenshot({ path: join(out, 'desktop-alice.png') });
     await b.screenshot({ path: join(out, 'desktop-bob.png') });
@@ -277,6 +482,14 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await b.waitForSelector('#login-view:not([hidden])', { timeout });
     const status = await b.evaluate(async () => (await fetch('/json/users/me')).status);
     assert.equal(status, 401);
+  });
+
+  await t.test('a new password ends an open page at once', async () => {
+    console.log(`PASSWORD ${alice.email}`);
+    assert.equal((await lines.next()).value, 'PASSWORD CHANGED');
+    const started = Date.now();
+    await a.waitForSelector('#login-view:not([hidden])', { timeout: 5000 });
+    report('new_password_to_login_ms', Date.now() - started);
   });
 
   await t.test('no script errors and no policy violations', async () => {
