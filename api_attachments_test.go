@@ -108,12 +108,12 @@ func TestAttachments_RecordsFromBeforeIDsAreNumberedOnOpen(t *testing.T) {
 	if err := st.addAttachment(u, old, uploadQuota{}); err != nil {
 		t.Fatal(err)
 	}
-	// As a file written before records had ids: none, and no attachment_ids.
+	// As a schema-3 file, written before records had ids.
 	if err := st.update(func(tx *bbolt.Tx) error {
 		if err := putJSON(tx.Bucket(bucketAttachments), []byte(old.PathID), old); err != nil {
 			return err
 		}
-		return tx.DeleteBucket(bucketAttachmentIDs)
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, itob(3))
 	}); err != nil {
 		t.Fatal(err)
 	}

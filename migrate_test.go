@@ -447,8 +447,8 @@ func checkMigrated(t *testing.T, st *store, f schema1File, topicKeys, flags []st
 	t.Helper()
 	mustView(t, st, func(tx *bbolt.Tx) error {
 		meta := tx.Bucket([]byte("meta"))
-		if got := binary.BigEndian.Uint64(meta.Get([]byte("schema_version"))); got != 3 {
-			t.Errorf("schema version: got %d, want 3", got)
+		if got := binary.BigEndian.Uint64(meta.Get([]byte("schema_version"))); got != 4 {
+			t.Errorf("schema version: got %d, want 4", got)
 		}
 		if !bytes.Equal(meta.Get([]byte("key_secret")), f.secret) {
 			t.Errorf("key secret: changed by the migration")

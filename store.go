@@ -56,9 +56,6 @@ package main
 //	attachment_refs  path id ‖ 0x00 ‖ message id → empty: the messages that link an upload
 //	                 (path ids hold no 0x00), indexed from the messages up to meta's
 //	                 "attachment_refs_through" → message id (uint64)
-//	attachment_ids   attachment id (uint64, its sequence) → path id: the id GET and
-//	                 DELETE /attachments name a record by, also kept in the record
-//	                 (store_attachments.go)
 //	avatar_blobs     SHA-256 (hex) of an avatar image in DB.uploads/ ‖ user id → empty: the
 //	                 avatars users show (store_avatars.go)
 //	conversations    conversation id → its participants' ids, sorted (8 bytes each): a
@@ -136,7 +133,11 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-// schemaVersion 3 keeps unread state as a watermark and exceptions per
+// schemaVersion 4 gives every upload's record an id (GET and DELETE
+// /attachments name it by): opening a schema-3 file numbers its records
+// in path order (numberAttachments).
+//
+// Schema 3 keeps unread state as a watermark and exceptions per
 // (user, channel) instead of schema 2's unread bucket, which held every
 // unread id (user id ‖ channel id → bucket of chunks): opening a schema-2
 // file converts it (migrateUnread) and drops unread and unread_trash, the
@@ -154,7 +155,7 @@ import (
 // Every schema change comes with a test that builds a file of the schema
 // before it with bbolt alone, opens it with openStore, and checks what
 // migrate made of it, as migrate_test.go does for schemas 1 and 2.
-const schemaVersion = 3
+const schemaVersion = 4
 
 var (
 	bucketMeta             = []byte("meta")
@@ -177,7 +178,6 @@ var (
 	bucketAttachments      = []byte("attachments")
 	bucketAttachmentOwners = []byte("attachment_owners")
 	bucketAttachmentRefs   = []byte("attachment_refs")
-	bucketAttachmentIDs    = []byte("attachment_ids")
 	bucketAvatarBlobs      = []byte("avatar_blobs")
 	bucketWatermarks       = []byte("watermarks")
 	bucketUnreadBelow      = []byte("unread_below")
@@ -201,7 +201,7 @@ var (
 		bucketChannels, bucketChannelNames, bucketSubscriptions, bucketSubscribers,
 		bucketMessages, bucketChannelMessages, bucketTopicMessages, bucketFlags,
 		bucketPasswords, bucketUserSettings, bucketWatermarks, bucketUnreadBelow, bucketReadAbove,
-		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs, bucketAttachmentIDs,
+		bucketPresence, bucketUserStatus, bucketAttachments, bucketAttachmentOwners, bucketAttachmentRefs,
 		bucketAvatarBlobs, bucketReactions, bucketWebSessions,
 		bucketConversations, bucketConversationIDs, bucketConversationMessages, bucketDMMessages,
 		bucketPushOutbox, bucketPushSent,
@@ -452,21 +452,20 @@ func (s *store) migrateIfNeeded(db *bbolt.DB) error {
 // migrate creates every bucket and the key secret, and refuses a file
 // written by a newer zulite.
 func (s *store) migrate(tx *bbolt.Tx) error {
-	numbered := tx.Bucket(bucketAttachmentIDs) != nil
 	for _, name := range allBuckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
-		}
-	}
-	if !numbered { // records from before they had ids
-		if err := numberAttachments(tx); err != nil {
-			return fmt.Errorf("number attachments: %w", err)
 		}
 	}
 	meta := tx.Bucket(bucketMeta)
 	v := meta.Get(keySchemaVersion)
 	if v != nil && btoi(v) > schemaVersion {
 		return fmt.Errorf("schema version %d is newer than this zulite understands (%d)", btoi(v), schemaVersion)
+	}
+	if v != nil && btoi(v) < 4 { // records from before they had ids
+		if err := numberAttachments(tx); err != nil {
+			return fmt.Errorf("migrate to schema 4: %w", err)
+		}
 	}
 	if v != nil && btoi(v) < 2 {
 		if err := indexTopics(tx); err != nil {

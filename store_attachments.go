@@ -1,9 +1,10 @@
 package main
 
 // A user's own uploads, as Zulip's zerver/lib/attachments.py lists and
-// removes them: each file's record has an id (attachment_ids), the
-// messages that link it are attachment_refs' (store_uploads.go), and a
-// removed file's record, links and id go at once, so its URL answers
+// removes them: each file's record has an id (from attachments' sequence;
+// a record is found by it among its owner's, as Zulip's query filters by
+// owner), the messages that link it are attachment_refs' (store_uploads.go),
+// and a removed file's record and links go at once, so its URL answers
 // 404; its blob is retired to the sweeper (retireBlob), as a replaced
 // avatar's is, since another record may share it and a backup in
 // progress may still copy it.
@@ -44,11 +45,11 @@ type attachmentUse struct {
 }
 
 // numberAttachments gives every record an id, in path order: for a file
-// written before records had ids (migrate runs it once, when it makes
-// attachment_ids).
+// written before records had ids (migrate runs it once, on a schema-3
+// file).
 func numberAttachments(tx *bbolt.Tx) error {
-	ids := tx.Bucket(bucketAttachmentIDs)
-	c := tx.Bucket(bucketAttachments).Cursor()
+	ids := tx.Bucket(bucketAttachments)
+	c := ids.Cursor()
 	var numbered [][2][]byte
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		var a attachment
@@ -68,12 +69,9 @@ func numberAttachments(tx *bbolt.Tx) error {
 			return err
 		}
 		numbered = append(numbered, [2][]byte{slices.Clone(k), raw})
-		if err := ids.Put(itob(id), k); err != nil {
-			return err
-		}
 	}
 	for _, kv := range numbered { // not while the cursor walks the bucket
-		if err := tx.Bucket(bucketAttachments).Put(kv[0], kv[1]); err != nil {
+		if err := ids.Put(kv[0], kv[1]); err != nil {
 			return err
 		}
 	}
@@ -124,11 +122,14 @@ func (s *store) ownAttachments(u user) ([]attachmentObject, int64, error) {
 func (s *store) removeAttachment(u user, id uint64) error {
 	var sum string
 	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		pathID := tx.Bucket(bucketAttachmentIDs).Get(itob(id))
-		var a attachment
-		if pathID == nil || getJSON(tx.Bucket(bucketAttachments), pathID, &a) != nil || a.Owner != u.ID {
+		a, found, err := ownAttachmentByID(tx, u, id)
+		if err != nil {
+			return err
+		}
+		if !found {
 			return refusal(errInvalidAttachment)
 		}
+		pathID := []byte(a.PathID)
 		if err := deletePrefix(tx.Bucket(bucketAttachmentRefs), refPrefix(a.PathID)); err != nil {
 			return err
 		}
@@ -136,9 +137,6 @@ func (s *store) removeAttachment(u user, id uint64) error {
 			return err
 		}
 		if err := tx.Bucket(bucketAttachmentOwners).Delete(append(itob(a.Owner), a.PathID...)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketAttachmentIDs).Delete(itob(id)); err != nil {
 			return err
 		}
 		used := max(attachmentBytes(tx)-a.Size, 0)
@@ -150,4 +148,22 @@ func (s *store) removeAttachment(u user, id uint64) error {
 		s.retireBlob(sum)
 	}
 	return err
+}
+
+// ownAttachmentByID finds one of u's records by its id, among u's own
+// (attachment_owners' prefix): as many reads as u has files, which GET
+// /attachments reads anyway, and no index of ids to keep beside them.
+func ownAttachmentByID(tx *bbolt.Tx, u user, id uint64) (attachment, bool, error) {
+	prefix := itob(u.ID)
+	c := tx.Bucket(bucketAttachmentOwners).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		var a attachment
+		if err := getJSON(tx.Bucket(bucketAttachments), k[8:], &a); err != nil {
+			return attachment{}, false, err
+		}
+		if a.ID == id {
+			return a, true, nil
+		}
+	}
+	return attachment{}, false, nil
 }

@@ -381,15 +381,12 @@ func (s *store) addAttachment(owner user, a attachment, quota uploadQuota) error
 		if quota.total > 0 && total+a.Size > quota.total {
 			return errUploadQuota
 		}
-		id, err := tx.Bucket(bucketAttachmentIDs).NextSequence()
+		id, err := tx.Bucket(bucketAttachments).NextSequence()
 		if err != nil {
 			return err
 		}
 		a.ID = id
 		if err := putJSON(tx.Bucket(bucketAttachments), []byte(a.PathID), a); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketAttachmentIDs).Put(itob(id), []byte(a.PathID)); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bucketAttachmentOwners).Put(append(itob(owner.ID), a.PathID...), itob(uint64(a.Size))); err != nil {
@@ -639,9 +636,6 @@ func (s *store) sweepUploads(now time.Time, grace time.Duration) (records, blobs
 				return err
 			}
 			if err := owned.Delete(append(itob(a.Owner), a.PathID...)); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bucketAttachmentIDs).Delete(itob(a.ID)); err != nil {
 				return err
 			}
 		}
