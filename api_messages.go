@@ -8,7 +8,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -195,11 +194,9 @@ func clientName(r *apiRequest) string {
 		if !present || len(agent) == 0 {
 			return "Unspecified"
 		}
-		m := userAgentName.FindStringSubmatch(agent[0])
-		if m == nil {
+		if name, ok = userAgentName(agent[0]); !ok {
 			return "Unspecified"
 		}
-		name = m[1]
 	}
 	if runes := []rune(name); len(runes) > 30 {
 		name = string(runes[:30])
@@ -207,9 +204,45 @@ func clientName(r *apiRequest) string {
 	return name
 }
 
-// userAgentName is zerver/lib/user_agent.py's pattern, whose first
-// group is the client's name.
-var userAgentName = regexp.MustCompile(`^([^/ ]*[^0-9/(]*)(?:/[^/ ]*)?(?:[ /].*)?$`)
+// userAgentName is the first group of zerver/lib/user_agent.py's
+// pattern, ^([^/ ]*[^0-9/(]*)(?:/[^/ ]*)?(?:[ /].*)?$, as Go's regexp
+// finds it (patterns_test.go holds the two alike), written out for the
+// binary's size. The group ends at the last place the rest can match
+// from: [^/ ]* runs to the first / or space, [^0-9/(]* on to the first
+// digit, / or ( after it (next); the rest matches at the end, at a / that
+// is past the last newline or whose [^/ ]* run ends so, or at a space
+// past the last newline, where .* reaches the end. A shorter [^/ ]*
+// finds no other end: what it gives back holds no / or space.
+func userAgentName(s string) (string, bool) {
+	start := strings.IndexAny(s, "/ ")
+	if start < 0 {
+		return s, true
+	}
+	next := len(s)
+	if i := strings.IndexAny(s[start:], "0123456789/("); i >= 0 {
+		next = start + i
+	}
+	lastNewline := strings.LastIndexByte(s, '\n')
+	restFrom := func(q int) bool { return q == len(s) || q > lastNewline } // (?:[ /].*)?$ at a space, a / or the end
+	if next == len(s) {
+		return s, true
+	}
+	if s[next] == '/' {
+		run := len(s)
+		if i := strings.IndexAny(s[next+1:], "/ "); i >= 0 {
+			run = next + 1 + i
+		}
+		if restFrom(next) || restFrom(run) {
+			return s[:next], true
+		}
+	}
+	if from := max(start, lastNewline+1); from < next {
+		if i := strings.LastIndexByte(s[from:next], ' '); i >= 0 {
+			return s[:from+i], true
+		}
+	}
+	return "", false
+}
 
 // defaultReadBySender is read_by_sender when a send does not say:
 // SPEC §6 makes a message read for its sender whatever client sent it.

@@ -4,15 +4,21 @@ package main
 // operation.
 
 import (
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
 
 const maxPushTokenLength = 4096
 
-// appIDPattern is what Zulip accepts as an iOS app id.
-var appIDPattern = regexp.MustCompile(`^[.a-zA-Z0-9-]+$`)
+// isAppID is what Zulip accepts as an iOS app id, ^[.a-zA-Z0-9-]+$.
+func isAppID(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c == '.' || c == '-' || '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z') {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // addAPNsToken serves POST /api/v1/users/me/apns_device_token.
 func (s *server) addAPNsToken(r *apiRequest) (any, error) { return s.addPushToken(r, pushAPNs) }
@@ -46,7 +52,7 @@ func (s *server) addPushToken(r *apiRequest, kind pushKind) (any, error) {
 	}
 	t := pushToken{Kind: kind, Token: token}
 	if kind == pushAPNs {
-		if t.AppID, err = r.params.matchString("appid", appIDPattern, "org.zulip.Zulip"); err != nil {
+		if t.AppID, err = r.params.matchString("appid", isAppID, "org.zulip.Zulip"); err != nil {
 			return nil, err
 		}
 	}

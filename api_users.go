@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -323,9 +322,12 @@ func (s *server) passwordLogin(r *http.Request, username, password string) (user
 // (UserProfile.NAME_INVALID_CHARS): they would break mention syntax.
 const nameInvalidChars = "*`\\>\"@"
 
-// trailingUserID is a name ending like "|15", which sloppy mention
-// parsers could take for a user id; Zulip refuses it.
-var trailingUserID = regexp.MustCompile(`\|\d+$`)
+// endsLikeUserID is a name ending like "|15" (\|\d+$), which sloppy
+// mention parsers could take for a user id; Zulip refuses it.
+func endsLikeUserID(s string) bool {
+	digits := strings.TrimRight(s, "0123456789")
+	return len(digits) < len(s) && strings.HasSuffix(digits, "|")
+}
 
 // checkFullName is Zulip's check_full_name, in its order: the name
 // trimmed, at most 100 characters, at least 1, printable and without
@@ -341,7 +343,7 @@ func checkFullName(raw string) (string, error) {
 		return "", errNameTooShort
 	case strings.ContainsFunc(name, isUnsafeChar) || strings.ContainsAny(name, nameInvalidChars):
 		return "", errNameCharacters
-	case trailingUserID.MatchString(raw):
+	case endsLikeUserID(raw):
 		return "", errNameFormat
 	}
 	return name, nil

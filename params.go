@@ -9,7 +9,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -227,14 +226,14 @@ func (p *params) optionalBool(name string, def bool) (bool, error) {
 	return b, nil
 }
 
-// matchString checks an optional string against a pattern; def is used
-// when it is absent.
-func (p *params) matchString(name string, pattern *regexp.Regexp, def string) (string, error) {
+// matchString checks an optional string with match; def is used when it
+// is absent.
+func (p *params) matchString(name string, match func(string) bool, def string) (string, error) {
 	v, ok := p.lookup(name)
 	if !ok {
 		return def, nil
 	}
-	if !pattern.MatchString(v) {
+	if !match(v) {
 		return "", errInvalidFormat(name)
 	}
 	return v, nil

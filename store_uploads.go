@@ -39,7 +39,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -503,17 +502,57 @@ func (s *store) canSeeLinked(tx *bbolt.Tx, u user, pathID string) bool {
 	return false
 }
 
-// uploadLink finds the path ids a message's text links: the URL's path
-// after /user_uploads/, as written and percent-decoded.
-var uploadLink = regexp.MustCompile(`/user_uploads/(` + uploadRealmID + `/[A-Za-z0-9_-]{1,64}/[^\s()\[\]<>"'` + "`" + `]+)`)
+// uploadLinks finds the path ids a message's text links: the URL's path
+// after /user_uploads/, as the pattern
+// /user_uploads/(REALM/[A-Za-z0-9_-]{1,64}/[^\s()\[\]<>"'`]+) finds
+// them from left to right (patterns_test.go holds the two alike; regexp
+// would cost the binary 240 KB).
+func uploadLinks(content string) []string {
+	const prefix = "/user_uploads/" + uploadRealmID + "/"
+	var found []string
+	for at := 0; ; {
+		i := strings.Index(content[at:], prefix)
+		if i < 0 {
+			return found
+		}
+		start := at + i + len("/user_uploads/")
+		at += i + 1
+		j := at - 1 + len(prefix)
+		k := j
+		for k < len(content) && k-j < 64 && isUploadDirByte(content[k]) {
+			k++
+		}
+		if k == j || k == len(content) || content[k] != '/' {
+			continue
+		}
+		end := k + 1
+		for end < len(content) && !isUploadLinkEnd(content[end]) {
+			end++
+		}
+		if end == k+1 {
+			continue
+		}
+		found = append(found, content[start:end])
+		at = end
+	}
+}
+
+func isUploadDirByte(c byte) bool {
+	return c == '_' || c == '-' || '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z'
+}
+
+// isUploadLinkEnd is the pattern's \s()[]<>"'` (Go's \s is ASCII).
+func isUploadLinkEnd(c byte) bool {
+	return strings.IndexByte("\t\n\f\r ()[]<>\"'`", c) >= 0
+}
 
 func linkedPaths(content string) []string {
 	if !strings.Contains(content, "/user_uploads/") {
 		return nil
 	}
 	var paths []string
-	for _, m := range uploadLink.FindAllStringSubmatch(content, -1) {
-		p := strings.TrimRight(m[1], ".,;:!?")
+	for _, link := range uploadLinks(content) {
+		p := strings.TrimRight(link, ".,;:!?")
 		paths = append(paths, p)
 		if decoded, err := url.PathUnescape(p); err == nil && decoded != p {
 			paths = append(paths, decoded)

@@ -7,7 +7,6 @@ package markdown
 // that claims it; nested content is parsed again under its element.
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -49,7 +48,7 @@ func (r *renderer) parseBlocks(parent *mdElement, blocks []string) {
 			blocks = r.listIndent(parent, blocks)
 		case strings.HasPrefix(block, "    "):
 			blocks = r.codeBlock(parent, blocks)
-		case mayHaveHeader(block) && hashHeader.MatchString(block):
+		case mayHaveHeader(block) && hasHashHeader(block):
 			blocks = r.hashHeader(parent, blocks)
 		case testTable(block) != nil:
 			blocks = r.table(parent, blocks, testTable(block))
@@ -211,10 +210,60 @@ func (r *renderer) indentedCode(e *mdElement) {
 	}
 }
 
-// hashHeader is Zulip's heading: one to six #, a space, the heading.
-var hashHeader = regexp.MustCompile(`(?:^|\n)(#{1,6})[` + pyWhitespace + `]((?:\\.|[^\\])*?)#*(?:\n|\z)`)
+// hashHeaderIn is Zulip's heading, one to six #, a space, the heading:
+// the pattern (?:^|\n)(#{1,6})[pyWhitespace]((?:\\.|[^\\])*?)#*(?:\n|\z)
+// as Go's regexp finds it (FindStringSubmatchIndex's six offsets;
+// markdown_test.go holds the two alike), written out because regexp
+// would cost the binary 240 KB. From each start (the block's, then each
+// newline), the heading text runs to the first newline or the end,
+// less a closing run of #; a backslash right before that newline or the
+// end leaves that start without a match.
+func hashHeaderIn(block string) ([6]int, bool) {
+	at := func(q int) (m [6]int, ok bool) {
+		n := 0
+		for q+n < len(block) && block[q+n] == '#' {
+			n++
+		}
+		r, size := utf8.DecodeRuneInString(block[q+n:])
+		if n < 1 || n > 6 || size == 0 || !isPySpace(r) {
+			return m, false
+		}
+		m[2], m[3], m[4] = q, q+n, q+n+size
+		for x := m[4]; ; x++ {
+			end := x
+			for end < len(block) && block[end] == '#' {
+				end++
+			}
+			if end == len(block) || block[end] == '\n' {
+				m[5], m[1] = x, min(end+1, len(block))
+				return m, true
+			}
+			if block[x] == '\\' {
+				if x+1 == len(block) || block[x+1] == '\n' {
+					return m, false
+				}
+				x++
+			}
+		}
+	}
+	if m, ok := at(0); ok {
+		return m, true
+	}
+	for p := 0; p < len(block); p++ {
+		if block[p] != '\n' {
+			continue
+		}
+		if m, ok := at(p + 1); ok {
+			m[0] = p
+			return m, true
+		}
+	}
+	return [6]int{}, false
+}
 
-// mayHaveHeader is a quick test before hashHeader's: a line starting
+func hasHashHeader(block string) bool { _, ok := hashHeaderIn(block); return ok }
+
+// mayHaveHeader is a quick test before hashHeaderIn's: a line starting
 // with #.
 func mayHaveHeader(block string) bool {
 	return strings.HasPrefix(block, "#") || strings.Contains(block, "\n#")
@@ -223,7 +272,7 @@ func mayHaveHeader(block string) bool {
 func (r *renderer) hashHeader(parent *mdElement, blocks []string) []string {
 	block := blocks[0]
 	blocks = blocks[1:]
-	m := hashHeader.FindStringSubmatchIndex(block)
+	m, _ := hashHeaderIn(block)
 	before, after := block[:m[0]], block[m[1]:]
 	if before != "" {
 		r.parseBlocks(parent, []string{before})
