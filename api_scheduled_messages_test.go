@@ -29,6 +29,28 @@ func scheduledPath(id uint64) string {
 	return "/api/v1/scheduled_messages/" + strconv.FormatUint(id, 10)
 }
 
+// putScheduled stores scheduled messages of a's as they are, past the
+// routes' checks (a time already due, more than the bound).
+func (e *testEnv) putScheduled(t testing.TB, a account, list ...storedScheduled) {
+	t.Helper()
+	err := e.st.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketScheduledMessages)
+		for _, m := range list {
+			id, _ := b.NextSequence()
+			if err := putJSON(b, userItemKey(a.ID, id), m); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketScheduledDue).Put(scheduledDueKey(m.Due, id), itob(a.ID)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // channelPost is the parameters of a channel message scheduled at due.
 func channelPost(ch channel, topic, content string, due int64) url.Values {
 	return url.Values{"type": {"stream"}, "to": {strconv.FormatUint(ch.ID, 10)}, "topic": {topic}, "content": {content},
@@ -191,23 +213,11 @@ func TestScheduledMessages_PerUserBoundRefused(t *testing.T) {
 	e := newTestEnv(t)
 	const at = 1_800_000_000
 	fixedClock(e, at)
-	err := e.st.db.Update(func(tx *bbolt.Tx) error { // the bound's worth, in one write
-		b := tx.Bucket(bucketScheduledMessages)
-		for i := range maxScheduledPerUser {
-			id, _ := b.NextSequence()
-			m := storedScheduled{Type: "stream", ChannelID: e.general.ID, Topic: "t", Content: "c", Due: at + 100 + int64(i)}
-			if err := putJSON(b, userItemKey(e.alice.ID, id), m); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bucketScheduledDue).Put(scheduledDueKey(m.Due, id), itob(e.alice.ID)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	list := make([]storedScheduled, maxScheduledPerUser)
+	for i := range list {
+		list[i] = storedScheduled{Type: "stream", ChannelID: e.general.ID, Topic: "t", Content: "c", Due: at + 100 + int64(i)}
 	}
+	e.putScheduled(t, e.alice, list...)
 	r := e.request(t, http.MethodPost, "/api/v1/scheduled_messages", channelPost(e.general, "t", "one more", at+60), &e.alice)
 	wantAPIError(t, r, 400, "BAD_REQUEST", "You may have at most 1000 scheduled messages.")
 	if got := len(e.scheduledList(t, &e.alice)); got != maxScheduledPerUser {

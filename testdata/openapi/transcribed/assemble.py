@@ -12,6 +12,7 @@ paths.update(load('paths_topics.yaml'))
 paths.update(load('paths_drafts.yaml'))
 paths.update(load('paths_mutes.yaml'))
 paths.update(load('paths_reader.yaml'))
+paths.update(load('paths_scheduled.yaml'))
 for path, item in load('paths_subs.yaml').items():  # methods of paths_a.yaml's path items
     paths[path].update(item)
 extra = load('components_a.yaml')
@@ -19,6 +20,7 @@ assert not set(extra) & set(comps), set(extra) & set(comps)
 comps.update(extra)
 events = load('events.yaml')
 events += load('events_topics.yaml')
+events += load('events_scheduled.yaml')
 items = paths['/events']['get']['responses']['200']['content']['application/json']['schema']['allOf'][1]['properties']['events']['items']
 assert items == {'oneOf': 'EVENTS'}
 items['oneOf'] = events
