@@ -3,11 +3,16 @@ package main
 import (
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"zulite/internal/zulipexport"
 )
 
 // scheduleAt schedules a message and answers its id.
@@ -355,4 +360,58 @@ func TestScheduledMessages_DeactivatedSenderFailsUntold(t *testing.T) {
 	if got := e.channelMessages(t, &e.bob, e.general); len(got) != 0 {
 		t.Errorf("sent for a deactivated sender: %v", got)
 	}
+}
+
+// TestExport_ScheduledMessagesGoOverAsZulipImportsThem: a channel
+// message, a one-to-one, one to oneself and one to a group that has a
+// conversation go into zerver_scheduledmessage under the recipients
+// Zulip's import remaps; one to a group with no message yet, which has
+// no recipient in the export, is counted as left out.
+func TestExport_ScheduledMessagesGoOverAsZulipImportsThem(t *testing.T) {
+	e := newTestEnv(t)
+	exportActivity(t, e) // alice wrote to bob and the owner: a group
+	due := e.st.now().Unix() + 3600
+	e.putScheduled(t, e.alice,
+		storedScheduled{Type: "stream", ChannelID: e.general.ID, Topic: "later", Content: "a", Rendered: "<p>a</p>", Due: due, Client: "ZulipFlutter"},
+		storedScheduled{Type: "private", Recipients: []uint64{e.bob.ID}, Content: "b", Rendered: "<p>b</p>", Due: due},
+		storedScheduled{Type: "private", Recipients: []uint64{e.alice.ID}, Content: "c", Rendered: "<p>c</p>", Due: due, Failed: true, FailureMessage: "x"},
+		storedScheduled{Type: "private", Recipients: []uint64{e.bob.ID, e.owner.ID}, Content: "d", Rendered: "<p>d</p>", Due: due},
+		storedScheduled{Type: "private", Recipients: []uint64{e.bob.ID, e.admin.ID}, Content: "e", Rendered: "<p>e</p>", Due: due})
+	dir := filepath.Join(t.TempDir(), "export")
+	if err := prepareExportDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	report, err := e.st.export(dir, e.st.uploadsDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkZulipImportable(t, dir)
+	var realm map[string]any
+	readJSONFile(t, filepath.Join(dir, "realm.json"), &realm)
+	recipients := map[string]float64{}
+	for _, r := range asList(realm["zerver_scheduledmessage"]) {
+		row := object(r)
+		recipients[row["content"].(string)] = row["recipient"].(float64)
+	}
+	conv, _ := conversationOfIDs(e.st, e.alice.ID, e.bob.ID, e.owner.ID)
+	want := map[string]float64{
+		"a": float64(recipientID(recipientChannel, e.general.ID)),
+		"b": float64(recipientID(zulipexport.RecipientPersonal, e.bob.ID)),
+		"c": float64(recipientID(zulipexport.RecipientPersonal, e.alice.ID)),
+		"d": float64(recipientID(zulipexport.RecipientHuddle, conv)),
+	}
+	if !jsonEqual(recipients, want) {
+		t.Errorf("zerver_scheduledmessage recipients: got %v, want %v", recipients, want)
+	}
+	if report.Scheduled != 4 || report.ScheduledLeftOut != 1 || !strings.Contains(report.String(), "scheduled messages: 4 exported, 1 not") {
+		t.Errorf("report: got %d exported, %d left out: %s", report.Scheduled, report.ScheduledLeftOut, report)
+	}
+}
+
+func conversationOfIDs(st *store, ids ...uint64) (uint64, bool) {
+	var conv uint64
+	var ok bool
+	slices.Sort(ids)
+	st.view(func(tx *bbolt.Tx) error { conv, ok = conversationOf(tx, ids); return nil })
+	return conv, ok
 }
