@@ -663,7 +663,7 @@ func (x *exporter) realm() error {
 	}
 	tables := map[string]any{
 		"zerver_savedsnippet":              orEmpty(snippets),
-		"zerver_scheduledmessage":          orEmpty(scheduled),
+		"zerver_scheduledmessage":          scheduled,
 		"zerver_realm":                     []any{realm},
 		"zerver_userprofile":               orEmpty(profiles),
 		"zerver_stream":                    orEmpty(streams),

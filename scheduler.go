@@ -18,8 +18,6 @@ import (
 	"errors"
 	"log/slog"
 	"time"
-
-	"go.etcd.io/bbolt"
 )
 
 // scheduler delivers scheduled messages; its clock is the store's.
@@ -68,7 +66,7 @@ func (sc *scheduler) run(ctx context.Context) {
 // first, and tells how long to sleep until the next one.
 func (sc *scheduler) deliverDue() time.Duration {
 	for {
-		due, id, userID, ok, err := sc.st.dueScheduled()
+		m, id, sender, ok, err := sc.st.dueScheduled()
 		if errors.Is(err, errStoreClosed) {
 			return time.Hour
 		}
@@ -80,10 +78,10 @@ func (sc *scheduler) deliverDue() time.Duration {
 			return time.Hour
 		}
 		now := sc.st.now()
-		if at := time.Unix(due, 0); at.After(now) {
+		if at := time.Unix(m.Due, 0); at.After(now) {
 			return at.Sub(now)
 		}
-		if err := sc.deliver(now, due, id, userID); err != nil {
+		if err := sc.deliver(now, m, id, sender); err != nil {
 			sc.log.Error("scheduled messages: sending", "id", id, "err", err)
 			return time.Second
 		}
@@ -91,14 +89,8 @@ func (sc *scheduler) deliverDue() time.Duration {
 }
 
 // deliver sends one scheduled message, or marks it failed.
-func (sc *scheduler) deliver(now time.Time, due int64, id, userID uint64) error {
-	m, sender, err := sc.st.readScheduled(userID, id)
-	if errors.Is(err, errNoSuchScheduled) || isRejection(err) { // an index entry left alone: drop it
-		return sc.st.update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketScheduledDue).Delete(scheduledDueKey(due, id)) })
-	}
-	if err != nil {
-		return err
-	}
+func (sc *scheduler) deliver(now time.Time, m storedScheduled, id uint64, sender user) error {
+	userID := sender.ID
 	switch {
 	case !sender.Active: // UserDeactivatedError: failed, and nobody told
 		return sc.fail(userID, id, m, "Account is deactivated.", false)
@@ -106,6 +98,7 @@ func (sc *scheduler) deliver(now time.Time, due int64, id, userID uint64) error 
 		return sc.fail(userID, id, m, "Message could not be sent at the scheduled time.", true)
 	}
 	take := takeScheduled(userID, id, m)
+	var err error
 	if m.Type == "stream" {
 		_, err = sc.st.postMessage(sender, outgoingMessage{To: channelRef{ID: m.ChannelID}, Topic: m.Topic, Content: m.Content,
 			Client: m.Client, ReadBySender: m.ReadBySender, RealmURL: sc.baseURL, Also: take})

@@ -11,6 +11,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -258,9 +259,10 @@ func dropScheduled(tx *bbolt.Tx, report func(any), userID, id uint64, m storedSc
 // scheduledMessages lists the user's scheduled messages, failed ones
 // included, by time and then id (get_undelivered_scheduled_messages).
 func (s *store) scheduledMessages(userID uint64) ([]scheduledObject, error) {
-	var out []scheduledObject
+	var list []storedScheduled
+	var ids []uint64
 	err := s.view(func(tx *bbolt.Tx) error {
-		out = []scheduledObject{}
+		list, ids = nil, nil
 		prefix := itob(userID)
 		c := tx.Bucket(bucketScheduledMessages).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -268,31 +270,47 @@ func (s *store) scheduledMessages(userID uint64) ([]scheduledObject, error) {
 			if err := json.Unmarshal(v, &m); err != nil {
 				return err
 			}
-			out = append(out, m.object(btoi(k[8:]), userID))
+			list, ids = append(list, m), append(ids, btoi(k[8:]))
 		}
 		return nil
 	})
-	slices.SortStableFunc(out, func(a, b scheduledObject) int {
-		if a.Due != b.Due {
-			return int(a.Due - b.Due)
-		}
-		return int(a.ID) - int(b.ID)
-	})
+	order := make([]int, len(list))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(list[a].Due, list[b].Due) }) // ids ascend already
+	out := make([]scheduledObject, 0, len(list))
+	for _, i := range order {
+		out = append(out, list[i].object(ids[i], userID))
+	}
 	return out, err
 }
 
-// dueScheduled is the next scheduled message to send: its time, id and
-// sender; ok false when none waits.
-func (s *store) dueScheduled() (due int64, id, userID uint64, ok bool, err error) {
+// dueScheduled is the next scheduled message to send, its id and its
+// sender; ok false when none waits. An index entry whose message is gone
+// (none should be) is dropped.
+func (s *store) dueScheduled() (m storedScheduled, id uint64, sender user, ok bool, err error) {
+	var stray []byte
 	err = s.view(func(tx *bbolt.Tx) error {
 		k, v := tx.Bucket(bucketScheduledDue).Cursor().First()
 		if k == nil {
 			return nil
 		}
-		due, id, userID, ok = int64(btoi(k[:8])), btoi(k[8:]), btoi(v), true
-		return nil
+		id, ok = btoi(k[8:]), true
+		if m, err = scheduledOf(tx, btoi(v), id); err != nil {
+			ok, stray = false, slices.Clone(k)
+			return nil
+		}
+		return getJSON(tx.Bucket(bucketUsers), v, &sender)
 	})
-	return due, id, userID, ok, err
+	if stray != nil {
+		err = s.update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketScheduledDue).Delete(stray) })
+		ok = err == nil
+		if ok {
+			return s.dueScheduled()
+		}
+	}
+	return m, id, sender, ok, err
 }
 
 // takeScheduled is the scheduler's hold on a message it sends: in the
@@ -330,18 +348,4 @@ func (s *store) failScheduled(userID, id uint64, read storedScheduled, why strin
 		return nil
 	}
 	return err
-}
-
-// readScheduled reads a scheduled message and its sender for the scheduler.
-func (s *store) readScheduled(userID, id uint64) (storedScheduled, user, error) {
-	var m storedScheduled
-	var sender user
-	err := s.view(func(tx *bbolt.Tx) error {
-		var err error
-		if m, err = scheduledOf(tx, userID, id); err != nil {
-			return err
-		}
-		return getJSON(tx.Bucket(bucketUsers), itob(userID), &sender)
-	})
-	return m, sender, err
 }
