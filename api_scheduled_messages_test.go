@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -414,4 +417,96 @@ func conversationOfIDs(st *store, ids ...uint64) (uint64, bool) {
 	slices.Sort(ids)
 	st.view(func(tx *bbolt.Tx) error { conv, ok = conversationOf(tx, ids); return nil })
 	return conv, ok
+}
+
+// TestScheduledMessages_RandomSchedulesEachSentOnceAtOrAfterItsTime is a
+// property over random runs of schedule, edit, delete and scheduler
+// passes with the clock moving on: every message that was not deleted is
+// sent exactly once, at the first pass at or after its (last) time, with
+// its last content; a deleted one never; a pass sends nothing early.
+func TestScheduledMessages_RandomSchedulesEachSentOnceAtOrAfterItsTime(t *testing.T) {
+	for seed := range uint64(4) {
+		e := newTestEnv(t)
+		rng := rand.New(rand.NewPCG(seed, 32))
+		now := int64(1_800_000_000)
+		setNow := fixedClock(e, now)
+		type model struct {
+			content string
+			due     int64
+			deleted bool
+			sentAt  int64 // clock of the pass that sent it; 0: not yet
+		}
+		var ids []uint64
+		byID := map[uint64]*model{}
+		contents := map[string]uint64{}
+		for step := range 120 {
+			switch op := rng.IntN(6); {
+			case op <= 1 || len(ids) == 0:
+				content := fmt.Sprintf("s%d-%d", seed, step)
+				due := now + 1 + rng.Int64N(20)
+				id := e.scheduleAt(t, &e.alice, channelPost(e.general, "p", content, due))
+				ids, byID[id], contents[content] = append(ids, id), &model{content: content, due: due}, id
+			case op == 2:
+				id := ids[rng.IntN(len(ids))]
+				m := byID[id]
+				content, due := fmt.Sprintf("s%d-%d-edited", seed, step), now+1+rng.Int64N(20)
+				r := e.request(t, http.MethodPatch, scheduledPath(id), url.Values{"content": {content}, "scheduled_delivery_timestamp": {strconv.FormatInt(due, 10)}}, &e.alice)
+				if m.deleted || m.sentAt != 0 {
+					wantAPIError(t, r, 404, "BAD_REQUEST", "Scheduled message does not exist")
+					continue
+				}
+				wantAPISuccess(t, r)
+				delete(contents, m.content)
+				m.content, m.due, contents[content] = content, due, id
+			case op == 3:
+				id := ids[rng.IntN(len(ids))]
+				m := byID[id]
+				r := e.request(t, http.MethodDelete, scheduledPath(id), nil, &e.alice)
+				if m.deleted || m.sentAt != 0 {
+					wantAPIError(t, r, 404, "BAD_REQUEST", "Scheduled message does not exist")
+					continue
+				}
+				wantAPISuccess(t, r)
+				m.deleted = true
+			default:
+				now += rng.Int64N(6)
+				setNow(now)
+				e.server.scheduler.deliverDue()
+				for _, m := range byID {
+					if !m.deleted && m.sentAt == 0 && m.due <= now {
+						m.sentAt = now
+					}
+				}
+			}
+		}
+		now += 30
+		setNow(now)
+		e.server.scheduler.deliverDue()
+		for _, m := range byID {
+			if !m.deleted && m.sentAt == 0 {
+				m.sentAt = now
+			}
+		}
+		sent := map[string]int64{}
+		counts := map[string]int{}
+		e.st.view(func(tx *bbolt.Tx) error {
+			return tx.Bucket(bucketMessages).ForEach(func(_, v []byte) error {
+				var m message
+				json.Unmarshal(v, &m)
+				sent[m.Content], counts[m.Content] = m.Timestamp, counts[m.Content]+1
+				return nil
+			})
+		})
+		for id, m := range byID {
+			switch {
+			case m.deleted && counts[m.content] != 0:
+				t.Errorf("seed %d: deleted %d (%q) was sent", seed, id, m.content)
+			case !m.deleted && (counts[m.content] != 1 || sent[m.content] != m.sentAt):
+				t.Errorf("seed %d: %d (%q, due %d): sent %d times, at %d; want once, at %d", seed, id, m.content, m.due, counts[m.content], sent[m.content], m.sentAt)
+			}
+		}
+		if got := e.scheduledList(t, &e.alice); len(got) != 0 {
+			t.Errorf("seed %d: still scheduled at the end: %v", seed, got)
+		}
+	}
 }
