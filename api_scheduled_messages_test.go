@@ -42,13 +42,16 @@ func scheduledPath(id uint64) string {
 func (e *testEnv) putScheduled(t testing.TB, a account, list ...storedScheduled) {
 	t.Helper()
 	err := e.st.db.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketScheduledMessages)
+		b, due, err := scheduledBuckets(tx)
+		if err != nil {
+			return err
+		}
 		for _, m := range list {
 			id, _ := b.NextSequence()
 			if err := putJSON(b, userItemKey(a.ID, id), m); err != nil {
 				return err
 			}
-			if err := tx.Bucket(bucketScheduledDue).Put(scheduledDueKey(m.Due, id), itob(a.ID)); err != nil {
+			if err := due.Put(scheduledDueKey(m.Due, id), itob(a.ID)); err != nil {
 				return err
 			}
 		}

@@ -42,7 +42,11 @@ type scheduledRow struct {
 // (export.go exports only those); else it is counted as left out.
 func (x *exporter) exportScheduled(tx *bbolt.Tx) ([]scheduledRow, error) {
 	rows := []scheduledRow{}
-	err := tx.Bucket(bucketScheduledMessages).ForEach(func(k, v []byte) error {
+	b := tx.Bucket(bucketScheduledMessages)
+	if b == nil {
+		return rows, nil
+	}
+	err := b.ForEach(func(k, v []byte) error {
 		var m storedScheduled
 		if err := json.Unmarshal(v, &m); err != nil {
 			return err

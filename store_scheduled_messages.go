@@ -159,10 +159,13 @@ func (s *store) createScheduled(sender user, m storedScheduled) (uint64, error) 
 			return err
 		}
 		b := tx.Bucket(bucketScheduledMessages)
-		if countPrefix(b, itob(sender.ID)) >= maxScheduledPerUser {
+		if b != nil && countPrefix(b, itob(sender.ID)) >= maxScheduledPerUser {
 			return refusal(errTooManyScheduled)
 		}
-		var err error
+		b, due, err := scheduledBuckets(tx)
+		if err != nil {
+			return err
+		}
 		if id, err = b.NextSequence(); err != nil {
 			return err
 		}
@@ -170,15 +173,28 @@ func (s *store) createScheduled(sender user, m storedScheduled) (uint64, error) 
 			return err
 		}
 		report(scheduledChanged{UserID: sender.ID, Op: "add", Message: m.object(id, sender.ID)})
-		return tx.Bucket(bucketScheduledDue).Put(scheduledDueKey(m.Due, id), itob(sender.ID))
+		return due.Put(scheduledDueKey(m.Due, id), itob(sender.ID))
 	})
 	return id, err
+}
+
+// scheduledBuckets makes the two buckets when the first scheduled
+// message comes (store.go says why not on open).
+func scheduledBuckets(tx *bbolt.Tx) (messages, due *bbolt.Bucket, err error) {
+	if messages, err = tx.CreateBucketIfNotExists(bucketScheduledMessages); err != nil {
+		return nil, nil, err
+	}
+	due, err = tx.CreateBucketIfNotExists(bucketScheduledDue)
+	return messages, due, err
 }
 
 // scheduledOf reads one of the user's scheduled messages.
 func scheduledOf(tx *bbolt.Tx, userID, id uint64) (storedScheduled, error) {
 	var m storedScheduled
-	v := tx.Bucket(bucketScheduledMessages).Get(userItemKey(userID, id))
+	var v []byte
+	if b := tx.Bucket(bucketScheduledMessages); b != nil {
+		v = b.Get(userItemKey(userID, id))
+	}
 	if v == nil {
 		return m, refusal(errNoSuchScheduled)
 	}
@@ -263,8 +279,12 @@ func (s *store) scheduledMessages(userID uint64) ([]scheduledObject, error) {
 	var ids []uint64
 	err := s.view(func(tx *bbolt.Tx) error {
 		list, ids = nil, nil
+		b := tx.Bucket(bucketScheduledMessages)
+		if b == nil {
+			return nil
+		}
 		prefix := itob(userID)
-		c := tx.Bucket(bucketScheduledMessages).Cursor()
+		c := b.Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var m storedScheduled
 			if err := json.Unmarshal(v, &m); err != nil {
@@ -292,7 +312,11 @@ func (s *store) scheduledMessages(userID uint64) ([]scheduledObject, error) {
 func (s *store) dueScheduled() (m storedScheduled, id uint64, sender user, ok bool, err error) {
 	var stray []byte
 	err = s.view(func(tx *bbolt.Tx) error {
-		k, v := tx.Bucket(bucketScheduledDue).Cursor().First()
+		b := tx.Bucket(bucketScheduledDue)
+		if b == nil {
+			return nil
+		}
+		k, v := b.Cursor().First()
 		if k == nil {
 			return nil
 		}
