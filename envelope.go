@@ -807,3 +807,16 @@ var errReadReceiptsDisabled = badRequest("Read receipts are disabled in this org
 // PATCH /users/me/subscriptions with neither list (zerver/views/streams.py
 // update_subscriptions_backend).
 var errNothingToDoSubscriptions = badRequest(`Nothing to do. Specify at least one of "add" or "delete".`)
+
+// Scheduled messages (zerver/views/scheduled_messages.py,
+// zerver/actions/scheduled_messages.py, zerver/lib/exceptions.py's
+// DeliveryTimeNotInFutureError; the bound on their number is zulite's:
+// store_scheduled_messages.go).
+var (
+	errNoSuchScheduled            = &apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "Scheduled message does not exist"}
+	errDeliveryNotInFuture        = badRequest("Scheduled delivery time must be in the future.")
+	errScheduledRecipientRequired = badRequest("Recipient required when updating type of scheduled message.")
+	errScheduledTopicRequired     = badRequest("Topic required when updating scheduled message type to channel.")
+	errChannelIDDataType          = badRequest("Invalid data type for channel ID")
+	errTooManyScheduled           = badRequest("You may have at most " + strconv.Itoa(maxScheduledPerUser) + " scheduled messages.")
+)

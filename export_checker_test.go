@@ -146,6 +146,30 @@ var realmJSONTables = map[string]zulipTable{
 		"huddle_hash": {"string", "import_realm.py:336"},
 		"group_size":  {"number", "models/recipients.py:146"},
 	}},
+	// zerver_scheduledmessage: import_realm.py's block after
+	// import_message_data remaps sender, recipient, sending_client,
+	// stream, realm and delivered_message and fixes scheduled_timestamp;
+	// the rest is the model's (models/scheduled_jobs.py, ScheduledMessage).
+	// Not by line: read at zulip/zulip's stored copy, which gives none.
+	"zerver_scheduledmessage": {from: "import_realm.py (if \"zerver_scheduledmessage\" in data)", fields: map[string]zulipField{
+		"id":                  {"number", "import_realm.py (update_model_ids ScheduledMessage)"},
+		"sender":              {"number", "import_realm.py (re_map_foreign_keys sender)"},
+		"recipient":           {"number", "import_realm.py (re_map_foreign_keys recipient)"},
+		"sending_client":      {"number", "import_realm.py (re_map_foreign_keys sending_client)"},
+		"stream":              {"number|null", "import_realm.py (re_map_foreign_keys stream)"},
+		"realm":               {"number", "import_realm.py (re_map_foreign_keys realm)"},
+		"delivered_message":   {"number|null", "import_realm.py (re_map_foreign_keys delivered_message)"},
+		"scheduled_timestamp": {dateField, "import_realm.py (fix_datetime_fields)"},
+		"subject":             {"string", "models/scheduled_jobs.py (subject)"},
+		"content":             {"string", "import_realm.py (fix_upload_links)"},
+		"rendered_content":    {"string|null", "import_realm.py (fix_message_rendered_content)"},
+		"read_by_sender":      {"bool", "models/scheduled_jobs.py (read_by_sender)"},
+		"delivered":           {"bool", "models/scheduled_jobs.py (delivered)"},
+		"has_attachment":      {"bool", "models/scheduled_jobs.py (has_attachment)"},
+		"failed":              {"bool", "models/scheduled_jobs.py (failed)"},
+		"failure_message":     {"string|null", "models/scheduled_jobs.py (failure_message)"},
+		"delivery_type":       {"number", "models/scheduled_jobs.py (delivery_type: 1 SEND_LATER)"},
+	}},
 	"zerver_client": {from: "import_realm.py:1206", fields: map[string]zulipField{
 		"id":   {"number", "import_realm.py:849"},
 		"name": {"string", "import_realm.py:846"},

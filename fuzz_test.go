@@ -178,6 +178,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add(route("POST /api/v1/users/me/apns_device_token"), "token=ab", "application/x-www-form-urlencoded", "", uint8(2))
 	f.Add(route("POST /api/v1/users/me/subscriptions"), `subscriptions=[{"name":"x"}]`, "application/x-www-form-urlencoded", "", uint8(2))
 	f.Add(route("GET /api/v1/messages"), "", "", "anchor=newest&num_before=5&num_after=0&narrow=[[\"is\",\"unread\"]]", uint8(2))
+	f.Add(route("POST /api/v1/scheduled_messages"), "type=stream&to=1&topic=t&content=c&scheduled_delivery_timestamp=1", "application/x-www-form-urlencoded", "", uint8(2))
 	f.Fuzz(func(t *testing.T, route uint8, body, contentType, query string, who uint8) {
 		r := routes[int(route)%len(routes)]
 		method, path, _ := strings.Cut(r, " ")

@@ -63,6 +63,8 @@ type server struct {
 	// pusher delivers mobile push notifications; nil: pushes are off
 	// (push_outbox.go).
 	pusher *pusher
+	// scheduler sends scheduled messages at their time (scheduler.go).
+	scheduler *scheduler
 }
 
 // routeList is every route's pattern, "METHOD /path", as the router
@@ -81,6 +83,7 @@ func newServer(st *store, log *slog.Logger, baseURL, realmName string) *server {
 	s := &server{store: st, log: log, baseURL: baseURL, realmName: realmName, maxBody: defaultMaxBody,
 		passwords: newPasswordHasher(), logins: newLoginLimiter(), events: newEventHub(), walks: newWalkSlots(), channelBudget: newChannelBudget(), listings: make(chan struct{}, listingSlots), metrics: newMetrics(), requestIDs: newRequestIDs(), started: time.Now(), uploads: defaultUploadLimits(), presenceEventsLimit: defaultPresenceEventsLimit}
 	s.metrics.passwordHashes = &s.passwords.derivations
+	s.scheduler = newScheduler(st, log, baseURL)
 	st.hooks.Store(&storeHooks{changes: s.publishChange, listening: s.events.listening, commits: s.metrics.observeCommit})
 	return s
 }
@@ -157,6 +160,10 @@ func (s *server) routes() http.Handler {
 	handle("POST /api/v1/saved_snippets", s.api(s.createSnippet))
 	handle("PATCH /api/v1/saved_snippets/{saved_snippet_id}", s.api(s.editSnippet))
 	handle("DELETE /api/v1/saved_snippets/{saved_snippet_id}", s.api(s.deleteSnippet))
+	handle("GET /api/v1/scheduled_messages", s.api(s.listScheduled))
+	handle("POST /api/v1/scheduled_messages", s.api(s.createScheduled))
+	handle("PATCH /api/v1/scheduled_messages/{scheduled_message_id}", s.api(s.editScheduled))
+	handle("DELETE /api/v1/scheduled_messages/{scheduled_message_id}", s.api(s.deleteScheduled))
 	handle("POST /api/v1/messages/flags/narrow", s.api(s.updateFlagsForNarrow))
 	handle("POST /api/v1/mark_stream_as_read", s.api(s.markStreamAsRead))
 	handle("POST /api/v1/mark_topic_as_read", s.api(s.markTopicAsRead))

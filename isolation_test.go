@@ -54,6 +54,13 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		t.Fatal(err)
 	}
 	snippetPath := "/api/v1/saved_snippets/" + strconv.FormatUint(snippetID, 10)
+	scheduledID, err := e.st.createScheduled(e.alice.user, storedScheduled{Type: "stream", ChannelID: e.secret.ID, Topic: "plans", Content: secretText,
+		Rendered: "<p>" + secretText + "</p>", Due: e.st.now().Unix() + 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	herScheduled := scheduledPath(scheduledID)
+	later := strconv.FormatInt(e.st.now().Unix()+7200, 10)
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans"]`}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/muted_users/"+strconv.FormatUint(e.owner.ID, 10), nil, &e.alice))
 	// A direct-message conversation bob is not in, unread for alice, sent
@@ -104,11 +111,12 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		words, err3 := e.st.alertWords(e.alice.ID)
 		mutes, err4 := e.st.mutedUsers(e.alice.ID)
 		attachments, _, err5 := e.st.ownAttachments(e.alice.user)
-		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		scheduled, err6 := e.st.scheduledMessages(e.alice.ID)
+		if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 			t.Fatal(err)
 		}
 		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics,
-			drafts, snippets, words, mutes, attachments)
+			drafts, snippets, words, mutes, attachments, plainJSON(scheduled))
 	}
 
 	type attempt struct {
@@ -129,7 +137,8 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"POST /api/v1/submessage", "PATCH /api/v1/drafts/{draft_id}", "DELETE /api/v1/drafts/{draft_id}",
 		"PATCH /api/v1/saved_snippets/{saved_snippet_id}", "DELETE /api/v1/saved_snippets/{saved_snippet_id}",
 		"GET /api/v1/messages/{message_id}/read_receipts", "POST /api/v1/messages/{message_id}/typing",
-		"DELETE /api/v1/attachments/{attachment_id}", "POST /api/v1/mobile_push/test_notification"} {
+		"DELETE /api/v1/attachments/{attachment_id}", "POST /api/v1/mobile_push/test_notification",
+		"PATCH /api/v1/scheduled_messages/{scheduled_message_id}", "DELETE /api/v1/scheduled_messages/{scheduled_message_id}"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -205,20 +214,28 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		// A vote in her message in a channel he cannot read; her drafts
 		// and snippets by their ids; his own alert words and mutes, which
 		// touch nothing of hers.
-		"POST /api/v1/submessage":                             {{"POST", "/api/v1/submessage", url.Values{"message_id": {msgID}, "msg_type": {"widget"}, "content": {`{"type":"vote","key":"canned,0","vote":1}`}}}},
-		"GET /api/v1/drafts":                                  {{"GET", "/api/v1/drafts", nil}},
-		"POST /api/v1/drafts":                                 {{"POST", "/api/v1/drafts", url.Values{"drafts": {`[{"type":"stream","to":[` + secretID + `],"topic":"plans","content":"mine"}]`}}}},
-		"PATCH /api/v1/drafts/{draft_id}":                     {{"PATCH", draftPath, url.Values{"draft": {`{"type":"private","to":[],"topic":"","content":"mine"}`}}}},
-		"DELETE /api/v1/drafts/{draft_id}":                    {{"DELETE", draftPath, nil}},
-		"GET /api/v1/saved_snippets":                          {{"GET", "/api/v1/saved_snippets", nil}},
-		"POST /api/v1/saved_snippets":                         {{"POST", "/api/v1/saved_snippets", url.Values{"title": {"mine"}, "content": {"mine"}}}},
-		"PATCH /api/v1/saved_snippets/{saved_snippet_id}":     {{"PATCH", snippetPath, url.Values{"content": {"mine"}}}},
-		"DELETE /api/v1/saved_snippets/{saved_snippet_id}":    {{"DELETE", snippetPath, nil}},
-		"GET /api/v1/users/me/alert_words":                    {{"GET", "/api/v1/users/me/alert_words", nil}},
-		"POST /api/v1/users/me/alert_words":                   {{"POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["secret"]`}}}},
-		"DELETE /api/v1/users/me/alert_words":                 {{"DELETE", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans"]`}}}},
-		"POST /api/v1/users/me/muted_users/{muted_user_id}":   {{"POST", "/api/v1/users/me/muted_users/" + strconv.FormatUint(e.alice.ID, 10), nil}},
-		"DELETE /api/v1/users/me/muted_users/{muted_user_id}": {{"DELETE", "/api/v1/users/me/muted_users/" + strconv.FormatUint(e.owner.ID, 10), nil}},
+		"POST /api/v1/submessage":                          {{"POST", "/api/v1/submessage", url.Values{"message_id": {msgID}, "msg_type": {"widget"}, "content": {`{"type":"vote","key":"canned,0","vote":1}`}}}},
+		"GET /api/v1/drafts":                               {{"GET", "/api/v1/drafts", nil}},
+		"POST /api/v1/drafts":                              {{"POST", "/api/v1/drafts", url.Values{"drafts": {`[{"type":"stream","to":[` + secretID + `],"topic":"plans","content":"mine"}]`}}}},
+		"PATCH /api/v1/drafts/{draft_id}":                  {{"PATCH", draftPath, url.Values{"draft": {`{"type":"private","to":[],"topic":"","content":"mine"}`}}}},
+		"DELETE /api/v1/drafts/{draft_id}":                 {{"DELETE", draftPath, nil}},
+		"GET /api/v1/saved_snippets":                       {{"GET", "/api/v1/saved_snippets", nil}},
+		"POST /api/v1/saved_snippets":                      {{"POST", "/api/v1/saved_snippets", url.Values{"title": {"mine"}, "content": {"mine"}}}},
+		"PATCH /api/v1/saved_snippets/{saved_snippet_id}":  {{"PATCH", snippetPath, url.Values{"content": {"mine"}}}},
+		"DELETE /api/v1/saved_snippets/{saved_snippet_id}": {{"DELETE", snippetPath, nil}},
+		"GET /api/v1/users/me/alert_words":                 {{"GET", "/api/v1/users/me/alert_words", nil}},
+		// Her scheduled message by its id; his own, which is no message
+		// to her private channel.
+		"GET /api/v1/scheduled_messages": {{"GET", "/api/v1/scheduled_messages", nil}},
+		"POST /api/v1/scheduled_messages": {{"POST", "/api/v1/scheduled_messages", url.Values{"type": {"stream"}, "to": {secretID}, "topic": {"plans"}, "content": {"mine"}, "scheduled_delivery_timestamp": {later}}},
+			{"POST", "/api/v1/scheduled_messages", url.Values{"type": {"direct"}, "to": {"[" + strconv.FormatUint(e.alice.ID, 10) + "]"}, "content": {"mine"}, "scheduled_delivery_timestamp": {later}}}},
+		"PATCH /api/v1/scheduled_messages/{scheduled_message_id}": {{"PATCH", herScheduled, url.Values{"content": {"mine"}}},
+			{"PATCH", herScheduled, url.Values{"scheduled_delivery_timestamp": {later}}}},
+		"DELETE /api/v1/scheduled_messages/{scheduled_message_id}": {{"DELETE", herScheduled, nil}},
+		"POST /api/v1/users/me/alert_words":                        {{"POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["secret"]`}}}},
+		"DELETE /api/v1/users/me/alert_words":                      {{"DELETE", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans"]`}}}},
+		"POST /api/v1/users/me/muted_users/{muted_user_id}":        {{"POST", "/api/v1/users/me/muted_users/" + strconv.FormatUint(e.alice.ID, 10), nil}},
+		"DELETE /api/v1/users/me/muted_users/{muted_user_id}":      {{"DELETE", "/api/v1/users/me/muted_users/" + strconv.FormatUint(e.owner.ID, 10), nil}},
 		// Rendering her channel's name and her, which tells nothing the
 		// renderer keeps from him; whether her messages match a narrow
 		// (none is his to read); who read her messages.

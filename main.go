@@ -173,6 +173,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		s.logins = nil
 	}
 	running.Go(func() { s.events.run(ctx) })
+	running.Go(func() { s.scheduler.run(ctx) })
 	if s.pusher, err = newPushWorker(st, s, o, log); err != nil {
 		return err
 	}

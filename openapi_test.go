@@ -598,6 +598,16 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	wantAPISuccess(t, e.request(t, "DELETE", snippetPath, nil, &e.alice))
 	snippet = e.request(t, "POST", "/api/v1/saved_snippets", url.Values{"title": {"hi"}, "content": {"hello"}}, &e.alice)
 	snippetPath = "/api/v1/saved_snippets/" + strconv.FormatUint(uint64(snippet.body["saved_snippet_id"].(float64)), 10)
+	// Issue 32's scheduled messages: scheduled_messages events, each op
+	// (the remove twice: deleted, and sent by the scheduler).
+	soon := strconv.FormatInt(e.st.now().Unix()+3600, 10)
+	aSchedule := url.Values{"type": {"stream"}, "to": {strconv.FormatUint(e.general.ID, 10)}, "topic": {"t"}, "content": {"later"}, "scheduled_delivery_timestamp": {soon}}
+	schedPath := scheduledPath(e.scheduleAt(t, &e.alice, aSchedule))
+	wantAPISuccess(t, e.request(t, "PATCH", schedPath, url.Values{"content": {"later still"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "DELETE", schedPath, nil, &e.alice))
+	e.putScheduled(t, e.alice, storedScheduled{Type: "private", Recipients: []uint64{e.bob.ID}, Content: "now", Rendered: "<p>now</p>", Due: e.st.now().Unix()})
+	e.server.scheduler.deliverDue()
+	schedPath = scheduledPath(e.scheduleAt(t, &e.alice, aSchedule))
 	// Issue 15's edits, moves and deletes: update_message and
 	// delete_message events (legacy and bulk shapes).
 	edited := e.sendAs(t, e.alice, e.general, "lunch")
@@ -770,6 +780,17 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "PATCH", "/api/v1/saved_snippets/999999", url.Values{"content": {"new"}}, &e.alice},
 		{false, "DELETE", snippetPath, nil, &e.alice},
 		{true, "DELETE", snippetPath, nil, &e.alice},
+		{false, "GET", "/api/v1/scheduled_messages", nil, &e.alice},
+		{true, "GET", "/api/v1/scheduled_messages", nil, nil},
+		{false, "POST", "/api/v1/scheduled_messages", aSchedule, &e.alice},
+		{true, "POST", "/api/v1/scheduled_messages", url.Values{"type": {"stream"}, "to": {"999999"}, "topic": {"t"}, "content": {"c"}, "scheduled_delivery_timestamp": {soon}}, &e.alice},
+		{true, "POST", "/api/v1/scheduled_messages", url.Values{"type": {"direct"}, "to": {"[999999]"}, "content": {"c"}, "scheduled_delivery_timestamp": {soon}}, &e.alice},
+		{false, "PATCH", schedPath, url.Values{"topic": {"new"}}, &e.alice},
+		{true, "PATCH", schedPath, nil, &e.alice},
+		{true, "PATCH", schedPath, url.Values{"to": {"999999"}}, &e.alice},
+		{true, "PATCH", "/api/v1/scheduled_messages/999999", url.Values{"topic": {"new"}}, &e.alice},
+		{false, "DELETE", schedPath, nil, &e.alice},
+		{true, "DELETE", schedPath, nil, &e.alice},
 		{false, "POST", "/api/v1/messages/render", url.Values{"content": {"**lunch** :)"}}, &e.alice},
 		{true, "POST", "/api/v1/messages/render", nil, &e.alice},
 		{false, "GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {jsonIDs(msgID, 999999)}, "narrow": {`[["search","lunch"]]`}}, &e.alice},

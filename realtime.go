@@ -277,6 +277,8 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishDrafts(c) // api_drafts.go
 	case snippetsChanged:
 		s.publishSnippets(c)
+	case scheduledChanged:
+		s.publishScheduled(c) // api_scheduled_messages.go
 	case messageEdited:
 		s.publishEdit(c)
 	case messagesDeleted:

@@ -106,7 +106,7 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	}
 	for _, empty := range []struct{ fetchType, key string }{
 		{"navigation_views", "navigation_views"},
-		{"scheduled_messages", "scheduled_messages"}, {"reminders", "reminders"},
+		{"reminders", "reminders"},
 		{"realm_domains", "realm_domains"}, {"realm_linkifiers", "realm_linkifiers"}, {"realm_filters", "realm_filters"},
 		{"realm_playgrounds", "realm_playgrounds"}, {"realm_bot", "realm_bots"}, {"realm_embedded_bots", "realm_embedded_bots"},
 		{"realm_incoming_webhook_bots", "realm_incoming_webhook_bots"},
@@ -116,6 +116,9 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		if want(empty.fetchType) {
 			state[empty.key] = []struct{}{}
 		}
+	}
+	if err := s.addScheduledState(state, u, want); err != nil { // api_scheduled_messages.go
+		return nil, err
 	}
 	if err := s.addDraftsState(state, u, want); err != nil { // api_drafts.go
 		return nil, err

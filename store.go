@@ -95,6 +95,16 @@ package main
 //	muted_users      muter id ‖ muted user id → when muted (Unix seconds, uint64) (store_mutes.go)
 //	muted_by         muted user id ‖ muter id → empty: muted_users the other way round, for sends
 //	alert_words      user id → the user's alert words (JSON list of strings, in the order added)
+//	scheduled_messages user id ‖ scheduled message id → storedScheduled (JSON: type, channel or
+//	                 recipients, topic, content and its rendering, due time in Unix seconds,
+//	                 read_by_sender, client, failed and why, edit count); the bucket's sequence
+//	                 numbers them (store_scheduled_messages.go)
+//	scheduled_due    due time (Unix seconds, uint64) ‖ scheduled message id → user id (uint64):
+//	                 those still to be sent, earliest first (scheduler.go); a sent one leaves both
+//	                 buckets in the send's transaction, a failed one leaves this one
+//	                 (these two are made by the first scheduled message, not on open: a
+//	                 new top-level bucket splits the root page, which costs every send two
+//	                 pages, as TestSendMessage_PagesWrittenDoNotGrowWithSubscribers shows)
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push

@@ -136,7 +136,8 @@ type outgoingDirect struct {
 	QueueID      string
 	LocalID      *string
 	RealmURL     string
-	Widget       widgetRequest // widget_content, when sent (widgets.go)
+	Widget       widgetRequest                              // widget_content, when sent (widgets.go)
+	Also         func(tx *bbolt.Tx, report func(any)) error // as outgoingMessage's
 }
 
 // postDirect stores a direct message after Zulip's checks, in Zulip's
@@ -179,6 +180,11 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 		}
 		if len(rendering.HTML) > maxRenderedLength {
 			return errUnableToRender
+		}
+		if out.Also != nil {
+			if err := out.Also(tx, report); err != nil {
+				return err
+			}
 		}
 		if !exists {
 			if convID, err = newConversation(tx, ids); err != nil {

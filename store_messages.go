@@ -38,6 +38,9 @@ type outgoingMessage struct {
 	RealmURL string
 	// Widget: widget_content, when sent (widgets.go).
 	Widget widgetRequest
+	// Also runs in the send's transaction once its checks pass: the
+	// scheduler's removal of what it sends (store_scheduled_messages.go).
+	Also func(tx *bbolt.Tx, report func(any)) error
 }
 
 // sentMessage is a stored message with its channel and what the
@@ -147,6 +150,11 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 		}
 		if err := s.checkRendering(tx, sender, ch, rendering); err != nil {
 			return err
+		}
+		if out.Also != nil {
+			if err := out.Also(tx, report); err != nil {
+				return err
+			}
 		}
 		messages := tx.Bucket(bucketMessages)
 		id, err := messages.NextSequence()
