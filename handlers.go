@@ -63,6 +63,9 @@ type server struct {
 	// pusher delivers mobile push notifications; nil: pushes are off
 	// (push_outbox.go).
 	pusher *pusher
+	// sharedUsers is register's state made of the accounts alone,
+	// encoded once per change of any (register_shared.go).
+	sharedUsers sharedUserState
 }
 
 // routeList is every route's pattern, "METHOD /path", as the router

@@ -74,10 +74,11 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		"zulip_merge_base":    zulipVersion,
 	}
 	want := o.want
-	var users []user
+	var users []user // shared: never modified
+	var usersVersion uint64
 	if want("realm_user") || want("realm_user_groups") || want("realm") {
 		var err error
-		if users, err = s.store.users(); err != nil {
+		if users, usersVersion, err = s.store.usersAt(); err != nil {
 			return nil, err
 		}
 	}
@@ -141,7 +142,11 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		}
 	}
 	if want("realm_user_groups") {
-		state["realm_user_groups"] = newRealmUserGroups(users)
+		groups, err := s.sharedUsers.get(usersVersion, "realm_user_groups", func() any { return newRealmUserGroups(users) })
+		if err != nil {
+			return nil, err
+		}
+		state["realm_user_groups"] = groups
 	}
 	if want("realm") {
 		s.addRealmState(state, users)
@@ -156,7 +161,9 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		state["realm_billing"] = map[string]bool{"has_pending_sponsorship_request": false}
 	}
 	if want("realm_user") {
-		s.addRealmUserState(state, u, users, o)
+		if err := s.addRealmUserState(state, u, users, usersVersion, o); err != nil {
+			return nil, err
+		}
 	}
 	if want("subscription") {
 		if err := s.addSubscriptionState(state, u, o); err != nil {
@@ -266,18 +273,32 @@ func newRegisterUser(u user, clientGravatar bool) registerUser {
 	return o
 }
 
-// addRealmUserState adds the realm_user fetch type: every user, and the
-// caller as Zulip describes them at the top level.
-func (s *server) addRealmUserState(state map[string]any, u user, users []user, o registerOptions) {
-	active, inactive := []registerUser{}, []registerUser{}
-	for _, other := range users {
-		if other.Active {
-			active = append(active, newRegisterUser(other, o.clientGravatar))
-		} else {
-			inactive = append(inactive, newRegisterUser(other, o.clientGravatar))
+// addRealmUserState adds the realm_user fetch type: every user (users,
+// as they are at usersVersion), and the caller as Zulip describes them
+// at the top level.
+func (s *server) addRealmUserState(state map[string]any, u user, users []user, usersVersion uint64, o registerOptions) error {
+	for _, list := range []struct {
+		key    string
+		active bool
+	}{{"realm_users", true}, {"realm_non_active_users", false}} {
+		name := list.key
+		if o.clientGravatar {
+			name += " client_gravatar"
 		}
+		encoded, err := s.sharedUsers.get(usersVersion, name, func() any {
+			listed := []registerUser{}
+			for _, other := range users {
+				if other.Active == list.active {
+					listed = append(listed, newRegisterUser(other, o.clientGravatar))
+				}
+			}
+			return listed
+		})
+		if err != nil {
+			return err
+		}
+		state[list.key] = encoded
 	}
-	state["realm_users"], state["realm_non_active_users"] = active, inactive
 	state["cross_realm_bots"] = []registerUser{} // zulite has no system bots
 	avatarState(state, u)
 	canCreatePrivate := inGroup(u, s.store.realmGroup(realmCanCreatePrivateChannelGroup))
@@ -296,6 +317,7 @@ func (s *server) addRealmUserState(state map[string]any, u user, users []user, o
 	state["email"] = u.Email
 	state["delivery_email"] = u.Email
 	state["full_name"] = u.FullName
+	return nil
 }
 
 // addSubscriptionState adds the subscription fetch type. zulite forgets
