@@ -165,8 +165,21 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 			return nil, err
 		}
 	}
+	// The subscriptions, the channels never subscribed to and the
+	// streams, in one reading of the channels (their subscribers
+	// counted once for all three).
+	var subs []subscribedChannel
+	var channels [][]channelView // the never subscribed's candidates, the streams
+	if want("subscription") || want("stream") {
+		var err error
+		subs, channels, err = s.store.subscriptionsAndChannels(u, // store_channels.go
+			channelFilter{Public: true, All: u.isAdmin()}, channelFilter{Public: true, Subscribed: true, All: u.isAdmin()})
+		if err != nil {
+			return nil, err
+		}
+	}
 	if want("subscription") {
-		if err := s.addSubscriptionState(state, u, o); err != nil {
+		if err := s.addSubscriptionState(state, u, o, subs, channels[0]); err != nil {
 			return nil, err
 		}
 	}
@@ -204,12 +217,8 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		state["starred_messages"] = nonNilIDs(ids)
 	}
 	if want("stream") {
-		channels, err := s.store.visibleChannels(u, channelFilter{Public: true, Subscribed: true, All: u.isAdmin()})
-		if err != nil {
-			return nil, err
-		}
-		streams := make([]streamObject, 0, len(channels))
-		for _, ch := range channels {
+		streams := make([]streamObject, 0, len(channels[1]))
+		for _, ch := range channels[1] {
 			streams = append(streams, newStreamObject(ch))
 		}
 		state["streams"] = streams
@@ -320,16 +329,13 @@ func (s *server) addRealmUserState(state map[string]any, u user, users []user, u
 	return nil
 }
 
-// addSubscriptionState adds the subscription fetch type. zulite forgets
-// a subscription when it ends, so unsubscribed is empty; never_subscribed
+// addSubscriptionState adds the subscription fetch type, of the user's
+// subscriptions and the channels they may see. zulite forgets a
+// subscription when it ends, so unsubscribed is empty; never_subscribed
 // holds the other channels the user may see. Clients without the
 // notification_settings_null capability get the user's defaults instead
 // of null notification settings, as Zulip's post_process_state gives them.
-func (s *server) addSubscriptionState(state map[string]any, u user, o registerOptions) error {
-	subs, err := s.store.subscriptions(u.ID)
-	if err != nil {
-		return err
-	}
+func (s *server) addSubscriptionState(state map[string]any, u user, o registerOptions, subs []subscribedChannel, visible []channelView) error {
 	var defaults map[string]any
 	if !o.capabilities.notificationSettingsNull {
 		overrides, err := s.store.userSettings(u.ID)
@@ -361,10 +367,6 @@ func (s *server) addSubscriptionState(state map[string]any, u user, o registerOp
 			}
 		}
 		subscribed = append(subscribed, so)
-	}
-	visible, err := s.store.visibleChannels(u, channelFilter{Public: true, All: u.isAdmin()})
-	if err != nil {
-		return err
 	}
 	never := []streamObject{}
 	for _, ch := range visible {
