@@ -129,17 +129,20 @@ type encodedMembers []byte
 
 // writeSuccess writes {"result":"success","msg":"",<data>...,
 // "ignored_parameters_unsupported":[...]}. data is a struct or map whose
-// JSON object members are spliced in order, or encodedMembers; ignored
-// may be nil.
+// JSON object members are spliced in order, or encodedMembers or
+// encodedParts; ignored may be nil.
 func writeSuccess(w http.ResponseWriter, data any, ignored []string) error {
 	out := envelopes.Get().(*envelopeBuffers)
 	defer envelopes.Put(out)
 	b := &out.body
 	b.Reset()
 	b.WriteString(`{"result":"success","msg":""`)
+	var parts encodedParts
 	if members, ok := data.(encodedMembers); ok {
 		b.WriteByte(',')
 		b.Write(members)
+	} else if parts, ok = data.(encodedParts); ok {
+		b.WriteByte(',')
 	} else if data != nil {
 		out.data.Reset()
 		if err := out.enc.Encode(data); err != nil {
@@ -159,6 +162,10 @@ func writeSuccess(w http.ResponseWriter, data any, ignored []string) error {
 		writeJSON(b, ignored)
 	}
 	b.WriteString("}\n")
+	if parts != nil {
+		writeParts(w, b.Bytes(), parts)
+		return nil
+	}
 	writeBody(w, http.StatusOK, b.Bytes())
 	if b.Cap() > 64<<10 { // keep large answers' buffers out of the pool
 		out.body, out.data = bytes.Buffer{}, bytes.Buffer{} // the encoder keeps writing to &out.data
@@ -188,6 +195,25 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// writeParts writes a 200 of envelope, the whole answer but for the
+// parts, which go after its opening {"result":"success","msg":"",.
+func writeParts(w http.ResponseWriter, envelope []byte, parts encodedParts) {
+	head := envelope[:len(`{"result":"success","msg":"",`)]
+	n := len(envelope)
+	for _, p := range parts {
+		n += len(p)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(n))
+	w.WriteHeader(http.StatusOK)
+	w.Write(head)
+	for _, p := range parts {
+		w.Write(p)
+	}
+	w.Write(envelope[len(head):])
 }
 
 // writeJSON encodes v without HTML escaping, as Zulip (orjson) does.

@@ -65,6 +65,9 @@ type server struct {
 	pusher *pusher
 	// scheduler sends scheduled messages at their time (scheduler.go).
 	scheduler *scheduler
+	// sharedUsers is register's state made of the accounts alone,
+	// encoded once per change of any (register_shared.go).
+	sharedUsers sharedUserState
 }
 
 // routeList is every route's pattern, "METHOD /path", as the router

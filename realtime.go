@@ -46,7 +46,7 @@ func (s *server) register(r *apiRequest) (any, error) {
 		s.events.remove(q.userID, q.id)
 		return nil, err
 	}
-	return state, nil
+	return stateMembers(state) // register_shared.go
 }
 
 // readRegisterOptions reads register's parameters in Zulip's order

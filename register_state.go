@@ -74,10 +74,11 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		"zulip_merge_base":    zulipVersion,
 	}
 	want := o.want
-	var users []user
+	var users []user // shared: never modified
+	var usersVersion uint64
 	if want("realm_user") || want("realm_user_groups") || want("realm") {
 		var err error
-		if users, err = s.store.users(); err != nil {
+		if users, usersVersion, err = s.store.usersAt(); err != nil {
 			return nil, err
 		}
 	}
@@ -144,7 +145,11 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		}
 	}
 	if want("realm_user_groups") {
-		state["realm_user_groups"] = newRealmUserGroups(users)
+		groups, err := s.sharedUsers.get(usersVersion, "realm_user_groups", func() any { return newRealmUserGroups(users) })
+		if err != nil {
+			return nil, err
+		}
+		state["realm_user_groups"] = groups
 	}
 	if want("realm") {
 		s.addRealmState(state, users)
@@ -159,10 +164,25 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		state["realm_billing"] = map[string]bool{"has_pending_sponsorship_request": false}
 	}
 	if want("realm_user") {
-		s.addRealmUserState(state, u, users, o)
+		if err := s.addRealmUserState(state, u, users, usersVersion, o); err != nil {
+			return nil, err
+		}
+	}
+	// The subscriptions, the channels never subscribed to and the
+	// streams, in one reading of the channels (their subscribers
+	// counted once for all three).
+	var subs []subscribedChannel
+	var channels [][]channelView // the never subscribed's candidates, the streams
+	if want("subscription") || want("stream") {
+		var err error
+		subs, channels, err = s.store.subscriptionsAndChannels(u, // store_channels.go
+			channelFilter{Public: true, All: u.isAdmin()}, channelFilter{Public: true, Subscribed: true, All: u.isAdmin()})
+		if err != nil {
+			return nil, err
+		}
 	}
 	if want("subscription") {
-		if err := s.addSubscriptionState(state, u, o); err != nil {
+		if err := s.addSubscriptionState(state, u, o, subs, channels[0]); err != nil {
 			return nil, err
 		}
 	}
@@ -200,12 +220,8 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		state["starred_messages"] = nonNilIDs(ids)
 	}
 	if want("stream") {
-		channels, err := s.store.visibleChannels(u, channelFilter{Public: true, Subscribed: true, All: u.isAdmin()})
-		if err != nil {
-			return nil, err
-		}
-		streams := make([]streamObject, 0, len(channels))
-		for _, ch := range channels {
+		streams := make([]streamObject, 0, len(channels[1]))
+		for _, ch := range channels[1] {
 			streams = append(streams, newStreamObject(ch))
 		}
 		state["streams"] = streams
@@ -269,18 +285,32 @@ func newRegisterUser(u user, clientGravatar bool) registerUser {
 	return o
 }
 
-// addRealmUserState adds the realm_user fetch type: every user, and the
-// caller as Zulip describes them at the top level.
-func (s *server) addRealmUserState(state map[string]any, u user, users []user, o registerOptions) {
-	active, inactive := []registerUser{}, []registerUser{}
-	for _, other := range users {
-		if other.Active {
-			active = append(active, newRegisterUser(other, o.clientGravatar))
-		} else {
-			inactive = append(inactive, newRegisterUser(other, o.clientGravatar))
+// addRealmUserState adds the realm_user fetch type: every user (users,
+// as they are at usersVersion), and the caller as Zulip describes them
+// at the top level.
+func (s *server) addRealmUserState(state map[string]any, u user, users []user, usersVersion uint64, o registerOptions) error {
+	for _, list := range []struct {
+		key    string
+		active bool
+	}{{"realm_users", true}, {"realm_non_active_users", false}} {
+		name := list.key
+		if o.clientGravatar {
+			name += " client_gravatar"
 		}
+		encoded, err := s.sharedUsers.get(usersVersion, name, func() any {
+			listed := []registerUser{}
+			for _, other := range users {
+				if other.Active == list.active {
+					listed = append(listed, newRegisterUser(other, o.clientGravatar))
+				}
+			}
+			return listed
+		})
+		if err != nil {
+			return err
+		}
+		state[list.key] = encoded
 	}
-	state["realm_users"], state["realm_non_active_users"] = active, inactive
 	state["cross_realm_bots"] = []registerUser{} // zulite has no system bots
 	avatarState(state, u)
 	canCreatePrivate := inGroup(u, s.store.realmGroup(realmCanCreatePrivateChannelGroup))
@@ -299,18 +329,16 @@ func (s *server) addRealmUserState(state map[string]any, u user, users []user, o
 	state["email"] = u.Email
 	state["delivery_email"] = u.Email
 	state["full_name"] = u.FullName
+	return nil
 }
 
-// addSubscriptionState adds the subscription fetch type. zulite forgets
-// a subscription when it ends, so unsubscribed is empty; never_subscribed
+// addSubscriptionState adds the subscription fetch type, of the user's
+// subscriptions and the channels they may see. zulite forgets a
+// subscription when it ends, so unsubscribed is empty; never_subscribed
 // holds the other channels the user may see. Clients without the
 // notification_settings_null capability get the user's defaults instead
 // of null notification settings, as Zulip's post_process_state gives them.
-func (s *server) addSubscriptionState(state map[string]any, u user, o registerOptions) error {
-	subs, err := s.store.subscriptions(u.ID)
-	if err != nil {
-		return err
-	}
+func (s *server) addSubscriptionState(state map[string]any, u user, o registerOptions, subs []subscribedChannel, visible []channelView) error {
 	var defaults map[string]any
 	if !o.capabilities.notificationSettingsNull {
 		overrides, err := s.store.userSettings(u.ID)
@@ -342,10 +370,6 @@ func (s *server) addSubscriptionState(state map[string]any, u user, o registerOp
 			}
 		}
 		subscribed = append(subscribed, so)
-	}
-	visible, err := s.store.visibleChannels(u, channelFilter{Public: true, All: u.isAdmin()})
-	if err != nil {
-		return err
 	}
 	never := []streamObject{}
 	for _, ch := range visible {

@@ -97,13 +97,34 @@ func (f *figures) view(ch channel) (channelView, error) {
 	return v, err
 }
 
+// subscriberCount is len(f.subscribers(channelID)), counted without
+// listing them when they were not listed already: register counts the
+// subscribers of every channel it shows, thousands in a big one.
+func (f *figures) subscriberCount(channelID uint64) (int, error) {
+	if ids, ok := f.subscribed[channelID]; ok {
+		return len(ids), nil
+	}
+	n := 0
+	prefix := itob(channelID)
+	c := f.tx.Bucket(bucketSubscribers).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		inactive, err := f.isInactive(btoi(k[8:]))
+		if err != nil {
+			return 0, err
+		}
+		if !inactive {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (f *figures) viewOf(ch channel) (channelView, error) {
 	v := channelView{channel: ch}
-	subscribers, err := f.subscribers(ch.ID)
-	if err != nil {
+	var err error
+	if v.SubscriberCount, err = f.subscriberCount(ch.ID); err != nil {
 		return v, err
 	}
-	v.SubscriberCount = len(subscribers)
 	prefix := itob(ch.ID)
 	c := f.tx.Bucket(bucketChannelMessages).Cursor()
 	if k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {

@@ -184,29 +184,61 @@ type channelFilter struct {
 func (s *store) visibleChannels(u user, f channelFilter) ([]channelView, error) {
 	var list []channelView
 	err := s.view(func(tx *bbolt.Tx) error {
-		list = nil
-		figs := s.channelFigures(tx)
-		return tx.Bucket(bucketChannels).ForEach(func(k, _ []byte) error {
-			ch, err := s.channelByID(tx, btoi(k))
-			if err != nil {
+		var err error
+		list, err = s.visibleChannelsIn(tx, s.channelFigures(tx), u, f)
+		return err
+	})
+	return list, err
+}
+
+// subscriptionsAndChannels is the user's subscriptions and the channels
+// each filter lets them see, read in one transaction whose figures are
+// worked out once: register lists all of them, and counting a big
+// channel's subscribers again for each list cost more than the rest of
+// its channels.
+func (s *store) subscriptionsAndChannels(u user, filters ...channelFilter) ([]subscribedChannel, [][]channelView, error) {
+	var subs []subscribedChannel
+	var lists [][]channelView
+	err := s.view(func(tx *bbolt.Tx) error {
+		f := s.channelFigures(tx)
+		var err error
+		if subs, err = s.subscriptionsIn(tx, f, u.ID, nil); err != nil { // store_subscriptions.go
+			return err
+		}
+		lists = make([][]channelView, len(filters))
+		for i, filter := range filters {
+			if lists[i], err = s.visibleChannelsIn(tx, f, u, filter); err != nil {
 				return err
 			}
-			var wanted bool
-			switch {
-			case f.All:
-				wanted = canSeeMetadata(tx, u, ch)
-			case f.ContentAccess:
-				wanted = canAccess(tx, u, ch)
-			default:
-				wanted = (f.Public && !ch.Private && u.Role != roleGuest) || (f.Subscribed && isSubscribed(tx, u.ID, ch.ID))
-			}
-			if !wanted {
-				return nil
-			}
-			v, err := figs.view(ch)
-			list = append(list, v)
+		}
+		return nil
+	})
+	return subs, lists, err
+}
+
+// visibleChannelsIn is visibleChannels within tx, with figures from f.
+func (s *store) visibleChannelsIn(tx *bbolt.Tx, figs *figures, u user, f channelFilter) ([]channelView, error) {
+	var list []channelView
+	err := tx.Bucket(bucketChannels).ForEach(func(k, _ []byte) error {
+		ch, err := s.channelByID(tx, btoi(k))
+		if err != nil {
 			return err
-		})
+		}
+		var wanted bool
+		switch {
+		case f.All:
+			wanted = canSeeMetadata(tx, u, ch)
+		case f.ContentAccess:
+			wanted = canAccess(tx, u, ch)
+		default:
+			wanted = (f.Public && !ch.Private && u.Role != roleGuest) || (f.Subscribed && isSubscribed(tx, u.ID, ch.ID))
+		}
+		if !wanted {
+			return nil
+		}
+		v, err := figs.view(ch)
+		list = append(list, v)
+		return err
 	})
 	sortFunc(list, func(a, b channelView) int { return strings.Compare(a.Name, b.Name) })
 	return list, err

@@ -84,10 +84,10 @@ func (s *store) subscriptionsIn(tx *bbolt.Tx, f *figures, userID uint64, channel
 		if err != nil {
 			return nil, err
 		}
-		if sc.channelView, err = f.view(ch); err != nil {
+		if sc.Subscribers, err = f.subscribers(ch.ID); err != nil { // first, for the view to count them
 			return nil, err
 		}
-		if sc.Subscribers, err = f.subscribers(ch.ID); err != nil {
+		if sc.channelView, err = f.view(ch); err != nil {
 			return nil, err
 		}
 		list = append(list, sc)

@@ -158,13 +158,29 @@ func userByEmail(tx *bbolt.Tx, email string) (user, error) {
 }
 
 func (s *store) users() ([]user, error) {
-	var list []user
-	err := s.view(func(tx *bbolt.Tx) error {
-		users, _, _, err := s.directory.of(tx)
-		list = slices.Clone(users)
+	list, _, err := s.usersAt()
+	return slices.Clone(list), err
+}
+
+// usersAt is every account by id, shared with other readers (the caller
+// must not modify it), and the "users_version" it is the state of: what
+// is made of these accounts alone stays right while the version does
+// (register's shared state, register_shared.go).
+func (s *store) usersAt() (users []user, version uint64, err error) {
+	err = s.view(func(tx *bbolt.Tx) error {
+		version = usersVersion(tx)
+		users, _, _, err = s.directory.of(tx)
 		return err
 	})
-	return list, err
+	return users, version, err
+}
+
+// usersVersion is meta's "users_version", which putUser counts up.
+func usersVersion(tx *bbolt.Tx) uint64 {
+	if v := tx.Bucket(bucketMeta).Get(keyUsersVersion); v != nil {
+		return btoi(v)
+	}
+	return 0
 }
 
 // regenerateKey revokes every key of the account, makes one new key and,
@@ -245,12 +261,7 @@ func (s *store) changeActive(email string, active bool, allowed func(*bbolt.Tx, 
 // same transaction, so that the directory knows its copy is stale. Every
 // write of an account goes through it.
 func putUser(tx *bbolt.Tx, u user) error {
-	meta := tx.Bucket(bucketMeta)
-	version := uint64(0)
-	if v := meta.Get(keyUsersVersion); v != nil {
-		version = btoi(v)
-	}
-	if err := meta.Put(keyUsersVersion, itob(version+1)); err != nil {
+	if err := tx.Bucket(bucketMeta).Put(keyUsersVersion, itob(usersVersion(tx)+1)); err != nil {
 		return err
 	}
 	return putJSON(tx.Bucket(bucketUsers), itob(u.ID), u)
@@ -279,10 +290,7 @@ type userDirectory struct {
 // by id (shared: the caller must not modify them), how many are active,
 // and which are not.
 func (d *userDirectory) of(tx *bbolt.Tx) (users []user, active int, inactive map[uint64]bool, err error) {
-	version := uint64(0)
-	if v := tx.Bucket(bucketMeta).Get(keyUsersVersion); v != nil {
-		version = btoi(v)
-	}
+	version := usersVersion(tx)
 	d.mu.Lock()
 	if d.valid && d.version == version {
 		users, active, inactive = d.users, d.active, d.inactive
