@@ -298,7 +298,7 @@ func (s *store) scheduledMessages(userID uint64) ([]scheduledObject, error) {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(list[a].Due, list[b].Due) }) // ids ascend already
+	sortStableFunc(order, func(a, b int) int { return cmp.Compare(list[a].Due, list[b].Due) }) // ids ascend already
 	out := make([]scheduledObject, 0, len(list))
 	for _, i := range order {
 		out = append(out, list[i].object(ids[i], userID))
