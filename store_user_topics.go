@@ -412,26 +412,14 @@ const (
 // muted nor followed. It answers the sender's new policy (0: none), the
 // send's automatic_new_visibility_policy. Each user costs a few reads,
 // and a message mentions few (its length bounds them); a user's legacy
-// muted_topics list is read after the commit (MutedLater). A user at
-// maxUserTopics is left as they are: the message is sent all the same.
+// muted_topics list is read after the commit (setAutomaticPolicy).
 func (s *store) followOnSend(tx *bbolt.Tx, sender user, ch channel, m message, mentioned []uint64, report func(any)) (int, error) {
-	set := func(u user, policy int) error {
-		err := s.setUserTopicTx(tx, u, ch, m.Topic, policy, false, func(c any) {
-			change := c.(userTopicChanged)
-			change.MutedLater = true
-			report(change)
-		})
-		if isRejection(err) {
-			return nil
-		}
-		return err
-	}
+	set := func(u user, policy int) error { return s.setAutomaticPolicy(tx, u, ch, m.Topic, policy, report) }
 	automatic := 0
 	if !sender.Bot {
-		settings := decodeOverrides(tx.Bucket(bucketUserSettings).Get(itob(sender.ID)))
-		follow, unmute := settingOf[int](settings, "automatically_follow_topics_policy"), settingOf[int](settings, "automatically_unmute_topics_in_muted_streams_policy")
-		var sub subscription
-		muted := getJSON(tx.Bucket(bucketSubscriptions), append(itob(sender.ID), itob(ch.ID)...), &sub) == nil && sub.Muted
+		follow, unmute := automaticPolicies(tx, sender.ID)
+		sub, _ := subscriptionOf(tx, sender.ID, ch.ID)
+		muted := sub.Muted
 		initiated := func() bool { // no older message in the topic: the index's first is this one
 			k, _ := tx.Bucket(bucketTopicMessages).Cursor().Seek(topicPrefix(ch.ID, m.Topic))
 			return string(k) == string(topicKey(ch.ID, m.Topic, m.ID))
@@ -455,6 +443,61 @@ func (s *store) followOnSend(tx *bbolt.Tx, sender user, ch channel, m message, m
 		}
 	}
 	return automatic, nil
+}
+
+// followOnParticipation sets the policy a reaction or a submessage sets
+// for the one who added it (Zulip's do_add_reaction and
+// do_add_submessage, by visibility_policy_for_participation): with
+// either setting on participation, a subscriber follows the topic of a
+// channel message, or unmutes it in a channel they muted; a followed
+// topic is never lowered.
+func (s *store) followOnParticipation(tx *bbolt.Tx, u user, ch channel, m message, report func(any)) error {
+	follow, unmute := automaticPolicies(tx, u.ID)
+	sub, subscribed := subscriptionOf(tx, u.ID, ch.ID)
+	if u.Bot || m.isDirect() || !subscribed || follow != autoOnParticipation && unmute != autoOnParticipation {
+		return nil
+	}
+	policy := policyFollowed
+	if follow != autoOnParticipation {
+		if !sub.Muted {
+			return nil
+		}
+		policy = policyUnmuted
+	}
+	if topicPolicy(tx, u.ID, ch.ID, m.Topic) == policyFollowed {
+		return nil
+	}
+	return s.setAutomaticPolicy(tx, u, ch, m.Topic, policy, report)
+}
+
+// automaticPolicies are the user's automatically_follow_topics_policy
+// and automatically_unmute_topics_in_muted_streams_policy.
+func automaticPolicies(tx *bbolt.Tx, userID uint64) (follow, unmute int) {
+	settings := decodeOverrides(tx.Bucket(bucketUserSettings).Get(itob(userID)))
+	return settingOf[int](settings, "automatically_follow_topics_policy"), settingOf[int](settings, "automatically_unmute_topics_in_muted_streams_policy")
+}
+
+// subscriptionOf is the user's subscription to a channel, and whether
+// they have one.
+func subscriptionOf(tx *bbolt.Tx, userID, channelID uint64) (subscription, bool) {
+	var sub subscription
+	err := getJSON(tx.Bucket(bucketSubscriptions), append(itob(userID), itob(channelID)...), &sub)
+	return sub, err == nil
+}
+
+// setAutomaticPolicy sets a policy the user did not ask for, told with
+// the legacy muted_topics list read after the commit; a user at
+// maxUserTopics is left as they are, and what triggered it goes ahead.
+func (s *store) setAutomaticPolicy(tx *bbolt.Tx, u user, ch channel, topic string, policy int, report func(any)) error {
+	err := s.setUserTopicTx(tx, u, ch, topic, policy, false, func(c any) {
+		change := c.(userTopicChanged)
+		change.MutedLater = true
+		report(change)
+	})
+	if isRejection(err) {
+		return nil
+	}
+	return err
 }
 
 // policyForSend is Zulip's visibility_policy_for_send_message: the

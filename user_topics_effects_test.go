@@ -438,3 +438,36 @@ func TestAutoFollow_SendUnmutesInAMutedChannel(t *testing.T) {
 	}
 	e.wantPolicies(t, &e.bob, fmt.Sprintf("%d heard=2", e.general.ID))
 }
+
+// TestAutoFollow_ParticipationFollowsOnReactionAndVote: with a policy
+// on participation (1), a reaction or a poll vote counts as taking part
+// (Zulip's do_add_reaction and do_add_submessage): the topic is followed,
+// told before the reaction; in a muted channel the unmute policy
+// unmutes it; the default policies set nothing on a reaction.
+func TestAutoFollow_ParticipationFollowsOnReactionAndVote(t *testing.T) {
+	e := newTestEnv(t)
+	react := func(a *account, id uint64, emoji string) {
+		t.Helper()
+		wantAPISuccess(t, e.request(t, http.MethodPost, msgPath(id)+"/reactions", url.Values{"emoji_name": {emoji}}, a))
+	}
+	lunch := uint64(e.sendTo(t, &e.alice, "lunch", "pizza?").body["id"].(float64))
+	react(&e.bob, lunch, "octopus")
+	e.wantPolicies(t, &e.bob) // by default a reaction sets nothing
+	e.setSetting(t, &e.bob, "automatically_follow_topics_policy", "1")
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	react(&e.bob, lunch, "tada")
+	if events := afterAutomaticPolicy(t, e, e.pollNow(t, &e.bob, queue, -1), "lunch", policyFollowed); len(events) != 1 || events[0]["type"] != "reaction" {
+		t.Errorf("after the user_topic event: got %v, want the reaction alone", events)
+	}
+	poll := e.sendToGeneral(t, &e.alice, "/poll Where?\nHere\nThere")
+	wantAPISuccess(t, e.postSubmessage(t, &e.bob, poll, `{"type":"vote","key":"canned,0","vote":1}`))
+	e.wantPolicies(t, &e.bob, fmt.Sprintf("%d lunch=3", e.general.ID), fmt.Sprintf("%d polls=3", e.general.ID))
+
+	e.setSetting(t, &e.bob, "automatically_follow_topics_policy", "4")
+	e.setSetting(t, &e.bob, "automatically_unmute_topics_in_muted_streams_policy", "1")
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions/properties", url.Values{
+		"subscription_data": {`[{"stream_id":` + strconv.FormatUint(e.general.ID, 10) + `,"property":"is_muted","value":true}]`}}, &e.bob))
+	react(&e.bob, uint64(e.sendTo(t, &e.alice, "quiet", "hm").body["id"].(float64)), "octopus")
+	react(&e.bob, lunch, "heart") // followed stays followed
+	e.wantPolicies(t, &e.bob, fmt.Sprintf("%d lunch=3", e.general.ID), fmt.Sprintf("%d polls=3", e.general.ID), fmt.Sprintf("%d quiet=2", e.general.ID))
+}
