@@ -176,11 +176,11 @@ func (s *server) sendMessage(r *apiRequest) (any, error) {
 		return nil, err
 	}
 	// Zulip adds automatic_new_visibility_policy only when sending
-	// changed the sender's visibility policy for the topic; zulite has
-	// no such policies, so the answer is the id alone.
+	// changed the sender's visibility policy for the topic.
 	return struct {
-		ID uint64 `json:"id"`
-	}{sent.ID}, nil
+		ID        uint64 `json:"id"`
+		Automatic int    `json:"automatic_new_visibility_policy,omitempty"`
+	}{sent.ID, sent.AutomaticPolicy}, nil
 }
 
 // clientName is the name Zulip records as a message's client: the

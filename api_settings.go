@@ -26,9 +26,10 @@ const (
 // ones whose whole effect lies with the client (display, and how a
 // client notifies), so that zulite storing them honours them, and the
 // pushes of followed topics, which zulite's pushes honour
-// (push_recipients.go), and send_read_receipts, which read receipts
-// honour (store_read_receipts.go). The rest describe server behaviour zulite does
-// not have (e-mail, digests, drafts, following topics automatically...):
+// (push_recipients.go), send_read_receipts, which read receipts
+// honour (store_read_receipts.go), and the topics sending follows or
+// unmutes (store_user_topics.go's followOnSend). The rest describe
+// server behaviour zulite does not have (e-mail, digests, drafts...):
 // they are answered with Zulip's defaults
 // and PATCH /settings reports them in ignored_parameters_unsupported.
 type userSetting struct {
@@ -43,9 +44,9 @@ type userSetting struct {
 // parameters in that order and tells of changes in it.
 var userSettingsTable = []userSetting{
 	{name: "allow_private_data_export", def: false},
-	{name: "automatically_follow_topics_policy", def: 3},
-	{name: "automatically_follow_topics_where_mentioned", def: true},
-	{name: "automatically_unmute_topics_in_muted_streams_policy", def: 2},
+	{name: "automatically_follow_topics_policy", def: 3, changeable: true, choices: autoPolicyChoices},
+	{name: "automatically_follow_topics_where_mentioned", def: true, changeable: true},
+	{name: "automatically_unmute_topics_in_muted_streams_policy", def: 2, changeable: true, choices: autoPolicyChoices},
 	{name: "color_scheme", def: 1, group: settingLegacyDisplay, changeable: true, choices: []any{1, 2, 3}},
 	{name: "default_language", def: "en", group: settingLegacyDisplay},
 	{name: "demote_inactive_streams", def: 1, group: settingLegacyDisplay, changeable: true, choices: []any{1, 2, 3}},
@@ -105,6 +106,10 @@ var userSettingsTable = []userSetting{
 	{name: "web_suggest_update_timezone", def: true, changeable: true},
 	{name: "wildcard_mentions_notify", def: true, group: settingLegacyNotification},
 }
+
+// autoPolicyChoices is Zulip's
+// AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_CHOICES (store_user_topics.go).
+var autoPolicyChoices = []any{autoOnParticipation, autoOnSend, autoOnInitiation, autoNever}
 
 // emojisetChoices is Zulip's UserProfile.emojiset_choices().
 var emojisetChoices = []map[string]string{

@@ -133,6 +133,9 @@ func (s *server) addUserTopicState(state map[string]any, u user, o registerOptio
 // without empty_topic_name.
 func (s *server) publishUserTopic(c userTopicChanged) {
 	to := usersAudience(c.UserID)
+	if c.MutedLater {
+		c.Muted, _ = s.store.mutedTopics(c.UserID)
+	}
 	if c.Muted != nil {
 		s.events.tell("muted_topics", to, event{"type": "muted_topics", "muted_topics": c.Muted}, func(q *eventQueue) bool {
 			return !slices.Contains(q.types, "user_topic")

@@ -113,9 +113,12 @@ func TestEvents_MessagesFlagsAndSubscriptionsReachTheRightQueues(t *testing.T) {
 		flags   []string
 		content string
 	}{{&e.alice, alice, []string{"read"}, "*hi*"}, {&e.bob, bob, []string{}, "<p><em>hi</em></p>"}} {
-		events := e.pollNow(t, c.who, c.queue, -1)
-		if len(events) != 1 || events[0]["type"] != "message" || events[0]["id"] != 0.0 {
-			t.Fatalf("%s: got %v, want one message event with id 0", c.who.Email, events)
+		events, eventID := e.pollNow(t, c.who, c.queue, -1), 0.0
+		if c.who == &e.alice { // she started the topic, which follows it for her first
+			events, eventID = afterAutomaticPolicy(t, e, events, "t", policyFollowed), 2
+		}
+		if len(events) != 1 || events[0]["type"] != "message" || events[0]["id"] != eventID {
+			t.Fatalf("%s: got %v, want one message event with id %v", c.who.Email, events, eventID)
 		}
 		m := events[0]["message"].(map[string]any)
 		if m["id"] != float64(id) || m["content"] != c.content || !jsonEqual(events[0]["flags"], c.flags) {
@@ -480,7 +483,7 @@ func TestEvents_MessageEventEchoesLocalIDToTheSendersQueueOnly(t *testing.T) {
 	r := e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {strconv.FormatUint(e.general.ID, 10)}, "topic": {"t"},
 		"content": {"hi"}, "queue_id": {sending}, "local_id": {"0.01"}, "read_by_sender": {"true"}}, &e.bob)
 	wantAPISuccess(t, r)
-	if want := `{"result":"success","msg":"","id":1}` + "\n"; r.raw != want {
+	if want := `{"result":"success","msg":"","id":1,"automatic_new_visibility_policy":3}` + "\n"; r.raw != want { // the topic is new: followed
 		t.Errorf("answer: got %s, want %s", r.raw, want)
 	}
 	for _, c := range []struct {
@@ -494,6 +497,9 @@ func TestEvents_MessageEventEchoesLocalIDToTheSendersQueueOnly(t *testing.T) {
 		{&e.alice, alice, nil, []string{}},
 	} {
 		events := e.pollNow(t, c.who, c.queue, -1)
+		if c.who == &e.bob { // the sender of a new topic: followed first
+			events = afterAutomaticPolicy(t, e, events, "t", policyFollowed)
+		}
 		if len(events) != 1 || events[0]["type"] != "message" {
 			t.Fatalf("%s: got %v, want one message event", c.who.Email, events)
 		}
@@ -516,7 +522,7 @@ func TestEvents_MessageEventEchoesLocalIDToTheSendersQueueOnly(t *testing.T) {
 	}
 	// With read_by_sender=false the message is unread for its subscribed
 	// sender too.
-	if events := e.pollNow(t, &e.bob, sending, 0); len(events) != 1 || !jsonEqual(events[0]["flags"], []string{}) {
+	if events := e.pollNow(t, &e.bob, sending, 2); len(events) != 1 || !jsonEqual(events[0]["flags"], []string{}) { // 0 and 1 followed the topic
 		t.Errorf("bob's second message: got %v, want it unread for him (no flags)", events)
 	}
 }

@@ -233,7 +233,7 @@ func TestEvents_ASendToABigChannelAnswersBeforeItsFanOut(t *testing.T) {
 		q.mu.Unlock()
 		t.Fatal("the send waited for its fan-out to every queue")
 	}
-	if events := e.pollNow(t, &e.bob, sending, -1); len(events) != 1 || events[0]["local_message_id"] != "1" {
+	if events := afterAutomaticPolicy(t, e, e.pollNow(t, &e.bob, sending, -1), "t", policyFollowed); len(events) != 1 || events[0]["local_message_id"] != "1" {
 		t.Fatalf("the sender's queue: got %v, want the message with its local id", events)
 	}
 	waitUntil(t, "the held reader's message", func() bool { return len(e.pollNow(t, &readers[0], held, -1)) == 1 })

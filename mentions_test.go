@@ -135,6 +135,9 @@ func TestMentions_RenderedWithZulipsClasses(t *testing.T) {
 
 func TestMentions_IsMentionedNarrowAndUnreadMentions(t *testing.T) {
 	e, carol := newMentionEnv(t)
+	// Carol's topic stays as her channel is: a mention does not follow it
+	// (TestAutoFollow_MentionedRecipientFollows has that).
+	e.setSetting(t, &carol, "automatically_follow_topics_where_mentioned", "false")
 	named := e.sendContent(t, &e.alice, "lunch", "@**Carol Danvers** hi")
 	wild := e.sendContent(t, &e.alice, "lunch", "@**all** hi")
 	e.sendContent(t, &e.alice, "lunch", "no mention")
@@ -182,7 +185,8 @@ func TestMentions_MessageEventsCarryTheFlags(t *testing.T) {
 	narrowed := e.registerQueue(t, &carol, url.Values{"narrow": {`[["is","mentioned"]]`}}).str("queue_id")
 	e.sendContent(t, &e.alice, "lunch", "@**Carol Danvers** @**all**")
 	e.sendContent(t, &e.alice, "lunch", "nothing for carol")
-	events := e.pollNow(t, &carol, queue, -1)
+	// Mentioned, she follows the topic first (automatically_follow_topics_where_mentioned).
+	events := afterAutomaticPolicy(t, e, e.pollNow(t, &carol, queue, -1), "lunch", policyFollowed)
 	if len(events) != 2 {
 		t.Fatalf("got %d events, want 2", len(events))
 	}
@@ -191,7 +195,8 @@ func TestMentions_MessageEventsCarryTheFlags(t *testing.T) {
 			t.Errorf("event %d flags: got %v, want %v", i, events[i]["flags"], want)
 		}
 	}
-	if events := e.pollNow(t, &carol, narrowed, -1); len(events) != 1 {
+	// A narrow filters message events alone (Zulip's accepts_event).
+	if events := afterAutomaticPolicy(t, e, e.pollNow(t, &carol, narrowed, -1), "lunch", policyFollowed); len(events) != 1 {
 		t.Errorf("an is:mentioned queue: got %d events, want 1", len(events))
 	}
 }

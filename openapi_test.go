@@ -687,6 +687,7 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{false, "GET", "/api/v1/get_stream_id", url.Values{"stream": {"general"}}, &e.alice},
 		{true, "GET", "/api/v1/get_stream_id", url.Values{"stream": {"nonexistent"}}, &e.alice},
 		{false, "POST", "/api/v1/messages", url.Values{"type": {"channel"}, "to": {general}, "topic": {"lunch"}, "content": {"hi"}}, &e.alice},
+		{false, "POST", "/api/v1/messages", url.Values{"type": {"channel"}, "to": {general}, "topic": {"started here"}, "content": {"hi"}}, &e.bob}, // automatic_new_visibility_policy
 		{true, "POST", "/api/v1/messages", url.Values{"type": {"channel"}, "to": {"no-such-channel"}, "topic": {"lunch"}, "content": {"hi"}}, &e.alice},
 		{true, "POST", "/api/v1/messages", url.Values{"type": {"channel"}, "to": {"999999"}, "topic": {"lunch"}, "content": {"hi"}}, &e.alice},
 		{false, "GET", "/api/v1/messages", url.Values{"narrow": {narrow}, "anchor": {"newest"}, "num_before": {"10"}, "num_after": {"0"}, "allow_empty_topic_name": {"true"}, "client_gravatar": {"false"}, "apply_markdown": {"true"}}, &e.alice},
@@ -732,6 +733,8 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", "/api/v1/users/me/subscriptions/properties", url.Values{"subscription_data": {`[{"stream_id":999999,"property":"pin_to_top","value":true}]`}}, &e.alice},
 		{false, "PATCH", "/api/v1/settings", url.Values{"enter_sends": {"true"}}, &e.alice},
 		{true, "PATCH", "/api/v1/settings", url.Values{"enter_sends": {"maybe"}}, &e.alice},
+		{false, "PATCH", "/api/v1/settings", url.Values{"automatically_follow_topics_policy": {"1"}, "automatically_follow_topics_where_mentioned": {"false"}}, &e.alice},
+		{true, "PATCH", "/api/v1/settings", url.Values{"automatically_unmute_topics_in_muted_streams_policy": {"0"}}, &e.alice},
 		{false, "GET", "/api/v1/users/" + alice + "/subscriptions/" + general, nil, &e.bob},
 		{true, "GET", "/api/v1/users/999999/subscriptions/" + general, nil, &e.bob},
 		{false, "POST", "/api/v1/users/me/presence", url.Values{"status": {"active"}, "slim_presence": {"true"}}, &e.alice},

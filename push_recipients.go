@@ -208,14 +208,18 @@ func channelPushTrigger(tx *bbolt.Tx, u user, ch channel, m message) string {
 // boolSetting is a user's boolean setting: their own value, else Zulip's
 // default (api_settings.go).
 func boolSetting(overrides map[string]json.RawMessage, name string) bool {
-	var v bool
+	return settingOf[bool](overrides, name)
+}
+
+// settingOf is a user's setting of type T: their own value, else Zulip's
+// default.
+func settingOf[T any](overrides map[string]json.RawMessage, name string) T {
+	var v T
 	if raw, ok := overrides[name]; ok && json.Unmarshal(raw, &v) == nil {
 		return v
 	}
-	i, found := slices.BinarySearchFunc(userSettingsTable, name, func(s userSetting, name string) int { return strings.Compare(s.name, name) })
-	if !found {
-		return false
+	if i, found := slices.BinarySearchFunc(userSettingsTable, name, func(s userSetting, name string) int { return strings.Compare(s.name, name) }); found {
+		v, _ = userSettingsTable[i].def.(T)
 	}
-	v, _ = userSettingsTable[i].def.(bool)
 	return v
 }

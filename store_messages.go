@@ -59,6 +59,9 @@ type sentMessage struct {
 	Muters []uint64
 	// Submessages: its widget, when its content asks for one (widgets.go).
 	Submessages []storedSubmessage
+	// AutomaticPolicy: the policy sending set for its sender's topic
+	// (followOnSend), 0 when none.
+	AutomaticPolicy int
 }
 
 // recipients are a message's recipients, read once, when first asked.
@@ -186,6 +189,9 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 			return err
 		}
 		if err := s.outbox.queueTx(tx, m, nil); err != nil {
+			return err
+		}
+		if sent.AutomaticPolicy, err = s.followOnSend(tx, sender, ch, m, rendering.Mentions.UserIDs, report); err != nil {
 			return err
 		}
 		report(messageSent{sent, sender})

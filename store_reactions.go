@@ -182,6 +182,9 @@ func (s *store) addReaction(u user, messageID uint64, req reactionRequest) error
 		if err := putJSON(b, append(itob(messageID), itob(seq)...), r); err != nil {
 			return err
 		}
+		if err := s.followOnParticipation(tx, u, ch, m, report); err != nil {
+			return err
+		}
 		report(reactionChanged{User: u, MessageID: messageID, Reaction: r, Add: true, Audience: messageAudience(tx, m, ch.ID, u.ID)})
 		return nil
 	})

@@ -149,6 +149,9 @@ func (s *store) addSubmessage(u user, req submessageRequest) error {
 		if err != nil {
 			return err
 		}
+		if err := s.followOnParticipation(tx, u, ch, m, report); err != nil {
+			return err
+		}
 		report(submessageAdded{MessageID: m.ID, Submessage: added, Audience: messageAudience(tx, m, ch.ID, u.ID)})
 		return nil
 	})

@@ -169,14 +169,16 @@ type topicTarget struct {
 // request named it; Muted is the user's muted topics after the change,
 // for the legacy muted_topics event ([channel name, topic, last_updated]
 // each, Zulip's get_topic_mutes), nil when Zulip sends none (a policy
-// taken from a topic that moved).
+// taken from a topic that moved). MutedLater: the list is read when
+// told, after the commit (a send's automatic policies: followOnSend).
 type userTopicChanged struct {
-	UserID    uint64
-	ChannelID uint64
-	Topic     string
-	Policy    int
-	Updated   int64
-	Muted     [][]any
+	UserID     uint64
+	ChannelID  uint64
+	Topic      string
+	Policy     int
+	Updated    int64
+	Muted      [][]any
+	MutedLater bool
 }
 
 // setUserTopic sets the user's policy for a topic (Zulip's
@@ -389,4 +391,142 @@ func policyAfterMerge(orig, target int) int {
 		}
 	}
 	return policyMuted
+}
+
+// When sending follows or unmutes a topic for its sender: Zulip's
+// UserProfile.AUTOMATICALLY_CHANGE_VISIBILITY_POLICY_* (the settings
+// automatically_follow_topics_policy and
+// automatically_unmute_topics_in_muted_streams_policy).
+const (
+	autoOnParticipation = 1
+	autoOnSend          = 2
+	autoOnInitiation    = 3
+	autoNever           = 4
+)
+
+// followOnSend sets the policies a channel message's sending sets, in
+// its transaction, after it is indexed (Zulip's do_send_messages): the
+// sender's, by their two settings (policyForSend), unless they are a
+// bot; then FOLLOWED for each mentioned human recipient with
+// automatically_follow_topics_where_mentioned whose topic is neither
+// muted nor followed. It answers the sender's new policy (0: none), the
+// send's automatic_new_visibility_policy. Each user costs a few reads,
+// and a message mentions few (its length bounds them); a user's legacy
+// muted_topics list is read after the commit (setAutomaticPolicy).
+func (s *store) followOnSend(tx *bbolt.Tx, sender user, ch channel, m message, mentioned []uint64, report func(any)) (int, error) {
+	set := func(u user, policy int) error { return s.setAutomaticPolicy(tx, u, ch, m.Topic, policy, report) }
+	automatic := 0
+	if !sender.Bot {
+		follow, unmute := automaticPolicies(tx, sender.ID)
+		sub, _ := subscriptionOf(tx, sender.ID, ch.ID)
+		muted := sub.Muted
+		initiated := func() bool { // no older message in the topic: the index's first is this one
+			k, _ := tx.Bucket(bucketTopicMessages).Cursor().Seek(topicPrefix(ch.ID, m.Topic))
+			return string(k) == string(topicKey(ch.ID, m.Topic, m.ID))
+		}
+		if automatic = policyForSend(follow, unmute, muted, topicPolicy(tx, sender.ID, ch.ID, m.Topic), initiated); automatic != policyInherit {
+			if err := set(sender, automatic); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for _, id := range mentioned {
+		u, err := lookUpUser(tx, id)
+		if err != nil || u.Bot || !u.Active || !isSubscribed(tx, id, ch.ID) || !settingOn(tx, id, "automatically_follow_topics_where_mentioned") {
+			continue
+		}
+		if p := topicPolicy(tx, id, ch.ID, m.Topic); p == policyMuted || p == policyFollowed {
+			continue
+		}
+		if err := set(u, policyFollowed); err != nil {
+			return 0, err
+		}
+	}
+	return automatic, nil
+}
+
+// followOnParticipation sets the policy a reaction or a submessage sets
+// for the one who added it (Zulip's do_add_reaction and
+// do_add_submessage, by visibility_policy_for_participation): with
+// either setting on participation, a subscriber follows the topic of a
+// channel message, or unmutes it in a channel they muted; a followed
+// topic is never lowered.
+func (s *store) followOnParticipation(tx *bbolt.Tx, u user, ch channel, m message, report func(any)) error {
+	follow, unmute := automaticPolicies(tx, u.ID)
+	sub, subscribed := subscriptionOf(tx, u.ID, ch.ID)
+	if u.Bot || m.isDirect() || !subscribed || follow != autoOnParticipation && unmute != autoOnParticipation {
+		return nil
+	}
+	policy := policyFollowed
+	if follow != autoOnParticipation {
+		if !sub.Muted {
+			return nil
+		}
+		policy = policyUnmuted
+	}
+	if topicPolicy(tx, u.ID, ch.ID, m.Topic) == policyFollowed {
+		return nil
+	}
+	return s.setAutomaticPolicy(tx, u, ch, m.Topic, policy, report)
+}
+
+// automaticPolicies are the user's automatically_follow_topics_policy
+// and automatically_unmute_topics_in_muted_streams_policy.
+func automaticPolicies(tx *bbolt.Tx, userID uint64) (follow, unmute int) {
+	settings := decodeOverrides(tx.Bucket(bucketUserSettings).Get(itob(userID)))
+	return settingOf[int](settings, "automatically_follow_topics_policy"), settingOf[int](settings, "automatically_unmute_topics_in_muted_streams_policy")
+}
+
+// subscriptionOf is the user's subscription to a channel, and whether
+// they have one.
+func subscriptionOf(tx *bbolt.Tx, userID, channelID uint64) (subscription, bool) {
+	var sub subscription
+	err := getJSON(tx.Bucket(bucketSubscriptions), append(itob(userID), itob(channelID)...), &sub)
+	return sub, err == nil
+}
+
+// setAutomaticPolicy sets a policy the user did not ask for, told with
+// the legacy muted_topics list read after the commit; a user at
+// maxUserTopics is left as they are, and what triggered it goes ahead.
+func (s *store) setAutomaticPolicy(tx *bbolt.Tx, u user, ch channel, topic string, policy int, report func(any)) error {
+	err := s.setUserTopicTx(tx, u, ch, topic, policy, false, func(c any) {
+		change := c.(userTopicChanged)
+		change.MutedLater = true
+		report(change)
+	})
+	if isRejection(err) {
+		return nil
+	}
+	return err
+}
+
+// policyForSend is Zulip's visibility_policy_for_send_message: the
+// policy a send sets for its sender (inherit: none), FOLLOWED before
+// UNMUTED (unmuting only in a channel the sender muted), never lowering
+// a followed topic nor repeating the current policy; initiated (asked
+// only when it decides) says no older message is in the topic.
+func policyForSend(follow, unmute int, channelMuted bool, current int, initiated func() bool) int {
+	if follow == autoNever && unmute == autoNever || current == policyFollowed {
+		return policyInherit
+	}
+	if follow == autoOnParticipation || follow == autoOnSend {
+		return policyFollowed
+	}
+	policy := policyInherit
+	if channelMuted && (unmute == autoOnParticipation || unmute == autoOnSend) {
+		policy = policyUnmuted
+	}
+	if current != policyInherit {
+		if policy == current {
+			return policyInherit
+		}
+		return policy
+	}
+	if follow == autoOnInitiation && initiated() {
+		return policyFollowed
+	}
+	if channelMuted && unmute == autoOnInitiation && initiated() {
+		policy = policyUnmuted
+	}
+	return policy
 }

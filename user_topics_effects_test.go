@@ -149,6 +149,11 @@ func TestUserTopics_UnreadCountLeavesMutedOut(t *testing.T) {
 // nothing.
 func TestUserTopics_NarrowsIsFollowedAndInHome(t *testing.T) {
 	e := newTestEnv(t)
+	// The policies are the ones set below: starting a topic follows none
+	// (TestAutoFollow_NewTopicFollowedForItsSender has that).
+	for _, a := range []*account{&e.alice, &e.bob} {
+		e.setSetting(t, a, "automatically_follow_topics_policy", "4")
+	}
 	followed := e.sendAs(t, e.bob, e.general, "Followed")
 	muted := e.sendAs(t, e.bob, e.general, "muted")
 	plain := e.sendAs(t, e.bob, e.general, "plain")
@@ -284,4 +289,185 @@ func TestUserTopics_PoliciesGoWhereTheTopicMoved(t *testing.T) {
 	if got := policies(&e.bob); len(got) != 0 {
 		t.Errorf("bob after the move to a channel he cannot read: got %v, want none", got)
 	}
+}
+
+// sendTo sends content to general's topic as a and answers the send.
+func (e *testEnv) sendTo(t *testing.T, a *account, topic, content string) response {
+	t.Helper()
+	r := e.sendContent(t, a, topic, content)
+	wantAPISuccess(t, r)
+	return r
+}
+
+// policiesOf is register's user_topics for a as "channel topic=policy" each.
+func (e *testEnv) policiesOf(t *testing.T, a *account) []string {
+	t.Helper()
+	var out []string
+	for _, item := range e.userTopicsOf(t, a) {
+		m := item.(map[string]any)
+		out = append(out, fmt.Sprintf("%v %v=%v", m["stream_id"], m["topic_name"], m["visibility_policy"]))
+	}
+	return out
+}
+
+// wantPolicies checks a's user_topics in register, "channel topic=policy"
+// each (none: want empty).
+func (e *testEnv) wantPolicies(t *testing.T, a *account, want ...string) {
+	t.Helper()
+	if got := e.policiesOf(t, a); !slices.Equal(got, want) {
+		t.Errorf("%s's user_topics: got %v, want %v", a.Email, got, want)
+	}
+}
+
+// setSetting changes one of a's settings through PATCH /settings.
+func (e *testEnv) setSetting(t *testing.T, a *account, name, value string) {
+	t.Helper()
+	wantAPISuccess(t, e.request(t, http.MethodPatch, "/api/v1/settings", url.Values{name: {value}}, a))
+}
+
+// afterAutomaticPolicy checks that a user's events open with what a
+// send that set their policy for general's topic tells them (Zulip's
+// do_set_user_topic_visibility_policy: the legacy muted_topics list,
+// then user_topic) and answers the events after those two.
+func afterAutomaticPolicy(t *testing.T, e *testEnv, events []map[string]any, topic string, policy int) []map[string]any {
+	t.Helper()
+	if len(events) < 2 || events[0]["type"] != "muted_topics" || !jsonEqual(events[0]["muted_topics"], []any{}) || events[1]["type"] != "user_topic" ||
+		events[1]["stream_id"] != float64(e.general.ID) || events[1]["topic_name"] != topic || events[1]["visibility_policy"] != float64(policy) {
+		t.Fatalf("got events %v, want muted_topics [] then user_topic %q policy %d", events, topic, policy)
+	}
+	return events[2:]
+}
+
+// TestAutoFollow_NewTopicFollowedForItsSender: by default
+// (automatically_follow_topics_policy on initiation) the first message
+// of a topic follows it for its sender: the send answers
+// automatic_new_visibility_policy 3, the sender is told (muted_topics,
+// user_topic, then the message) and register lists it; a later message
+// of the topic, by them or by another, changes and tells nothing.
+func TestAutoFollow_NewTopicFollowedForItsSender(t *testing.T) {
+	e := newTestEnv(t)
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	r := e.sendTo(t, &e.bob, "new", "hi")
+	if r.body["automatic_new_visibility_policy"] != float64(policyFollowed) {
+		t.Errorf("first send: answered %s, want automatic_new_visibility_policy 3", r.raw)
+	}
+	events := afterAutomaticPolicy(t, e, e.pollNow(t, &e.bob, queue, -1), "new", policyFollowed)
+	if len(events) != 1 || events[0]["type"] != "message" {
+		t.Errorf("after the user_topic event: got %v, want the message alone", events)
+	}
+	followed := fmt.Sprintf("%d new=3", e.general.ID)
+	e.wantPolicies(t, &e.bob, followed)
+	for _, a := range []*account{&e.bob, &e.alice} {
+		if r := e.sendTo(t, a, "New", "again"); r.raw != fmt.Sprintf(`{"result":"success","msg":"","id":%v}`+"\n", r.body["id"]) {
+			t.Errorf("%s's later send: answered %s, want the id alone", a.Email, r.raw)
+		}
+	}
+	if events := e.pollNow(t, &e.bob, queue, 2); len(events) != 2 || events[0]["type"] != "message" || events[1]["type"] != "message" {
+		t.Errorf("after the later sends: got %v, want their two messages alone", events)
+	}
+	e.wantPolicies(t, &e.bob, followed)
+	e.wantPolicies(t, &e.alice) // she did not start the topic
+}
+
+// TestAutoFollow_SettingsChangeWhatSendingSets: the two policies and
+// automatically_follow_topics_where_mentioned are PATCH /settings
+// settings, a policy one of 1 to 4 (Zulip's check_int_in_validator);
+// "never" for both sets nothing; "on send" follows a topic one joins.
+func TestAutoFollow_SettingsChangeWhatSendingSets(t *testing.T) {
+	e := newTestEnv(t)
+	patch := func(name, value string) response {
+		return e.request(t, http.MethodPatch, "/api/v1/settings", url.Values{name: {value}}, &e.bob)
+	}
+	for _, name := range []string{"automatically_follow_topics_policy", "automatically_unmute_topics_in_muted_streams_policy"} {
+		r := patch(name, "5")
+		wantAPIError(t, r, http.StatusBadRequest, "BAD_REQUEST", "Invalid "+name+": Value error, Not in the list of possible values")
+		wantAPISuccess(t, patch(name, "4"))
+	}
+	r := e.registerQueue(t, &e.bob, url.Values{"fetch_event_types": {`["user_settings"]`}})
+	settings := r.body["user_settings"].(map[string]any)
+	if settings["automatically_follow_topics_policy"] != 4.0 || settings["automatically_unmute_topics_in_muted_streams_policy"] != 4.0 {
+		t.Errorf("register after PATCH: got %v and %v, want 4 and 4", settings["automatically_follow_topics_policy"], settings["automatically_unmute_topics_in_muted_streams_policy"])
+	}
+	if r := e.sendTo(t, &e.bob, "quiet", "hi"); r.body["automatic_new_visibility_policy"] != nil {
+		t.Errorf("a send with both policies never: answered %s, want the id alone", r.raw)
+	}
+	e.wantPolicies(t, &e.bob)
+	e.sendTo(t, &e.alice, "joined", "started by alice")
+	wantAPISuccess(t, patch("automatically_follow_topics_policy", "2"))
+	if r := e.sendTo(t, &e.bob, "joined", "hi"); r.body["automatic_new_visibility_policy"] != float64(policyFollowed) {
+		t.Errorf("a send on send: answered %s, want automatic_new_visibility_policy 3", r.raw)
+	}
+	e.wantPolicies(t, &e.bob, fmt.Sprintf("%d joined=3", e.general.ID))
+}
+
+// TestAutoFollow_MentionedRecipientFollows: a recipient mentioned by
+// name with automatically_follow_topics_where_mentioned (on by default)
+// has the topic followed and is told; one who turned it off, or muted
+// the topic, is left as they are.
+func TestAutoFollow_MentionedRecipientFollows(t *testing.T) {
+	e := newTestEnv(t)
+	e.setSetting(t, &e.bob, "automatically_follow_topics_policy", "4")
+	queue := e.registerQueue(t, &e.alice, nil).str("queue_id")
+	r := e.sendTo(t, &e.bob, "ask", "@**alice@example.com** look")
+	if r.body["automatic_new_visibility_policy"] != nil {
+		t.Errorf("the send: answered %s, want the id alone (the sender's policy is never)", r.raw)
+	}
+	events := afterAutomaticPolicy(t, e, e.pollNow(t, &e.alice, queue, -1), "ask", policyFollowed)
+	if len(events) != 1 || events[0]["type"] != "message" {
+		t.Errorf("alice after the user_topic event: got %v, want the message alone", events)
+	}
+	wantAPISuccess(t, e.setTopicPolicy(t, &e.alice, e.general, "hush", policyMuted))
+	e.sendTo(t, &e.bob, "hush", "@**alice@example.com** here")
+	e.setSetting(t, &e.alice, "automatically_follow_topics_where_mentioned", "false")
+	e.sendTo(t, &e.bob, "off", "@**alice@example.com** there")
+	e.wantPolicies(t, &e.alice, fmt.Sprintf("%d ask=3", e.general.ID), fmt.Sprintf("%d hush=1", e.general.ID))
+	e.wantPolicies(t, &e.bob)
+}
+
+// TestAutoFollow_SendUnmutesInAMutedChannel: in a channel the sender
+// muted, a send unmutes its topic for them by
+// automatically_unmute_topics_in_muted_streams_policy (on send by
+// default), answered as automatic_new_visibility_policy 2.
+func TestAutoFollow_SendUnmutesInAMutedChannel(t *testing.T) {
+	e := newTestEnv(t)
+	e.setSetting(t, &e.bob, "automatically_follow_topics_policy", "4")
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions/properties", url.Values{
+		"subscription_data": {`[{"stream_id":` + strconv.FormatUint(e.general.ID, 10) + `,"property":"is_muted","value":true}]`}}, &e.bob))
+	if r := e.sendTo(t, &e.bob, "heard", "hi"); r.body["automatic_new_visibility_policy"] != float64(policyUnmuted) {
+		t.Errorf("the send: answered %s, want automatic_new_visibility_policy 2", r.raw)
+	}
+	e.wantPolicies(t, &e.bob, fmt.Sprintf("%d heard=2", e.general.ID))
+}
+
+// TestAutoFollow_ParticipationFollowsOnReactionAndVote: with a policy
+// on participation (1), a reaction or a poll vote counts as taking part
+// (Zulip's do_add_reaction and do_add_submessage): the topic is followed,
+// told before the reaction; in a muted channel the unmute policy
+// unmutes it; the default policies set nothing on a reaction.
+func TestAutoFollow_ParticipationFollowsOnReactionAndVote(t *testing.T) {
+	e := newTestEnv(t)
+	react := func(a *account, id uint64, emoji string) {
+		t.Helper()
+		wantAPISuccess(t, e.request(t, http.MethodPost, msgPath(id)+"/reactions", url.Values{"emoji_name": {emoji}}, a))
+	}
+	lunch := uint64(e.sendTo(t, &e.alice, "lunch", "pizza?").body["id"].(float64))
+	react(&e.bob, lunch, "octopus")
+	e.wantPolicies(t, &e.bob) // by default a reaction sets nothing
+	e.setSetting(t, &e.bob, "automatically_follow_topics_policy", "1")
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	react(&e.bob, lunch, "tada")
+	if events := afterAutomaticPolicy(t, e, e.pollNow(t, &e.bob, queue, -1), "lunch", policyFollowed); len(events) != 1 || events[0]["type"] != "reaction" {
+		t.Errorf("after the user_topic event: got %v, want the reaction alone", events)
+	}
+	poll := e.sendToGeneral(t, &e.alice, "/poll Where?\nHere\nThere")
+	wantAPISuccess(t, e.postSubmessage(t, &e.bob, poll, `{"type":"vote","key":"canned,0","vote":1}`))
+	e.wantPolicies(t, &e.bob, fmt.Sprintf("%d lunch=3", e.general.ID), fmt.Sprintf("%d polls=3", e.general.ID))
+
+	e.setSetting(t, &e.bob, "automatically_follow_topics_policy", "4")
+	e.setSetting(t, &e.bob, "automatically_unmute_topics_in_muted_streams_policy", "1")
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions/properties", url.Values{
+		"subscription_data": {`[{"stream_id":` + strconv.FormatUint(e.general.ID, 10) + `,"property":"is_muted","value":true}]`}}, &e.bob))
+	react(&e.bob, uint64(e.sendTo(t, &e.alice, "quiet", "hm").body["id"].(float64)), "octopus")
+	react(&e.bob, lunch, "heart") // followed stays followed
+	e.wantPolicies(t, &e.bob, fmt.Sprintf("%d lunch=3", e.general.ID), fmt.Sprintf("%d polls=3", e.general.ID), fmt.Sprintf("%d quiet=2", e.general.ID))
 }
