@@ -45,14 +45,11 @@ func (s *server) createReminder(r *apiRequest) (any, error) {
 		return nil, errInvalidMessages
 	}
 	id := uint64(target)
-	page, err := s.store.messages(r.user, messageRange{Narrow: []narrowTerm{{Operator: opID, ID: id}}, AnchorKind: anchorID, Anchor: id, IncludeAnchor: true})
+	message, err := s.readableMessage(r.user, id)
 	if err != nil {
 		return nil, err
 	}
-	if len(page.Messages) != 1 || page.Messages[0].ID != id {
-		return nil, errInvalidMessages
-	}
-	content, err := reminderContent(page.Messages[0], note, s.baseURL)
+	content, err := reminderContent(message, note, s.baseURL)
 	if err != nil {
 		return nil, err
 	}
