@@ -10,6 +10,7 @@ package main
 // themself, unread, with Zulip's text.
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -18,7 +19,9 @@ import (
 	"zulite/internal/markdown"
 )
 
-// maxReminderNoteLength is Zulip's MAX_REMINDER_NOTE_LENGTH, in characters.
+// maxReminderNoteLength is Zulip's MAX_REMINDER_NOTE_LENGTH, in
+// characters (its default was not found in the stored copies of
+// zproject's settings; 1,000 is taken for it).
 const maxReminderNoteLength = 1000
 
 // createReminder serves POST /api/v1/reminders
@@ -95,7 +98,7 @@ func reminderContent(m pagedMessage, note, realmURL string) (string, error) {
 	} else {
 		head = "You requested a reminder for the following message."
 		url = realmURL + "/#narrow/channel/" + markdown.EncodeChannel(m.ChannelID, m.Channel.Name) + "/topic/" + markdown.HashEncode(m.Topic) + "/near/" + id
-		where = "in #**" + m.Channel.Name + ">" + m.Topic + "@" + id + "**"
+		where = "in " + messageLinkSyntax(m.ChannelID, m.Channel.Name, m.Topic, id)
 	}
 	if note != "" {
 		head = strings.TrimSuffix(head, ".") + ". Note:\n > " + note
@@ -116,8 +119,29 @@ func reminderContent(m pagedMessage, note, realmURL string) (string, error) {
 	return content + fence + "quote\n" + quoted + "\n" + fence, nil
 }
 
+// brokenLinkText is topic_link_util's invalid_stream_topic_regex, and
+// linkEscapes its escape_mapping.
+var (
+	brokenLinkText = regexp.MustCompile("[`>*&\\[\\]]|\\$\\$")
+	linkEscapes    = strings.NewReplacer("`", "&#96;", ">", "&gt;", "*", "&#42;", "&", "&amp;", "$$", "&#36;&#36;", "[", "&#91;", "]", "&#93;")
+)
+
+// messageLinkSyntax is get_message_link_syntax: #**channel>topic@id**,
+// or a plain Markdown link when a name would break that syntax.
+func messageLinkSyntax(channelID uint64, name, topic, id string) string {
+	if !brokenLinkText.MatchString(name) && !brokenLinkText.MatchString(topic) {
+		return "#**" + name + ">" + topic + "@" + id + "**"
+	}
+	// encode_hash_component keeps "*", which hash_util_encode escapes
+	link := strings.ReplaceAll("#narrow/channel/"+markdown.EncodeChannel(channelID, name)+"/topic/"+markdown.HashEncode(topic), ".2A", "*") + "/near/" + id
+	if topic == "" {
+		topic = emptyTopicDisplayName
+	}
+	return "[#" + linkEscapes.Replace(name) + " > " + linkEscapes.Replace(topic) + " @ 💬](" + link + ")"
+}
+
 // mentionList is get_user_mentions_for_display's list: "a", "a and b",
-// "a, b and c".
+// "a, b and c" (its Python was not read; web's people.js joins so).
 func mentionList(names []string) string {
 	if len(names) == 1 {
 		return names[0]

@@ -236,3 +236,22 @@ func TestReminders_SentAtItsTimeToTheUserOnce(t *testing.T) {
 		t.Errorf("bob heard of alice's reminder: %v", got)
 	}
 }
+
+// TestReminders_ChannelLinkFallsBackWhereTheSyntaxWouldBreak: a topic
+// holding one of get_message_link_syntax's characters (here ">" and
+// "*") is linked as Zulip's plain Markdown link, escaped.
+func TestReminders_ChannelLinkFallsBackWhereTheSyntaxWouldBreak(t *testing.T) {
+	e := newTestEnv(t)
+	const at = 1_800_000_000
+	fixedClock(e, at)
+	r := e.sendContent(t, &e.alice, "a>b*", "hi")
+	wantAPISuccess(t, r)
+	id := uint64(r.body["id"].(float64))
+	e.remindAt(t, &e.alice, id, at+60, "")
+	n := strconv.FormatUint(id, 10)
+	link := "[#general > a&gt;b&#42; @ 💬](#narrow/channel/" + strconv.FormatUint(e.general.ID, 10) + "-general/topic/a.3Eb*/near/" + n + ")"
+	got := e.reminderList(t, &e.alice)[0].(map[string]any)["content"].(string)
+	if want := ") in " + link + ":\n```quote\nhi\n```"; !strings.HasSuffix(got, want) {
+		t.Errorf("content: got\n%s\nwant it to end with\n%s", got, want)
+	}
+}
