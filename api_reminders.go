@@ -10,7 +10,6 @@ package main
 // themself, unread, with Zulip's text.
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -119,17 +118,19 @@ func reminderContent(m pagedMessage, note, realmURL string) (string, error) {
 	return content + fence + "quote\n" + quoted + "\n" + fence, nil
 }
 
-// brokenLinkText is topic_link_util's invalid_stream_topic_regex, and
-// linkEscapes its escape_mapping.
-var (
-	brokenLinkText = regexp.MustCompile("[`>*&\\[\\]]|\\$\\$")
-	linkEscapes    = strings.NewReplacer("`", "&#96;", ">", "&gt;", "*", "&#42;", "&", "&amp;", "$$", "&#36;&#36;", "[", "&#91;", "]", "&#93;")
-)
+// linkEscapes is topic_link_util's escape_mapping.
+var linkEscapes = strings.NewReplacer("`", "&#96;", ">", "&gt;", "*", "&#42;", "&", "&amp;", "$$", "&#36;&#36;", "[", "&#91;", "]", "&#93;")
+
+// breaksLinkSyntax is will_produce_broken_stream_topic_link: the name
+// matches invalid_stream_topic_regex, [`>*&\[\]]|(\$\$).
+func breaksLinkSyntax(name string) bool {
+	return strings.ContainsAny(name, "`>*&[]") || strings.Contains(name, "$$")
+}
 
 // messageLinkSyntax is get_message_link_syntax: #**channel>topic@id**,
 // or a plain Markdown link when a name would break that syntax.
 func messageLinkSyntax(channelID uint64, name, topic, id string) string {
-	if !brokenLinkText.MatchString(name) && !brokenLinkText.MatchString(topic) {
+	if !breaksLinkSyntax(name) && !breaksLinkSyntax(topic) {
 		return "#**" + name + ">" + topic + "@" + id + "**"
 	}
 	// encode_hash_component keeps "*", which hash_util_encode escapes

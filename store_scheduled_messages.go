@@ -362,7 +362,7 @@ func (s *store) scheduledList(userID uint64, reminders bool, each func(id uint64
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(list[a].Due, list[b].Due) }) // ids ascend already
+	sortStableFunc(order, func(a, b int) int { return cmp.Compare(list[a].Due, list[b].Due) }) // ids ascend already
 	for _, i := range order {
 		each(ids[i], list[i])
 	}
