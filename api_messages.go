@@ -792,18 +792,27 @@ func (s *server) getMessage(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.store.messages(r.user, messageRange{Narrow: []narrowTerm{{Operator: opID, ID: id}}, AnchorKind: anchorID, Anchor: id, IncludeAnchor: true})
+	m, err := s.readableMessage(r.user, id)
 	if err != nil {
 		return nil, err
 	}
-	if len(page.Messages) != 1 || page.Messages[0].ID != id {
-		return nil, errInvalidMessages
-	}
-	m := page.Messages[0]
 	return struct {
 		RawContent string         `json:"raw_content"`
 		Message    flaggedMessage `json:"message"`
 	}{m.Content, flaggedMessage{newMessageObject(m, applyMarkdown, true, allowEmptyTopic), messageFlags(m)}}, nil
+}
+
+// readableMessage is the message as u sees it, or "Invalid message(s)"
+// for one u may not read (Zulip's access_message).
+func (s *server) readableMessage(u user, id uint64) (pagedMessage, error) {
+	page, err := s.store.messages(u, messageRange{Narrow: []narrowTerm{{Operator: opID, ID: id}}, AnchorKind: anchorID, Anchor: id, IncludeAnchor: true})
+	if err != nil {
+		return pagedMessage{}, err
+	}
+	if len(page.Messages) != 1 || page.Messages[0].ID != id {
+		return pagedMessage{}, errInvalidMessages
+	}
+	return page.Messages[0], nil
 }
 
 // flaggedMessage is a message object with the caller's flags, as GET

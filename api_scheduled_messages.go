@@ -278,31 +278,44 @@ func (s *server) deleteScheduled(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nil, s.store.deleteScheduled(r.user, id)
+	return nil, s.store.deleteScheduled(r.user, id, false)
 }
 
-// addScheduledState is register's scheduled_messages.
+// addScheduledState is register's scheduled_messages and reminders.
 func (s *server) addScheduledState(state map[string]any, u user, want func(string) bool) error {
-	if !want("scheduled_messages") {
+	if want("scheduled_messages") {
+		list, err := s.store.scheduledMessages(u.ID)
+		state["scheduled_messages"] = list
+		if err != nil {
+			return err
+		}
+	}
+	if !want("reminders") {
 		return nil
 	}
-	list, err := s.store.scheduledMessages(u.ID)
-	state["scheduled_messages"] = list
+	reminders, err := s.store.reminders(u.ID)
+	state["reminders"] = reminders
 	return err
 }
 
 // publishScheduled tells the user's queues, as Zulip's
-// scheduled_messages events, and wakes the scheduler.
+// scheduled_messages events or, for a reminder, its reminders events
+// (add and remove: Zulip has no reminders update), and wakes the
+// scheduler.
 func (s *server) publishScheduled(c scheduledChanged) {
 	e := event{"type": "scheduled_messages", "op": c.Op}
-	switch c.Op {
-	case "add":
+	switch {
+	case c.Reminder != nil && c.Op == "add":
+		e = event{"type": "reminders", "op": "add", "reminders": []reminderObject{*c.Reminder}}
+	case c.Reminder != nil:
+		e = event{"type": "reminders", "op": "remove", "reminder_id": c.Reminder.ID}
+	case c.Op == "add":
 		e["scheduled_messages"] = []scheduledObject{c.Message}
-	case "update":
+	case c.Op == "update":
 		e["scheduled_message"] = c.Message
-	case "remove":
+	case c.Op == "remove":
 		e["scheduled_message_id"] = c.Message.ID
 	}
-	s.events.publish("scheduled_messages", ownedBy(c.UserID), func(*eventQueue) event { return cloneEvent(e) })
+	s.events.publish(e["type"].(string), ownedBy(c.UserID), func(*eventQueue) event { return cloneEvent(e) })
 	s.scheduler.poke()
 }

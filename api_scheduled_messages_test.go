@@ -382,7 +382,8 @@ func TestExport_ScheduledMessagesGoOverAsZulipImportsThem(t *testing.T) {
 		storedScheduled{Type: "private", Recipients: []uint64{e.bob.ID}, Content: "b", Rendered: "<p>b</p>", Due: due},
 		storedScheduled{Type: "private", Recipients: []uint64{e.alice.ID}, Content: "c", Rendered: "<p>c</p>", Due: due, Failed: true, FailureMessage: "x"},
 		storedScheduled{Type: "private", Recipients: []uint64{e.bob.ID, e.owner.ID}, Content: "d", Rendered: "<p>d</p>", Due: due},
-		storedScheduled{Type: "private", Recipients: []uint64{e.bob.ID, e.admin.ID}, Content: "e", Rendered: "<p>e</p>", Due: due})
+		storedScheduled{Type: "private", Recipients: []uint64{e.bob.ID, e.admin.ID}, Content: "e", Rendered: "<p>e</p>", Due: due},
+		storedScheduled{Type: "private", Recipients: []uint64{e.alice.ID}, Content: "r", Rendered: "<p>r</p>", Due: due, Target: 1})
 	dir := filepath.Join(t.TempDir(), "export")
 	if err := prepareExportDir(dir); err != nil {
 		t.Fatal(err)
@@ -394,10 +395,11 @@ func TestExport_ScheduledMessagesGoOverAsZulipImportsThem(t *testing.T) {
 	checkZulipImportable(t, dir)
 	var realm map[string]any
 	readJSONFile(t, filepath.Join(dir, "realm.json"), &realm)
-	recipients := map[string]float64{}
+	recipients, types := map[string]float64{}, map[string]float64{}
 	for _, r := range asList(realm["zerver_scheduledmessage"]) {
 		row := object(r)
 		recipients[row["content"].(string)] = row["recipient"].(float64)
+		types[row["content"].(string)] = row["delivery_type"].(float64)
 	}
 	conv, _ := conversationOfIDs(e.st, e.alice.ID, e.bob.ID, e.owner.ID)
 	want := map[string]float64{
@@ -405,11 +407,15 @@ func TestExport_ScheduledMessagesGoOverAsZulipImportsThem(t *testing.T) {
 		"b": float64(recipientID(zulipexport.RecipientPersonal, e.bob.ID)),
 		"c": float64(recipientID(zulipexport.RecipientPersonal, e.alice.ID)),
 		"d": float64(recipientID(zulipexport.RecipientHuddle, conv)),
+		"r": float64(recipientID(zulipexport.RecipientPersonal, e.alice.ID)),
 	}
 	if !jsonEqual(recipients, want) {
 		t.Errorf("zerver_scheduledmessage recipients: got %v, want %v", recipients, want)
 	}
-	if report.Scheduled != 4 || report.ScheduledLeftOut != 1 || !strings.Contains(report.String(), "scheduled messages: 4 exported, 1 not") {
+	if wantTypes := map[string]float64{"a": 1, "b": 1, "c": 1, "d": 1, "r": 2}; !jsonEqual(types, wantTypes) { // a reminder is REMIND
+		t.Errorf("zerver_scheduledmessage delivery types: got %v, want %v", types, wantTypes)
+	}
+	if report.Scheduled != 5 || report.ScheduledLeftOut != 1 || !strings.Contains(report.String(), "scheduled messages: 5 exported, 1 not") {
 		t.Errorf("report: got %d exported, %d left out: %s", report.Scheduled, report.ScheduledLeftOut, report)
 	}
 }

@@ -841,6 +841,8 @@ var errNothingToDoSubscriptions = badRequest(`Nothing to do. Specify at least on
 var (
 	errNoSuchScheduled            = &apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "Scheduled message does not exist"}
 	errDeliveryNotInFuture        = badRequest("Scheduled delivery time must be in the future.")
+	errNoSuchReminder             = &apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "Reminder does not exist"}
+	errReminderNoteTooLong        = badRequest("Maximum reminder note length: " + strconv.Itoa(maxReminderNoteLength) + " characters")
 	errScheduledRecipientRequired = badRequest("Recipient required when updating type of scheduled message.")
 	errScheduledTopicRequired     = badRequest("Topic required when updating scheduled message type to channel.")
 	errChannelIDDataType          = badRequest("Invalid data type for channel ID")

@@ -168,7 +168,7 @@ var realmJSONTables = map[string]zulipTable{
 		"has_attachment":      {"bool", "models/scheduled_jobs.py (has_attachment)"},
 		"failed":              {"bool", "models/scheduled_jobs.py (failed)"},
 		"failure_message":     {"string|null", "models/scheduled_jobs.py (failure_message)"},
-		"delivery_type":       {"number", "models/scheduled_jobs.py (delivery_type: 1 SEND_LATER)"},
+		"delivery_type":       {"number", "models/scheduled_jobs.py (delivery_type: 1 SEND_LATER, 2 REMIND)"},
 	}},
 	"zerver_client": {from: "import_realm.py:1206", fields: map[string]zulipField{
 		"id":   {"number", "import_realm.py:849"},

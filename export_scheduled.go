@@ -30,7 +30,7 @@ type scheduledRow struct {
 	HasAttachment    bool    `json:"has_attachment"`
 	Failed           bool    `json:"failed"`
 	FailureMessage   *string `json:"failure_message"`
-	DeliveryType     int     `json:"delivery_type"` // 1: SEND_LATER
+	DeliveryType     int     `json:"delivery_type"` // 1: SEND_LATER, 2: REMIND
 }
 
 // exportScheduled is zerver_scheduledmessage's rows, as Zulip's exporter
@@ -56,6 +56,9 @@ func (x *exporter) exportScheduled(tx *bbolt.Tx) ([]scheduledRow, error) {
 			Client: x.client(m.Client), Realm: exportRealmID, Due: float64(m.Due), ReadBySender: m.ReadBySender, Failed: m.Failed, DeliveryType: 1}
 		if m.FailureMessage != "" {
 			row.FailureMessage = &m.FailureMessage
+		}
+		if m.Target != 0 {
+			row.DeliveryType = 2
 		}
 		ids := append([]uint64{senderID}, m.Recipients...)
 		slices.Sort(ids)

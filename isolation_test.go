@@ -60,6 +60,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		t.Fatal(err)
 	}
 	herScheduled := scheduledPath(scheduledID)
+	herReminder := reminderPath(e.remindAt(t, &e.alice, secretMsg.ID, e.st.now().Unix()+3600, secretText))
 	later := strconv.FormatInt(e.st.now().Unix()+7200, 10)
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans"]`}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/muted_users/"+strconv.FormatUint(e.owner.ID, 10), nil, &e.alice))
@@ -112,11 +113,12 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		mutes, err4 := e.st.mutedUsers(e.alice.ID)
 		attachments, _, err5 := e.st.ownAttachments(e.alice.user)
 		scheduled, err6 := e.st.scheduledMessages(e.alice.ID)
-		if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
+		reminders, err7 := e.st.reminders(e.alice.ID)
+		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
 			t.Fatal(err)
 		}
 		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics,
-			drafts, snippets, words, mutes, attachments, plainJSON(scheduled))
+			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders))
 	}
 
 	type attempt struct {
@@ -138,7 +140,8 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"PATCH /api/v1/saved_snippets/{saved_snippet_id}", "DELETE /api/v1/saved_snippets/{saved_snippet_id}",
 		"GET /api/v1/messages/{message_id}/read_receipts", "POST /api/v1/messages/{message_id}/typing",
 		"DELETE /api/v1/attachments/{attachment_id}", "POST /api/v1/mobile_push/test_notification",
-		"PATCH /api/v1/scheduled_messages/{scheduled_message_id}", "DELETE /api/v1/scheduled_messages/{scheduled_message_id}"} {
+		"PATCH /api/v1/scheduled_messages/{scheduled_message_id}", "DELETE /api/v1/scheduled_messages/{scheduled_message_id}",
+		"POST /api/v1/reminders", "DELETE /api/v1/reminders/{reminder_id}"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -232,10 +235,16 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"PATCH /api/v1/scheduled_messages/{scheduled_message_id}": {{"PATCH", herScheduled, url.Values{"content": {"mine"}}},
 			{"PATCH", herScheduled, url.Values{"scheduled_delivery_timestamp": {later}}}},
 		"DELETE /api/v1/scheduled_messages/{scheduled_message_id}": {{"DELETE", herScheduled, nil}},
-		"POST /api/v1/users/me/alert_words":                        {{"POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["secret"]`}}}},
-		"DELETE /api/v1/users/me/alert_words":                      {{"DELETE", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans"]`}}}},
-		"POST /api/v1/users/me/muted_users/{muted_user_id}":        {{"POST", "/api/v1/users/me/muted_users/" + strconv.FormatUint(e.alice.ID, 10), nil}},
-		"DELETE /api/v1/users/me/muted_users/{muted_user_id}":      {{"DELETE", "/api/v1/users/me/muted_users/" + strconv.FormatUint(e.owner.ID, 10), nil}},
+		// Her reminder (of her private channel's message, its note her
+		// secret) by its id; reminders of her messages he cannot read.
+		"GET /api/v1/reminders": {{"GET", "/api/v1/reminders", nil}},
+		"POST /api/v1/reminders": {{"POST", "/api/v1/reminders", url.Values{"message_id": {msgID}, "scheduled_delivery_timestamp": {later}}},
+			{"POST", "/api/v1/reminders", url.Values{"message_id": {dmID}, "scheduled_delivery_timestamp": {later}}}},
+		"DELETE /api/v1/reminders/{reminder_id}":              {{"DELETE", herReminder, nil}, {"DELETE", herScheduled[:len("/api/v1/")] + "reminders/" + strconv.FormatUint(scheduledID, 10), nil}},
+		"POST /api/v1/users/me/alert_words":                   {{"POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["secret"]`}}}},
+		"DELETE /api/v1/users/me/alert_words":                 {{"DELETE", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans"]`}}}},
+		"POST /api/v1/users/me/muted_users/{muted_user_id}":   {{"POST", "/api/v1/users/me/muted_users/" + strconv.FormatUint(e.alice.ID, 10), nil}},
+		"DELETE /api/v1/users/me/muted_users/{muted_user_id}": {{"DELETE", "/api/v1/users/me/muted_users/" + strconv.FormatUint(e.owner.ID, 10), nil}},
 		// Rendering her channel's name and her, which tells nothing the
 		// renderer keeps from him; whether her messages match a narrow
 		// (none is his to read); who read her messages.

@@ -25,6 +25,9 @@ var zulipYAMLDrift = []struct{ route, path, why string }{
 	{"POST /api/v1/register", "$.realm_is_zephyr_mirror_realm", "removed at FL 426 (per wt-reg's notes)"},
 	{"POST /api/v1/messages", "$", "zulip.yaml documents only the by-name STREAM_DOES_NOT_EXIST; Zulip answers a missing channel ID with StreamWithIDDoesNotExistError, which adds stream_id"},
 	{"POST /api/v1/messages", "$.stream_id", "as above"},
+	{"POST /api/v1/register", "$.reminders[].scheduled_message_id", "zulip.yaml: ScheduledMessage objects; Zulip's get_undelivered_reminders sends Reminder objects (to_dict of a REMIND message), as GET /reminders and the reminders events do"},
+	{"POST /api/v1/register", "$.reminders[].reminder_id", "as above"},
+	{"POST /api/v1/register", "$.reminders[].reminder_target_message_id", "as above"},
 	{"POST /api/v1/register", "$.jitsi_server_url", "zulip.yaml: a string; Zulip's fetch_initial_state_data sends null when no Jitsi server is configured"},
 }
 
@@ -608,6 +611,15 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	e.putScheduled(t, e.alice, storedScheduled{Type: "private", Recipients: []uint64{e.bob.ID}, Content: "now", Rendered: "<p>now</p>", Due: e.st.now().Unix()})
 	e.server.scheduler.deliverDue()
 	schedPath = scheduledPath(e.scheduleAt(t, &e.alice, aSchedule))
+	// Reminders: reminders add and remove events (the remove twice:
+	// deleted, and sent by the scheduler).
+	remindOf := e.sendAs(t, e.alice, e.general, "remind me")
+	aReminder := url.Values{"message_id": {strconv.FormatUint(remindOf, 10)}, "scheduled_delivery_timestamp": {soon}}
+	reminderAt := reminderPath(e.remindAt(t, &e.alice, remindOf, e.st.now().Unix()+3600, "a note"))
+	wantAPISuccess(t, e.request(t, "DELETE", reminderAt, nil, &e.alice))
+	e.putScheduled(t, e.alice, storedScheduled{Type: "private", Recipients: []uint64{e.alice.ID}, Content: "now", Rendered: "<p>now</p>", Due: e.st.now().Unix(), Target: 1})
+	e.server.scheduler.deliverDue()
+	reminderAt = reminderPath(e.remindAt(t, &e.alice, remindOf, e.st.now().Unix()+3600, ""))
 	// Issue 15's edits, moves and deletes: update_message and
 	// delete_message events (legacy and bulk shapes).
 	edited := e.sendAs(t, e.alice, e.general, "lunch")
@@ -794,6 +806,13 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "PATCH", "/api/v1/scheduled_messages/999999", url.Values{"topic": {"new"}}, &e.alice},
 		{false, "DELETE", schedPath, nil, &e.alice},
 		{true, "DELETE", schedPath, nil, &e.alice},
+		{false, "GET", "/api/v1/reminders", nil, &e.alice},
+		{true, "GET", "/api/v1/reminders", nil, nil},
+		{false, "POST", "/api/v1/reminders", aReminder, &e.alice},
+		{true, "POST", "/api/v1/reminders", url.Values{"message_id": {"999999"}, "scheduled_delivery_timestamp": {soon}}, &e.alice},
+		{true, "POST", "/api/v1/reminders", url.Values{"message_id": aReminder["message_id"], "scheduled_delivery_timestamp": {"1"}}, &e.alice},
+		{false, "DELETE", reminderAt, nil, &e.alice},
+		{true, "DELETE", reminderAt, nil, &e.alice},
 		{false, "POST", "/api/v1/messages/render", url.Values{"content": {"**lunch** :)"}}, &e.alice},
 		{true, "POST", "/api/v1/messages/render", nil, &e.alice},
 		{false, "GET", "/api/v1/messages/matches_narrow", url.Values{"msg_ids": {jsonIDs(msgID, 999999)}, "narrow": {`[["search","lunch"]]`}}, &e.alice},

@@ -14,7 +14,7 @@ import (
 // characters the pattern cares about.
 
 var patternPieces = []string{"/", " ", "\n", "(", ")", "0", "7", "9", "a", "f", "F", "g", "Z", "#", "|", ".", "-", "_", "\t", "\r", "\f", "\v",
-	"\\", "[", "]", "<", ">", "'", "\"", "`", "é", "\xff", "\u00a0", "/user_uploads/", "/user_uploads/2/", "2/", "1/", "Mozilla/5.0 ", "ZulipMobile/27.1 (iOS)"}
+	"\\", "[", "]", "<", ">", "'", "\"", "`", "$", "*", "&", "é", "\xff", "\u00a0", "/user_uploads/", "/user_uploads/2/", "2/", "1/", "Mozilla/5.0 ", "ZulipMobile/27.1 (iOS)"}
 
 func patternInputs(seed uint64, n int) []string {
 	r := rand.New(rand.NewPCG(seed, 7))
@@ -36,6 +36,7 @@ func TestPatterns_AnswerAsTheirRegexps(t *testing.T) {
 	userID := regexp.MustCompile(`\|\d+$`)
 	agent := regexp.MustCompile(`^([^/ ]*[^0-9/(]*)(?:/[^/ ]*)?(?:[ /].*)?$`)
 	upload := regexp.MustCompile(`/user_uploads/(` + uploadRealmID + `/[A-Za-z0-9_-]{1,64}/[^\s()\[\]<>"'` + "`" + `]+)`)
+	linkBreaking := regexp.MustCompile("[`>*&\\[\\]]|(\\$\\$)") // topic_link_util's invalid_stream_topic_regex
 	inputs := patternInputs(1, 200000)
 	inputs = append(inputs, "/user_uploads/2/"+strings.Repeat("a", 64)+"/x", "/user_uploads/2/"+strings.Repeat("a", 65)+"/x")
 	for _, s := range inputs {
@@ -44,6 +45,9 @@ func TestPatterns_AnswerAsTheirRegexps(t *testing.T) {
 		}
 		if got, want := isAppID(s), appID.MatchString(s); got != want {
 			t.Fatalf("isAppID(%q) = %v, want %v", s, got, want)
+		}
+		if got, want := breaksLinkSyntax(s), linkBreaking.MatchString(s); got != want {
+			t.Fatalf("breaksLinkSyntax(%q) = %v, want %v", s, got, want)
 		}
 		if got, want := endsLikeUserID(s), userID.MatchString(s); got != want {
 			t.Fatalf("endsLikeUserID(%q) = %v, want %v", s, got, want)

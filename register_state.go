@@ -107,7 +107,6 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	}
 	for _, empty := range []struct{ fetchType, key string }{
 		{"navigation_views", "navigation_views"},
-		{"reminders", "reminders"},
 		{"realm_domains", "realm_domains"}, {"realm_linkifiers", "realm_linkifiers"}, {"realm_filters", "realm_filters"},
 		{"realm_playgrounds", "realm_playgrounds"}, {"realm_bot", "realm_bots"}, {"realm_embedded_bots", "realm_embedded_bots"},
 		{"realm_incoming_webhook_bots", "realm_incoming_webhook_bots"},
@@ -557,7 +556,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"max_message_length":                               maxMessageLength,
 		"max_channel_folder_name_length":                   maxChannelFolderNameLength,
 		"max_channel_folder_description_length":            maxChannelFolderDescriptionLen,
-		"max_reminder_note_length":                         0, // zulite has no reminders
+		"max_reminder_note_length":                         maxReminderNoteLength,
 		"server_presence_ping_interval_seconds":            presencePingIntervalSeconds,
 		"server_presence_offline_threshold_seconds":        presenceOfflineThresholdSeconds,
 		"server_typing_started_expiry_period_milliseconds": typingStartedExpiryMilliseconds,

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -13,8 +14,8 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// TestCrash_ScheduledMessagesSentOnceAcrossSIGKILL schedules messages a
-// few seconds ahead on the real binary, SIGKILLs it again and again
+// TestCrash_ScheduledMessagesSentOnceAcrossSIGKILL schedules messages
+// and reminders a few seconds ahead on the real binary, SIGKILLs it again and again
 // around their times and restarts it on the same file: in the end each
 // was sent exactly once, none before its second, and nothing waits.
 func TestCrash_ScheduledMessagesSentOnceAcrossSIGKILL(t *testing.T) {
@@ -45,6 +46,20 @@ func TestCrash_ScheduledMessagesSentOnceAcrossSIGKILL(t *testing.T) {
 		}
 		due[content], last = at, at
 	}
+	// Reminders of one message, each known by its note.
+	status, body, _ = owner.do(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"1"}, "topic": {"crash"}, "content": {"remind me"}}, e2ePython)
+	e2eWantSuccess(t, "send", status, body)
+	target := body["id"].(json.Number).String()
+	reminders := map[string]int64{}
+	for i := range 4 {
+		note, at := "reminder-"+strconv.Itoa(i), start+3+int64(i)
+		status, body, _ := owner.do(t, http.MethodPost, "/api/v1/reminders", url.Values{"message_id": {target}, "note": {note},
+			"scheduled_delivery_timestamp": {strconv.FormatInt(at, 10)}}, e2ePython)
+		if status != 200 {
+			t.Fatalf("remind %s: %d %v", note, status, body)
+		}
+		reminders[note] = at
+	}
 
 	kills := 0
 	for step := 0; time.Now().Unix() <= last+1; step++ {
@@ -60,7 +75,9 @@ func TestCrash_ScheduledMessagesSentOnceAcrossSIGKILL(t *testing.T) {
 	owner = e2eNewClient(server.baseURL, email, key)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		_, body, _ := owner.do(t, http.MethodGet, "/api/v1/scheduled_messages", nil, e2ePython)
-		if list, _ := body["scheduled_messages"].([]any); len(list) == 0 {
+		_, waiting, _ := owner.do(t, http.MethodGet, "/api/v1/reminders", nil, e2ePython)
+		list, _ := body["scheduled_messages"].([]any)
+		if left, _ := waiting["reminders"].([]any); len(list)+len(left) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -72,6 +89,9 @@ func TestCrash_ScheduledMessagesSentOnceAcrossSIGKILL(t *testing.T) {
 	}
 
 	st := reopenChecked(t, db)
+	for note, at := range reminders {
+		due[note] = at
+	}
 	sent := map[string]int{}
 	st.view(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketMessages).ForEach(func(_, v []byte) error {
@@ -79,10 +99,14 @@ func TestCrash_ScheduledMessagesSentOnceAcrossSIGKILL(t *testing.T) {
 			if err := json.Unmarshal(v, &m); err != nil {
 				return err
 			}
-			if at, ok := due[m.Content]; ok {
-				sent[m.Content]++
+			content := m.Content
+			if note, ok := strings.CutPrefix(content, "You requested a reminder for the following message. Note:\n > "); ok {
+				content, _, _ = strings.Cut(note, "\n")
+			}
+			if at, ok := due[content]; ok {
+				sent[content]++
 				if m.Timestamp < at {
-					t.Errorf("%s: sent at %d, before its time %d", m.Content, m.Timestamp, at)
+					t.Errorf("%s: sent at %d, before its time %d", content, m.Timestamp, at)
 				}
 			}
 			return nil

@@ -97,8 +97,9 @@ package main
 //	alert_words      user id → the user's alert words (JSON list of strings, in the order added)
 //	scheduled_messages user id ‖ scheduled message id → storedScheduled (JSON: type, channel or
 //	                 recipients, topic, content and its rendering, due time in Unix seconds,
-//	                 read_by_sender, client, failed and why, edit count); the bucket's sequence
-//	                 numbers them (store_scheduled_messages.go)
+//	                 read_by_sender, client, failed and why, edit count, and for a reminder,
+//	                 Zulip's REMIND type, its message's id); the bucket's sequence numbers
+//	                 them, reminders among them (store_scheduled_messages.go, api_reminders.go)
 //	scheduled_due    due time (Unix seconds, uint64) ‖ scheduled message id → user id (uint64):
 //	                 those still to be sent, earliest first (scheduler.go); a sent one leaves both
 //	                 buckets in the send's transaction, a failed one leaves this one

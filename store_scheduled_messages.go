@@ -51,6 +51,9 @@ type storedScheduled struct {
 	FailureMessage string `json:"failure_message,omitempty"`
 	// Version counts edits, so that the scheduler sends what it read.
 	Version int `json:"version,omitempty"`
+	// Target: a reminder's message (Zulip's REMIND delivery type and
+	// reminder_target_message_id); 0 for a message to be sent later.
+	Target uint64 `json:"reminder_target_message_id,omitempty"`
 }
 
 // scheduledObject is Zulip's ScheduledMessage.to_dict: To is the
@@ -88,12 +91,38 @@ func (m storedScheduled) toSelf(senderID uint64) bool {
 	return m.Type == "private" && !slices.ContainsFunc(m.Recipients, func(id uint64) bool { return id != senderID })
 }
 
+// reminderObject is Zulip's ScheduledMessage.to_dict for a reminder.
+type reminderObject struct {
+	ID       uint64   `json:"reminder_id"`
+	Type     string   `json:"type"`
+	To       []uint64 `json:"to"`
+	Content  string   `json:"content"`
+	Rendered string   `json:"rendered_content"`
+	Due      int64    `json:"scheduled_delivery_timestamp"`
+	Failed   bool     `json:"failed"`
+	Target   uint64   `json:"reminder_target_message_id"`
+}
+
 // scheduledChanged: a user's scheduled messages were added, updated or
-// removed (sent, or deleted), told to that user's queues.
+// removed (sent, or deleted), told to that user's queues; Reminder when
+// it is a reminder (Message then unused).
 type scheduledChanged struct {
-	UserID  uint64
-	Op      string // "add", "update", "remove"
-	Message scheduledObject
+	UserID   uint64
+	Op       string // "add", "update", "remove"
+	Message  scheduledObject
+	Reminder *reminderObject
+}
+
+// changed is the news of m for its owner's queues.
+func (m storedScheduled) changed(userID, id uint64, op string) scheduledChanged {
+	c := scheduledChanged{UserID: userID, Op: op, Message: scheduledObject{ID: id}}
+	if m.Target != 0 {
+		c.Reminder = &reminderObject{ID: id, Type: m.Type, To: []uint64{userID}, Content: m.Content, Rendered: m.Rendered,
+			Due: m.Due, Failed: m.Failed, Target: m.Target}
+	} else if op != "remove" {
+		c.Message = m.object(id, userID)
+	}
+	return c
 }
 
 // scheduledEdit is what PATCH changes; nil: kept. Content and Topic are
@@ -172,7 +201,7 @@ func (s *store) createScheduled(sender user, m storedScheduled) (uint64, error) 
 		if err := putJSON(b, userItemKey(sender.ID, id), m); err != nil {
 			return err
 		}
-		report(scheduledChanged{UserID: sender.ID, Op: "add", Message: m.object(id, sender.ID)})
+		report(m.changed(sender.ID, id, "add"))
 		return due.Put(scheduledDueKey(m.Due, id), itob(sender.ID))
 	})
 	return id, err
@@ -201,12 +230,24 @@ func scheduledOf(tx *bbolt.Tx, userID, id uint64) (storedScheduled, error) {
 	return m, json.Unmarshal(v, &m)
 }
 
+// ownScheduled is one of the user's scheduled messages of the kind
+// asked (reminder or not), else notFound: access_scheduled_message and
+// access_reminder look only among their own delivery type.
+func ownScheduled(tx *bbolt.Tx, userID, id uint64, reminder bool, notFound *apiError) (storedScheduled, error) {
+	m, err := scheduledOf(tx, userID, id)
+	var no *rejection
+	if err == nil && (m.Target != 0) != reminder || errors.As(err, &no) {
+		return m, refusal(notFound)
+	}
+	return m, err
+}
+
 // editScheduled is edit_scheduled_message: a failed message needs a new
 // time; a new type, recipient or content is checked again as a send; the
 // failure is forgotten. Told as an update event.
 func (s *store) editScheduled(sender user, id uint64, e scheduledEdit) error {
 	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		m, err := scheduledOf(tx, sender.ID, id)
+		m, err := ownScheduled(tx, sender.ID, id, false, errNoSuchScheduled)
 		if err != nil {
 			return err
 		}
@@ -247,15 +288,20 @@ func (s *store) editScheduled(sender user, id uint64, e scheduledEdit) error {
 		if err := due.Put(scheduledDueKey(m.Due, id), itob(sender.ID)); err != nil {
 			return err
 		}
-		report(scheduledChanged{UserID: sender.ID, Op: "update", Message: m.object(id, sender.ID)})
+		report(m.changed(sender.ID, id, "update"))
 		return putJSON(tx.Bucket(bucketScheduledMessages), userItemKey(sender.ID, id), m)
 	})
 }
 
-// deleteScheduled is delete_scheduled_message.
-func (s *store) deleteScheduled(sender user, id uint64) error {
+// deleteScheduled is delete_scheduled_message, or (reminder)
+// do_delete_reminder.
+func (s *store) deleteScheduled(sender user, id uint64, reminder bool) error {
+	notFound := errNoSuchScheduled
+	if reminder {
+		notFound = errNoSuchReminder
+	}
 	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		m, err := scheduledOf(tx, sender.ID, id)
+		m, err := ownScheduled(tx, sender.ID, id, reminder, notFound)
 		if err != nil {
 			return err
 		}
@@ -268,13 +314,29 @@ func dropScheduled(tx *bbolt.Tx, report func(any), userID, id uint64, m storedSc
 	if err := tx.Bucket(bucketScheduledDue).Delete(scheduledDueKey(m.Due, id)); err != nil {
 		return err
 	}
-	report(scheduledChanged{UserID: userID, Op: "remove", Message: scheduledObject{ID: id}})
+	report(m.changed(userID, id, "remove"))
 	return tx.Bucket(bucketScheduledMessages).Delete(userItemKey(userID, id))
 }
 
 // scheduledMessages lists the user's scheduled messages, failed ones
 // included, by time and then id (get_undelivered_scheduled_messages).
 func (s *store) scheduledMessages(userID uint64) ([]scheduledObject, error) {
+	out := []scheduledObject{}
+	err := s.scheduledList(userID, false, func(id uint64, m storedScheduled) { out = append(out, m.object(id, userID)) })
+	return out, err
+}
+
+// reminders lists the user's reminders as scheduledMessages does
+// (get_undelivered_reminders).
+func (s *store) reminders(userID uint64) ([]reminderObject, error) {
+	out := []reminderObject{}
+	err := s.scheduledList(userID, true, func(id uint64, m storedScheduled) { out = append(out, *m.changed(userID, id, "").Reminder) })
+	return out, err
+}
+
+// scheduledList gives the user's reminders or other scheduled messages
+// to each, by time and then id.
+func (s *store) scheduledList(userID uint64, reminders bool, each func(id uint64, m storedScheduled)) error {
 	var list []storedScheduled
 	var ids []uint64
 	err := s.view(func(tx *bbolt.Tx) error {
@@ -290,7 +352,9 @@ func (s *store) scheduledMessages(userID uint64) ([]scheduledObject, error) {
 			if err := json.Unmarshal(v, &m); err != nil {
 				return err
 			}
-			list, ids = append(list, m), append(ids, btoi(k[8:]))
+			if (m.Target != 0) == reminders {
+				list, ids = append(list, m), append(ids, btoi(k[8:]))
+			}
 		}
 		return nil
 	})
@@ -299,11 +363,10 @@ func (s *store) scheduledMessages(userID uint64) ([]scheduledObject, error) {
 		order[i] = i
 	}
 	sortStableFunc(order, func(a, b int) int { return cmp.Compare(list[a].Due, list[b].Due) }) // ids ascend already
-	out := make([]scheduledObject, 0, len(list))
 	for _, i := range order {
-		out = append(out, list[i].object(ids[i], userID))
+		each(ids[i], list[i])
 	}
-	return out, err
+	return err
 }
 
 // dueScheduled is the next scheduled message to send, its id and its
@@ -363,8 +426,8 @@ func (s *store) failScheduled(userID, id uint64, read storedScheduled, why strin
 		if err := tx.Bucket(bucketScheduledDue).Delete(scheduledDueKey(m.Due, id)); err != nil {
 			return err
 		}
-		if tell {
-			report(scheduledChanged{UserID: userID, Op: "update", Message: m.object(id, userID)})
+		if tell && m.Target == 0 { // Zulip has no reminders update event
+			report(m.changed(userID, id, "update"))
 		}
 		return putJSON(tx.Bucket(bucketScheduledMessages), userItemKey(userID, id), m)
 	})

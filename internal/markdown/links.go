@@ -691,3 +691,7 @@ func handleAutolink(in *inliner, data string, m patternMatch) (inlineNode, int, 
 	a.set("href", in.r.relativeToRealm(href))
 	return inlineNode{el: a}, m.start, m.end, true
 }
+
+// HashEncode and EncodeChannel are hashEncode and encodeChannel for the
+// links zulite writes into messages (a reminder's).
+var HashEncode, EncodeChannel = hashEncode, encodeChannel
