@@ -42,10 +42,7 @@ func scheduledPath(id uint64) string {
 func (e *testEnv) putScheduled(t testing.TB, a account, list ...storedScheduled) {
 	t.Helper()
 	err := e.st.db.Update(func(tx *bbolt.Tx) error {
-		b, due, err := scheduledBuckets(tx)
-		if err != nil {
-			return err
-		}
+		b, due := scheduledBuckets(tx)
 		for _, m := range list {
 			id, _ := b.NextSequence()
 			if err := putJSON(b, userItemKey(a.ID, id), m); err != nil {

@@ -103,9 +103,6 @@ package main
 //	scheduled_due    due time (Unix seconds, uint64) ‖ scheduled message id → user id (uint64):
 //	                 those still to be sent, earliest first (scheduler.go); a sent one leaves both
 //	                 buckets in the send's transaction, a failed one leaves this one
-//	                 (these two are made by the first scheduled message, not on open: a
-//	                 new top-level bucket splits the root page, which costs every send two
-//	                 pages, as TestSendMessage_PagesWrittenDoNotGrowWithSubscribers shows)
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push
@@ -220,6 +217,7 @@ var (
 		bucketUserTopics, bucketTopicUsers,
 		bucketDrafts, bucketSavedSnippets,
 		bucketMutedUsers, bucketMutedBy, bucketAlertWords,
+		bucketScheduledMessages, bucketScheduledDue,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.

@@ -187,14 +187,11 @@ func (s *store) createScheduled(sender user, m storedScheduled) (uint64, error) 
 		if err := s.checkScheduled(tx, sender, m); err != nil {
 			return err
 		}
-		b := tx.Bucket(bucketScheduledMessages)
-		if b != nil && countPrefix(b, itob(sender.ID)) >= maxScheduledPerUser {
+		b, due := scheduledBuckets(tx)
+		if countPrefix(b, itob(sender.ID)) >= maxScheduledPerUser {
 			return refusal(errTooManyScheduled)
 		}
-		b, due, err := scheduledBuckets(tx)
-		if err != nil {
-			return err
-		}
+		var err error
 		if id, err = b.NextSequence(); err != nil {
 			return err
 		}
@@ -207,23 +204,15 @@ func (s *store) createScheduled(sender user, m storedScheduled) (uint64, error) 
 	return id, err
 }
 
-// scheduledBuckets makes the two buckets when the first scheduled
-// message comes (store.go says why not on open).
-func scheduledBuckets(tx *bbolt.Tx) (messages, due *bbolt.Bucket, err error) {
-	if messages, err = tx.CreateBucketIfNotExists(bucketScheduledMessages); err != nil {
-		return nil, nil, err
-	}
-	due, err = tx.CreateBucketIfNotExists(bucketScheduledDue)
-	return messages, due, err
+// scheduledBuckets are the scheduled messages and their due index.
+func scheduledBuckets(tx *bbolt.Tx) (messages, due *bbolt.Bucket) {
+	return tx.Bucket(bucketScheduledMessages), tx.Bucket(bucketScheduledDue)
 }
 
 // scheduledOf reads one of the user's scheduled messages.
 func scheduledOf(tx *bbolt.Tx, userID, id uint64) (storedScheduled, error) {
 	var m storedScheduled
-	var v []byte
-	if b := tx.Bucket(bucketScheduledMessages); b != nil {
-		v = b.Get(userItemKey(userID, id))
-	}
+	v := tx.Bucket(bucketScheduledMessages).Get(userItemKey(userID, id))
 	if v == nil {
 		return m, refusal(errNoSuchScheduled)
 	}
@@ -342,9 +331,6 @@ func (s *store) scheduledList(userID uint64, reminders bool, each func(id uint64
 	err := s.view(func(tx *bbolt.Tx) error {
 		list, ids = nil, nil
 		b := tx.Bucket(bucketScheduledMessages)
-		if b == nil {
-			return nil
-		}
 		prefix := itob(userID)
 		c := b.Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -376,9 +362,6 @@ func (s *store) dueScheduled() (m storedScheduled, id uint64, sender user, ok bo
 	var stray []byte
 	err = s.view(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketScheduledDue)
-		if b == nil {
-			return nil
-		}
 		k, v := b.Cursor().First()
 		if k == nil {
 			return nil
