@@ -140,6 +140,34 @@ type outgoingDirect struct {
 	Also         func(tx *bbolt.Tx, report func(any)) error // as outgoingMessage's
 }
 
+// checkDirectSend is a direct send's checks: the recipients exist and
+// are active, and the settings let the sender write to them. It gives
+// the conversation's members and their ids, sorted, and its id when it
+// exists (a send now, or one scheduled: checkScheduled).
+func (s *store) checkDirectSend(tx *bbolt.Tx, sender user, to directRecipients) (members []user, ids []uint64, convID uint64, exists bool, err error) {
+	named, err := directRecipientUsers(tx, to)
+	if err != nil {
+		return nil, nil, 0, false, err
+	}
+	for _, u := range named {
+		if !u.Active {
+			return nil, nil, 0, false, errDMRecipientDeactivated.about(u.Email)
+		}
+	}
+	members = append(slices.Clone(named), sender)
+	sortFunc(members, func(a, b user) int { return cmp.Compare(a.ID, b.ID) })
+	members = slices.CompactFunc(members, func(a, b user) bool { return a.ID == b.ID })
+	ids = make([]uint64, len(members))
+	for i, u := range members {
+		ids[i] = u.ID
+	}
+	convID, exists = conversationOf(tx, ids)
+	if err := s.checkDirectPermission(sender, named, exists); err != nil {
+		return nil, nil, 0, false, err
+	}
+	return members, ids, convID, exists, nil
+}
+
 // postDirect stores a direct message after Zulip's checks, in Zulip's
 // order: every recipient exists, none is deactivated, the realm's
 // direct-message settings allow it (check_can_send_direct_message).
@@ -155,24 +183,8 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 	}
 	var sent directSent
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		named, err := directRecipientUsers(tx, out.To)
+		members, ids, convID, exists, err := s.checkDirectSend(tx, sender, out.To)
 		if err != nil {
-			return err
-		}
-		for _, u := range named {
-			if !u.Active {
-				return errDMRecipientDeactivated.about(u.Email)
-			}
-		}
-		members := append(slices.Clone(named), sender)
-		sortFunc(members, func(a, b user) int { return cmp.Compare(a.ID, b.ID) })
-		members = slices.CompactFunc(members, func(a, b user) bool { return a.ID == b.ID })
-		ids := make([]uint64, len(members))
-		for i, u := range members {
-			ids[i] = u.ID
-		}
-		convID, exists := conversationOf(tx, ids)
-		if err := s.checkDirectPermission(sender, named, exists); err != nil {
 			return err
 		}
 		if out.Widget.Refused != nil {

@@ -113,6 +113,19 @@ func (s *store) sendMessage(sender user, to channelRef, topic, content, client s
 // none of their own yet, so every channel inherits the realm's.
 func (ch channel) topicsPolicy() string { return topicsPolicyInherit }
 
+// checkChannelSend is a channel send's checks, in Zulip's order: the
+// channel's can_send_message_group, access to a private channel, and
+// the topics policy (a send now, or one scheduled: checkScheduled).
+func checkChannelSend(tx *bbolt.Tx, sender user, ch channel, topic string) error {
+	if !canPost(sender, ch) {
+		return errCannotPost
+	}
+	if ch.Private && !canAccess(tx, sender, ch) {
+		return errChannelForbidden.about(ch.Name)
+	}
+	return checkTopicsPolicy(ch.topicsPolicy(), topic)
+}
+
 // postMessage stores a channel message, unread for every subscriber
 // but, when ReadBySender, the sender, after checking the channel, the
 // sender's access and the channel's topics policy. It writes the message
@@ -139,13 +152,7 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 		if err != nil {
 			return err
 		}
-		if !canPost(sender, ch) { // the channel's can_send_message_group
-			return errCannotPost
-		}
-		if ch.Private && !canAccess(tx, sender, ch) {
-			return errChannelForbidden.about(ch.Name)
-		}
-		if err := checkTopicsPolicy(ch.topicsPolicy(), out.Topic); err != nil {
+		if err := checkChannelSend(tx, sender, ch, out.Topic); err != nil {
 			return err
 		}
 		if out.Widget.Refused != nil {

@@ -153,30 +153,14 @@ func (s *store) checkScheduled(tx *bbolt.Tx, sender user, m storedScheduled) err
 		if err != nil {
 			return refusal(noSuchChannel(channelRef{ID: m.ChannelID}))
 		}
-		if !canPost(sender, ch) {
-			return errCannotPost
-		}
-		if ch.Private && !canAccess(tx, sender, ch) {
+		err = checkChannelSend(tx, sender, ch, m.Topic)
+		if errors.Is(err, errChannelForbidden) {
 			return refusal(errNotAuthorizedToSend(ch.Name))
 		}
-		return checkTopicsPolicy(ch.topicsPolicy(), m.Topic)
-	}
-	named, err := directRecipientUsers(tx, directRecipients{IDs: m.Recipients})
-	if err != nil {
 		return err
 	}
-	for _, u := range named {
-		if !u.Active {
-			return errDMRecipientDeactivated.about(u.Email)
-		}
-	}
-	ids := []uint64{sender.ID}
-	for _, u := range named {
-		ids = append(ids, u.ID)
-	}
-	slices.Sort(ids)
-	_, exists := conversationOf(tx, slices.Compact(ids))
-	return s.checkDirectPermission(sender, named, exists)
+	_, _, _, _, err := s.checkDirectSend(tx, sender, directRecipients{IDs: m.Recipients})
+	return err
 }
 
 // createScheduled is check_schedule_message: checked as a send would be,
