@@ -160,14 +160,11 @@ func (p *pusher) candidates(tx *bbolt.Tx, m message, j pushJob) []uint64 {
 // muted channel that is not unmuted, hears neither wildcard mentions nor
 // the channel's setting.
 func channelPushTrigger(tx *bbolt.Tx, u user, ch channel, m message) string {
-	var sub subscription
-	if getJSON(tx.Bucket(bucketSubscriptions), append(itob(u.ID), itob(ch.ID)...), &sub) != nil {
+	sub, ok := subscriptionOf(tx, u.ID, ch.ID)
+	if !ok {
 		return ""
 	}
-	overrides := map[string]json.RawMessage{}
-	if v := tx.Bucket(bucketUserSettings).Get(itob(u.ID)); v != nil {
-		json.Unmarshal(v, &overrides)
-	}
+	overrides := decodeOverrides(tx.Bucket(bucketUserSettings).Get(itob(u.ID)))
 	policy := topicPolicy(tx, u.ID, ch.ID, m.Topic)
 	allows := func(own *bool, setting string) bool {
 		if sub.Muted && policy != policyUnmuted || policy == policyMuted {

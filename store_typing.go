@@ -25,18 +25,7 @@ func decodeOverrides(v []byte) map[string]json.RawMessage {
 // settingOn reads a boolean personal setting of the user inside a
 // transaction: their override, else the default.
 func settingOn(tx *bbolt.Tx, userID uint64, name string) bool {
-	if v := tx.Bucket(bucketUserSettings).Get(itob(userID)); v != nil {
-		if raw, ok := decodeOverrides(v)[name]; ok {
-			return string(raw) != "false"
-		}
-	}
-	for _, s := range userSettingsTable {
-		if s.name == name {
-			b, _ := s.def.(bool)
-			return b
-		}
-	}
-	return false
+	return settingOf[bool](decodeOverrides(tx.Bucket(bucketUserSettings).Get(itob(userID))), name)
 }
 
 // channelTyping checks that the sender may tell a channel they are
