@@ -216,15 +216,24 @@ func writeParts(w http.ResponseWriter, envelope []byte, parts encodedParts) {
 	w.Write(envelope[len(head):])
 }
 
-// writeJSON encodes v without HTML escaping, as Zulip (orjson) does.
-func writeJSON(b *bytes.Buffer, v any) {
+// encodeValue appends v's JSON without HTML escaping, as Zulip (orjson)
+// does, and without the encoder's newline; on an error it appends
+// nothing (the encoder writes only a whole value).
+func encodeValue(b *bytes.Buffer, v any) error {
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		b.WriteString("null")
-		return
+		return err
 	}
-	b.Truncate(b.Len() - 1) // Encode appends a newline
+	b.Truncate(b.Len() - 1)
+	return nil
+}
+
+// writeJSON is encodeValue, with null for what cannot be encoded.
+func writeJSON(b *bytes.Buffer, v any) {
+	if encodeValue(b, v) != nil {
+		b.WriteString("null")
+	}
 }
 
 // ---- The catalogue: every error a client can be told, in Zulip's words ----

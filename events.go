@@ -158,12 +158,10 @@ func encodeEvent(e event) *sharedEvent {
 // HTML escaping, as Zulip (orjson) does.
 func marshalUnescaped(v any) ([]byte, error) {
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := encodeValue(&b, v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return b.Bytes(), nil
 }
 
 // size is the event's length as a poll answers it with the given id.

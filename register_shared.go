@@ -55,18 +55,6 @@ func (c *sharedUserState) get(version uint64, name string, value func() any) (js
 	return b, nil
 }
 
-// encodeValue appends v's JSON as the envelope's encoder writes it:
-// without HTML escaping and without the newline.
-func encodeValue(b *bytes.Buffer, v any) error {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	b.Truncate(b.Len() - 1)
-	return nil
-}
-
 // encodedParts are JSON object members in pieces, written one after the
 // other (writeSuccess): the shared bytes of register's state stand in it
 // as they are, never copied into an answer of their own.
