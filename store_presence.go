@@ -10,6 +10,7 @@ package main
 
 import (
 	"encoding/binary"
+	"sort"
 	"sync"
 	"time"
 
@@ -285,7 +286,7 @@ type presenceQuery struct {
 }
 
 // presences answers the presence rows of active human accounts that the
-// query selects, and the largest update id among them (Zulip's
+// query selects, by user id, and the largest update id among them (Zulip's
 // presence_last_update_id: -1 when none was asked for and none found,
 // the client's own when nothing changed since).
 func (s *store) presences(q presenceQuery) ([]presenceRow, int64, error) {
@@ -293,7 +294,8 @@ func (s *store) presences(q presenceQuery) ([]presenceRow, int64, error) {
 		return nil, 0, err
 	}
 	picked := s.presence.pick(q)
-	var rows []presenceRow
+	sort.Sort(presenceRowsByID(picked))
+	rows := make([]presenceRow, 0, len(picked))
 	lastID := int64(-1)
 	if q.AfterID != nil {
 		lastID = *q.AfterID
@@ -303,12 +305,23 @@ func (s *store) presences(q presenceQuery) ([]presenceRow, int64, error) {
 		if q.AfterID != nil {
 			lastID = *q.AfterID
 		}
-		found := false
-		for _, row := range picked {
-			u, err := lookUpUser(tx, row.UserID)
-			if err != nil || !u.Active || u.Bot {
+		// The accounts come from the directory, decoded once per change
+		// of any: an answer of every row decoded each row's account,
+		// which, with everyone reporting every minute in an
+		// organisation of 3,000, was a third of the server's work.
+		users, _, _, err := s.directory.of(tx)
+		if err != nil {
+			return err
+		}
+		found, i := false, 0
+		for _, row := range picked { // both by id: one walk along the accounts
+			for i < len(users) && users[i].ID < row.UserID {
+				i++
+			}
+			if i == len(users) || users[i].ID != row.UserID || !users[i].Active || users[i].Bot {
 				continue
 			}
+			u := &users[i]
 			row.Email = u.Email
 			if row.Active == 0 {
 				row.Active = u.Joined
@@ -327,12 +340,23 @@ func (s *store) presences(q presenceQuery) ([]presenceRow, int64, error) {
 	return rows, lastID, err
 }
 
+// presenceRowsByID sorts rows by user id without sort.Slice's
+// reflection, which cost more than the rest of an answer of thousands.
+type presenceRowsByID []presenceRow
+
+func (r presenceRowsByID) Len() int           { return len(r) }
+func (r presenceRowsByID) Less(i, j int) bool { return r[i].UserID < r[j].UserID }
+func (r presenceRowsByID) Swap(i, j int)      { r[i], r[j] = r[j], r[i] }
+
 // pick is the rows the query selects, as the table holds them: without
 // e-mails, and with the times never set.
 func (t *presenceTable) pick(q presenceQuery) []presenceRow {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var picked []presenceRow
+	if q.OnlyUser == 0 && !q.NoHistory {
+		picked = make([]presenceRow, 0, len(t.entries))
+	}
 	for id, e := range t.entries {
 		switch {
 		case q.OnlyUser != 0:
