@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"testing"
 	"time"
@@ -331,7 +330,7 @@ func TestPresenceAnswer_IsTheEncodingOfItsObject(t *testing.T) {
 		for i := range rows {
 			rows[i] = presenceRow{UserID: rng.Uint64N(1 << 40), Active: rng.Int64N(1 << 33), Connected: rng.Int64N(1 << 33)}
 		}
-		sort.Sort(presenceRowsByID(rows)) // as the store answers them
+		sortFunc(rows, func(a, b presenceRow) int { return cmpUint(a.UserID, b.UserID) }) // as the store answers them
 		want := map[string]any{}
 		for _, row := range rows {
 			want[strconv.FormatUint(row.UserID, 10)] = modernPresence{row.Active, row.Connected}

@@ -10,7 +10,8 @@ package main
 
 import (
 	"encoding/binary"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,8 +78,9 @@ type presenceTable struct {
 	loadErr  error
 	mu       sync.Mutex
 	entries  map[uint64]*presenceEntry
-	seq      uint64 // the last update id handed out
-	reserved uint64 // ids up to this one are reserved in the store
+	ids      []uint64 // the entries' user ids, in order: answers are by id
+	seq      uint64   // the last update id handed out
+	reserved uint64   // ids up to this one are reserved in the store
 	flushing sync.Mutex
 }
 
@@ -118,6 +120,7 @@ func (t *presenceTable) loaded() error {
 		})
 		t.mu.Lock()
 		t.entries, t.seq, t.reserved = entries, seq, seq
+		t.ids = slices.Sorted(maps.Keys(entries))
 		t.mu.Unlock()
 		if t.loadErr == nil {
 			go t.writer()
@@ -179,7 +182,11 @@ func (t *presenceTable) report(userID uint64, active bool, now time.Time) (prese
 		return presenceNews{}, err
 	}
 	e.UpdateID, e.dirty = id, true
-	t.entries[userID] = e
+	if creating {
+		t.entries[userID] = e
+		i, _ := slices.BinarySearch(t.ids, userID)
+		t.ids = slices.Insert(t.ids, i, userID)
+	}
 	return presenceNews{Record: e.presenceRecord, Appeared: creating || becameOnline}, nil
 }
 
@@ -294,7 +301,6 @@ func (s *store) presences(q presenceQuery) ([]presenceRow, int64, error) {
 		return nil, 0, err
 	}
 	picked := s.presence.pick(q)
-	sort.Sort(presenceRowsByID(picked))
 	rows := make([]presenceRow, 0, len(picked))
 	lastID := int64(-1)
 	if q.AfterID != nil {
@@ -340,38 +346,28 @@ func (s *store) presences(q presenceQuery) ([]presenceRow, int64, error) {
 	return rows, lastID, err
 }
 
-// presenceRowsByID sorts rows by user id without sort.Slice's
-// reflection, which cost more than the rest of an answer of thousands.
-type presenceRowsByID []presenceRow
-
-func (r presenceRowsByID) Len() int           { return len(r) }
-func (r presenceRowsByID) Less(i, j int) bool { return r[i].UserID < r[j].UserID }
-func (r presenceRowsByID) Swap(i, j int)      { r[i], r[j] = r[j], r[i] }
-
-// pick is the rows the query selects, as the table holds them: without
-// e-mails, and with the times never set.
+// pick is the rows the query selects, as the table holds them (by user
+// id): without e-mails, and with the times never set.
 func (t *presenceTable) pick(q presenceQuery) []presenceRow {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var picked []presenceRow
-	if q.OnlyUser == 0 && !q.NoHistory {
-		picked = make([]presenceRow, 0, len(t.entries))
+	switch {
+	case q.OnlyUser != 0:
+		if e := t.entries[q.OnlyUser]; e != nil {
+			return []presenceRow{{UserID: q.OnlyUser, Active: e.Active, Connected: e.Connected, UpdateID: e.UpdateID}}
+		}
+		return nil
+	case q.NoHistory:
+		return nil
 	}
-	for id, e := range t.entries {
-		switch {
-		case q.OnlyUser != 0:
-			if id != q.OnlyUser {
-				continue
-			}
-		case q.NoHistory:
+	picked := make([]presenceRow, 0, len(t.ids))
+	for _, id := range t.ids {
+		e := t.entries[id]
+		if q.AfterID != nil && int64(e.UpdateID) <= *q.AfterID {
 			continue
-		default:
-			if q.AfterID != nil && int64(e.UpdateID) <= *q.AfterID {
-				continue
-			}
-			if (q.AfterID == nil || *q.AfterID <= 0) && e.Connected < q.Since.Unix() {
-				continue
-			}
+		}
+		if (q.AfterID == nil || *q.AfterID <= 0) && e.Connected < q.Since.Unix() {
+			continue
 		}
 		picked = append(picked, presenceRow{UserID: id, Active: e.Active, Connected: e.Connected, UpdateID: e.UpdateID})
 	}
