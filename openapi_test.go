@@ -654,7 +654,33 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
 	alice := strconv.FormatUint(e.alice.ID, 10)
 	narrow := `[{"operator":"channel","operand":"general"}]`
+	// Issue 33's channel administration: stream update, default_streams,
+	// delete_message (a topic's deletion), and an archived channel's
+	// deletion and its unarchiving's creation, in alice's queue.
+	generalPath := "/api/v1/streams/" + general
+	wantAPISuccess(t, e.request(t, "PATCH", generalPath, url.Values{"description": {"Contract"}, "can_send_message_group": {`{"new":{"direct_members":[` + alice + `],"direct_subgroups":[2]}}`}}, &e.admin))
+	wantAPISuccess(t, e.request(t, "PATCH", generalPath, url.Values{"can_send_message_group": {`{"new":6}`}}, &e.admin))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/default_streams", url.Values{"stream_id": {general}}, &e.admin))
+	e.sendAs(t, e.bob, e.general, "contract-doomed")
+	wantAPISuccess(t, e.request(t, "POST", generalPath+"/delete_topic", url.Values{"topic_name": {"contract-doomed"}}, &e.admin))
+	archived := mustCreateChannel(t, e.st, "contract-archived", false)
+	archivedPath := "/api/v1/streams/" + strconv.FormatUint(archived.ID, 10)
+	wantAPISuccess(t, e.request(t, "DELETE", archivedPath, nil, &e.admin))
+	wantAPISuccess(t, e.request(t, "PATCH", archivedPath, url.Values{"is_archived": {"false"}}, &e.admin))
 	cases := []contractCase{
+		{false, "PATCH", generalPath, url.Values{"description": {"Contract again"}}, &e.admin},
+		{false, "DELETE", "/api/v1/streams/" + strconv.FormatUint(mustCreateChannel(t, e.st, "contract-gone", false).ID, 10), nil, &e.admin},
+		{false, "POST", "/api/v1/default_streams", url.Values{"stream_id": {general}}, &e.admin},
+		{true, "PATCH", generalPath, url.Values{"new_name": {"mine"}}, &e.alice},
+		{true, "PATCH", "/api/v1/streams/" + secret, url.Values{"new_name": {"mine"}}, &e.bob},
+		{true, "DELETE", archivedPath, nil, &e.alice},
+		{false, "POST", generalPath + "/delete_topic", url.Values{"topic_name": {"nothing here"}}, &e.admin},
+		{true, "POST", "/api/v1/streams/" + secret + "/delete_topic", url.Values{"topic_name": {"plans"}}, &e.bob},
+		{false, "GET", generalPath + "/members", nil, &e.bob},
+		{true, "GET", "/api/v1/streams/" + secret + "/members", nil, &e.bob},
+		{true, "POST", "/api/v1/default_streams", url.Values{"stream_id": {"9999"}}, &e.admin},
+		{false, "DELETE", "/api/v1/default_streams", url.Values{"stream_id": {general}}, &e.admin},
+		{true, "DELETE", "/api/v1/default_streams", url.Values{"stream_id": {secret}}, &e.bob},
 		{false, "GET", "/api/v1/server_settings", nil, nil},
 		{false, "POST", "/api/v1/fetch_api_key", url.Values{"username": {e.alice.Email}, "password": {"alice-password"}}, nil},
 		{true, "POST", "/api/v1/fetch_api_key", url.Values{"username": {e.alice.Email}}, nil},
