@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -408,4 +409,27 @@ func (e *testEnv) subscribed(u user, ch channel) bool {
 	var yes bool
 	e.st.view(func(tx *bbolt.Tx) error { yes = isSubscribed(tx, u.ID, ch.ID); return nil })
 	return yes
+}
+
+// An export carries an archived channel as Zulip's deactivated stream and
+// the default channels as zerver_defaultstream rows, which Zulip's
+// importer reads.
+func TestExport_CarriesArchivedAndDefaultChannels(t *testing.T) {
+	e := newTestEnv(t)
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/default_streams", url.Values{"stream_id": {strconv.FormatUint(e.general.ID, 10)}}, &e.admin))
+	wantAPISuccess(t, e.request(t, http.MethodDelete, channelPath(e.secret), nil, &e.admin))
+	e.sendAs(t, e.bob, e.general, "exported")
+	dir := mustExport(t, e.st)
+	checkZulipImportable(t, dir)
+	var realm map[string]any
+	readJSONFile(t, filepath.Join(dir, "realm.json"), &realm)
+	if got := fmt.Sprint(realm["zerver_defaultstream"]); got != fmt.Sprintf("[map[id:1 realm:%d stream:%d]]", exportRealmID, e.general.ID) {
+		t.Errorf("zerver_defaultstream: got %s", got)
+	}
+	for _, row := range realm["zerver_stream"].([]any) {
+		s := row.(map[string]any)
+		if want := s["name"] == "secret"; s["deactivated"] != want {
+			t.Errorf("stream %v: deactivated %v, want %v", s["name"], s["deactivated"], want)
+		}
+	}
 }
