@@ -133,10 +133,14 @@ func TestUpdateChannel_GroupSettingsAreHonoured(t *testing.T) {
 	wantAPISuccess(t, e.request(t, http.MethodPatch, general, admin, &e.admin))
 	wantAPISuccess(t, e.request(t, http.MethodPatch, general, url.Values{"can_send_message_group": {`{"new":6}`}, "description": {"alice's now"}}, &e.alice))
 	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages", post, &e.bob))
-	// Settings zulite acts on since this issue: deleting, moving and
-	// resolving in the channel.
-	for _, name := range []string{"can_delete_own_message_group", "can_delete_any_message_group", "can_move_messages_out_of_channel_group",
-		"can_move_messages_within_channel_group", "can_resolve_topics_group"} {
+	// Settings zulite acts on since this issue: moving and resolving in
+	// the channel; deleting too, but only members of the organisation's
+	// can_set_delete_message_policy_group (role:nobody) may widen it.
+	for _, name := range []string{"can_delete_own_message_group", "can_delete_any_message_group"} {
+		wantAPIError(t, e.request(t, http.MethodPatch, general, url.Values{name: {`{"new":5}`}}, &e.owner), 400, "BAD_REQUEST", "Insufficient permission")
+		wantAPISuccess(t, e.request(t, http.MethodPatch, general, url.Values{name: {`{"new":8}`}}, &e.owner))
+	}
+	for _, name := range []string{"can_move_messages_out_of_channel_group", "can_move_messages_within_channel_group", "can_resolve_topics_group"} {
 		wantAPISuccess(t, e.request(t, http.MethodPatch, general, url.Values{name: {`{"new":5}`}}, &e.alice))
 		if got := e.streamObject(t, &e.bob, "general")[name]; got != 5.0 {
 			t.Errorf("%s: got %v, want 5", name, got)

@@ -443,6 +443,7 @@ func TestSubscribe_NewChannelSettings(t *testing.T) {
 		{url.Values{"can_add_subscribers_group": {"6"}}, "BAD_REQUEST", "'can_add_subscribers_group' setting cannot be set to 'role:everyone' group."},
 		{url.Values{"can_send_message_group": {"7"}}, "BAD_REQUEST", "'can_send_message_group' setting cannot be set to 'role:internet' group."},
 		{url.Values{"can_send_message_group": {`"2"`}}, "BAD_REQUEST", "can_send_message_group is not a dict"},
+		{url.Values{"can_delete_own_message_group": {"5"}}, "BAD_REQUEST", "Insufficient permission"}, // can_set_delete_message_policy_group is role:nobody
 		{url.Values{"topics_policy": {`"disable_empty_topic"`}}, "BAD_REQUEST", "Insufficient permission"},
 		{url.Values{"topics_policy": {`"sometimes"`}}, "BAD_REQUEST", "Invalid topics_policy"},
 		{url.Values{"folder_id": {"1"}}, "BAD_REQUEST", "Invalid channel folder ID"},

@@ -255,6 +255,9 @@ func (s *store) updateChannel(u user, c channelUpdate) error {
 			if err := checkGroupSetting(tx, g.Setting, g.New); err != nil {
 				return err
 			}
+			if err := s.checkDeletePolicy(u, g.Setting, g.New); err != nil {
+				return err
+			}
 			changedGroups = append(changedGroups, g)
 		}
 
@@ -351,6 +354,19 @@ func (s *store) updateChannel(u user, c channelUpdate) error {
 		report(change)
 		return nil
 	})
+}
+
+// checkDeletePolicy is Zulip's rule that only members of the
+// organisation's can_set_delete_message_policy_group may let anyone
+// delete messages in a channel (zerver/lib/streams.py): zulite holds
+// that setting as role:nobody, so a channel's can_delete_*_message_group
+// stays role:nobody.
+func (s *store) checkDeletePolicy(u user, p channelPermission, g groupSetting) error {
+	if (p == channelCanDeleteAnyMessageGroup || p == channelCanDeleteOwnMessageGroup) && !g.equal(systemGroupSetting(groupNobody)) &&
+		!inGroup(u, s.realmGroup(realmCanSetDeleteMessagePolicyGroup)) {
+		return refusal(errInsufficientPermission)
+	}
+	return nil
 }
 
 // activeSubscribers is the channel's subscribers that are active, sorted.
