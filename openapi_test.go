@@ -554,6 +554,9 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	}
 	msgID := e.sendAs(t, e.bob, e.general, "lunch")
 	queue := e.registerQueue(t, &e.alice, nil).str("queue_id")
+	// A queue that takes archived channels hears their archiving as a
+	// stream update (issue 33).
+	archivedQueue := e.registerQueue(t, &e.alice, url.Values{"client_capabilities": {`{"archived_channels":true}`}, "event_types": {`["stream"]`}}).str("queue_id")
 	// Events of each kind zulite emits, in alice's queue for GET /events.
 	e.sendAs(t, e.bob, e.general, "lunch")
 	for _, change := range []url.Values{
@@ -693,6 +696,7 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", "/api/v1/register", url.Values{"event_types": {`"message"`}}, &e.alice},
 		{true, "POST", "/api/v1/register", nil, nil},
 		{false, "GET", "/api/v1/events", url.Values{"queue_id": {queue}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.alice},
+		{false, "GET", "/api/v1/events", url.Values{"queue_id": {archivedQueue}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.alice},
 		{true, "GET", "/api/v1/events", url.Values{"queue_id": {"no-such-queue"}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.alice},
 		{true, "GET", "/api/v1/events", url.Values{"last_event_id": {"-1"}}, &e.alice},
 		{false, "DELETE", "/api/v1/events", url.Values{"queue_id": {queue}}, &e.alice},
