@@ -437,3 +437,22 @@ func TestExport_CarriesArchivedAndDefaultChannels(t *testing.T) {
 		}
 	}
 }
+
+// A private channel's changes, archiving and default-channel refusals
+// reach only those who may see it: bob, outside it, hears nothing of
+// them, while alice, inside, hears each.
+func TestUpdateChannel_PrivateChannelsChangesReachOnlyThoseWhoSeeIt(t *testing.T) {
+	e := newTestEnv(t)
+	bobs := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	alices := e.registerQueue(t, &e.alice, nil).str("queue_id")
+	secret := channelPath(e.secret)
+	wantAPISuccess(t, e.request(t, http.MethodPatch, secret, url.Values{"new_name": {"hidden"}, "description": {"the plan"}}, &e.admin))
+	wantAPISuccess(t, e.request(t, http.MethodPatch, secret, url.Values{"can_send_message_group": {`{"new":2}`}}, &e.admin))
+	wantAPISuccess(t, e.request(t, http.MethodDelete, secret, nil, &e.admin))
+	if got := e.channelEvents(t, &e.bob, bobs, "stream"); len(got) != 0 {
+		t.Errorf("bob heard of the private channel: %v", got)
+	}
+	if got := e.channelEvents(t, &e.alice, alices, "stream"); len(got) != 6 { // description, name, three of posting, the deletion
+		t.Errorf("alice's stream events: got %d %v, want 6", len(got), got)
+	}
+}
