@@ -498,6 +498,22 @@ var (
 	errNotOwner               = &apiError{status: http.StatusBadRequest, code: "UNAUTHORIZED_PRINCIPAL", msg: "Must be an organization owner"}
 )
 
+// Administering a channel (zerver/views/streams.py, zerver/lib/streams.py,
+// zerver/actions/streams.py, zerver/lib/exceptions.py's
+// CannotAdministerChannelError, CannotManageDefaultChannelError and
+// PreviousSettingValueMismatchedError).
+var (
+	errCannotAdministerChannel     = badRequest("You do not have permission to administer this channel.")
+	errCannotManageDefaultChannels = badRequest("You do not have permission to change default channels.")
+	errContentAccessRequired       = badRequest("Channel content access is required.")
+	errChannelSameName             = badRequest("Channel already has that name.")
+	errChannelAlreadyArchived      = badRequest("Channel is already deactivated")
+	errChannelNotArchived          = badRequest("Channel is not currently deactivated")
+	errArchivedPrivateEmpty        = badRequest("Channel is private and have no subscribers")
+	errPrivateCannotBeDefault      = badRequest("Private channels cannot be made default.")
+	errGroupSettingMismatch        = &apiError{status: http.StatusBadRequest, code: "EXPECTATION_MISMATCH", msg: "'old' value does not match the expected value."}
+)
+
 // refusal makes an API error a store rejection, for a check the store
 // makes only once it knows it is needed. Not inlined, as badRequest.
 //

@@ -88,6 +88,10 @@ type eventQueue struct {
 	// bulkMessageDeletion: the client declared bulk_message_deletion, so
 	// it hears of deleted messages in one event with message_ids.
 	bulkMessageDeletion bool
+	// archivedChannels: the client declared archived_channels, so it
+	// hears of archived channels (is_archived updates) where the others
+	// hear of their deletion and creation.
+	archivedChannels bool
 
 	offered uint64 // the hub's offer that last reached it (hub.offerMu)
 

@@ -606,13 +606,16 @@ func (x *exporter) realm() error {
 	for _, u := range x.users {
 		active[u.ID] = u.Active
 	}
-	var streams []map[string]any
+	var streams, defaults []map[string]any
 	for _, ch := range channels {
+		if ch.Default { // Zulip's DefaultStream rows
+			defaults = append(defaults, map[string]any{"id": len(defaults) + 1, "realm": exportRealmID, "stream": ch.ID})
+		}
 		streams = append(streams, map[string]any{
 			"id": ch.ID, "name": ch.Name, "description": ch.Description, "rendered_description": "",
 			"invite_only": ch.Private, "history_public_to_subscribers": true, "is_web_public": false,
 			"realm": exportRealmID, "creator": nilIfZero(ch.CreatorID), "date_created": zulipexport.Timestamp(ch.Created),
-			"deactivated": false, "message_retention_days": nil, "folder": nil,
+			"deactivated": ch.Archived, "message_retention_days": nil, "folder": nil,
 		})
 		x.report.ChannelPermissions += len(ch.Groups)
 		recipients = append(recipients, map[string]any{"id": recipientID(recipientChannel, ch.ID), "type": recipientChannel, "type_id": ch.ID})
@@ -676,6 +679,7 @@ func (x *exporter) realm() error {
 		"zerver_realm":                     []any{realm},
 		"zerver_userprofile":               orEmpty(profiles),
 		"zerver_stream":                    orEmpty(streams),
+		"zerver_defaultstream":             orEmpty(defaults),
 		"zerver_recipient":                 orEmpty(recipients),
 		"zerver_subscription":              orEmpty(subscriptions),
 		"zerver_huddle":                    orEmpty(huddles),

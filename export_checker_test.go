@@ -179,7 +179,13 @@ var realmJSONTables = map[string]zulipTable{
 		"realm": {"number", "import_realm.py:1405"},
 		"name":  {"string", "import_realm.py:1139"},
 	}},
-	"zerver_defaultstream":           {from: "import_realm.py:1398"},
+	"zerver_defaultstream": {from: "import_realm.py:1398", fields: map[string]zulipField{
+		// DefaultStream's model fields (zerver/models/streams.py); the
+		// importer's line numbers for them were not read, only the table's.
+		"id":     {"number", "import_realm.py (DefaultStream.id)"},
+		"realm":  {"number", "import_realm.py (DefaultStream.realm)"},
+		"stream": {"number", "import_realm.py (DefaultStream.stream)"},
+	}},
 	"zerver_realmemoji":              {from: "import_realm.py:1399"},
 	"zerver_realmdomain":             {from: "import_realm.py:1404 (realm_tables)"},
 	"zerver_realmfilter":             {from: "import_realm.py:1404 (realm_tables)"},

@@ -253,17 +253,20 @@ func (p channelPermission) name() string { return channelPermissionSettings[p].n
 // with its default and whether zulite acts on it. A setting zulite does
 // not act on (the permission of an action it does not offer) keeps its
 // default: any other value is refused rather than stored and ignored.
+// zulite acts on every one: deleting (store_message_edit.go), moving and
+// resolving messages, posting, subscribing, removing subscribers and
+// administering the channel (store_channel_admin.go).
 var channelPermissionSettings = [channelPermissionCount]permissionSetting{
 	channelCanAddSubscribersGroup:            {name: "can_add_subscribers_group", value: groupNobody, honoured: true, allowNobodyGroup: true, defaultGroupName: "role:nobody"},
 	channelCanAdministerChannelGroup:         {name: "can_administer_channel_group", value: groupChannelCreator, honoured: true, allowNobodyGroup: true, defaultGroupName: "stream_creator_or_nobody"},
-	channelCanDeleteAnyMessageGroup:          {name: "can_delete_any_message_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
-	channelCanDeleteOwnMessageGroup:          {name: "can_delete_own_message_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
-	channelCanMoveMessagesOutOfChannelGroup:  {name: "can_move_messages_out_of_channel_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
-	channelCanMoveMessagesWithinChannelGroup: {name: "can_move_messages_within_channel_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanDeleteAnyMessageGroup:          {name: "can_delete_any_message_group", value: groupNobody, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanDeleteOwnMessageGroup:          {name: "can_delete_own_message_group", value: groupNobody, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanMoveMessagesOutOfChannelGroup:  {name: "can_move_messages_out_of_channel_group", value: groupNobody, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanMoveMessagesWithinChannelGroup: {name: "can_move_messages_within_channel_group", value: groupNobody, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
 	channelCanRemoveSubscribersGroup:         {name: "can_remove_subscribers_group", value: groupAdministrators, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},
 	channelCanSendMessageGroup:               {name: "can_send_message_group", value: groupEveryone, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
 	channelCanSubscribeGroup:                 {name: "can_subscribe_group", value: groupNobody, honoured: true, allowNobodyGroup: true, defaultGroupName: "role:nobody"},
-	channelCanResolveTopicsGroup:             {name: "can_resolve_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanResolveTopicsGroup:             {name: "can_resolve_topics_group", value: groupNobody, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
 }
 
 // groupPermissionSettings are Zulip 11.0's NamedUserGroup.GROUP_PERMISSION_SETTINGS.

@@ -65,6 +65,9 @@ type server struct {
 	pusher *pusher
 	// scheduler sends scheduled messages at their time (scheduler.go).
 	scheduler *scheduler
+	// topicDeleteTime bounds a topic's deletion (0: topicDeleteTime,
+	// api_channel_admin.go; tests shorten it).
+	topicDeleteTime time.Duration
 	// sharedUsers is register's state made of the accounts alone,
 	// encoded once per change of any (register_shared.go).
 	sharedUsers sharedUserState
@@ -143,6 +146,12 @@ func (s *server) routes() http.Handler {
 	handle("POST /api/v1/user_topics", s.api(s.updateUserTopic))
 	handle("GET /api/v1/streams", s.api(s.listChannels))
 	handle("GET /api/v1/streams/{stream_id}", s.api(s.channelByID))
+	handle("PATCH /api/v1/streams/{stream_id}", s.api(s.updateChannel))
+	handle("DELETE /api/v1/streams/{stream_id}", s.api(s.archiveChannel))
+	handle("POST /api/v1/streams/{stream_id}/delete_topic", s.api(s.deleteTopic, adminsOnly))
+	handle("GET /api/v1/streams/{stream_id}/members", s.api(s.channelMembers))
+	handle("POST /api/v1/default_streams", s.api(s.addDefaultChannel, adminsOnly))
+	handle("DELETE /api/v1/default_streams", s.api(s.removeDefaultChannel, adminsOnly))
 	handle("GET /api/v1/get_stream_id", s.api(s.channelID))
 	handle("POST /api/v1/messages", s.api(s.sendMessage))
 	handle("GET /api/v1/messages", s.api(s.getMessages))

@@ -34,6 +34,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	e.sendAs(t, e.bob, e.general, "t") // something unread for alice
 	aliceQueue := e.registerQueue(t, &e.alice, nil).str("queue_id")
 	secretID := strconv.FormatUint(e.secret.ID, 10)
+	generalID := strconv.FormatUint(e.general.ID, 10)
 	msgID := strconv.FormatUint(secretMsg.ID, 10)
 	plan := e.mustUpload(t, &e.alice, "plan.txt", secretText) // linked in the private channel only
 	e.sendText(t, e.alice, e.secret, "[plan]("+plan+")")
@@ -114,11 +115,12 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		attachments, _, err5 := e.st.ownAttachments(e.alice.user)
 		scheduled, err6 := e.st.scheduledMessages(e.alice.ID)
 		reminders, err7 := e.st.reminders(e.alice.ID)
-		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+		channels, err8 := e.st.channels()
+		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
 			t.Fatal(err)
 		}
 		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics,
-			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders))
+			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders), plainJSON(channels))
 	}
 
 	type attempt struct {
@@ -141,7 +143,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/messages/{message_id}/read_receipts", "POST /api/v1/messages/{message_id}/typing",
 		"DELETE /api/v1/attachments/{attachment_id}", "POST /api/v1/mobile_push/test_notification",
 		"PATCH /api/v1/scheduled_messages/{scheduled_message_id}", "DELETE /api/v1/scheduled_messages/{scheduled_message_id}",
-		"POST /api/v1/reminders", "DELETE /api/v1/reminders/{reminder_id}"} {
+		"POST /api/v1/reminders", "DELETE /api/v1/reminders/{reminder_id}",
+		"PATCH /api/v1/streams/{stream_id}", "DELETE /api/v1/streams/{stream_id}", "POST /api/v1/streams/{stream_id}/delete_topic",
+		"GET /api/v1/streams/{stream_id}/members", "POST /api/v1/default_streams", "DELETE /api/v1/default_streams"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -273,6 +277,17 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"delete": {`["secret","general"]`}, "principals": {`["` + e.alice.Email + `"]`}}},
 			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"add": {`[{"name":"bobs-own"}]`}, "delete": {`["general"]`}, "principals": {"[" + strconv.FormatUint(e.alice.ID, 10) + "]"}}}},
 		"GET /api/v1/users/{user_id}/subscriptions/{stream_id}": {{"GET", "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10) + "/subscriptions/" + secretID, nil}},
+		// Administering her private channel, and the public one, as a
+		// member who administers neither (issue 33).
+		"PATCH /api/v1/streams/{stream_id}": {{"PATCH", "/api/v1/streams/" + secretID, url.Values{"new_name": {"bobs"}}},
+			{"PATCH", "/api/v1/streams/" + secretID, url.Values{"is_private": {"false"}, "history_public_to_subscribers": {"true"}}},
+			{"PATCH", "/api/v1/streams/" + secretID, url.Values{"can_add_subscribers_group": {`{"new":5}`}}},
+			{"PATCH", "/api/v1/streams/" + generalID, url.Values{"description": {"bob's"}}}},
+		"DELETE /api/v1/streams/{stream_id}":            {{"DELETE", "/api/v1/streams/" + secretID, nil}, {"DELETE", "/api/v1/streams/" + generalID, nil}},
+		"POST /api/v1/streams/{stream_id}/delete_topic": {{"POST", "/api/v1/streams/" + secretID + "/delete_topic", url.Values{"topic_name": {"plans"}}}},
+		"GET /api/v1/streams/{stream_id}/members":       {{"GET", "/api/v1/streams/" + secretID + "/members", nil}},
+		"POST /api/v1/default_streams":                  {{"POST", "/api/v1/default_streams", url.Values{"stream_id": {generalID}}}},
+		"DELETE /api/v1/default_streams":                {{"DELETE", "/api/v1/default_streams", url.Values{"stream_id": {generalID}}}},
 	}
 	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):]} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()

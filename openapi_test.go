@@ -554,6 +554,9 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	}
 	msgID := e.sendAs(t, e.bob, e.general, "lunch")
 	queue := e.registerQueue(t, &e.alice, nil).str("queue_id")
+	// A queue that takes archived channels hears their archiving as a
+	// stream update (issue 33).
+	archivedQueue := e.registerQueue(t, &e.alice, url.Values{"client_capabilities": {`{"archived_channels":true}`}, "event_types": {`["stream"]`}}).str("queue_id")
 	// Events of each kind zulite emits, in alice's queue for GET /events.
 	e.sendAs(t, e.bob, e.general, "lunch")
 	for _, change := range []url.Values{
@@ -654,7 +657,33 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
 	alice := strconv.FormatUint(e.alice.ID, 10)
 	narrow := `[{"operator":"channel","operand":"general"}]`
+	// Issue 33's channel administration: stream update, default_streams,
+	// delete_message (a topic's deletion), and an archived channel's
+	// deletion and its unarchiving's creation, in alice's queue.
+	generalPath := "/api/v1/streams/" + general
+	wantAPISuccess(t, e.request(t, "PATCH", generalPath, url.Values{"description": {"Contract"}, "can_send_message_group": {`{"new":{"direct_members":[` + alice + `],"direct_subgroups":[2]}}`}}, &e.admin))
+	wantAPISuccess(t, e.request(t, "PATCH", generalPath, url.Values{"can_send_message_group": {`{"new":6}`}}, &e.admin))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/default_streams", url.Values{"stream_id": {general}}, &e.admin))
+	e.sendAs(t, e.bob, e.general, "contract-doomed")
+	wantAPISuccess(t, e.request(t, "POST", generalPath+"/delete_topic", url.Values{"topic_name": {"contract-doomed"}}, &e.admin))
+	archived := mustCreateChannel(t, e.st, "contract-archived", false)
+	archivedPath := "/api/v1/streams/" + strconv.FormatUint(archived.ID, 10)
+	wantAPISuccess(t, e.request(t, "DELETE", archivedPath, nil, &e.admin))
+	wantAPISuccess(t, e.request(t, "PATCH", archivedPath, url.Values{"is_archived": {"false"}}, &e.admin))
 	cases := []contractCase{
+		{false, "PATCH", generalPath, url.Values{"description": {"Contract again"}}, &e.admin},
+		{false, "DELETE", "/api/v1/streams/" + strconv.FormatUint(mustCreateChannel(t, e.st, "contract-gone", false).ID, 10), nil, &e.admin},
+		{false, "POST", "/api/v1/default_streams", url.Values{"stream_id": {general}}, &e.admin},
+		{true, "PATCH", generalPath, url.Values{"new_name": {"mine"}}, &e.alice},
+		{true, "PATCH", "/api/v1/streams/" + secret, url.Values{"new_name": {"mine"}}, &e.bob},
+		{true, "DELETE", archivedPath, nil, &e.alice},
+		{false, "POST", generalPath + "/delete_topic", url.Values{"topic_name": {"nothing here"}}, &e.admin},
+		{true, "POST", "/api/v1/streams/" + secret + "/delete_topic", url.Values{"topic_name": {"plans"}}, &e.bob},
+		{false, "GET", generalPath + "/members", nil, &e.bob},
+		{true, "GET", "/api/v1/streams/" + secret + "/members", nil, &e.bob},
+		{true, "POST", "/api/v1/default_streams", url.Values{"stream_id": {"9999"}}, &e.admin},
+		{false, "DELETE", "/api/v1/default_streams", url.Values{"stream_id": {general}}, &e.admin},
+		{true, "DELETE", "/api/v1/default_streams", url.Values{"stream_id": {secret}}, &e.bob},
 		{false, "GET", "/api/v1/server_settings", nil, nil},
 		{false, "POST", "/api/v1/fetch_api_key", url.Values{"username": {e.alice.Email}, "password": {"alice-password"}}, nil},
 		{true, "POST", "/api/v1/fetch_api_key", url.Values{"username": {e.alice.Email}}, nil},
@@ -667,6 +696,7 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", "/api/v1/register", url.Values{"event_types": {`"message"`}}, &e.alice},
 		{true, "POST", "/api/v1/register", nil, nil},
 		{false, "GET", "/api/v1/events", url.Values{"queue_id": {queue}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.alice},
+		{false, "GET", "/api/v1/events", url.Values{"queue_id": {archivedQueue}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.alice},
 		{true, "GET", "/api/v1/events", url.Values{"queue_id": {"no-such-queue"}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.alice},
 		{true, "GET", "/api/v1/events", url.Values{"last_event_id": {"-1"}}, &e.alice},
 		{false, "DELETE", "/api/v1/events", url.Values{"queue_id": {queue}}, &e.alice},

@@ -35,7 +35,8 @@ func (s *server) register(r *apiRequest) (any, error) {
 	q := &eventQueue{userID: r.user.ID, types: o.eventTypes, narrow: o.narrow, applyMarkdown: o.applyMarkdown,
 		clientGravatar: o.clientGravatar, allPublic: o.allPublic, userSettingsObject: o.capabilities.userSettingsObject,
 		emptyTopicName: o.capabilities.emptyTopicName, simplifiedPresence: o.capabilities.simplifiedPresenceEvents,
-		streamTyping: o.capabilities.streamTypingNotifications, bulkMessageDeletion: o.capabilities.bulkMessageDeletion}
+		streamTyping: o.capabilities.streamTypingNotifications, bulkMessageDeletion: o.capabilities.bulkMessageDeletion,
+		archivedChannels: o.capabilities.archivedChannels}
 	s.events.register(q)
 	if err := s.takeListing(r); err != nil {
 		s.events.remove(q.userID, q.id)
@@ -285,6 +286,12 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishDelete(c)
 	case userTopicChanged:
 		s.publishUserTopic(c)
+	case channelUpdated:
+		s.publishChannelUpdate(c) // channel_events.go
+	case channelArchived:
+		s.publishChannelArchived(c)
+	case defaultChannelsChanged:
+		s.publishDefaultChannels(c.IDs, c.NonGuests)
 	}
 }
 

@@ -110,12 +110,22 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		{"realm_domains", "realm_domains"}, {"realm_linkifiers", "realm_linkifiers"}, {"realm_filters", "realm_filters"},
 		{"realm_playgrounds", "realm_playgrounds"}, {"realm_bot", "realm_bots"}, {"realm_embedded_bots", "realm_embedded_bots"},
 		{"realm_incoming_webhook_bots", "realm_incoming_webhook_bots"},
-		{"channel_folders", "channel_folders"}, {"default_streams", "realm_default_streams"},
+		{"channel_folders", "channel_folders"},
 		{"default_stream_groups", "realm_default_stream_groups"}, {"stop_words", "stop_words"},
 	} {
 		if want(empty.fetchType) {
 			state[empty.key] = []struct{}{}
 		}
+	}
+	if want("default_streams") {
+		ids := []uint64{} // guests are told of none, as in Zulip
+		if u.Role != roleGuest {
+			var err error
+			if ids, err = s.store.defaultChannels(); err != nil { // store_channel_admin.go
+				return nil, err
+			}
+		}
+		state["realm_default_streams"] = ids
 	}
 	if err := s.addScheduledState(state, u, want); err != nil { // api_scheduled_messages.go
 		return nil, err
@@ -175,7 +185,8 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	if want("subscription") || want("stream") {
 		var err error
 		subs, channels, err = s.store.subscriptionsAndChannels(u, // store_channels.go
-			channelFilter{Public: true, All: u.isAdmin()}, channelFilter{Public: true, Subscribed: true, All: u.isAdmin()})
+			channelFilter{Public: true, All: u.isAdmin(), Archived: o.capabilities.archivedChannels},
+			channelFilter{Public: true, Subscribed: true, All: u.isAdmin(), Archived: o.capabilities.archivedChannels})
 		if err != nil {
 			return nil, err
 		}
@@ -348,6 +359,9 @@ func (s *server) addSubscriptionState(state map[string]any, u user, o registerOp
 	}
 	subscribed := make([]subscriptionObject, 0, len(subs))
 	for _, sub := range subs {
+		if sub.Archived && !o.capabilities.archivedChannels {
+			continue
+		}
 		so := newSubscriptionObject(sub)
 		if o.includeSubscribers {
 			so.Subscribers = append([]uint64{}, sub.Subscribers...)

@@ -14,7 +14,8 @@ package main
 //	push_tokens      user id ‖ kind ('a' APNs, 'g' FCM) ‖ token key → pushToken (JSON);
 //	                 the token key is the token lower-cased for APNs, verbatim for FCM
 //	channels         channel id → channel (JSON, with the permission settings
-//	                 given other values than Zulip's defaults)
+//	                 given other values than Zulip's defaults, and whether it is
+//	                 archived or a default channel: store_channel_admin.go)
 //	channel_names    lower-cased channel name → channel id
 //	subscriptions    user id ‖ channel id → subscription (JSON: colour, muting,
 //	                 pinning, notification settings)
@@ -304,6 +305,10 @@ type channel struct {
 	// Groups holds the permission settings (can_*_group) given other
 	// values than Zulip's defaults, by setting name (store_channels.go).
 	Groups map[string]groupSetting `json:"groups,omitempty"`
+	// Archived: nobody may post in it (DELETE /streams/{id}); Default: new
+	// users join it (POST /default_streams) (store_channel_admin.go).
+	Archived bool `json:"archived,omitempty"`
+	Default  bool `json:"default,omitempty"`
 }
 
 // subscription is one user's settings for one channel. A nil

@@ -176,6 +176,9 @@ type channelFilter struct {
 	// All is every channel the user has metadata access to;
 	// ContentAccess every channel they have content access to.
 	All, ContentAccess bool
+	// Archived: archived channels too (exclude_archived=false, or
+	// register's archived_channels capability).
+	Archived bool
 }
 
 // visibleChannels lists, sorted by name, the channels the filter asks
@@ -226,6 +229,7 @@ func (s *store) visibleChannelsIn(tx *bbolt.Tx, figs *figures, u user, f channel
 		}
 		var wanted bool
 		switch {
+		case ch.Archived && !f.Archived:
 		case f.All:
 			wanted = canSeeMetadata(tx, u, ch)
 		case f.ContentAccess:
@@ -253,7 +257,7 @@ func (s *store) channelFor(u user, id uint64) (channelView, error) {
 		if err != nil {
 			return err
 		}
-		if !canSeeMetadata(tx, u, ch) {
+		if ch.Archived || !canSeeMetadata(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
 			return errNoSuchChannel
 		}
 		v, err = s.channelFigures(tx).view(ch)
@@ -283,7 +287,7 @@ func (s *store) channelTopics(u user, channelID uint64) ([]topicSummary, error) 
 		if err != nil {
 			return err
 		}
-		if !canAccess(tx, u, ch) {
+		if ch.Archived || !canAccess(tx, u, ch) {
 			return errNoSuchChannel
 		}
 		prefix := itob(ch.ID)

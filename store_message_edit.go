@@ -598,24 +598,8 @@ func (s *store) deleteMessage(u user, id uint64) error {
 			olderThan(s.now().Unix(), m.Timestamp, defaultMessageLimitSeconds) {
 			return errDeleteTimeLimit
 		}
-		// Out of the channel's index first: forgetInChannel then keeps
-		// rule 1 over the messages that remain.
-		if err := unindexMessage(tx, m, true); err != nil {
-			return err
-		}
-		subs := subscriberIDs(tx, ch.ID)
-		for _, uid := range subs {
-			if err := forgetInChannel(tx, uid, ch.ID, []uint64{id}); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bucketFlags).Delete(append(itob(uid), itob(id)...)); err != nil {
-				return err
-			}
-		}
-		if err := tx.Bucket(bucketMessages).Delete(itob(id)); err != nil {
-			return err
-		}
-		if err := dropReactionsAndLinks(tx, m); err != nil {
+		subs, err := deleteChannelMessages(tx, ch, []message{m}) // store_channel_admin.go
+		if err != nil {
 			return err
 		}
 		audience := subs

@@ -120,7 +120,7 @@ func checkChannelSend(tx *bbolt.Tx, sender user, ch channel, topic string) error
 	if !canPost(sender, ch) {
 		return errCannotPost
 	}
-	if ch.Private && !canAccess(tx, sender, ch) {
+	if ch.Archived || ch.Private && !canAccess(tx, sender, ch) { // Zulip's access_stream_for_send_message
 		return errChannelForbidden.about(ch.Name)
 	}
 	return checkTopicsPolicy(ch.topicsPolicy(), topic)

@@ -196,6 +196,9 @@ func (s *store) subscribingUsers(req subscribeRequest, res *subscribeResult) fun
 				if err := checkGroupSetting(tx, p, g); err != nil {
 					return err
 				}
+				if err := s.checkDeletePolicy(req.Caller, p, g); err != nil { // store_channel_admin.go
+					return err
+				}
 			}
 		}
 		if req.Refusal != nil {

@@ -46,6 +46,9 @@ func (s *store) createAccount(email, fullName string, role int, bot bool, passwo
 		}
 		report(accountChanged{Email: email, UserID: id})
 		report(accountCreated{User: u})
+		if err := s.joinDefaultChannels(tx, u, report); err != nil { // store_channel_admin.go
+			return err
+		}
 		return s.putKey(tx, id, key)
 	})
 	return u, key, err
