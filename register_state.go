@@ -184,7 +184,7 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	var channels [][]channelView // the never subscribed's candidates, the streams
 	if want("subscription") || want("stream") {
 		var err error
-		subs, channels, err = s.store.subscriptionsAndChannels(u, // store_channels.go
+		subs, channels, err = s.store.subscriptionsAndChannels(u, o.includeSubscribers, // store_channels.go
 			channelFilter{Public: true, All: u.isAdmin(), Archived: o.capabilities.archivedChannels},
 			channelFilter{Public: true, Subscribed: true, All: u.isAdmin(), Archived: o.capabilities.archivedChannels})
 		if err != nil {

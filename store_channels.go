@@ -198,14 +198,15 @@ func (s *store) visibleChannels(u user, f channelFilter) ([]channelView, error) 
 // each filter lets them see, read in one transaction whose figures are
 // worked out once: register lists all of them, and counting a big
 // channel's subscribers again for each list cost more than the rest of
-// its channels.
-func (s *store) subscriptionsAndChannels(u user, filters ...channelFilter) ([]subscribedChannel, [][]channelView, error) {
+// its channels. The subscriptions list their subscribers when
+// listSubscribers.
+func (s *store) subscriptionsAndChannels(u user, listSubscribers bool, filters ...channelFilter) ([]subscribedChannel, [][]channelView, error) {
 	var subs []subscribedChannel
 	var lists [][]channelView
 	err := s.view(func(tx *bbolt.Tx) error {
 		f := s.channelFigures(tx)
 		var err error
-		if subs, err = s.subscriptionsIn(tx, f, u.ID, nil); err != nil { // store_subscriptions.go
+		if subs, err = s.subscriptionsIn(tx, f, u.ID, nil, listSubscribers); err != nil { // store_subscriptions.go
 			return err
 		}
 		lists = make([][]channelView, len(filters))
