@@ -88,6 +88,9 @@ type eventQueue struct {
 	// bulkMessageDeletion: the client declared bulk_message_deletion, so
 	// it hears of deleted messages in one event with message_ids.
 	bulkMessageDeletion bool
+	// linkifierURLTemplate: the client declared linkifier_url_template,
+	// the only clients told of linkifiers (api_linkifiers.go).
+	linkifierURLTemplate bool
 
 	offered uint64 // the hub's offer that last reached it (hub.offerMu)
 
