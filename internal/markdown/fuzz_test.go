@@ -53,7 +53,9 @@ func FuzzMarkdown(f *testing.F) {
 		}
 		linkifiers = append(linkifiers, c)
 	}
-	custom := func(name string) (string, bool) { return "/user_avatars/2/emoji/images/" + name + "\"<x>.png", name == "party" }
+	custom := func(name string) (string, bool) {
+		return "/user_avatars/2/emoji/images/" + name + "\"<x>.png", name == "party"
+	}
 	f.Fuzz(func(t *testing.T, content string) {
 		if len(content) > maxMessageLength {
 			return
