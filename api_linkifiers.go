@@ -7,8 +7,8 @@ package main
 // realm_playgrounds, GET /realm/linkifiers); administrators change them.
 // A linkifier's pattern is RE2 syntax run in linear time, within bounds
 // (internal/markdown/re2.go): at most markdown.MaxPatternBytes bytes,
-// maxLinkifiers of them, and markdown.LinkifyBudget matcher steps for
-// all of them in one message. As in Zulip since feature level 176, a
+// maxLinkifiers of them, and markdown.LinkifyBudget matcher steps and
+// markdown.MaxLinkified links for all of them in one message. As in Zulip since feature level 176, a
 // client without the linkifier_url_template capability is given an
 // empty realm_linkifiers and no realm_linkifiers events, and the legacy
 // realm_filters is always empty and never sent.

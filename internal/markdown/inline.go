@@ -57,8 +57,9 @@ type inliner struct {
 	r        *renderer
 	stash    []inlineNode
 	patterns []inlinePattern // inlinePatterns with the rendering's linkifiers
-	// linkifyBudget is the matcher steps the linkifiers have left.
-	linkifyBudget int
+	// linkifyBudget is the matcher steps the linkifiers have left;
+	// linkified the links they made (linkifiers.go).
+	linkifyBudget, linkified int
 }
 
 func newInliner(r *renderer) *inliner {

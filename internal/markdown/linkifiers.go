@@ -27,6 +27,12 @@ const (
 // message is not linkified.
 const LinkifyBudget = 4_000_000
 
+// MaxLinkified is how many links the linkifiers of one rendering make
+// together: past it, the rest of the message is not linkified. (A
+// pattern that matches what it made, such as ^.+, would otherwise go on
+// until the budget ran out.)
+const MaxLinkified = 1000
+
 // Linkifier is one compiled linkifier.
 type Linkifier struct {
 	re       *re2 // the prepared pattern
@@ -134,6 +140,9 @@ func smallestMissing(names, have map[string]bool) string {
 func linkifierPattern(l *Linkifier) inlinePattern {
 	return inlinePattern{name: "linkifier", newStyle: true, resumes: true,
 		find: func(in *inliner, data string, from int) (patternMatch, bool) {
+			if in.linkified >= MaxLinkified {
+				return patternMatch{}, false
+			}
 			caps, ok := l.re.search(data, from, &in.linkifyBudget)
 			if !ok {
 				return patternMatch{}, false
@@ -154,6 +163,7 @@ func linkifierPattern(l *Linkifier) inlinePattern {
 			}
 			a := &mdElement{tag: "a", text: data[start:end], atomic: true}
 			a.set("href", in.r.relativeToRealm(href))
+			in.linkified++
 			return inlineNode{el: a}, start, end, true
 		}}
 }

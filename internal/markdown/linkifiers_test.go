@@ -1,6 +1,7 @@
 package markdown
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -76,5 +77,27 @@ func TestCompileLinkifier_ChecksAsZulipsClean(t *testing.T) {
 			(got.Pattern == nil) != (c.want.Pattern == nil) || got.Pattern != nil && got.Pattern.Text != c.want.Pattern.Text {
 			t.Errorf("%q %q: got %+v, want %+v", c.pattern, c.template, got, c.want)
 		}
+	}
+}
+
+// TestLinkifiers_BoundedEvenWhenMatchingWhatTheyMade: a pattern that
+// matches its own links' placeholders stops at MaxLinkified, and many
+// matches in one message are all made up to it.
+func TestLinkifiers_BoundedEvenWhenMatchingWhatTheyMade(t *testing.T) {
+	loop, err := CompileLinkifier(`(?P<x>.+)`, "https://x.test/{x}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RenderWith("anything", "", nil, Options{Linkifiers: []*Linkifier{loop}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(res.HTML, "<a "); n == 0 || n > MaxLinkified {
+		t.Errorf("a self-matching linkifier: %d links, want 1 to %d", n, MaxLinkified)
+	}
+	issue, _ := CompileLinkifier(`#(?P<id>\d+)`, "https://x.test/{id}")
+	res, _ = RenderWith(strings.Repeat("#1 ", 1500), "", nil, Options{Linkifiers: []*Linkifier{issue}})
+	if n := strings.Count(res.HTML, "<a "); n != MaxLinkified {
+		t.Errorf("1,500 matches: %d links, want %d", n, MaxLinkified)
 	}
 }
