@@ -293,10 +293,12 @@ var rejectionWords = map[*rejection]func(name string) *apiError{
 	errNoSuchEmoji:          func(name string) *apiError { return badRequest("Emoji '" + echoed(name) + "' does not exist") },
 	errEmojiArgumentMissing: always(badRequest("At least one of the following arguments must be present: emoji_name, emoji_code")),
 	// zerver/lib/emoji.py's check_emoji_request.
-	errInvalidEmojiCode:   always(badRequest("Invalid emoji code.")),
-	errInvalidEmojiName:   always(badRequest("Invalid emoji name.")),
-	errInvalidEmojiType:   always(badRequest("Invalid emoji type.")),
-	errInvalidCustomEmoji: always(badRequest("Invalid custom emoji.")),
+	errInvalidEmojiCode:       always(badRequest("Invalid emoji code.")),
+	errInvalidEmojiName:       always(badRequest("Invalid emoji name.")),
+	errInvalidEmojiType:       always(badRequest("Invalid emoji type.")),
+	errInvalidCustomEmoji:     always(badRequest("Invalid custom emoji.")),
+	errInvalidCustomEmojiName: always(badRequest("Invalid custom emoji name.")),
+	errCustomEmojiDeactivated: always(badRequest("This custom emoji has been deactivated.")),
 
 	// Editing, moving and deleting messages (zerver/actions/message_edit.py,
 	// zerver/views/message_edit.py).
@@ -726,6 +728,51 @@ var (
 	errBadImage           = badRequest("Could not decode image; did you upload an image file?")
 	errImageTooBig        = badRequest("Image size exceeds limit.")
 )
+
+// Custom emoji (zerver/lib/emoji.py, zerver/views/realm_emoji.py,
+// zerver/actions/realm_emoji.py); maxRealmEmoji is zulite's bound.
+var (
+	errEmojiNoName          = badRequest("Emoji name is missing")
+	errEmojiNameEnd         = badRequest("Emoji names must end with either a letter or digit.")
+	errEmojiNameCharacters  = badRequest("Emoji names must contain only lowercase English letters, digits, spaces, dashes, and underscores.")
+	errEmojiNameTaken       = badRequest("A custom emoji with this name already exists.")
+	errOneEmojiFile         = badRequest("You must upload exactly one file.")
+	errOverrideBuiltInEmoji = badRequest("Only administrators can override built-in emoji.")
+	errEmojiTooLarge        = badRequest("Uploaded file is larger than the allowed limit of " + strconv.Itoa(maxEmojiMiB) + " MiB")
+	errNotEmojiAuthor       = badRequest("Must be an organization administrator or emoji author")
+	errTooManyEmoji         = badRequest("This organization has too many custom emoji (limit: " + strconv.Itoa(maxRealmEmoji) + ").")
+)
+
+// errNoSuchCustomEmoji is delete_emoji's ResourceNotFoundError (a 404
+// since Zulip 8.0, feature level 190).
+func errNoSuchCustomEmoji(name string) *apiError {
+	return &apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "Emoji '" + echoed(name) + "' does not exist"}
+}
+
+// Linkifiers and code playgrounds (zerver/views/realm_linkifiers.py,
+// zerver/actions/realm_linkifiers.py, zerver/views/realm_playgrounds.py,
+// and Django's unique_together message for RealmFilter and
+// RealmPlayground, in a ValidationFailureError's "errors");
+// maxLinkifiers and maxPlaygrounds are zulite's bounds.
+var (
+	errLinkifierExists          = validationFailure("__all__", "Realm filter with this Realm and Pattern already exists.")
+	errNoSuchLinkifierWords     = badRequest("Linkifier not found.")
+	errTooManyLinkifiers        = badRequest("This organization has too many linkifiers (limit: " + strconv.Itoa(maxLinkifiers) + ").")
+	errLinkifierDuplicated      = badRequest("The ordered list must not contain duplicated linkifiers")
+	errLinkifierOrderIncomplete = badRequest("The ordered list must enumerate all existing linkifiers exactly once")
+	errPlaygroundExists         = validationFailure("__all__", "Realm playground with this Realm, Pygments language and Name already exists.")
+	errNoSuchPlaygroundWords    = badRequest("Invalid playground")
+	errPygmentsLanguage         = badRequest("Invalid characters in pygments language")
+	errTooManyPlaygrounds       = badRequest("This organization has too many code playgrounds (limit: " + strconv.Itoa(maxPlaygrounds) + ").")
+	errNoSuchLinkifier          = refusal(errNoSuchLinkifierWords)
+	errNoSuchPlayground         = refusal(errNoSuchPlaygroundWords)
+)
+
+// validationFailure is Zulip's ValidationFailureError for one error:
+// its text as msg, and by field in "errors".
+func validationFailure(name, msg string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "BAD_REQUEST", msg: msg, extra: []field{{"errors", map[string][]string{name: {msg}}}}}
+}
 
 // moveTimeLimitWords is Zulip's MessageMoveError: a change_all move of
 // a topic whose older messages are past the realm's move limit.

@@ -92,6 +92,9 @@ type eventQueue struct {
 	// hears of archived channels (is_archived updates) where the others
 	// hear of their deletion and creation.
 	archivedChannels bool
+	// linkifierURLTemplate: the client declared linkifier_url_template,
+	// the only clients told of linkifiers (api_linkifiers.go).
+	linkifierURLTemplate bool
 
 	offered uint64 // the hub's offer that last reached it (hub.offerMu)
 

@@ -183,6 +183,8 @@ type exportReport struct {
 	// Scheduled messages go over (zerver_scheduledmessage) but for those
 	// to a group that has no conversation yet (store_scheduled_messages.go).
 	Scheduled, ScheduledLeftOut int
+	// Custom emoji (with their images), linkifiers and code playgrounds.
+	Emoji, Linkifiers, Playgrounds int
 }
 
 func (r exportReport) String() string {
@@ -193,6 +195,9 @@ func (r exportReport) String() string {
 		r.APIKeys, r.Passwords, r.PushTokens, r.ChannelPermissions, r.StatusTexts)
 	if r.Submessages > 0 {
 		fmt.Fprintf(&b, "not exported either: %d submessages (polls and to-do lists: Zulip's export has none; their messages go over as their text)\n", r.Submessages)
+	}
+	if r.Emoji > 0 || r.Linkifiers > 0 || r.Playgrounds > 0 {
+		fmt.Fprintf(&b, "also exported: %d custom emoji, %d linkifiers, %d code playgrounds\n", r.Emoji, r.Linkifiers, r.Playgrounds)
 	}
 	if r.SavedSnippets > 0 || r.Drafts > 0 {
 		fmt.Fprintf(&b, "saved snippets: %d exported; drafts: %d not exported (Zulip's export has none: they stay in their clients)\n", r.SavedSnippets, r.Drafts)
@@ -268,6 +273,9 @@ func (x *exporter) run() error {
 			return err
 		}
 		if err := x.avatars(); err != nil {
+			return err
+		}
+		if err := x.customEmoji(); err != nil { // export_uploads.go
 			return err
 		}
 		if err := x.out.WriteMigrationStatus(); err != nil {
@@ -670,6 +678,8 @@ func (x *exporter) realm() error {
 	if err != nil {
 		return err
 	}
+	linkifiers, playgrounds := linkifierRows(tx), playgroundRows(tx)
+	x.report.Linkifiers, x.report.Playgrounds = len(linkifiers), len(playgrounds)
 	tables := map[string]any{
 		"zerver_savedsnippet":              orEmpty(snippets),
 		"zerver_usertopic":                 userTopics,
@@ -685,6 +695,9 @@ func (x *exporter) realm() error {
 		"zerver_huddle":                    orEmpty(huddles),
 		"zerver_client":                    orEmpty(clients),
 		"zerver_realmauthenticationmethod": []any{map[string]any{"id": 1, "realm": exportRealmID, "name": "Email"}},
+		"zerver_realmemoji":                orEmpty(x.emojiRows(tx)), // export_uploads.go
+		"zerver_realmfilter":               orEmpty(linkifiers),
+		"zerver_realmplayground":           orEmpty(playgrounds),
 	}
 	return x.out.WriteRealm(tables)
 }

@@ -48,6 +48,14 @@ func exportActivity(t *testing.T, e *testEnv) (fileURL string) {
 	mustUpdateFlags(t, e.st, e.owner.user, []uint64{general[0]}, flagChange{"starred", true})
 	mustUpdateFlags(t, e.st, e.owner.user, []uint64{general[1]}, flagChange{"read", false}) // from before they joined
 	wantAPISuccess(t, e.request(t, "POST", fmt.Sprintf("/api/v1/messages/%d/reactions", general[3]), url.Values{"emoji_name": {"octopus"}}, &e.bob))
+	// Custom emoji (one deactivated), a reaction with one, a linkifier and
+	// a code playground.
+	wantAPISuccess(t, e.uploadEmoji(t, &e.alice, "zulite_parrot", uploadPart{"f", "p.png", "image/png", pngOf(t, 20, 20)}))
+	wantAPISuccess(t, e.uploadEmoji(t, &e.alice, "zulite_gone", uploadPart{"f", "g.png", "image/png", pngOf(t, 30, 30)}))
+	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/realm/emoji/zulite_gone", nil, &e.alice))
+	wantAPISuccess(t, e.request(t, "POST", fmt.Sprintf("/api/v1/messages/%d/reactions", general[3]), url.Values{"emoji_name": {"zulite_parrot"}}, &e.bob))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`#(?P<id>\d+)`}, "url_template": {"https://x.test/{id}"}}, &e.admin))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Py"}, "pygments_language": {"python"}, "url_template": {"https://py.test/?c={code}"}}, &e.admin))
 	wantAPISuccess(t, e.request(t, "PATCH", fmt.Sprintf("/api/v1/messages/%d", general[6]), url.Values{"content": {"edited **once**"}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "PATCH", fmt.Sprintf("/api/v1/messages/%d", general[7]), url.Values{"topic": {"moved"}}, &e.bob))
 	for _, dm := range []struct {
@@ -158,8 +166,8 @@ func TestExport_PassesEveryRuleOfZulipsImporter(t *testing.T) {
 	if huddles := asList(realm["zerver_huddle"]); len(huddles) != 1 {
 		t.Errorf("zerver_huddle: got %v, want the one group", huddles)
 	}
-	if n := len(asList(realm["zerver_reaction"])); n != 1 {
-		t.Errorf("reactions: got %d, want 1", n)
+	if n := len(asList(realm["zerver_reaction"])); n != 2 {
+		t.Errorf("reactions: got %d, want 2 (one with a custom emoji)", n)
 	}
 
 	// Bob's rows carry his state as Zulip's bitmask (read 1, starred 2);

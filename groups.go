@@ -189,8 +189,8 @@ func (p realmPermission) name() string { return realmPermissionSettings[p].name 
 // realmPermissionSettings are Zulip 11.0's Realm.REALM_PERMISSION_GROUP_SETTINGS,
 // with Zulip's defaults. zulite holds a permission with Zulip's default
 // group where it has the feature, and with role:nobody where it does
-// not: nobody can invite, add custom emoji, create bots or groups,
-// or summarize topics. Members create channels, subscribe others and move
+// not: nobody can invite, create bots or groups, or summarize topics.
+// Members create channels, add custom emoji, subscribe others and move
 // messages between channels; everyone sends direct messages, deletes
 // their own messages, moves them between topics and resolves topics;
 // administrators delete anyone's (store_message_edit.go) and may use
@@ -202,8 +202,8 @@ var realmPermissionSettings = [realmPermissionCount]permissionSetting{
 	realmCreateMultiuseInviteGroup: {name: "create_multiuse_invite_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
 	realmCanAccessAllUsersGroup: {name: "can_access_all_users_group", value: groupEveryone, requireSystemGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone",
 		allowedSystemGroups: []string{"role:everyone", "role:members"}},
-	realmCanAddSubscribersGroup:       {name: "can_add_subscribers_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"}, // members subscribe others (principals)
-	realmCanAddCustomEmojiGroup:       {name: "can_add_custom_emoji_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanAddSubscribersGroup:       {name: "can_add_subscribers_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},  // members subscribe others (principals)
+	realmCanAddCustomEmojiGroup:       {name: "can_add_custom_emoji_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"}, // api_realm_emoji.go
 	realmCanCreateBotsGroup:           {name: "can_create_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	realmCanCreateGroups:              {name: "can_create_groups", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	realmCanCreatePublicChannelGroup:  {name: "can_create_public_channel_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},

@@ -194,6 +194,16 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/users/me/alert_words", s.api(s.listAlertWords))
 	handle("POST /api/v1/users/me/alert_words", s.api(s.addAlertWords))
 	handle("DELETE /api/v1/users/me/alert_words", s.api(s.removeAlertWords))
+	handle("GET /api/v1/realm/emoji", s.api(s.listEmoji))
+	handle("POST /api/v1/realm/emoji/{emoji_name}", s.uploadEmoji())
+	handle("DELETE /api/v1/realm/emoji/{emoji_name}", s.api(s.deactivateEmoji))
+	handle("GET /api/v1/realm/linkifiers", s.api(s.listLinkifiers))
+	handle("PATCH /api/v1/realm/linkifiers", s.api(s.reorderLinkifiers, adminsOnly))
+	handle("POST /api/v1/realm/filters", s.api(s.addLinkifier, adminsOnly))
+	handle("PATCH /api/v1/realm/filters/{filter_id}", s.api(s.updateLinkifier, adminsOnly))
+	handle("DELETE /api/v1/realm/filters/{filter_id}", s.api(s.removeLinkifier, adminsOnly))
+	handle("POST /api/v1/realm/playgrounds", s.api(s.addPlayground, adminsOnly))
+	handle("DELETE /api/v1/realm/playgrounds/{playground_id}", s.api(s.removePlayground, adminsOnly))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
@@ -262,8 +272,10 @@ func (s *server) routes() http.Handler {
 	}
 	// Files, outside /api/v1 as in Zulip: each pattern answers 405 itself
 	// (the temporary URL's path is also an upload's path).
-	s.patterns = append(s.patterns, "GET /user_uploads/{realm_id}/{path...}", "GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}")
+	s.patterns = append(s.patterns, "GET /user_uploads/{realm_id}/{path...}", "GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}",
+		"GET /user_avatars/{realm}/emoji/images/{file}")
 	mux.Handle("/user_avatars/{realm}/{file}", onlyGET(s.serveAvatar()))
+	mux.Handle("/user_avatars/{realm}/emoji/images/{file}", onlyGET(s.serveEmoji()))
 	mux.Handle("/user_uploads/{realm_id}/{path...}", onlyGET(s.serveUpload()))
 	mux.Handle("/user_uploads/temporary/{token}/{filename}", onlyGET(s.serveTemporaryUpload()))
 	mux.Handle("/", s.notFound())

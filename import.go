@@ -151,6 +151,7 @@ func createDatabaseFile(path string) error {
 // importReport is what an import brought over and what it left.
 type importReport struct {
 	Users, Channels, Subscriptions, Messages, Flags, Reactions, Attachments, Avatars int
+	Emoji, Linkifiers, Playgrounds                                                   int
 	// What zulite cannot hold, in words, with counts.
 	left map[string]int
 }
@@ -169,6 +170,9 @@ func (r importReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "imported: %d users, %d channels, %d subscriptions, %d messages, %d personal flags, %d reactions, %d uploaded files, %d avatars\n",
 		r.Users, r.Channels, r.Subscriptions, r.Messages, r.Flags, r.Reactions, r.Attachments, r.Avatars)
+	if r.Emoji > 0 || r.Linkifiers > 0 || r.Playgrounds > 0 {
+		fmt.Fprintf(&b, "also imported: %d custom emoji, %d linkifiers, %d code playgrounds\n", r.Emoji, r.Linkifiers, r.Playgrounds)
+	}
 	const credentials = "users have no password or API key: give each one with 'zulite user password EMAIL' or 'zulite user key EMAIL'\n"
 	if len(r.left) == 0 {
 		b.WriteString("nothing left out\n")
@@ -226,6 +230,13 @@ type importer struct {
 	written *bufio.Writer
 	lastOld uint64
 	nextID  uint64
+	// The organisation's custom emoji, linkifiers and playgrounds as
+	// realm.json has them, and the emoji imported, by id
+	// (import_realm_config.go).
+	emoji          []importedEmoji
+	linkifierRows  []importedLinkifier
+	playgroundRows []playground
+	emojiIDs       map[string]bool
 }
 
 // importZulip runs the import.
@@ -260,7 +271,7 @@ func (s *store) importZulip(dir string) (importReport, error) {
 	// at the end, before the import reports success.
 	s.db.NoSync = true
 	defer func() { s.db.NoSync = false }()
-	steps := []func() error{x.realm, x.attachments, x.messages, x.finishUnread, x.reactions, x.avatars, x.leftImages}
+	steps := []func() error{x.realm, x.attachments, x.messages, x.finishUnread, x.customEmoji, x.reactions, x.avatars, x.leftImages}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return x.report, err
@@ -313,6 +324,9 @@ func (x *importer) realm() error {
 			return true, zulipexport.ReadRows(dec, func(sn importedSnippet) error { snippets = append(snippets, sn); return nil })
 		case "zerver_usertopic", "zerver_muteduser", "zerver_alertword":
 			return true, zulipexport.ReadRows(dec, func(r importedView) error { r.table = name; views = append(views, r); return nil })
+		}
+		if read, err := x.readRealmConfig(name, dec); read || err != nil { // import_realm_config.go
+			return read, err
 		}
 		if realmTablesRead[name] {
 			return false, nil
@@ -431,6 +445,9 @@ func (x *importer) realm() error {
 			x.report.Subscriptions++
 		}
 		if err := x.importSnippets(tx, snippets); err != nil {
+			return err
+		}
+		if err := x.importLinkifiers(tx); err != nil {
 			return err
 		}
 		return x.importViews(tx, views)
@@ -842,8 +859,8 @@ func (x *importer) reactions() error {
 		}
 		return true, zulipexport.ReadRows(dec, func(r zulipexport.Reaction) error {
 			switch {
-			case r.ReactionType == reactionRealm:
-				x.report.leave("reactions with custom emoji: zulite has no custom emoji", 1)
+			case r.ReactionType == reactionRealm && !x.emojiIDs[r.EmojiCode]:
+				x.report.leave("reactions with custom emoji not imported", 1)
 				return nil
 			case !x.users[r.UserProfile]:
 				return nil

@@ -279,8 +279,8 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 	if got := asJSON(object(messages[0])["reactions"]); got != `[{"emoji_code":"1f419","emoji_name":"octopus","reaction_type":"unicode_emoji","user_id":11}]` {
 		t.Errorf("reactions on 100: got %s", got)
 	}
-	if got := asJSON(object(messages[1])["reactions"]); got != `[]` {
-		t.Errorf("reactions on 101 (a custom emoji's, left out): got %s", got)
+	if got := asJSON(object(messages[1])["reactions"]); got != `[{"emoji_code":"3","emoji_name":"partyparrot","reaction_type":"realm_emoji","user_id":10}]` {
+		t.Errorf("reactions on 101 (a custom emoji's, imported with it): got %s", got)
 	}
 	if got := asJSON(object(messages[1])["edit_history"]); got != `[{"prev_content":"Nay","prev_rendered_content":"\u003cp\u003eNay\u003c/p\u003e","timestamp":1600001100,"user_id":11}]` ||
 		object(messages[1])["last_edit_timestamp"] != 1600001100.0 {
@@ -306,9 +306,8 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 	text := report.String()
 	for _, left := range []string{
 		"1 moderators",
-		"1 reactions with custom emoji",
+		"also imported: 1 custom emoji",
 		"1 archived channels",
-		"1 rows of zerver_realmemoji",
 		"1 rows of zerver_defaultstream",
 		"3 system bots",
 		"1 group mentions",

@@ -65,6 +65,10 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	later := strconv.FormatInt(e.st.now().Unix()+7200, 10)
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans"]`}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/muted_users/"+strconv.FormatUint(e.owner.ID, 10), nil, &e.alice))
+	// Her custom emoji; the administrators' linkifier and playground.
+	wantAPISuccess(t, e.upload(t, &e.alice, "/api/v1/realm/emoji/hers", uploadPart{"f", "h.png", "image/png", pngOf(t, 8, 8)}))
+	linkifierID := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`#(?P<id>\d+)`}, "url_template": {"https://x.test/{id}"}}, &e.admin)), 10)
+	playgroundID := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Py"}, "pygments_language": {"python"}, "url_template": {"https://py.test/?c={code}"}}, &e.admin)), 10)
 	// A direct-message conversation bob is not in, unread for alice, sent
 	// while bob listens.
 	bobQueue := e.registerQueue(t, &e.bob, nil).str("queue_id")
@@ -120,7 +124,8 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 			t.Fatal(err)
 		}
 		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics,
-			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders), plainJSON(channels))
+			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders), plainJSON(channels),
+			e.st.customEmoji(), linkifiersJSON(e.st.allLinkifiers()), e.st.allPlaygrounds())
 	}
 
 	type attempt struct {
@@ -136,6 +141,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"PATCH /api/v1/users/me/subscriptions", "GET /api/v1/users/{user_id}/subscriptions/{stream_id}",
 		"POST /api/v1/typing", "GET /api/v1/user_uploads/{realm_id}/{path...}", "GET /user_uploads/{realm_id}/{path...}",
 		"GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}", "POST /api/v1/users/me/avatar",
+		"POST /api/v1/realm/emoji/{emoji_name}", "DELETE /api/v1/realm/emoji/{emoji_name}", "GET /user_avatars/{realm}/emoji/images/{file}",
+		"PATCH /api/v1/realm/linkifiers", "POST /api/v1/realm/filters", "PATCH /api/v1/realm/filters/{filter_id}", "DELETE /api/v1/realm/filters/{filter_id}",
+		"POST /api/v1/realm/playgrounds", "DELETE /api/v1/realm/playgrounds/{playground_id}",
 		"POST /api/v1/messages/{message_id}/reactions", "DELETE /api/v1/messages/{message_id}/reactions",
 		"PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}", "GET /api/v1/messages/{message_id}/history", "GET /api/v1/messages/{message_id}",
 		"POST /api/v1/submessage", "PATCH /api/v1/drafts/{draft_id}", "DELETE /api/v1/drafts/{draft_id}",
@@ -288,6 +296,20 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/streams/{stream_id}/members":       {{"GET", "/api/v1/streams/" + secretID + "/members", nil}},
 		"POST /api/v1/default_streams":                  {{"POST", "/api/v1/default_streams", url.Values{"stream_id": {generalID}}}},
 		"DELETE /api/v1/default_streams":                {{"DELETE", "/api/v1/default_streams", url.Values{"stream_id": {generalID}}}},
+		// Her custom emoji is hers to deactivate (or an administrator's),
+		// and its name hers; a member administers no linkifier or
+		// playground.
+		"GET /api/v1/realm/emoji":                          {{"GET", "/api/v1/realm/emoji", nil}},
+		"POST /api/v1/realm/emoji/{emoji_name}":            {{"POST", "/api/v1/realm/emoji/hers", nil}},
+		"DELETE /api/v1/realm/emoji/{emoji_name}":          {{"DELETE", "/api/v1/realm/emoji/hers", nil}},
+		"GET /user_avatars/{realm}/emoji/images/{file}":    {{"GET", "/user_avatars/2/emoji/images/" + strings.Repeat("ab", 32) + ".png", nil}},
+		"GET /api/v1/realm/linkifiers":                     {{"GET", "/api/v1/realm/linkifiers", nil}},
+		"PATCH /api/v1/realm/linkifiers":                   {{"PATCH", "/api/v1/realm/linkifiers", url.Values{"ordered_linkifier_ids": {"[" + linkifierID + "]"}}}},
+		"POST /api/v1/realm/filters":                       {{"POST", "/api/v1/realm/filters", url.Values{"pattern": {`x(?P<id>\d+)`}, "url_template": {"https://x.test/{id}"}}}},
+		"PATCH /api/v1/realm/filters/{filter_id}":          {{"PATCH", "/api/v1/realm/filters/" + linkifierID, url.Values{"pattern": {`y(?P<id>\d+)`}, "url_template": {"https://y.test/{id}"}}}},
+		"DELETE /api/v1/realm/filters/{filter_id}":         {{"DELETE", "/api/v1/realm/filters/" + linkifierID, nil}},
+		"POST /api/v1/realm/playgrounds":                   {{"POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Go"}, "pygments_language": {"go"}, "url_template": {"https://go.test/?c={code}"}}}},
+		"DELETE /api/v1/realm/playgrounds/{playground_id}": {{"DELETE", "/api/v1/realm/playgrounds/" + playgroundID, nil}},
 	}
 	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):]} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()

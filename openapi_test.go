@@ -57,6 +57,7 @@ var zuliteOnlyRoutes = map[string]string{
 	"GET /user_uploads/{realm_id}/{path...}":         "a file, not an API route",
 	"GET /user_uploads/temporary/{token}/{filename}": "a file, not an API route",
 	"GET /user_avatars/{realm}/{file}":               "a file, not an API route",
+	"GET /user_avatars/{realm}/emoji/images/{file}":  "a file, not an API route (api_realm_emoji_test.go tests it)",
 }
 
 // noErrorAnswer are routes for which no request yields an error answer.
@@ -654,6 +655,16 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	e.mustUpload(t, &e.alice, "doomed.txt", "doomed")
 	attachments, _, _ = e.st.ownAttachments(e.alice.user)
 	doomedUpload := "/api/v1/attachments/" + strconv.FormatUint(attachments[len(attachments)-1].ID, 10)
+	// Issue 33's custom emoji, linkifiers and playgrounds: realm_emoji and
+	// realm_playgrounds events in alice's queue, realm_linkifiers in a
+	// queue of hers that declared linkifier_url_template.
+	linkifierQueue := e.registerQueue(t, &e.alice, url.Values{"event_types": {`["realm_linkifiers","realm_emoji","realm_playgrounds"]`},
+		"client_capabilities": withLinkifierCapability["client_capabilities"]}).str("queue_id")
+	wantAPISuccess(t, e.uploadEmoji(t, &e.alice, "contract_one", uploadPart{"f", "c.png", "image/png", pngOf(t, 8, 8)}))
+	wantAPISuccess(t, e.uploadEmoji(t, &e.alice, "contract_two", uploadPart{"f", "d.png", "image/png", pngOf(t, 9, 9)}))
+	firstLinkifier := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`#(?P<id>\d+)`}, "url_template": {"https://x.test/{id}"}}, &e.admin)), 10)
+	secondLinkifier := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`!(?P<id>\d+)`}, "url_template": {"https://y.test/{id}"}}, &e.admin)), 10)
+	playground := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Py"}, "pygments_language": {"python"}, "url_template": {"https://py.test/?c={code}"}}, &e.admin)), 10)
 	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
 	alice := strconv.FormatUint(e.alice.ID, 10)
 	narrow := `[{"operator":"channel","operand":"general"}]`
@@ -860,6 +871,25 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{false, "DELETE", "/api/v1/users/me", nil, &leaving},
 		{false, "POST", editTyping, url.Values{"op": {"start"}}, &e.alice},
 		{true, "POST", editTyping, url.Values{"op": {"start"}}, &e.bob},
+		{false, "GET", "/api/v1/events", url.Values{"queue_id": {linkifierQueue}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.alice},
+		{false, "GET", "/api/v1/realm/emoji", nil, &e.bob},
+		{true, "GET", "/api/v1/realm/emoji", nil, nil},
+		{false, "DELETE", "/api/v1/realm/emoji/contract_two", nil, &e.alice},
+		{true, "DELETE", "/api/v1/realm/emoji/contract_two", nil, &e.alice}, // 404: no longer active
+		{false, "GET", "/api/v1/realm/linkifiers", nil, &e.bob},
+		{true, "GET", "/api/v1/realm/linkifiers", nil, nil},
+		{false, "PATCH", "/api/v1/realm/linkifiers", url.Values{"ordered_linkifier_ids": {"[" + secondLinkifier + "," + firstLinkifier + "]"}}, &e.admin},
+		{true, "PATCH", "/api/v1/realm/linkifiers", url.Values{"ordered_linkifier_ids": {"[" + firstLinkifier + "]"}}, &e.admin},
+		{false, "PATCH", "/api/v1/realm/filters/" + firstLinkifier, url.Values{"pattern": {`#(?P<id>[0-9]+)`}, "url_template": {"https://z.test/{id}"}}, &e.admin},
+		{true, "PATCH", "/api/v1/realm/filters/999", url.Values{"pattern": {`#(?P<id>[0-9]+)`}, "url_template": {"https://z.test/{id}"}}, &e.admin},
+		{false, "DELETE", "/api/v1/realm/filters/" + secondLinkifier, nil, &e.admin},
+		{true, "DELETE", "/api/v1/realm/filters/" + secondLinkifier, nil, &e.admin},
+		{false, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`@(?P<id>\d+)`}, "url_template": {"https://w.test/{id}"}}, &e.admin},
+		{true, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`&(?P<id>\d+)`}, "url_template": {"https://w.test/{id}"}}, &e.alice},
+		{false, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Go"}, "pygments_language": {"go"}, "url_template": {"https://go.test/?c={code}"}}, &e.admin},
+		{true, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Go"}, "pygments_language": {"go"}, "url_template": {"https://go.test/?c={code}"}}, &e.bob},
+		{false, "DELETE", "/api/v1/realm/playgrounds/" + playground, nil, &e.admin},
+		{true, "DELETE", "/api/v1/realm/playgrounds/" + playground, nil, &e.admin},
 	}
 
 	// A mux with every served pattern tells which route a request reaches.
@@ -930,6 +960,20 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 			seen = append(seen, found{"POST /api/v1/user_uploads", "200", v.path, v.problem})
 		}
 		covered["POST /api/v1/user_uploads"] = [2]bool{true, covered["POST /api/v1/user_uploads"][1]}
+	}
+	// A custom emoji's upload, multipart too: a success, and a refusal.
+	for i, r := range []response{e.uploadEmoji(t, &e.alice, "contract_three", uploadPart{"f", "e.png", "image/png", pngOf(t, 8, 8)}), e.uploadEmoji(t, &e.alice, "contract_four")} {
+		if (r.status >= 400) != (i == 1) {
+			t.Errorf("POST /api/v1/realm/emoji/{emoji_name} %d: got %d %s", i, r.status, r.raw)
+		} else if body, err := decodeNumbers(r.raw); err == nil {
+			_, op := spec.operation("POST", "/realm/emoji/contract")
+			for _, v := range spec.checkAnswer(op, r.status, body) {
+				seen = append(seen, found{"POST /api/v1/realm/emoji/{emoji_name}", strconv.Itoa(r.status), v.path, v.problem})
+			}
+			cov := covered["POST /api/v1/realm/emoji/{emoji_name}"]
+			cov[i] = true
+			covered["POST /api/v1/realm/emoji/{emoji_name}"] = cov
+		}
 	}
 	for _, route := range routes {
 		if _, ok := zuliteOnlyRoutes[route]; ok {

@@ -36,7 +36,7 @@ func (s *server) register(r *apiRequest) (any, error) {
 		clientGravatar: o.clientGravatar, allPublic: o.allPublic, userSettingsObject: o.capabilities.userSettingsObject,
 		emptyTopicName: o.capabilities.emptyTopicName, simplifiedPresence: o.capabilities.simplifiedPresenceEvents,
 		streamTyping: o.capabilities.streamTypingNotifications, bulkMessageDeletion: o.capabilities.bulkMessageDeletion,
-		archivedChannels: o.capabilities.archivedChannels}
+		archivedChannels: o.capabilities.archivedChannels, linkifierURLTemplate: o.capabilities.linkifierURLTemplate}
 	s.events.register(q)
 	if err := s.takeListing(r); err != nil {
 		s.events.remove(q.userID, q.id)
@@ -270,6 +270,12 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishAttachment(c) // api_attachments.go
 	case avatarChanged:
 		s.publishAvatar(c)
+	case realmEmojiChanged:
+		s.publishRealmEmoji(c) // api_realm_emoji.go
+	case linkifiersChanged:
+		s.publishLinkifiers(c) // api_linkifiers.go
+	case playgroundsChanged:
+		s.publishPlaygrounds(c)
 	case reactionChanged:
 		s.publishReaction(c)
 	case submessageAdded:

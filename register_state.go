@@ -107,8 +107,8 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	}
 	for _, empty := range []struct{ fetchType, key string }{
 		{"navigation_views", "navigation_views"},
-		{"realm_domains", "realm_domains"}, {"realm_linkifiers", "realm_linkifiers"}, {"realm_filters", "realm_filters"},
-		{"realm_playgrounds", "realm_playgrounds"}, {"realm_bot", "realm_bots"}, {"realm_embedded_bots", "realm_embedded_bots"},
+		{"realm_domains", "realm_domains"}, {"realm_filters", "realm_filters"}, // realm_filters: always empty, as Zulip's since feature level 176
+		{"realm_bot", "realm_bots"}, {"realm_embedded_bots", "realm_embedded_bots"},
 		{"realm_incoming_webhook_bots", "realm_incoming_webhook_bots"},
 		{"channel_folders", "channel_folders"},
 		{"default_stream_groups", "realm_default_stream_groups"}, {"stop_words", "stop_words"},
@@ -167,8 +167,9 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		state["realm_user_settings_defaults"] = realmUserSettingsDefaults()
 	}
 	if want("realm_emoji") {
-		state["realm_emoji"] = map[string]any{}
+		state["realm_emoji"] = emojiMap(s.store.customEmoji()) // api_realm_emoji.go
 	}
+	s.addLinkifierState(state, o, want) // api_linkifiers.go
 	if want("realm_billing") {
 		state["realm_billing"] = map[string]bool{"has_pending_sponsorship_request": false}
 	}

@@ -104,6 +104,13 @@ package main
 //	scheduled_due    due time (Unix seconds, uint64) ‖ scheduled message id → user id (uint64):
 //	                 those still to be sent, earliest first (scheduler.go); a sent one leaves both
 //	                 buckets in the send's transaction, a failed one leaves this one
+//	realm_emoji      emoji id → realmEmoji (JSON: name, the SHA-256 of its 64-pixel PNG in
+//	                 DB.uploads/, author id, created, deactivated); the bucket's sequence
+//	                 numbers them; a deactivated one stays (store_realm_emoji.go)
+//	linkifiers       linkifier id → linkifier (JSON: pattern, url_template, order); the
+//	                 bucket's sequence numbers them (store_linkifiers.go)
+//	playgrounds      playground id → playground (JSON: name, pygments_language,
+//	                 url_template); the bucket's sequence numbers them (store_linkifiers.go)
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push
@@ -219,6 +226,7 @@ var (
 		bucketDrafts, bucketSavedSnippets,
 		bucketMutedUsers, bucketMutedBy, bucketAlertWords,
 		bucketScheduledMessages, bucketScheduledDue,
+		bucketRealmEmoji, bucketLinkifiers, bucketPlaygrounds,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
@@ -373,6 +381,12 @@ type store struct {
 	// realmGroups are the organisation permission settings an
 	// administrator changed (meta's realm_groups), by setting name.
 	realmGroups atomic.Pointer[map[string]int]
+	// realmEmoji, linkifiers and playgrounds are the organisation's
+	// custom emoji, linkifiers and code playgrounds, read at open and
+	// replaced after each change (store_realm_emoji.go, store_linkifiers.go).
+	realmEmoji  atomic.Pointer[realmEmojiSet]
+	linkifiers  atomic.Pointer[[]linkifier]
+	playgrounds atomic.Pointer[[]playground]
 	// maxChannels bounds the channels the server holds (--max-channels; 0:
 	// no bound, as in tests).
 	maxChannels uint64
@@ -518,6 +532,8 @@ func (s *store) load(tx *bbolt.Tx) {
 	s.keys.open(slices.Clone(tx.Bucket(bucketMeta).Get(keyKeySecret)), s)
 	s.maxID.Store(tx.Bucket(bucketMessages).Sequence())
 	s.loadRealmGroups(tx)
+	s.loadRealmEmoji(tx)
+	s.loadLinkifiers(tx)
 }
 
 // close stops the committer (writes still waiting get errStoreClosed)
@@ -804,14 +820,16 @@ var (
 
 	errUnableToRender = &rejection{text: "unable to render"}
 
-	errReactionExists       = &rejection{text: "reaction exists"}
-	errReactionDoesNotExist = &rejection{text: "reaction does not exist"}
-	errNoSuchEmoji          = &rejection{text: "no such emoji"}
-	errEmojiArgumentMissing = &rejection{text: "no emoji given"}
-	errInvalidEmojiCode     = &rejection{text: "invalid emoji code"}
-	errInvalidEmojiName     = &rejection{text: "invalid emoji name"}
-	errInvalidEmojiType     = &rejection{text: "invalid emoji type"}
-	errInvalidCustomEmoji   = &rejection{text: "invalid custom emoji"}
+	errReactionExists         = &rejection{text: "reaction exists"}
+	errReactionDoesNotExist   = &rejection{text: "reaction does not exist"}
+	errNoSuchEmoji            = &rejection{text: "no such emoji"}
+	errEmojiArgumentMissing   = &rejection{text: "no emoji given"}
+	errInvalidEmojiCode       = &rejection{text: "invalid emoji code"}
+	errInvalidEmojiName       = &rejection{text: "invalid emoji name"}
+	errInvalidEmojiType       = &rejection{text: "invalid emoji type"}
+	errInvalidCustomEmoji     = &rejection{text: "invalid custom emoji"}
+	errInvalidCustomEmojiName = &rejection{text: "invalid custom emoji name"}
+	errCustomEmojiDeactivated = &rejection{text: "custom emoji deactivated"}
 
 	errNoSuchChannelID       = &rejection{text: "no such channel id"}
 	errNothingToChange       = &rejection{text: "nothing to change"}

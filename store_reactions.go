@@ -7,14 +7,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
 
 	"go.etcd.io/bbolt"
 
 	"zulite/internal/emoji"
 )
 
-// Zulip's reaction types. zulite has no custom emoji, so no
-// realm_emoji reaction can be made.
+// Zulip's reaction types; a realm_emoji reaction's code is the custom
+// emoji's id (store_realm_emoji.go).
 const (
 	reactionUnicode    = "unicode_emoji"
 	reactionRealm      = "realm_emoji"
@@ -88,8 +89,12 @@ func (s *store) reactableMessage(tx *bbolt.Tx, u user, messageID uint64) (messag
 	return m, ch, nil
 }
 
-// emojiFor is Zulip's get_emoji_data: a name's code and type.
-func emojiFor(name string) (code, kind string, err error) {
+// emojiFor is Zulip's get_emoji_data: a name's code and type, an active
+// custom emoji first.
+func emojiFor(custom realmEmojiSet, name string) (code, kind string, err error) {
+	if e, ok := custom.active(name); ok {
+		return strconv.FormatUint(e.ID, 10), reactionRealm, nil
+	}
 	if name == emoji.Zulip {
 		return emoji.Zulip, reactionZulipExtra, nil
 	}
@@ -101,10 +106,18 @@ func emojiFor(name string) (code, kind string, err error) {
 
 // checkEmoji is Zulip's check_emoji_request: a name, code and type that
 // name one emoji.
-func checkEmoji(name, code, kind string) error {
+func checkEmoji(custom realmEmojiSet, name, code, kind string) error {
 	switch kind {
 	case reactionRealm:
-		return errInvalidCustomEmoji // zulite has no custom emoji
+		e, ok := custom.byID(code)
+		switch {
+		case !ok:
+			return errInvalidCustomEmoji
+		case e.Name != name:
+			return errInvalidCustomEmojiName
+		case e.Deactivated:
+			return errCustomEmojiDeactivated
+		}
 	case reactionZulipExtra:
 		if code != emoji.Zulip {
 			return errInvalidEmojiCode
@@ -149,7 +162,7 @@ func (s *store) addReaction(u user, messageID uint64, req reactionRequest) error
 		}
 		r := storedReaction{UserID: u.ID, EmojiName: *req.Name}
 		if req.Code == nil || req.Type == nil {
-			code, kind, err := emojiFor(*req.Name)
+			code, kind, err := emojiFor(s.customEmoji(), *req.Name)
 			if err != nil {
 				return err
 			}
@@ -171,7 +184,7 @@ func (s *store) addReaction(u user, messageID uint64, req reactionRequest) error
 			return e.EmojiCode == r.EmojiCode && e.ReactionType == r.ReactionType
 		}); i >= 0 {
 			r.EmojiName = existing[i].EmojiName
-		} else if err := checkEmoji(r.EmojiName, r.EmojiCode, r.ReactionType); err != nil {
+		} else if err := checkEmoji(s.customEmoji(), r.EmojiName, r.EmojiCode, r.ReactionType); err != nil {
 			return err
 		}
 		b := tx.Bucket(bucketReactions)
@@ -205,7 +218,7 @@ func (s *store) removeReaction(u user, messageID uint64, req reactionRequest) er
 			if req.Name == nil {
 				return errEmojiArgumentMissing
 			}
-			if code, _, err = emojiFor(*req.Name); err != nil {
+			if code, _, err = emojiFor(s.customEmoji(), *req.Name); err != nil {
 				return err
 			}
 		}
