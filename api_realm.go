@@ -11,7 +11,8 @@ package main
 var realmChangeable = []realmPermission{realmCanCreatePublicChannelGroup, realmCanCreatePrivateChannelGroup, realmCanMentionManyUsersGroup,
 	realmCanDeleteAnyMessageGroup, realmCanDeleteOwnMessageGroup, realmCanMoveMessagesBetweenChannelsGroup,
 	realmCanMoveMessagesBetweenTopicsGroup, realmCanResolveTopicsGroup,
-	realmDirectMessagePermissionGroup, realmDirectMessageInitiatorGroup} // who may send direct messages (store_dms.go)
+	realmDirectMessagePermissionGroup, realmDirectMessageInitiatorGroup, // who may send direct messages (store_dms.go)
+	realmCanInviteUsersGroup, realmCreateMultiuseInviteGroup} // who may invite (api_invites.go)
 
 // updateRealm serves PATCH /api/v1/realm for administrators. A group
 // setting's value is Zulip's {"new": value, "old": value} (old

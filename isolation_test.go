@@ -64,6 +64,20 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	later := strconv.FormatInt(e.st.now().Unix()+7200, 10)
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans"]`}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/muted_users/"+strconv.FormatUint(e.owner.ID, 10), nil, &e.alice))
+	// Alice's e-mail invitation to her private channel, and an
+	// administrator's reusable link: bob may neither see nor touch them.
+	e.server.mailer = offlineMailer() // so that bob's invitations are refused for what they ask, not for want of a relay
+	herInvites, _, err := e.st.createInvites(inviteRequest{Caller: e.alice.user, Emails: []string{"friend@example.com"}, As: roleMember,
+		Channels: []int64{int64(e.secret.ID)}, ChannelRefusal: errInviteChannel})
+	if err != nil || len(herInvites) != 1 {
+		t.Fatalf("alice's invitation: %v %v", herInvites, err)
+	}
+	herInvite := strconv.FormatUint(herInvites[0].ID, 10)
+	links, _, err := e.st.createInvites(inviteRequest{Caller: e.admin.user, Multiuse: true, As: roleMember, ChannelRefusal: errInviteChannel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminLink := strconv.FormatUint(links[0].ID, 10)
 	// A direct-message conversation bob is not in, unread for alice, sent
 	// while bob listens.
 	bobQueue := e.registerQueue(t, &e.bob, nil).str("queue_id")
@@ -114,11 +128,12 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		attachments, _, err5 := e.st.ownAttachments(e.alice.user)
 		scheduled, err6 := e.st.scheduledMessages(e.alice.ID)
 		reminders, err7 := e.st.reminders(e.alice.ID)
-		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+		invites, err8 := e.st.invites(e.admin.user) // hers and the administrator's
+		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
 			t.Fatal(err)
 		}
 		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics,
-			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders))
+			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders), invites)
 	}
 
 	type attempt struct {
@@ -141,7 +156,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/messages/{message_id}/read_receipts", "POST /api/v1/messages/{message_id}/typing",
 		"DELETE /api/v1/attachments/{attachment_id}", "POST /api/v1/mobile_push/test_notification",
 		"PATCH /api/v1/scheduled_messages/{scheduled_message_id}", "DELETE /api/v1/scheduled_messages/{scheduled_message_id}",
-		"POST /api/v1/reminders", "DELETE /api/v1/reminders/{reminder_id}"} {
+		"POST /api/v1/reminders", "DELETE /api/v1/reminders/{reminder_id}",
+		"POST /api/v1/invites", "POST /api/v1/invites/multiuse", "DELETE /api/v1/invites/{invite_id}",
+		"DELETE /api/v1/invites/multiuse/{invite_id}", "POST /api/v1/invites/{invite_id}/resend"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -273,8 +290,24 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"delete": {`["secret","general"]`}, "principals": {`["` + e.alice.Email + `"]`}}},
 			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"add": {`[{"name":"bobs-own"}]`}, "delete": {`["general"]`}, "principals": {"[" + strconv.FormatUint(e.alice.ID, 10) + "]"}}}},
 		"GET /api/v1/users/{user_id}/subscriptions/{stream_id}": {{"GET", "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10) + "/subscriptions/" + secretID, nil}},
+		// Invitations: bob lists only his own (none); he may not invite
+		// to her private channel, make a link, or revoke or resend hers
+		// or the administrator's.
+		"GET /api/v1/invites": {{"GET", "/api/v1/invites", nil}},
+		"POST /api/v1/invites": {{"POST", "/api/v1/invites", url.Values{"invitee_emails": {"spy@example.com"}, "stream_ids": {"[" + secretID + "]"}}},
+			{"POST", "/api/v1/invites", url.Values{"invitee_emails": {"spy@example.com"}, "stream_ids": {"[" + secretID + "]"}, "invite_as": {"200"}}}},
+		"POST /api/v1/invites/multiuse":               {{"POST", "/api/v1/invites/multiuse", url.Values{"stream_ids": {"[" + secretID + "]"}}}},
+		"DELETE /api/v1/invites/{invite_id}":          {{"DELETE", "/api/v1/invites/" + herInvite, nil}},
+		"DELETE /api/v1/invites/multiuse/{invite_id}": {{"DELETE", "/api/v1/invites/multiuse/" + adminLink, nil}},
+		"POST /api/v1/invites/{invite_id}/resend":     {{"POST", "/api/v1/invites/" + herInvite + "/resend", nil}},
+		// The sign-up pages are HTML, not JSON, and open only with an
+		// invitation's key, which bob does not have (api_invites_test.go).
+		"GET /join/{key}/{$}":             {},
+		"POST /join/{key}/{$}":            {},
+		"GET /accounts/do_confirm/{key}":  {},
+		"POST /accounts/do_confirm/{key}": {},
 	}
-	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):]} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
+	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):], "friend@example.com", herInvites[0].Key, links[0].Key} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()
 	for _, route := range e.server.routeList() {
 		attempts, ok := cases[route]

@@ -103,6 +103,14 @@ package main
 //	scheduled_due    due time (Unix seconds, uint64) ‖ scheduled message id → user id (uint64):
 //	                 those still to be sent, earliest first (scheduler.go); a sent one leaves both
 //	                 buckets in the send's transaction, a failed one leaves this one
+//	invites          invitation id → invite (JSON: address, referrer, role, when made and when it
+//	                 expires, 0: never, confirmation key, channels, status: 1 used, 2 revoked, and
+//	                 when it closed): e-mail invitations, Zulip's PreregistrationUser; the bucket's
+//	                 sequence numbers them (store_invites.go)
+//	invite_links     invitation id → invite (JSON, without address): reusable invitation links,
+//	                 Zulip's MultiuseInvite, numbered apart from e-mail invitations as Zulip's are
+//	invite_keys      confirmation key (24 characters) → 'e' or 'm' ‖ invitation id (uint64): the
+//	                 invitation a link /accounts/do_confirm/KEY or /join/KEY/ opens
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push
@@ -218,6 +226,7 @@ var (
 		bucketDrafts, bucketSavedSnippets,
 		bucketMutedUsers, bucketMutedBy, bucketAlertWords,
 		bucketScheduledMessages, bucketScheduledDue,
+		bucketInvites, bucketInviteLinks, bucketInviteKeys,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
@@ -824,6 +833,14 @@ var (
 	errDeleteTimeLimit       = &rejection{text: "delete time limit"}
 	errDMToChannel           = &rejection{text: "direct message moved"}
 	errDMTopic               = &rejection{text: "direct message topic"}
+
+	// Invitations (store_invites.go): none has that id or key; one
+	// revoked again; past maxInviteRecords; used, revoked or expired
+	// (Zulip's ConfirmationKeyError.EXPIRED, one page for all three).
+	errNoSuchInvite         = &rejection{text: "no such invitation"}
+	errInviteRevokedAlready = &rejection{text: "invitation already revoked"}
+	errInvitesFull          = &rejection{text: "too many invitations"}
+	errInviteExpired        = &rejection{text: "invitation expired"}
 
 	errNarrowUnknownChannel = &rejection{text: "unknown channel in narrow"}
 	errNarrowUnknownUser    = &rejection{text: "unknown user in narrow"}

@@ -22,33 +22,40 @@ func (s *store) createUser(email, fullName string, role int, bot bool) (user, st
 func (s *store) createAccount(email, fullName string, role int, bot bool, passwordHash string) (user, string, error) {
 	key := newAPIKey()
 	var u user
-	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		emails := tx.Bucket(bucketUserEmails)
-		if emails.Get(emailKey(email)) != nil {
-			return errEmailTaken
-		}
-		users := tx.Bucket(bucketUsers)
-		id, err := users.NextSequence()
-		if err != nil {
-			return err
-		}
-		u = user{ID: id, Email: email, FullName: fullName, Role: role, Bot: bot, Active: true, Joined: s.now().Unix()}
-		if err := putUser(tx, u); err != nil {
-			return err
-		}
-		if err := emails.Put(emailKey(email), itob(id)); err != nil {
-			return err
-		}
-		if passwordHash != "" {
-			if err := tx.Bucket(bucketPasswords).Put(itob(id), []byte(passwordHash)); err != nil {
-				return err
-			}
-		}
-		report(accountChanged{Email: email, UserID: id})
-		report(accountCreated{User: u})
-		return s.putKey(tx, id, key)
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) (err error) {
+		u, err = s.createAccountTx(tx, report, email, fullName, role, bot, passwordHash, key)
+		return err
 	})
 	return u, key, err
+}
+
+// createAccountTx is createAccount's transaction, which an accepted
+// invitation runs with its own writes (store_invites.go).
+func (s *store) createAccountTx(tx *bbolt.Tx, report func(any), email, fullName string, role int, bot bool, passwordHash, key string) (user, error) {
+	emails := tx.Bucket(bucketUserEmails)
+	if emails.Get(emailKey(email)) != nil {
+		return user{}, errEmailTaken
+	}
+	users := tx.Bucket(bucketUsers)
+	id, err := users.NextSequence()
+	if err != nil {
+		return user{}, err
+	}
+	u := user{ID: id, Email: email, FullName: fullName, Role: role, Bot: bot, Active: true, Joined: s.now().Unix()}
+	if err := putUser(tx, u); err != nil {
+		return user{}, err
+	}
+	if err := emails.Put(emailKey(email), itob(id)); err != nil {
+		return user{}, err
+	}
+	if passwordHash != "" {
+		if err := tx.Bucket(bucketPasswords).Put(itob(id), []byte(passwordHash)); err != nil {
+			return user{}, err
+		}
+	}
+	report(accountChanged{Email: email, UserID: id})
+	report(accountCreated{User: u})
+	return u, s.putKey(tx, id, key)
 }
 
 // setPassword replaces the account's password hash.
