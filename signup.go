@@ -27,6 +27,9 @@ func (s *server) signupPage() http.Handler {
 		named(w, r)
 		h := w.Header()
 		setWebHeaders(h)
+		// The form's post must carry its Origin (sameOrigin): under
+		// no-referrer a browser sends "Origin: null" for it.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cache-Control", "no-store")
 		iv, referrer, err := s.store.inviteByKey(r.PathValue("key"))
 		switch {
