@@ -182,11 +182,12 @@ func (s *server) sendInvites(r *apiRequest) (any, error) {
 }
 
 // inviteeEmails is get_invitee_emails_set: addresses split at commas
-// and newlines, "Name <address>" taken for its address, trimmed, each
-// once (in the order first given; Zulip's set has none).
+// and newlines (empty parts kept, which then fail to validate), "Name
+// <address>" taken for its address, trimmed, each once (in the order
+// first given; Zulip's set has none).
 func inviteeEmails(raw string) []string {
 	var out []string
-	for _, part := range strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || r == '\n' }) {
+	for _, part := range strings.Split(strings.ReplaceAll(raw, "\n", ","), ",") {
 		if open := strings.IndexByte(part, '<'); open >= 0 {
 			if end := strings.LastIndexByte(part, '>'); end > open {
 				part = part[open+1 : end]
@@ -195,11 +196,6 @@ func inviteeEmails(raw string) []string {
 		part = strings.TrimSpace(part)
 		if !containsString(out, part) {
 			out = append(out, part)
-		}
-	}
-	if strings.HasSuffix(raw, ",") || strings.HasSuffix(raw, "\n") || strings.HasPrefix(raw, ",") || strings.Contains(raw, ",,") {
-		if !containsString(out, "") {
-			out = append(out, "") // Zulip's split keeps empty parts, which then fail to validate
 		}
 	}
 	return out

@@ -364,3 +364,11 @@ func TestInviteExpiry_SaturatesAndGoesNegative(t *testing.T) {
 		t.Errorf("null: got %d, want 0 (never)", got)
 	}
 }
+
+func TestInviteeEmails_SplitAsZulipSplits(t *testing.T) {
+	got := inviteeEmails("Carol <carol@example.com>, dave@example.com\ndave@example.com,")
+	want := []string{"carol@example.com", "dave@example.com", ""}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -16,6 +16,8 @@ import (
 // MultiuseInvite (a reusable link), each with its confirmation key
 // (confirmation/models.py). The two kinds number their ids apart, as
 // Zulip's two tables do, so an invitation is named by its kind and id.
+// They are not exported (export.go), as Zulip's export lists them among
+// its NON_EXPORTED_TABLES: their links name the old server.
 
 var (
 	bucketInvites     = []byte("invites")
