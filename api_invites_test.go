@@ -372,3 +372,25 @@ func TestInviteeEmails_SplitAsZulipSplits(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestInvites_BoundedAndClosedOnesMakeRoom(t *testing.T) {
+	e := newTestEnv(t)
+	start := time.Unix(1_800_000_000, 0)
+	e.st.now = func() time.Time { return start }
+	emails := make([]string, maxInviteRecords)
+	for i := range emails {
+		emails[i] = "n" + strconv.Itoa(i) + "@example.com"
+	}
+	hour := int64(60)
+	made, _, err := e.st.createInvites(inviteRequest{Caller: e.admin.user, Emails: emails, As: roleMember, Minutes: &hour})
+	if err != nil || len(made) != maxInviteRecords {
+		t.Fatalf("%d invitations: %d %v", maxInviteRecords, len(made), err)
+	}
+	wantAPIError(t, e.request(t, "POST", "/api/v1/invites/multiuse", nil, &e.admin), 400, "BAD_REQUEST", errTooManyInvites.msg)
+	// Expired an hour after they were made, they are dropped 30 days on.
+	e.st.now = func() time.Time { return start.Add(time.Hour + deadInviteRetention*time.Second + time.Second) }
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/invites/multiuse", nil, &e.admin))
+	if _, _, err := e.st.inviteByKey(made[0].Key); err != errNoSuchInvite {
+		t.Errorf("a dropped invitation's key: got %v, want errNoSuchInvite", err)
+	}
+}
