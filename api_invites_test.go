@@ -394,3 +394,26 @@ func TestInvites_BoundedAndClosedOnesMakeRoom(t *testing.T) {
 		t.Errorf("a dropped invitation's key: got %v, want errNoSuchInvite", err)
 	}
 }
+
+func TestInvites_DeactivatingTheReferrerEndsTheirInvitations(t *testing.T) {
+	e := newTestEnv(t)
+	e.server.mailer = offlineMailer()
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/invites", url.Values{"invitee_emails": {"carol@example.com"}, "stream_ids": {"[]"}}, &e.bob))
+	link := e.request(t, "POST", "/api/v1/invites/multiuse", nil, &e.admin)
+	wantAPISuccess(t, link)
+	adminQueue := e.registerQueue(t, &e.admin, url.Values{"event_types": {`["invites_changed"]`}}).str("queue_id")
+	if err := e.st.setActive(e.bob.Email, false); err != nil {
+		t.Fatal(err)
+	}
+	if list := listInvitesOf(t, e, &e.admin); len(list) != 1 || list[0]["is_multiuse"] != true {
+		t.Errorf("after bob's deactivation: got %v, want the administrator's link only", list)
+	}
+	if evs := e.pollNow(t, &e.admin, adminQueue, -1); len(evs) != 1 || evs[0]["type"] != "invites_changed" {
+		t.Errorf("the administrator heard %v, want invites_changed", evs)
+	}
+	mail := queuedMail(t, e.server.mailer)
+	key := regexp.MustCompile(`do_confirm/([a-z2-7]{24})`).FindStringSubmatch(mail[0].Body)
+	if got := e.signupRequest(t, "GET", "/accounts/do_confirm/"+key[1], nil); got.StatusCode != 404 {
+		t.Errorf("bob's invitation after his deactivation: got %d, want 404", got.StatusCode)
+	}
+}

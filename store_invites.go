@@ -525,3 +525,35 @@ func revokeOthers(tx *bbolt.Tx, email string, used invite, now int64) error {
 	}
 	return err
 }
+
+// expireInvitesOf ends the live invitations a deactivated account made,
+// as Zulip's revoke_invites_generated_by_user does (it sets their expiry
+// to now) and tells the administrators.
+func expireInvitesOf(tx *bbolt.Tx, referrer uint64, now int64, report func(any)) error {
+	var ended []invite
+	for _, name := range [][]byte{bucketInvites, bucketInviteLinks} {
+		err := tx.Bucket(name).ForEach(func(_, v []byte) error {
+			var iv invite
+			if err := json.Unmarshal(v, &iv); err != nil {
+				return err
+			}
+			if iv.Referrer == referrer && iv.live(now) {
+				ended = append(ended, iv)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, iv := range ended {
+		iv.Expires = max(1, now-1) // expired: live needs now <= Expires
+		if err := putInvite(tx, &iv, false); err != nil {
+			return err
+		}
+	}
+	if len(ended) > 0 {
+		report(invitesChanged{Audience: inviteAudience(tx, 0)})
+	}
+	return nil
+}

@@ -260,7 +260,13 @@ func (s *store) changeActive(email string, active bool, allowed func(*bbolt.Tx, 
 		}
 		u.Active = active
 		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: !active})
-		return putUser(tx, u)
+		if err := putUser(tx, u); err != nil {
+			return err
+		}
+		if !active {
+			return expireInvitesOf(tx, u.ID, s.now().Unix(), report)
+		}
+		return nil
 	})
 }
 
