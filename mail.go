@@ -29,6 +29,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,6 +65,9 @@ type mailer struct {
 	log   *slog.Logger
 	queue chan outgoingMail
 	wait  time.Duration // before the second attempt; doubled after each
+	// sent and failed count messages delivered and given up (or not
+	// queued), for /metrics.
+	sent, failed atomic.Int64
 }
 
 func newMailer(cfg smtpConfig, realmName string, log *slog.Logger) *mailer {
@@ -76,6 +80,7 @@ func (m *mailer) enqueue(msg outgoingMail) {
 	select {
 	case m.queue <- msg:
 	default:
+		m.failed.Add(1)
 		m.log.Warn("e-mail not queued: the mail queue is full", "to", msg.To)
 	}
 }
@@ -101,15 +106,18 @@ func (m *mailer) deliver(ctx context.Context, msg outgoingMail) {
 	for attempt := 1; ; attempt++ {
 		err := m.send(msg)
 		if err == nil {
+			m.sent.Add(1)
 			m.log.Info("e-mail sent", "to", msg.To)
 			return
 		}
 		if attempt == mailAttempts {
+			m.failed.Add(1)
 			m.log.Warn("e-mail not sent", "to", msg.To, "attempts", attempt, "err", err)
 			return
 		}
 		select {
 		case <-ctx.Done():
+			m.failed.Add(1)
 			m.log.Warn("e-mail not sent", "to", msg.To, "attempts", attempt, "err", err)
 			return
 		case <-time.After(wait):

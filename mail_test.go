@@ -234,6 +234,12 @@ func TestMailer_InvitationGoesThroughSTARTTLSAndAUTH(t *testing.T) {
 	if len(peer.messages()) != 1 {
 		t.Errorf("a refused login delivered mail")
 	}
+	e.server.metrics.mails = m
+	var page strings.Builder
+	e.server.metrics.render(&page, storeFigures{})
+	if !strings.Contains(page.String(), `zulite_emails_total{result="sent"} 1`) || !strings.Contains(page.String(), `zulite_emails_total{result="failed"} 1`) {
+		t.Errorf("metrics: %s", page.String())
+	}
 }
 
 func TestSMTPConfig_FlagsPasswordAndTheirMistakes(t *testing.T) {

@@ -180,6 +180,7 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	running.Go(func() { s.scheduler.run(ctx) })
 	if relay != nil {
 		s.mailer = newMailer(*relay, o.RealmName, log)
+		s.metrics.mails = s.mailer
 		running.Go(func() { s.mailer.run(ctx) })
 	}
 	if s.pusher, err = newPushWorker(st, s, o, log); err != nil {
