@@ -266,6 +266,10 @@ var rejectionWords = map[*rejection]func(name string) *apiError{
 	errTopicsNotAllowed:     always(topicsPolicyError("Only the " + emptyTopicDisplayName + " topic is allowed in this channel.")),
 
 	errPermissionDenied:       always(errInsufficientPermission),
+	errNoSuchInvite:           always(errInviteNoSuchInvite),
+	errInviteRevokedAlready:   always(errInviteAlreadyGone),
+	errInvitesFull:            always(errTooManyInvites),
+	errInviteExpired:          always(badRequest("The confirmation link has expired or been deactivated.")),
 	errNoSuchGroup:            always(badRequest("Invalid user group")),
 	errNoSuchGroupID:          func(id string) *apiError { return badRequest("Invalid user group ID: " + echoed(id)) },
 	errNoSuchUserID:           func(id string) *apiError { return badRequest("Invalid user ID: " + echoed(id)) },
@@ -920,3 +924,35 @@ var (
 	errChannelIDDataType          = badRequest("Invalid data type for channel ID")
 	errTooManyScheduled           = badRequest("You may have at most " + strconv.Itoa(maxScheduledPerUser) + " scheduled messages.")
 )
+
+// Invitations (zerver/views/invite.py, zerver/actions/invites.py,
+// zerver/lib/exceptions.py's InvitationError and its INVITATION_FAILED
+// code, zerver/lib/email_validation.py).
+var (
+	errNoInviteeEmails      = badRequest("You must specify at least one email address.")
+	errCannotSubscribe      = badRequest("You do not have permission to subscribe other users to channels.")
+	errInviteNeedsAdmin     = badRequest("Must be an organization administrator") // a JsonableError: BAD_REQUEST
+	errInviteNoSuchInvite   = badRequest("No such invitation")
+	errInviteAlreadyGone    = badRequest("Invitation has already been revoked")
+	errInviteWelcomeTooLong = errStringTooLong("welcome_message_custom_text", maxWelcomeTextLength)
+	// errNoMailRelay is zulite's: Zulip always has an e-mail backend.
+	errNoMailRelay = badRequest("This server cannot send e-mail: start zulite with --smtp-host (and --smtp-from) to send invitations, or create a reusable invitation link (POST /invites/multiuse) and share it.")
+	// errTooManyInvites is zulite's bound (store_invites.go's maxInviteRecords).
+	errTooManyInvites = badRequest("Too many invitations (limit: " + strconv.Itoa(maxInviteRecords) + "). Revoke some, or wait for expired ones to be cleared.")
+)
+
+func errInviteChannel(id int64) error {
+	return refusal(badRequest("Invalid channel ID " + strconv.FormatInt(id, 10) + ". No invites were sent."))
+}
+
+// errInvitationFailed is Zulip's InvitationError: its message, then
+// the (email, message, deactivated) triples, whether any invitation was
+// sent, and the two limits zulite never reaches.
+func errInvitationFailed(msg string, skipped []skippedInvitee, sent bool) *apiError {
+	list := make([][]any, 0, len(skipped))
+	for _, s := range skipped {
+		list = append(list, []any{s.Email, s.Msg, s.Deactivated})
+	}
+	return &apiError{status: http.StatusBadRequest, code: "INVITATION_FAILED", msg: msg, extra: []field{
+		{"errors", list}, {"sent_invitations", sent}, {"license_limit_reached", false}, {"daily_limit_reached", false}}}
+}

@@ -189,17 +189,20 @@ func (p realmPermission) name() string { return realmPermissionSettings[p].name 
 // realmPermissionSettings are Zulip 11.0's Realm.REALM_PERMISSION_GROUP_SETTINGS,
 // with Zulip's defaults. zulite holds a permission with Zulip's default
 // group where it has the feature, and with role:nobody where it does
-// not: nobody can invite, create bots or groups, or summarize topics.
-// Members create channels, add custom emoji, subscribe others and move
+// not: nobody can create bots or groups, or summarize topics. Members
+// add custom emoji (api_realm_emoji.go) and invite by e-mail, and
+// administrators make reusable invitation links (store_invites.go);
+// members create channels, subscribe others and move
 // messages between channels; everyone sends direct messages, deletes
 // their own messages, moves them between topics and resolves topics;
 // administrators delete anyone's (store_message_edit.go) and may use
 // wildcard mentions in large channels and topics (mentions.go). An
 // administrator may change who creates channels, who may use wildcard
 // mentions, who may delete, move and resolve messages, and who may send
-// and start direct messages (PATCH /realm; store.realmGroup).
+// and start direct messages, and who may invite (PATCH /realm;
+// store.realmGroup).
 var realmPermissionSettings = [realmPermissionCount]permissionSetting{
-	realmCreateMultiuseInviteGroup: {name: "create_multiuse_invite_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
+	realmCreateMultiuseInviteGroup: {name: "create_multiuse_invite_group", value: groupAdministrators, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
 	realmCanAccessAllUsersGroup: {name: "can_access_all_users_group", value: groupEveryone, requireSystemGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone",
 		allowedSystemGroups: []string{"role:everyone", "role:members"}},
 	realmCanAddSubscribersGroup:       {name: "can_add_subscribers_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},  // members subscribe others (principals)
@@ -213,7 +216,7 @@ var realmPermissionSettings = [realmPermissionCount]permissionSetting{
 	realmCanCreateWriteOnlyBotsGroup:         {name: "can_create_write_only_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	realmCanDeleteAnyMessageGroup:            {name: "can_delete_any_message_group", value: groupAdministrators, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
 	realmCanDeleteOwnMessageGroup:            {name: "can_delete_own_message_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
-	realmCanInviteUsersGroup:                 {name: "can_invite_users_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanInviteUsersGroup:                 {name: "can_invite_users_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	realmCanManageAllGroups:                  {name: "can_manage_all_groups", value: groupOwners, defaultGroupName: "role:owners"},
 	realmCanManageBillingGroup:               {name: "can_manage_billing_group", value: groupAdministrators, defaultGroupName: "role:administrators"},
 	realmCanMentionManyUsersGroup:            {name: "can_mention_many_users_group", value: groupAdministrators, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},

@@ -68,6 +68,9 @@ type server struct {
 	// topicDeleteTime bounds a topic's deletion (0: topicDeleteTime,
 	// api_channel_admin.go; tests shorten it).
 	topicDeleteTime time.Duration
+	// mailer sends invitation e-mails; nil: no SMTP relay is
+	// configured, and POST /invites is refused (mail.go).
+	mailer *mailer
 	// sharedUsers is register's state made of the accounts alone,
 	// encoded once per change of any (register_shared.go).
 	sharedUsers sharedUserState
@@ -118,6 +121,10 @@ func (s *server) routes() http.Handler {
 	handle("POST /accounts/login", s.webLogin())
 	handle("GET /accounts/session", s.webSessionInfo())
 	handle("POST /accounts/logout", s.webLogout())
+	handle("GET /join/{key}/{$}", s.signupPage())
+	handle("POST /join/{key}/{$}", s.signupPage())
+	handle("GET /accounts/do_confirm/{key}", s.signupPage())
+	handle("POST /accounts/do_confirm/{key}", s.signupPage())
 	handle("GET /health", s.public(s.health))
 	handle("GET /metrics", s.metricsPage(true))
 	handle("GET /api/v1/server_settings", s.public(s.serverSettings))
@@ -191,6 +198,8 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/user_uploads/{realm_id}/{path...}", s.api(s.uploadURL))
 	handle("POST /api/v1/users/me/avatar", s.setAvatar())
 	handle("DELETE /api/v1/users/me/avatar", s.api(s.deleteAvatar))
+	handle("GET /api/v1/invites", s.api(s.listInvites, membersOnly))
+	handle("POST /api/v1/invites", s.api(s.sendInvites, membersOnly))
 	handle("GET /api/v1/users/me/alert_words", s.api(s.listAlertWords))
 	handle("POST /api/v1/users/me/alert_words", s.api(s.addAlertWords))
 	handle("DELETE /api/v1/users/me/alert_words", s.api(s.removeAlertWords))
@@ -222,6 +231,39 @@ func (s *server) routes() http.Handler {
 	for _, prefix := range []string{"/api/v1", "/json"} {
 		mux.Handle(prefix+"/messages/{message_id}", byMethod(map[string]http.Handler{
 			http.MethodGet: s.api(s.getMessage), http.MethodPatch: s.api(s.updateMessage), http.MethodDelete: s.api(s.deleteMessage)}))
+	}
+	// POST /api/v1/invites/multiuse and DELETE /api/v1/invites/{invite_id},
+	// then DELETE /api/v1/invites/multiuse/{invite_id} and POST
+	// /api/v1/invites/{invite_id}/resend: one pattern each pair, which
+	// tells them apart and answers 405 itself (their own patterns would
+	// conflict with each other's 405 patterns).
+	s.patterns = append(s.patterns, "POST /api/v1/invites/multiuse", "DELETE /api/v1/invites/{invite_id}",
+		"DELETE /api/v1/invites/multiuse/{invite_id}", "POST /api/v1/invites/{invite_id}/resend")
+	newLink := byMethod(map[string]http.Handler{http.MethodPost: s.api(s.createInviteLink, membersOnly)})
+	revoke := byMethod(map[string]http.Handler{http.MethodDelete: s.api(s.revokeInvite, membersOnly)})
+	revokeLink := byMethod(map[string]http.Handler{http.MethodDelete: s.api(s.revokeInviteLink, membersOnly)})
+	resend := byMethod(map[string]http.Handler{http.MethodPost: s.api(s.resendInvite, membersOnly)})
+	inviteNotFound := s.notFound()
+	for _, prefix := range []string{"/api/v1", "/json"} {
+		mux.Handle(prefix+"/invites/{invite_id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.PathValue("invite_id") == "multiuse" {
+				newLink.ServeHTTP(w, r)
+			} else {
+				revoke.ServeHTTP(w, r)
+			}
+		}))
+		mux.Handle(prefix+"/invites/{first}/{second}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch first, second := r.PathValue("first"), r.PathValue("second"); {
+			case first == "multiuse":
+				r.SetPathValue("invite_id", second)
+				revokeLink.ServeHTTP(w, r)
+			case second == "resend":
+				r.SetPathValue("invite_id", first)
+				resend.ServeHTTP(w, r)
+			default:
+				inviteNotFound.ServeHTTP(w, r)
+			}
+		}))
 	}
 	// POST /api/v1/users/me/X and GET /api/v1/users/{user}/X: one pattern
 	// each, for the same reason, that serves "me" with POST and anyone
@@ -288,6 +330,9 @@ func withCleanPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; !isCleanPath(p) {
 			clean := path.Clean("/" + p)
+			if strings.HasPrefix(clean, "/join/") && strings.HasSuffix(p, "/") {
+				clean += "/" // an invitation link's form, /join/KEY/ (signup.go)
+			}
 			r2 := *r
 			u := *r.URL
 			u.Path, u.RawPath = clean, ""

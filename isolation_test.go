@@ -69,6 +69,20 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	wantAPISuccess(t, e.upload(t, &e.alice, "/api/v1/realm/emoji/hers", uploadPart{"f", "h.png", "image/png", pngOf(t, 8, 8)}))
 	linkifierID := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`#(?P<id>\d+)`}, "url_template": {"https://x.test/{id}"}}, &e.admin)), 10)
 	playgroundID := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Py"}, "pygments_language": {"python"}, "url_template": {"https://py.test/?c={code}"}}, &e.admin)), 10)
+	// Alice's e-mail invitation to her private channel, and an
+	// administrator's reusable link: bob may neither see nor touch them.
+	e.server.mailer = offlineMailer() // so that bob's invitations are refused for what they ask, not for want of a relay
+	herInvites, _, err := e.st.createInvites(inviteRequest{Caller: e.alice.user, Emails: []string{"friend@example.com"}, As: roleMember,
+		Channels: []int64{int64(e.secret.ID)}, ChannelRefusal: errInviteChannel})
+	if err != nil || len(herInvites) != 1 {
+		t.Fatalf("alice's invitation: %v %v", herInvites, err)
+	}
+	herInvite := strconv.FormatUint(herInvites[0].ID, 10)
+	links, _, err := e.st.createInvites(inviteRequest{Caller: e.admin.user, Multiuse: true, As: roleMember, ChannelRefusal: errInviteChannel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminLink := strconv.FormatUint(links[0].ID, 10)
 	// A direct-message conversation bob is not in, unread for alice, sent
 	// while bob listens.
 	bobQueue := e.registerQueue(t, &e.bob, nil).str("queue_id")
@@ -120,12 +134,13 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		scheduled, err6 := e.st.scheduledMessages(e.alice.ID)
 		reminders, err7 := e.st.reminders(e.alice.ID)
 		channels, err8 := e.st.channels()
-		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
+		invites, err9 := e.st.invites(e.admin.user) // hers and the administrator's
+		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8, err9); err != nil {
 			t.Fatal(err)
 		}
 		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics,
 			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders), plainJSON(channels),
-			e.st.customEmoji(), linkifiersJSON(e.st.allLinkifiers()), e.st.allPlaygrounds())
+			e.st.customEmoji(), linkifiersJSON(e.st.allLinkifiers()), e.st.allPlaygrounds(), invites)
 	}
 
 	type attempt struct {
@@ -153,7 +168,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"PATCH /api/v1/scheduled_messages/{scheduled_message_id}", "DELETE /api/v1/scheduled_messages/{scheduled_message_id}",
 		"POST /api/v1/reminders", "DELETE /api/v1/reminders/{reminder_id}",
 		"PATCH /api/v1/streams/{stream_id}", "DELETE /api/v1/streams/{stream_id}", "POST /api/v1/streams/{stream_id}/delete_topic",
-		"GET /api/v1/streams/{stream_id}/members", "POST /api/v1/default_streams", "DELETE /api/v1/default_streams"} {
+		"GET /api/v1/streams/{stream_id}/members", "POST /api/v1/default_streams", "DELETE /api/v1/default_streams",
+		"POST /api/v1/invites", "POST /api/v1/invites/multiuse", "DELETE /api/v1/invites/{invite_id}",
+		"DELETE /api/v1/invites/multiuse/{invite_id}", "POST /api/v1/invites/{invite_id}/resend"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -310,8 +327,24 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"DELETE /api/v1/realm/filters/{filter_id}":         {{"DELETE", "/api/v1/realm/filters/" + linkifierID, nil}},
 		"POST /api/v1/realm/playgrounds":                   {{"POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Go"}, "pygments_language": {"go"}, "url_template": {"https://go.test/?c={code}"}}}},
 		"DELETE /api/v1/realm/playgrounds/{playground_id}": {{"DELETE", "/api/v1/realm/playgrounds/" + playgroundID, nil}},
+		// Invitations: bob lists only his own (none); he may not invite
+		// to her private channel, make a link, or revoke or resend hers
+		// or the administrator's.
+		"GET /api/v1/invites": {{"GET", "/api/v1/invites", nil}},
+		"POST /api/v1/invites": {{"POST", "/api/v1/invites", url.Values{"invitee_emails": {"spy@example.com"}, "stream_ids": {"[" + secretID + "]"}}},
+			{"POST", "/api/v1/invites", url.Values{"invitee_emails": {"spy@example.com"}, "stream_ids": {"[" + secretID + "]"}, "invite_as": {"200"}}}},
+		"POST /api/v1/invites/multiuse":               {{"POST", "/api/v1/invites/multiuse", url.Values{"stream_ids": {"[" + secretID + "]"}}}},
+		"DELETE /api/v1/invites/{invite_id}":          {{"DELETE", "/api/v1/invites/" + herInvite, nil}},
+		"DELETE /api/v1/invites/multiuse/{invite_id}": {{"DELETE", "/api/v1/invites/multiuse/" + adminLink, nil}},
+		"POST /api/v1/invites/{invite_id}/resend":     {{"POST", "/api/v1/invites/" + herInvite + "/resend", nil}},
+		// The sign-up pages are HTML, not JSON, and open only with an
+		// invitation's key, which bob does not have (api_invites_test.go).
+		"GET /join/{key}/{$}":             {},
+		"POST /join/{key}/{$}":            {},
+		"GET /accounts/do_confirm/{key}":  {},
+		"POST /accounts/do_confirm/{key}": {},
 	}
-	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):]} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
+	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):], "friend@example.com", herInvites[0].Key, links[0].Key} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()
 	for _, route := range e.server.routeList() {
 		attempts, ok := cases[route]

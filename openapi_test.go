@@ -58,6 +58,12 @@ var zuliteOnlyRoutes = map[string]string{
 	"GET /user_uploads/temporary/{token}/{filename}": "a file, not an API route",
 	"GET /user_avatars/{realm}/{file}":               "a file, not an API route",
 	"GET /user_avatars/{realm}/emoji/images/{file}":  "a file, not an API route (api_realm_emoji_test.go tests it)",
+	// The sign-up page an invitation opens (signup.go): HTML, as
+	// Zulip's registration pages are; api_invites_test.go tests it.
+	"GET /join/{key}/{$}":             "the sign-up page of a reusable invitation link",
+	"POST /join/{key}/{$}":            "the sign-up page's form",
+	"GET /accounts/do_confirm/{key}":  "the sign-up page of an e-mail invitation",
+	"POST /accounts/do_confirm/{key}": "the sign-up page's form",
 }
 
 // noErrorAnswer are routes for which no request yields an error answer.
@@ -667,6 +673,17 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	playground := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Py"}, "pygments_language": {"python"}, "url_template": {"https://py.test/?c={code}"}}, &e.admin)), 10)
 	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
 	alice := strconv.FormatUint(e.alice.ID, 10)
+	// Issue 33's invitations: alice's e-mail invitations (her queue hears
+	// invites_changed) and an administrator's links.
+	e.server.mailer = offlineMailer()
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/invites", url.Values{"invitee_emails": {"one@example.com, two@example.com"}, "stream_ids": {"[" + general + "]"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/invites/multiuse", url.Values{"invite_expires_in_minutes": {"null"}}, &e.admin))
+	pending := listInvitesOf(t, e, &e.admin)
+	if len(pending) != 3 {
+		t.Fatalf("invitations: %v", pending)
+	}
+	inviteOne, inviteTwo := "/api/v1/invites/"+strconv.Itoa(int(pending[0]["id"].(float64))), "/api/v1/invites/"+strconv.Itoa(int(pending[1]["id"].(float64)))
+	inviteLink := "/api/v1/invites/multiuse/" + strconv.Itoa(int(pending[2]["id"].(float64)))
 	narrow := `[{"operator":"channel","operand":"general"}]`
 	// Issue 33's channel administration: stream update, default_streams,
 	// delete_message (a topic's deletion), and an archived channel's
@@ -890,6 +907,20 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Go"}, "pygments_language": {"go"}, "url_template": {"https://go.test/?c={code}"}}, &e.bob},
 		{false, "DELETE", "/api/v1/realm/playgrounds/" + playground, nil, &e.admin},
 		{true, "DELETE", "/api/v1/realm/playgrounds/" + playground, nil, &e.admin},
+		{false, "GET", "/api/v1/invites", nil, &e.admin},
+		{false, "GET", "/api/v1/invites", nil, &e.alice},
+		{true, "GET", "/api/v1/invites", nil, &e.bot},
+		{false, "POST", "/api/v1/invites", url.Values{"invitee_emails": {"three@example.com"}, "stream_ids": {"[]"}, "include_realm_default_subscriptions": {"true"}}, &e.alice},
+		{true, "POST", "/api/v1/invites", url.Values{"invitee_emails": {"four@example.com, bob@example.com"}, "stream_ids": {"[]"}}, &e.alice},
+		{true, "POST", "/api/v1/invites", url.Values{"invitee_emails": {""}, "stream_ids": {"[]"}}, &e.alice},
+		{false, "POST", "/api/v1/invites/multiuse", url.Values{"stream_ids": {"[" + general + "]"}, "invite_as": {"600"}}, &e.admin},
+		{true, "POST", "/api/v1/invites/multiuse", nil, &e.alice},
+		{false, "POST", inviteOne + "/resend", nil, &e.alice},
+		{true, "POST", "/api/v1/invites/999999/resend", nil, &e.alice},
+		{false, "DELETE", inviteTwo, nil, &e.admin},
+		{true, "DELETE", "/api/v1/invites/999999", nil, &e.admin},
+		{false, "DELETE", inviteLink, nil, &e.admin},
+		{true, "DELETE", inviteLink, nil, &e.admin},
 	}
 
 	// A mux with every served pattern tells which route a request reaches.

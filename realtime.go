@@ -252,6 +252,8 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishRealmGroup(c)
 	case accountCreated:
 		s.publishAccountCreated(c)
+	case invitesChanged:
+		s.events.tell("invites_changed", usersAudience(c.Audience...), event{"type": "invites_changed"}, nil)
 	case accountChanged:
 		if c.EndsSessions {
 			s.events.removeAll(c.UserID)

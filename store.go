@@ -111,6 +111,14 @@ package main
 //	                 bucket's sequence numbers them (store_linkifiers.go)
 //	playgrounds      playground id → playground (JSON: name, pygments_language,
 //	                 url_template); the bucket's sequence numbers them (store_linkifiers.go)
+//	invites          invitation id → invite (JSON: address, referrer, role, when made and when it
+//	                 expires, 0: never, confirmation key, channels, status: 1 used, 2 revoked, and
+//	                 when it closed): e-mail invitations, Zulip's PreregistrationUser; the bucket's
+//	                 sequence numbers them (store_invites.go)
+//	invite_links     invitation id → invite (JSON, without address): reusable invitation links,
+//	                 Zulip's MultiuseInvite, numbered apart from e-mail invitations as Zulip's are
+//	invite_keys      confirmation key (24 characters) → 'e' or 'm' ‖ invitation id (uint64): the
+//	                 invitation a link /accounts/do_confirm/KEY or /join/KEY/ opens
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push
@@ -227,6 +235,7 @@ var (
 		bucketMutedUsers, bucketMutedBy, bucketAlertWords,
 		bucketScheduledMessages, bucketScheduledDue,
 		bucketRealmEmoji, bucketLinkifiers, bucketPlaygrounds,
+		bucketInvites, bucketInviteLinks, bucketInviteKeys,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
@@ -847,6 +856,14 @@ var (
 	errDeleteTimeLimit       = &rejection{text: "delete time limit"}
 	errDMToChannel           = &rejection{text: "direct message moved"}
 	errDMTopic               = &rejection{text: "direct message topic"}
+
+	// Invitations (store_invites.go): none has that id or key; one
+	// revoked again; past maxInviteRecords; used, revoked or expired
+	// (Zulip's ConfirmationKeyError.EXPIRED, one page for all three).
+	errNoSuchInvite         = &rejection{text: "no such invitation"}
+	errInviteRevokedAlready = &rejection{text: "invitation already revoked"}
+	errInvitesFull          = &rejection{text: "too many invitations"}
+	errInviteExpired        = &rejection{text: "invitation expired"}
 
 	errNarrowUnknownChannel = &rejection{text: "unknown channel in narrow"}
 	errNarrowUnknownUser    = &rejection{text: "unknown user in narrow"}
