@@ -66,6 +66,11 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/muted_users/"+strconv.FormatUint(e.owner.ID, 10), nil, &e.alice))
 	// A direct-message conversation bob is not in, unread for alice, sent
 	// while bob listens.
+	// A custom profile field alice filled in, set up by an administrator.
+	field := e.request(t, "POST", "/api/v1/realm/profile_fields", url.Values{"name": {"Plans"}, "field_type": {"1"}}, &e.admin)
+	fieldID := strconv.Itoa(int(field.body["id"].(float64)))
+	wantAPISuccess(t, e.request(t, "PATCH", "/api/v1/users/me/profile_data", url.Values{"data": {`[{"id":` + fieldID + `,"value":"hers"}]`}}, &e.alice))
+	herPath := "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10)
 	bobQueue := e.registerQueue(t, &e.bob, nil).str("queue_id")
 	dmID := strconv.FormatUint(e.sendDM(t, &e.owner, jsonIDs(e.alice.ID), secretText), 10)
 
@@ -117,8 +122,14 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics,
-			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders))
+		fields := e.request(t, "GET", "/api/v1/realm/profile_fields", nil, &e.alice).raw
+		var defaults string
+		e.st.view(func(tx *bbolt.Tx) error {
+			defaults = string(tx.Bucket(bucketMeta).Get([]byte("realm_user_defaults")))
+			return nil
+		})
+		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, plainJSON(me), reactions, unread, topics,
+			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders), fields, defaults)
 	}
 
 	type attempt struct {
@@ -141,7 +152,10 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/messages/{message_id}/read_receipts", "POST /api/v1/messages/{message_id}/typing",
 		"DELETE /api/v1/attachments/{attachment_id}", "POST /api/v1/mobile_push/test_notification",
 		"PATCH /api/v1/scheduled_messages/{scheduled_message_id}", "DELETE /api/v1/scheduled_messages/{scheduled_message_id}",
-		"POST /api/v1/reminders", "DELETE /api/v1/reminders/{reminder_id}"} {
+		"POST /api/v1/reminders", "DELETE /api/v1/reminders/{reminder_id}",
+		"PATCH /api/v1/users/{user_id}", "DELETE /api/v1/users/{user_id}", "POST /api/v1/users/{user_id}/reactivate",
+		"POST /api/v1/realm/profile_fields", "PATCH /api/v1/realm/profile_fields", "PATCH /api/v1/realm/profile_fields/{field_id}",
+		"DELETE /api/v1/realm/profile_fields/{field_id}", "PATCH /api/v1/realm/user_settings_defaults"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -273,6 +287,21 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"delete": {`["secret","general"]`}, "principals": {`["` + e.alice.Email + `"]`}}},
 			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"add": {`[{"name":"bobs-own"}]`}, "delete": {`["general"]`}, "principals": {"[" + strconv.FormatUint(e.alice.ID, 10) + "]"}}}},
 		"GET /api/v1/users/{user_id}/subscriptions/{stream_id}": {{"GET", "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10) + "/subscriptions/" + secretID, nil}},
+		// A member administers nobody: not her role, name, profile or
+		// activity, not the organisation's fields or defaults; his own
+		// profile data is his.
+		"PATCH /api/v1/users/{user_id}": {{"PATCH", herPath, url.Values{"full_name": {"Bob's"}}}, {"PATCH", herPath, url.Values{"role": {"600"}}},
+			{"PATCH", herPath, url.Values{"profile_data": {`[{"id":` + fieldID + `,"value":null}]`}}}},
+		"DELETE /api/v1/users/{user_id}":                 {{"DELETE", herPath, nil}},
+		"POST /api/v1/users/{user_id}/reactivate":        {{"POST", herPath + "/reactivate", nil}},
+		"PATCH /api/v1/users/me/profile_data":            {{"PATCH", "/api/v1/users/me/profile_data", url.Values{"data": {`[{"id":` + fieldID + `,"value":"his"}]`}}}},
+		"DELETE /api/v1/users/me/profile_data":           {{"DELETE", "/api/v1/users/me/profile_data", url.Values{"data": {"[" + fieldID + "]"}}}},
+		"GET /api/v1/realm/profile_fields":               {{"GET", "/api/v1/realm/profile_fields", nil}},
+		"POST /api/v1/realm/profile_fields":              {{"POST", "/api/v1/realm/profile_fields", url.Values{"name": {"His"}, "field_type": {"1"}}}},
+		"PATCH /api/v1/realm/profile_fields":             {{"PATCH", "/api/v1/realm/profile_fields", url.Values{"order": {"[" + fieldID + "]"}}}},
+		"PATCH /api/v1/realm/profile_fields/{field_id}":  {{"PATCH", "/api/v1/realm/profile_fields/" + fieldID, url.Values{"name": {"Bob's"}}}},
+		"DELETE /api/v1/realm/profile_fields/{field_id}": {{"DELETE", "/api/v1/realm/profile_fields/" + fieldID, nil}},
+		"PATCH /api/v1/realm/user_settings_defaults":     {{"PATCH", "/api/v1/realm/user_settings_defaults", url.Values{"enter_sends": {"true"}}}},
 	}
 	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):]} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()

@@ -251,6 +251,12 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishRealmGroup(c)
 	case accountCreated:
 		s.publishAccountCreated(c)
+	case accountEdited:
+		s.publishAccountEdited(c) // api_people.go
+	case profileFieldsChanged:
+		s.publishProfileFields(c) // api_profile_fields.go
+	case realmDefaultsChanged:
+		s.publishRealmDefaults(c)
 	case accountChanged:
 		if c.EndsSessions {
 			s.events.removeAll(c.UserID)

@@ -39,6 +39,9 @@ func (s *store) createAccount(email, fullName string, role int, bot bool, passwo
 		if err := emails.Put(emailKey(email), itob(id)); err != nil {
 			return err
 		}
+		if err := startWithDefaults(tx, id); err != nil { // store_people.go
+			return err
+		}
 		if passwordHash != "" {
 			if err := tx.Bucket(bucketPasswords).Put(itob(id), []byte(passwordHash)); err != nil {
 				return err
@@ -251,9 +254,7 @@ func (s *store) changeActive(email string, active bool, allowed func(*bbolt.Tx, 
 				return err
 			}
 		}
-		u.Active = active
-		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: !active})
-		return putUser(tx, u)
+		return s.putActive(tx, report, u, active) // store_people.go
 	})
 }
 
