@@ -18,6 +18,8 @@ for path, item in load('paths_own.yaml').items():  # new path items, or methods 
     paths.setdefault(path, {}).update(item)
 for path, item in load('paths_subs.yaml').items():  # methods of paths_a.yaml's path items
     paths[path].update(item)
+for path, item in load('paths_people.yaml').items():  # new path items, or methods of existing ones
+    paths.setdefault(path, {}).update(item)
 for f in ('components_a.yaml', 'components_own.yaml'):
     extra = load(f)
     assert not set(extra) & set(comps), set(extra) & set(comps)
@@ -27,6 +29,7 @@ events += load('events_topics.yaml')
 events += load('events_own.yaml')
 events += load('events_scheduled.yaml')
 events += load('events_reminders.yaml')
+events += load('events_people.yaml')
 items = paths['/events']['get']['responses']['200']['content']['application/json']['schema']['allOf'][1]['properties']['events']['items']
 assert items == {'oneOf': 'EVENTS'}
 items['oneOf'] = events
