@@ -537,10 +537,16 @@ func checkProfileValue(f profileField, value any, users []user) (profileValue, *
 	}
 	v := profileValue{Value: s}
 	if f.Type == fieldShortText || f.Type == fieldLongText {
-		rendered, _ := markdown.Render(s, "", nil) // nothing to resolve: no error
-		v.Rendered = rendered.HTML
+		v.Rendered = renderProfileValue(s)
 	}
 	return v, nil
+}
+
+// renderProfileValue renders a text field's value, as Zulip's
+// render_stream_description does (nothing to resolve: no error).
+func renderProfileValue(s string) string {
+	rendered, _ := markdown.Render(s, "", nil)
+	return rendered.HTML
 }
 
 // checkUserIDs is Zulip's check_valid_user_ids: every id an account's,
