@@ -162,7 +162,7 @@ func primaryGroup(role int) int {
 
 // publishAccountEdited tells everyone of an account's changes as Zulip's
 // actions do, in their order: activity (do_deactivate_user,
-// do_reactivate_user with the groups the person is back in), role
+// do_reactivate_user, whose groups publishGroupsRejoined tells), role
 // (do_change_user_role: the role, then the system groups left and
 // joined), name (do_change_full_name), then each profile value
 // (notify_user_update_custom_profile_data). A deactivated person is in
@@ -178,11 +178,6 @@ func (s *server) publishAccountEdited(c accountEdited) {
 	}
 	if u.Active != before.Active {
 		person("is_active", u.Active)
-		if u.Active {
-			for _, g := range directGroups(u) {
-				members("add_members", g)
-			}
-		}
 	}
 	if u.Role != before.Role {
 		person("role", u.Role)
@@ -212,6 +207,15 @@ func (s *server) publishAccountEdited(c accountEdited) {
 	}
 }
 
-// isDigits tells a path segment of digits alone, which Zulip's
+// isUserID tells a path segment of digits alone, which Zulip's
 // /users/{user_id} routes take (anything else is an address).
 func isUserID(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+
+// publishGroupsRejoined tells everyone that a reactivated person is back
+// in their system groups (do_reactivate_user's add_members, after its
+// peer_add events).
+func (s *server) publishGroupsRejoined(c groupsRejoined) {
+	for _, g := range directGroups(c.User) {
+		s.events.tellEveryone("user_group", nil, event{"type": "user_group", "op": "add_members", "group_id": g, "user_ids": []uint64{c.User.ID}})
+	}
+}

@@ -183,6 +183,15 @@ func TestDeactivateAndReactivate_ByAnAdministrator(t *testing.T) {
 	if want := []string{fmt.Sprintf("add_members 4 [%d]", id), fmt.Sprintf("add_members 5 [%d]", id)}; fmt.Sprint(groups) != fmt.Sprint(want) {
 		t.Errorf("user_group events: got %v, want %v", groups, want)
 	}
+	// Her channels' subscribers hold her again, for those who see them
+	// (bob sees general's, not the private channel's).
+	var peers []string
+	for _, ev := range e.eventsOfType(t, &e.bob, bobQueue, "subscription") {
+		peers = append(peers, fmt.Sprint(ev["op"], " ", ev["stream_ids"], " ", ev["user_ids"]))
+	}
+	if want := []string{fmt.Sprintf("peer_add [%d] [%d]", e.general.ID, id)}; fmt.Sprint(peers) != fmt.Sprint(want) {
+		t.Errorf("subscription events: got %v, want %v", peers, want)
+	}
 
 	// A bot comes back only for whoever may create bots: nobody in zulite.
 	if err := e.st.setActive(e.bot.Email, false); err != nil {

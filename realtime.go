@@ -253,6 +253,8 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishAccountCreated(c)
 	case accountEdited:
 		s.publishAccountEdited(c) // api_people.go
+	case groupsRejoined:
+		s.publishGroupsRejoined(c)
 	case profileFieldsChanged:
 		s.publishProfileFields(c) // api_profile_fields.go
 	case realmDefaultsChanged:

@@ -422,8 +422,51 @@ func (s *store) putActive(tx *bbolt.Tx, report func(any), u user, active bool) e
 		if err := endUserSessionsTx(tx, u.ID); err != nil { // store_sessions.go
 			return err
 		}
+		return putUser(tx, u)
 	}
+	// Back: the channels' subscriber lists hold them again (Zulip's
+	// peer_add of do_reactivate_user), then their system groups do.
+	peers, err := s.reactivationPeers(tx, u)
+	if err != nil {
+		return err
+	}
+	if len(peers) > 0 {
+		report(subscriptionsChanged{Op: "add", Peers: peers})
+	}
+	report(groupsRejoined{u})
 	return putUser(tx, u)
+}
+
+// groupsRejoined: a reactivated person is back in their system groups.
+type groupsRejoined struct{ User user }
+
+// reactivationPeers are, for each channel the person is subscribed to,
+// those who see its subscribers (the active others who may see the
+// channel, as a subscription's peers are told).
+func (s *store) reactivationPeers(tx *bbolt.Tx, u user) ([]peerNews, error) {
+	users, _, _, err := s.directory.of(tx)
+	if err != nil {
+		return nil, err
+	}
+	var peers []peerNews
+	prefix := itob(u.ID)
+	c := tx.Bucket(bucketSubscriptions).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		var ch channel
+		if err := getJSON(tx.Bucket(bucketChannels), k[8:], &ch); err != nil {
+			return nil, err
+		}
+		var audience []uint64
+		for _, other := range users {
+			if other.Active && other.ID != u.ID && canSeeMetadata(tx, other, ch) {
+				audience = append(audience, other.ID)
+			}
+		}
+		if len(audience) > 0 {
+			peers = append(peers, peerNews{ChannelID: ch.ID, UserIDs: []uint64{u.ID}, Audience: audience})
+		}
+	}
+	return peers, nil
 }
 
 // realmUserDefaults is the settings new users start with that differ
