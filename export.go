@@ -677,7 +677,12 @@ func (x *exporter) realm() error {
 	if err != nil {
 		return err
 	}
+	userDefault, err := realmUserDefaultRow(tx)
+	if err != nil {
+		return err
+	}
 	tables := map[string]any{
+		"zerver_realmuserdefault":          []any{userDefault},
 		"zerver_customprofilefield":        fields,
 		"zerver_customprofilefieldvalue":   values,
 		"zerver_savedsnippet":              orEmpty(snippets),
@@ -695,6 +700,25 @@ func (x *exporter) realm() error {
 		"zerver_realmauthenticationmethod": []any{map[string]any{"id": 1, "realm": exportRealmID, "name": "Email"}},
 	}
 	return x.out.WriteRealm(tables)
+}
+
+// realmUserDefaultRow is zerver_realmuserdefault's row: the settings new
+// users start with (PATCH /realm/user_settings_defaults), each a
+// RealmUserDefault field (UserBaseSettings); the importer makes it with
+// model(**item) where the export has it, else one of Zulip's defaults.
+func realmUserDefaultRow(tx *bbolt.Tx) (map[string]any, error) {
+	defaults := map[string]json.RawMessage{}
+	if err := realmUserDefaultsTx(tx, defaults); err != nil { // store_people.go
+		return nil, err
+	}
+	values := personalSettings(defaults)
+	row := map[string]any{"id": 1, "realm": exportRealmID}
+	for _, setting := range userSettingsTable {
+		if setting.changeable {
+			row[setting.name] = values[setting.name]
+		}
+	}
+	return row, nil
 }
 
 // profileFields are zerver_customprofilefield's and

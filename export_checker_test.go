@@ -187,6 +187,7 @@ var realmJSONTables = map[string]zulipTable{
 	"zerver_userpresence":         {from: "import_realm.py:1608"},
 	"zerver_useractivity":         {from: "import_realm.py:1614"},
 	"zerver_useractivityinterval": {from: "import_realm.py:1620"},
+	"zerver_realmuserdefault":     {from: `import_realm.py: if "zerver_realmuserdefault" in data: … bulk_import_model(data, RealmUserDefault)`, optional: true, fields: realmUserDefaultFields()},
 	"zerver_customprofilefield": {from: "import_realm.py:1627", fields: map[string]zulipField{
 		"id":                         {"number", "import_realm.py:1627 (update_model_ids(CustomProfileField, data, \"customprofilefield\"))"},
 		"realm":                      {"number", "import_realm.py:1627 (re_map_foreign_keys(data, \"zerver_customprofilefield\", \"realm\", …))"},
@@ -687,4 +688,27 @@ func (r *ruleReport) flush(t *testing.T) {
 			t.Error(r.first[key])
 		}
 	}
+}
+
+// realmUserDefaultFields are the fields of zerver_realmuserdefault zulite
+// writes: the row's id and realm, and each setting PATCH
+// /realm/user_settings_defaults changes, every one a field of Zulip's
+// RealmUserDefault (zerver/models/realms.py, UserBaseSettings; its
+// update_realm_user_settings_defaults takes each of them).
+func realmUserDefaultFields() map[string]zulipField {
+	fields := map[string]zulipField{
+		"id":    {"number", `import_realm.py: update_model_ids(RealmUserDefault, data, "realmuserdefault")`},
+		"realm": {"number", `import_realm.py: re_map_foreign_keys(data, "zerver_realmuserdefault", "realm", related_table="realm")`},
+	}
+	for _, s := range userSettingsTable {
+		if !s.changeable {
+			continue
+		}
+		kind := map[bool]string{true: "bool", false: "number"}[s.def == true || s.def == false]
+		if _, isString := s.def.(string); isString {
+			kind = "string"
+		}
+		fields[s.name] = zulipField{kind, "zerver/views/realm.py: update_realm_user_settings_defaults takes " + s.name}
+	}
+	return fields
 }

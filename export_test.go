@@ -68,6 +68,8 @@ func exportActivity(t *testing.T, e *testEnv) (fileURL string) {
 	wantAPISuccess(t, e.request(t, "POST", fmt.Sprintf("/api/v1/users/me/muted_users/%d", e.bot.ID), nil, &e.owner))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans","Lunch"]`}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["notes"]`}}, &e.bob))
+	// The settings new users start with.
+	wantAPISuccess(t, e.request(t, "PATCH", "/api/v1/realm/user_settings_defaults", url.Values{"enter_sends": {"true"}, "web_home_view": {"recent_topics"}}, &e.admin))
 	// Custom profile fields and values: a text, rendered, and a list of users.
 	for _, f := range []url.Values{{"name": {"Phone"}, "field_type": {"1"}}, {"name": {"Manager"}, "field_type": {"6"}, "editable_by_user": {"false"}}} {
 		wantAPISuccess(t, e.request(t, "POST", "/api/v1/realm/profile_fields", f, &e.admin))
@@ -165,6 +167,9 @@ func TestExport_PassesEveryRuleOfZulipsImporter(t *testing.T) {
 	}
 	if n := len(asList(realm["zerver_reaction"])); n != 1 {
 		t.Errorf("reactions: got %d, want 1", n)
+	}
+	if d := asList(realm["zerver_realmuserdefault"]); len(d) != 1 || object(d[0])["enter_sends"] != true || object(d[0])["web_home_view"] != "recent_topics" || object(d[0])["emojiset"] != "google" {
+		t.Errorf("zerver_realmuserdefault: got %v, want the defaults set", d)
 	}
 	fields, values := asList(realm["zerver_customprofilefield"]), asList(realm["zerver_customprofilefieldvalue"])
 	if len(fields) != 2 || object(fields[1])["field_type"] != float64(6) || object(fields[1])["editable_by_user"] != false {

@@ -294,12 +294,18 @@ func (x *importer) realm() error {
 	crossrealm := map[uint64]bool{}
 	var fields []profileField
 	var values []importedProfileValue
+	var userDefaults map[string]json.RawMessage // nil: none in the export
 	err := zulipexport.ReadTablesAndValues(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
 		switch name {
 		case "zerver_customprofilefield":
 			return true, zulipexport.ReadRows(dec, func(f importedProfileField) error {
 				fields = append(fields, profileField{ID: f.ID, Name: f.Name, Type: f.FieldType, Hint: f.Hint, FieldData: f.FieldData, Order: f.Order,
 					Required: f.Required, EditableByUser: f.EditableByUser == nil || *f.EditableByUser, DisplayInProfileSummary: f.DisplayInProfileSummary})
+				return nil
+			})
+		case "zerver_realmuserdefault":
+			return true, zulipexport.ReadRows(dec, func(row map[string]json.RawMessage) error {
+				userDefaults = importedUserDefaults(row)
 				return nil
 			})
 		case "zerver_customprofilefieldvalue":
@@ -344,6 +350,11 @@ func (x *importer) realm() error {
 	return x.s.updateGuarded(func(tx *bbolt.Tx) error {
 		if err := putProfileFields(tx, fields); err != nil {
 			return err
+		}
+		if len(userDefaults) > 0 {
+			if err := putJSON(tx.Bucket(bucketMeta), keyRealmUserDefaults, userDefaults); err != nil {
+				return err
+			}
 		}
 		usersB, emails := tx.Bucket(bucketUsers), tx.Bucket(bucketUserEmails)
 		var maxUser uint64
@@ -952,4 +963,31 @@ func putProfileFields(tx *bbolt.Tx, fields []profileField) error {
 		return b.SetSequence(maxID)
 	}
 	return nil
+}
+
+// importedUserDefaults are the settings of zerver_realmuserdefault's row
+// that zulite's PATCH /realm/user_settings_defaults changes and that
+// differ from Zulip's defaults; a value of the wrong type or out of the
+// setting's choices is left at the default.
+func importedUserDefaults(row map[string]json.RawMessage) map[string]json.RawMessage {
+	defaults := map[string]json.RawMessage{}
+	for _, setting := range userSettingsTable {
+		raw, ok := row[setting.name]
+		if !setting.changeable || !ok {
+			continue
+		}
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		if f, isNumber := v.(float64); isNumber && f == float64(int(f)) {
+			v = int(f)
+		}
+		if fmt.Sprintf("%T", v) != fmt.Sprintf("%T", setting.def) || v == setting.def || (setting.choices != nil && !slices.Contains(setting.choices, v)) {
+			continue
+		}
+		encoded, _ := json.Marshal(v)
+		defaults[setting.name] = encoded
+	}
+	return defaults
 }

@@ -82,6 +82,11 @@ func TestExportImport_RoundTripKeepsEveryUsersView(t *testing.T) {
 	if !reflect.DeepEqual(strip(before), strip(after)) {
 		t.Errorf("users:\n got %+v\nwant %+v", strip(after), strip(before))
 	}
+	defaultsBefore, _ := e.st.realmUserDefaults()
+	defaultsAfter, _ := st.realmUserDefaults()
+	if len(defaultsBefore) != 2 || !reflect.DeepEqual(defaultsAfter, defaultsBefore) {
+		t.Errorf("the settings new users start with:\n got %s\nwant %s", defaultsAfter, defaultsBefore)
+	}
 	fieldsBefore, _ := e.st.profileFields()
 	fieldsAfter, _ := st.profileFields()
 	if len(fieldsBefore) != 2 || !reflect.DeepEqual(fieldsAfter, fieldsBefore) {
