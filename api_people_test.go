@@ -63,6 +63,7 @@ func TestUpdateUser_RoleAndNameFollowZulipsRules(t *testing.T) {
 		{"the last owner stays one", &e.owner, userPath(e.owner), url.Values{"role": {"400"}}, "BAD_REQUEST", "The owner permission cannot be removed from the only organization owner."},
 		{"a name too long", &e.admin, alice, url.Values{"full_name": {strings.Repeat("a", 101)}}, "BAD_REQUEST", "Name too long!"},
 		{"a name with mention syntax", &e.admin, alice, url.Values{"full_name": {"a*b"}}, "BAD_REQUEST", "Invalid characters in name!"},
+		{"a name of nothing visible", &e.admin, alice, url.Values{"full_name": {"\u200b"}}, "BAD_REQUEST", "Name too short!"},
 		{"a good role with a bad name changes neither", &e.admin, alice, url.Values{"role": {"600"}, "full_name": {"x|12"}}, "BAD_REQUEST", "Invalid format!"},
 	} {
 		r := e.request(t, http.MethodPatch, c.path, c.params, c.as)

@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"go.etcd.io/bbolt"
 )
@@ -310,7 +311,7 @@ func (s *store) editAccount(actor user, targetID uint64, edit accountEdit, self 
 			}
 			next.Role = edit.Role
 		}
-		if edit.FullName != "" && edit.FullName != target.FullName && !onlyInvisible(edit.FullName) {
+		if strings.TrimSpace(edit.FullName) != "" && edit.FullName != target.FullName {
 			name, err := checkFullName(edit.FullName)
 			if err != nil {
 				return refusal(asAPIError(err))
