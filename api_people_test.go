@@ -254,3 +254,32 @@ func TestRealmUserSettingsDefaults_NewUsersStartWithThem(t *testing.T) {
 		t.Errorf("the new account's settings: got %v, want the defaults", overrides)
 	}
 }
+
+func TestUpdateUser_ARoleTellsThePrivateChannelsItShowsOrHides(t *testing.T) {
+	e := newTestEnv(t)
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	others := e.registerQueue(t, &e.alice, nil).str("queue_id")
+	wantAPISuccess(t, e.request(t, http.MethodPatch, userPath(e.bob), url.Values{"role": {"200"}}, &e.owner))
+	wantAPISuccess(t, e.request(t, http.MethodPatch, userPath(e.bob), url.Values{"role": {"400"}}, &e.owner))
+	var got []string
+	for _, ev := range e.pollNow(t, &e.bob, queue, -1) {
+		switch ev["type"] {
+		case "stream":
+			var ids []any
+			for _, s := range ev["streams"].([]any) {
+				ids = append(ids, s.(map[string]any)["stream_id"])
+			}
+			got = append(got, fmt.Sprint("stream ", ev["op"], " ", ids))
+		case "subscription":
+			got = append(got, fmt.Sprint(ev["op"], " ", ev["stream_ids"], " ", ev["user_ids"]))
+		}
+	}
+	secret, alice := e.secret.ID, e.alice.ID
+	want := []string{fmt.Sprintf("stream create [%d]", secret), fmt.Sprintf("peer_add [%d] [%d]", secret, alice), fmt.Sprintf("stream delete [%d]", secret)}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("bob's channel events: got %v, want %v", got, want)
+	}
+	if evs := e.eventsOfType(t, &e.alice, others, "stream"); len(evs) != 0 {
+		t.Errorf("alice heard of bob's view: %v", evs)
+	}
+}

@@ -361,8 +361,53 @@ func (s *store) editAccount(actor user, targetID uint64, edit accountEdit, self 
 		}
 		report(accountChanged{Email: target.Email, UserID: target.ID})
 		report(accountEdited{User: next, Before: target, Fields: changed})
+		if next.Role != target.Role && next.Active {
+			sight, err := s.roleSight(tx, target, next)
+			if err != nil {
+				return err
+			}
+			if len(sight.Created)+len(sight.Deleted) > 0 {
+				report(sight)
+			}
+		}
 		return putUser(tx, next)
 	})
+}
+
+// roleSight is what a role change shows or hides of the channels (Zulip's
+// send_stream_events_for_role_update): to the person, a stream create and
+// the subscribers of each channel they may now see, a stream delete of
+// each they no longer may.
+func (s *store) roleSight(tx *bbolt.Tx, before, after user) (subscriptionsChanged, error) {
+	change := subscriptionsChanged{Op: "add"}
+	f := s.channelFigures(tx)
+	err := tx.Bucket(bucketChannels).ForEach(func(_, v []byte) error {
+		var ch channel
+		if err := json.Unmarshal(v, &ch); err != nil {
+			return err
+		}
+		saw, sees := canSeeMetadata(tx, before, ch), canSeeMetadata(tx, after, ch)
+		if saw == sees {
+			return nil
+		}
+		view, err := f.view(ch)
+		if err != nil {
+			return err
+		}
+		news := channelNews{Channel: view, Audience: []uint64{after.ID}}
+		if !sees {
+			change.Deleted = append(change.Deleted, news)
+			return nil
+		}
+		change.Created = append(change.Created, news)
+		subscribers, err := f.subscribers(ch.ID)
+		if err != nil || len(subscribers) == 0 {
+			return err
+		}
+		change.Peers = append(change.Peers, peerNews{ChannelID: ch.ID, UserIDs: subscribers, Audience: []uint64{after.ID}})
+		return nil
+	})
+	return change, err
 }
 
 // userTx reads an account by id (errNoSuchUser: none).
