@@ -15,15 +15,6 @@ import (
 // asks again for the rest.
 const topicDeleteTime = 50 * time.Second
 
-// optionalBoolPtr reads an optional JSON boolean: nil when absent.
-func optionalBoolPtr(p *params, name string) (*bool, error) {
-	if _, ok := p.lookup(name); !ok {
-		return nil, nil
-	}
-	b, err := p.optionalBool(name, false)
-	return &b, err
-}
-
 // updateChannel serves PATCH /api/v1/streams/{stream_id}: Zulip's
 // update_stream_backend, its parameters read in Zulip's order.
 func (s *server) updateChannel(r *apiRequest) (any, error) {

@@ -956,3 +956,43 @@ func errInvitationFailed(msg string, skipped []skippedInvitee, sent bool) *apiEr
 	return &apiError{status: http.StatusBadRequest, code: "INVITATION_FAILED", msg: msg, extra: []field{
 		{"errors", list}, {"sent_invitations", sent}, {"license_limit_reached", false}, {"daily_limit_reached", false}}}
 }
+
+// People: an administrator's edits of accounts (zerver/views/users.py,
+// zerver/lib/users.py), custom profile fields
+// (zerver/views/custom_profile_fields.py, zerver/actions/custom_profile_fields.py,
+// zerver/lib/validator.py, zerver/lib/external_accounts.py,
+// zerver/models/custom_profile_fields.py).
+var (
+	errOwnerRoleLastOwner  = badRequest("The owner permission cannot be removed from the only organization owner.")
+	errDeactivateLastOwner = badRequest("Cannot deactivate the only organization owner")
+	errFieldLabelTaken     = badRequest("A field with that label already exists.")
+	errProfileSummaryLimit = badRequest("Only 2 custom profile fields can be displayed in the profile summary.")
+	errInvalidOrderMapping = badRequest("Invalid order mapping.")
+	errFieldNotEditable    = badRequest("You are not allowed to change this field. Contact an administrator to update it.")
+	errLabelBlank          = badRequest("Label cannot be blank.")
+	errInvalidFieldType    = badRequest("Invalid field type.")
+	errSummaryFieldType    = badRequest("Field type not supported for display in profile summary.")
+	errDefaultFieldUpdate  = badRequest("Default custom field cannot be updated.")
+	errNoChoices           = badRequest("Field must have at least one choice.")
+	errDuplicateChoices    = badRequest("Field must not have duplicate choices.")
+	errCustomAccountURL    = badRequest("Custom external account must define URL pattern")
+	errExternalAccountType = badRequest("Invalid external account type")
+	errURLPatternUsername  = badRequest("URL pattern must contain '%(username)s'.")
+)
+
+func errFieldNotFound(id uint64) *apiError {
+	return badRequest("Field id " + strconv.FormatUint(id, 10) + " not found.")
+}
+
+// Zulip's validator texts (zerver/lib/validator.py), for what names
+// itself (a field's label, "field_data"): not echoed, as Zulip's are
+// the server's own or at most 40 characters.
+func errTooLongLimit(name string, limit int) *apiError {
+	return badRequest(name + " is too long (limit: " + strconv.Itoa(limit) + " characters)")
+}
+func errBlank(name string) *apiError   { return badRequest(name + " cannot be blank.") }
+func errNotDate(name string) *apiError { return badRequest(name + " is not a date") }
+func errNotURL(name string) *apiError  { return badRequest(name + " is not a URL") }
+func errNotChoice(value, field string) *apiError {
+	return badRequest("'" + echoed(value) + "' is not a valid choice for '" + field + "'.")
+}

@@ -211,11 +211,29 @@ var realmJSONTables = map[string]zulipTable{
 		"pygments_language": {"string", "models/realm_playgrounds.py: pygments_language = models.CharField(…)"},
 		"url_template":      {"string", "models/realm_playgrounds.py: url_template = models.TextField(validators=[url_template_validator])"},
 	}},
-	"zerver_userpresence":            {from: "import_realm.py:1608"},
-	"zerver_useractivity":            {from: "import_realm.py:1614"},
-	"zerver_useractivityinterval":    {from: "import_realm.py:1620"},
-	"zerver_customprofilefield":      {from: "import_realm.py:1627"},
-	"zerver_customprofilefieldvalue": {from: "import_realm.py:1631"},
+	"zerver_userpresence":         {from: "import_realm.py:1608"},
+	"zerver_useractivity":         {from: "import_realm.py:1614"},
+	"zerver_useractivityinterval": {from: "import_realm.py:1620"},
+	"zerver_realmuserdefault":     {from: `import_realm.py: if "zerver_realmuserdefault" in data: … bulk_import_model(data, RealmUserDefault)`, optional: true, fields: realmUserDefaultFields()},
+	"zerver_customprofilefield": {from: "import_realm.py:1627", fields: map[string]zulipField{
+		"id":                         {"number", "import_realm.py:1627 (update_model_ids(CustomProfileField, data, \"customprofilefield\"))"},
+		"realm":                      {"number", "import_realm.py:1627 (re_map_foreign_keys(data, \"zerver_customprofilefield\", \"realm\", …))"},
+		"name":                       {"string", "models/custom_profile_fields.py: name = models.CharField(max_length=NAME_MAX_LENGTH)"},
+		"hint":                       {"string", "models/custom_profile_fields.py: hint = models.CharField(max_length=HINT_MAX_LENGTH, default=\"\")"},
+		"order":                      {"number", "models/custom_profile_fields.py: order = models.IntegerField(default=0)"},
+		"display_in_profile_summary": {"bool", "models/custom_profile_fields.py: display_in_profile_summary = models.BooleanField(default=False)"},
+		"required":                   {"bool", "models/custom_profile_fields.py: required = models.BooleanField(default=False)"},
+		"editable_by_user":           {"bool", "models/custom_profile_fields.py: editable_by_user = models.BooleanField(default=True, db_default=True)"},
+		"field_type":                 {"number", "models/custom_profile_fields.py: field_type = models.PositiveSmallIntegerField(choices=FIELD_TYPE_CHOICES, …)"},
+		"field_data":                 {"string", "models/custom_profile_fields.py: field_data = models.TextField(default=\"\")"},
+	}},
+	"zerver_customprofilefieldvalue": {from: "import_realm.py:1631", fields: map[string]zulipField{
+		"id":             {"number", "import_realm.py:1631 (update_model_ids(CustomProfileFieldValue, …))"},
+		"user_profile":   {"number", "import_realm.py:1631 (re_map_foreign_keys(…, \"user_profile\", …))"},
+		"field":          {"number", "import_realm.py:1631 (re_map_foreign_keys(…, \"field\", related_table=\"customprofilefield\"))"},
+		"value":          {"string", "models/custom_profile_fields.py: value = models.TextField()"},
+		"rendered_value": {"string|null", "models/custom_profile_fields.py: rendered_value = models.TextField(null=True, default=None)"},
+	}},
 	"zerver_usertopic": {from: at2841B00 + `: if "zerver_usertopic" in data`, optional: true, fields: map[string]zulipField{
 		"id":                {"number", at2841B00 + `: update_model_ids(UserTopic, data, "usertopic")`},
 		"user_profile":      {"number", at2841B00 + `: re_map_foreign_keys(data, "zerver_usertopic", "user_profile", …)`},
@@ -719,4 +737,27 @@ func (r *ruleReport) flush(t *testing.T) {
 			t.Error(r.first[key])
 		}
 	}
+}
+
+// realmUserDefaultFields are the fields of zerver_realmuserdefault zulite
+// writes: the row's id and realm, and each setting PATCH
+// /realm/user_settings_defaults changes, every one a field of Zulip's
+// RealmUserDefault (zerver/models/realms.py, UserBaseSettings; its
+// update_realm_user_settings_defaults takes each of them).
+func realmUserDefaultFields() map[string]zulipField {
+	fields := map[string]zulipField{
+		"id":    {"number", `import_realm.py: update_model_ids(RealmUserDefault, data, "realmuserdefault")`},
+		"realm": {"number", `import_realm.py: re_map_foreign_keys(data, "zerver_realmuserdefault", "realm", related_table="realm")`},
+	}
+	for _, s := range userSettingsTable {
+		if !s.changeable {
+			continue
+		}
+		kind := map[bool]string{true: "bool", false: "number"}[s.def == true || s.def == false]
+		if _, isString := s.def.(string); isString {
+			kind = "string"
+		}
+		fields[s.name] = zulipField{kind, "zerver/views/realm.py: update_realm_user_settings_defaults takes " + s.name}
+	}
+	return fields
 }

@@ -213,16 +213,36 @@ func (s *server) routes() http.Handler {
 	handle("DELETE /api/v1/realm/filters/{filter_id}", s.api(s.removeLinkifier, adminsOnly))
 	handle("POST /api/v1/realm/playgrounds", s.api(s.addPlayground, adminsOnly))
 	handle("DELETE /api/v1/realm/playgrounds/{playground_id}", s.api(s.removePlayground, adminsOnly))
+	handle("POST /api/v1/users/{user_id}/reactivate", s.api(s.reactivateUser))
+	handle("PATCH /api/v1/users/me/profile_data", s.api(s.updateOwnProfileData, humansOnly))
+	handle("DELETE /api/v1/users/me/profile_data", s.api(s.removeOwnProfileData, humansOnly))
+	handle("GET /api/v1/realm/profile_fields", s.api(s.listProfileFields))
+	handle("POST /api/v1/realm/profile_fields", s.api(s.createProfileField, adminsOnly))
+	handle("PATCH /api/v1/realm/profile_fields", s.api(s.reorderProfileFields, adminsOnly))
+	handle("PATCH /api/v1/realm/profile_fields/{field_id}", s.api(s.updateProfileField, adminsOnly))
+	handle("DELETE /api/v1/realm/profile_fields/{field_id}", s.api(s.deleteProfileField, adminsOnly))
+	handle("PATCH /api/v1/realm/user_settings_defaults", s.api(s.updateRealmUserDefaults, adminsOnly))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
 	}
-	// GET /api/v1/users/{user_id} and /api/v1/users/{email}: one pattern
-	// for every method, which answers 405 itself (a GET pattern would
-	// conflict with the 405 pattern of /api/v1/users/me).
-	s.patterns = append(s.patterns, "GET /api/v1/users/{user}")
+	// GET /api/v1/users/{user_id} and /api/v1/users/{email}, PATCH and
+	// DELETE /api/v1/users/{user_id}: one pattern for every method, which
+	// answers 405 itself (method patterns would conflict with the 405
+	// pattern of /api/v1/users/me). As in Zulip's URL patterns, only an
+	// id takes PATCH and DELETE.
+	s.patterns = append(s.patterns, "GET /api/v1/users/{user}", "PATCH /api/v1/users/{user_id}", "DELETE /api/v1/users/{user_id}")
+	byAddress := onlyGET(s.api(s.getUser))
+	byID := byMethod(map[string]http.Handler{http.MethodGet: byAddress, http.MethodPatch: s.api(s.updateUser), http.MethodDelete: s.api(s.deactivateUser)})
 	for _, prefix := range []string{"/api/v1", "/json"} {
-		mux.Handle(prefix+"/users/{user}", onlyGET(s.api(s.getUser)))
+		mux.Handle(prefix+"/users/{user}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if key := r.PathValue("user"); isUserID(key) && r.Method != http.MethodHead {
+				r.SetPathValue("user_id", key)
+				byID.ServeHTTP(w, r)
+				return
+			}
+			byAddress.ServeHTTP(w, r)
+		}))
 	}
 	// GET, PATCH and DELETE /api/v1/messages/{message_id}: one pattern,
 	// which answers 405 itself (method patterns would conflict with the

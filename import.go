@@ -62,6 +62,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.etcd.io/bbolt"
@@ -302,8 +303,24 @@ func (x *importer) realm() error {
 	var snippets []importedSnippet
 	var views []importedView // zerver_usertopic's, zerver_muteduser's, zerver_alertword's rows
 	crossrealm := map[uint64]bool{}
+	var fields []profileField
+	var values []importedProfileValue
+	var userDefaults map[string]json.RawMessage // nil: none in the export
 	err := zulipexport.ReadTablesAndValues(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
 		switch name {
+		case "zerver_customprofilefield":
+			return true, zulipexport.ReadRows(dec, func(f importedProfileField) error {
+				fields = append(fields, profileField{ID: f.ID, Name: f.Name, Type: f.FieldType, Hint: f.Hint, FieldData: f.FieldData, Order: f.Order,
+					Required: f.Required, EditableByUser: f.EditableByUser == nil || *f.EditableByUser, DisplayInProfileSummary: f.DisplayInProfileSummary})
+				return nil
+			})
+		case "zerver_realmuserdefault":
+			return true, zulipexport.ReadRows(dec, func(row map[string]json.RawMessage) error {
+				userDefaults = importedUserDefaults(row)
+				return nil
+			})
+		case "zerver_customprofilefieldvalue":
+			return true, zulipexport.ReadRows(dec, func(v importedProfileValue) error { values = append(values, v); return nil })
 		case "zerver_userprofile", "zerver_userprofile_mirrordummy", "zerver_userprofile_crossrealm":
 			return true, zulipexport.ReadRows(dec, func(u zulipexport.User) error {
 				if name == "zerver_userprofile_crossrealm" {
@@ -343,7 +360,16 @@ func (x *importer) realm() error {
 			x.channelOf[r.ID] = r.TypeID
 		}
 	}
+	profiles := profilesOf(fields, values, &x.report)
 	return x.s.updateGuarded(func(tx *bbolt.Tx) error {
+		if err := putProfileFields(tx, fields); err != nil {
+			return err
+		}
+		if len(userDefaults) > 0 {
+			if err := putJSON(tx.Bucket(bucketMeta), keyRealmUserDefaults, userDefaults); err != nil {
+				return err
+			}
+		}
 		usersB, emails := tx.Bucket(bucketUsers), tx.Bucket(bucketUserEmails)
 		var maxUser uint64
 		for _, zu := range users {
@@ -371,6 +397,7 @@ func (x *importer) realm() error {
 			default:
 				u.Role = roleMember
 			}
+			u.Profile = profiles[u.ID]
 			if err := putUser(tx, u); err != nil {
 				return err
 			}
@@ -885,4 +912,99 @@ func (x *importer) reactions() error {
 		err = flush()
 	}
 	return err
+}
+
+// importedProfileField and importedProfileValue are the rows of
+// zerver_customprofilefield and zerver_customprofilefieldvalue.
+type importedProfileField struct {
+	ID                      uint64 `json:"id"`
+	Name                    string `json:"name"`
+	Hint                    string `json:"hint"`
+	Order                   int64  `json:"order"`
+	DisplayInProfileSummary bool   `json:"display_in_profile_summary"`
+	Required                bool   `json:"required"`
+	EditableByUser          *bool  `json:"editable_by_user"` // older exports have none: true
+	FieldType               int    `json:"field_type"`
+	FieldData               string `json:"field_data"`
+}
+
+type importedProfileValue struct {
+	UserProfile   uint64  `json:"user_profile"`
+	Field         uint64  `json:"field"`
+	Value         string  `json:"value"`
+	RenderedValue *string `json:"rendered_value"`
+}
+
+// profilesOf gathers each user's values of the imported fields (a text
+// value without its rendering is rendered, as Zulip renders it); a value
+// of no field is left out.
+func profilesOf(fields []profileField, values []importedProfileValue, report *importReport) map[uint64]map[string]profileValue {
+	byID := map[uint64]profileField{}
+	for _, f := range fields {
+		byID[f.ID] = f
+	}
+	profiles := map[uint64]map[string]profileValue{}
+	for _, v := range values {
+		f, ok := byID[v.Field]
+		if !ok {
+			report.leave("custom profile field values of no field", 1)
+			continue
+		}
+		pv := profileValue{Value: v.Value}
+		if f.Type == fieldShortText || f.Type == fieldLongText {
+			if v.RenderedValue != nil {
+				pv.Rendered = *v.RenderedValue
+			} else {
+				pv.Rendered = renderProfileValue(v.Value) // api_profile_fields.go
+			}
+		}
+		if profiles[v.UserProfile] == nil {
+			profiles[v.UserProfile] = map[string]profileValue{}
+		}
+		profiles[v.UserProfile][strconv.FormatUint(f.ID, 10)] = pv
+	}
+	return profiles
+}
+
+// putProfileFields stores the imported fields with their ids.
+func putProfileFields(tx *bbolt.Tx, fields []profileField) error {
+	b := tx.Bucket(bucketProfileFields)
+	var maxID uint64
+	for _, f := range fields {
+		if err := putJSON(b, itob(f.ID), f); err != nil {
+			return err
+		}
+		maxID = max(maxID, f.ID)
+	}
+	if maxID > b.Sequence() {
+		return b.SetSequence(maxID)
+	}
+	return nil
+}
+
+// importedUserDefaults are the settings of zerver_realmuserdefault's row
+// that zulite's PATCH /realm/user_settings_defaults changes and that
+// differ from Zulip's defaults; a value of the wrong type or out of the
+// setting's choices is left at the default.
+func importedUserDefaults(row map[string]json.RawMessage) map[string]json.RawMessage {
+	defaults := map[string]json.RawMessage{}
+	for _, setting := range userSettingsTable {
+		raw, ok := row[setting.name]
+		if !setting.changeable || !ok {
+			continue
+		}
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		if f, isNumber := v.(float64); isNumber && f == float64(int(f)) {
+			v = int(f)
+		}
+		if fmt.Sprintf("%T", v) != fmt.Sprintf("%T", setting.def) || v == setting.def || (setting.choices != nil && !slices.Contains(setting.choices, v)) {
+			continue
+		}
+		encoded, _ := json.Marshal(v)
+		defaults[setting.name] = encoded
+	}
+	return defaults
 }

@@ -75,12 +75,22 @@ func TestExportImport_RoundTripKeepsEveryUsersView(t *testing.T) {
 		out := []user{}
 		for _, u := range list {
 			out = append(out, user{ID: u.ID, Email: u.Email, FullName: u.FullName, Role: u.Role, Bot: u.Bot, Active: u.Active, Joined: u.Joined,
-				Avatar: u.Avatar, AvatarMedium: u.AvatarMedium})
+				Avatar: u.Avatar, AvatarMedium: u.AvatarMedium, Profile: u.Profile})
 		}
 		return out
 	}
 	if !reflect.DeepEqual(strip(before), strip(after)) {
 		t.Errorf("users:\n got %+v\nwant %+v", strip(after), strip(before))
+	}
+	defaultsBefore, _ := e.st.realmUserDefaults()
+	defaultsAfter, _ := st.realmUserDefaults()
+	if len(defaultsBefore) != 2 || !reflect.DeepEqual(defaultsAfter, defaultsBefore) {
+		t.Errorf("the settings new users start with:\n got %s\nwant %s", defaultsAfter, defaultsBefore)
+	}
+	fieldsBefore, _ := e.st.profileFields()
+	fieldsAfter, _ := st.profileFields()
+	if len(fieldsBefore) != 2 || !reflect.DeepEqual(fieldsAfter, fieldsBefore) {
+		t.Errorf("custom profile fields:\n got %+v\nwant %+v", fieldsAfter, fieldsBefore)
 	}
 	for _, a := range []*account{&e.owner, &e.admin, &e.alice, &e.bob} {
 		wantSubs, wantMessages := viewOf(t, e, a)

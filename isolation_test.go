@@ -85,6 +85,11 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	adminLink := strconv.FormatUint(links[0].ID, 10)
 	// A direct-message conversation bob is not in, unread for alice, sent
 	// while bob listens.
+	// A custom profile field alice filled in, set up by an administrator.
+	field := e.request(t, "POST", "/api/v1/realm/profile_fields", url.Values{"name": {"Plans"}, "field_type": {"1"}}, &e.admin)
+	fieldID := strconv.Itoa(int(field.body["id"].(float64)))
+	wantAPISuccess(t, e.request(t, "PATCH", "/api/v1/users/me/profile_data", url.Values{"data": {`[{"id":` + fieldID + `,"value":"hers"}]`}}, &e.alice))
+	herPath := "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10)
 	bobQueue := e.registerQueue(t, &e.bob, nil).str("queue_id")
 	dmID := strconv.FormatUint(e.sendDM(t, &e.owner, jsonIDs(e.alice.ID), secretText), 10)
 
@@ -138,9 +143,15 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8, err9); err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics,
+		fields := e.request(t, "GET", "/api/v1/realm/profile_fields", nil, &e.alice).raw
+		var defaults string
+		e.st.view(func(tx *bbolt.Tx) error {
+			defaults = string(tx.Bucket(bucketMeta).Get([]byte("realm_user_defaults")))
+			return nil
+		})
+		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, plainJSON(me), reactions, unread, topics,
 			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders), plainJSON(channels),
-			e.st.customEmoji(), linkifiersJSON(e.st.allLinkifiers()), e.st.allPlaygrounds(), invites)
+			e.st.customEmoji(), linkifiersJSON(e.st.allLinkifiers()), e.st.allPlaygrounds(), invites, fields, defaults)
 	}
 
 	type attempt struct {
@@ -170,7 +181,10 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"PATCH /api/v1/streams/{stream_id}", "DELETE /api/v1/streams/{stream_id}", "POST /api/v1/streams/{stream_id}/delete_topic",
 		"GET /api/v1/streams/{stream_id}/members", "POST /api/v1/default_streams", "DELETE /api/v1/default_streams",
 		"POST /api/v1/invites", "POST /api/v1/invites/multiuse", "DELETE /api/v1/invites/{invite_id}",
-		"DELETE /api/v1/invites/multiuse/{invite_id}", "POST /api/v1/invites/{invite_id}/resend"} {
+		"DELETE /api/v1/invites/multiuse/{invite_id}", "POST /api/v1/invites/{invite_id}/resend",
+		"PATCH /api/v1/users/{user_id}", "DELETE /api/v1/users/{user_id}", "POST /api/v1/users/{user_id}/reactivate",
+		"POST /api/v1/realm/profile_fields", "PATCH /api/v1/realm/profile_fields", "PATCH /api/v1/realm/profile_fields/{field_id}",
+		"DELETE /api/v1/realm/profile_fields/{field_id}", "PATCH /api/v1/realm/user_settings_defaults"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -343,6 +357,21 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"POST /join/{key}/{$}":            {},
 		"GET /accounts/do_confirm/{key}":  {},
 		"POST /accounts/do_confirm/{key}": {},
+		// A member administers nobody: not her role, name, profile or
+		// activity, not the organisation's fields or defaults; his own
+		// profile data is his.
+		"PATCH /api/v1/users/{user_id}": {{"PATCH", herPath, url.Values{"full_name": {"Bob's"}}}, {"PATCH", herPath, url.Values{"role": {"600"}}},
+			{"PATCH", herPath, url.Values{"profile_data": {`[{"id":` + fieldID + `,"value":null}]`}}}},
+		"DELETE /api/v1/users/{user_id}":                 {{"DELETE", herPath, nil}},
+		"POST /api/v1/users/{user_id}/reactivate":        {{"POST", herPath + "/reactivate", nil}},
+		"PATCH /api/v1/users/me/profile_data":            {{"PATCH", "/api/v1/users/me/profile_data", url.Values{"data": {`[{"id":` + fieldID + `,"value":"his"}]`}}}},
+		"DELETE /api/v1/users/me/profile_data":           {{"DELETE", "/api/v1/users/me/profile_data", url.Values{"data": {"[" + fieldID + "]"}}}},
+		"GET /api/v1/realm/profile_fields":               {{"GET", "/api/v1/realm/profile_fields", nil}},
+		"POST /api/v1/realm/profile_fields":              {{"POST", "/api/v1/realm/profile_fields", url.Values{"name": {"His"}, "field_type": {"1"}}}},
+		"PATCH /api/v1/realm/profile_fields":             {{"PATCH", "/api/v1/realm/profile_fields", url.Values{"order": {"[" + fieldID + "]"}}}},
+		"PATCH /api/v1/realm/profile_fields/{field_id}":  {{"PATCH", "/api/v1/realm/profile_fields/" + fieldID, url.Values{"name": {"Bob's"}}}},
+		"DELETE /api/v1/realm/profile_fields/{field_id}": {{"DELETE", "/api/v1/realm/profile_fields/" + fieldID, nil}},
+		"PATCH /api/v1/realm/user_settings_defaults":     {{"PATCH", "/api/v1/realm/user_settings_defaults", url.Values{"enter_sends": {"true"}}}},
 	}
 	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):], "friend@example.com", herInvites[0].Key, links[0].Key} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()

@@ -671,6 +671,27 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	firstLinkifier := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`#(?P<id>\d+)`}, "url_template": {"https://x.test/{id}"}}, &e.admin)), 10)
 	secondLinkifier := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`!(?P<id>\d+)`}, "url_template": {"https://y.test/{id}"}}, &e.admin)), 10)
 	playground := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Py"}, "pygments_language": {"python"}, "url_template": {"https://py.test/?c={code}"}}, &e.admin)), 10)
+	// Issue 33's people: realm_user updates (role, full_name,
+	// custom_profile_field, is_active), user_group add and remove_members,
+	// custom_profile_fields and realm_user_settings_defaults, in alice's queue.
+	promotedUser, _ := mustCreateUser(t, e.st, "promoted@example.com", roleMember, false)
+	leaverUser, _ := mustCreateUser(t, e.st, "leaver@example.com", roleMember, false)
+	promoted, leaver := "/api/v1/users/"+strconv.FormatUint(promotedUser.ID, 10), "/api/v1/users/"+strconv.FormatUint(leaverUser.ID, 10)
+	wantAPISuccess(t, e.request(t, "PATCH", promoted, url.Values{"role": {"200"}, "full_name": {"Promoted"}}, &e.admin))
+	addField := func(name string) string {
+		r := e.request(t, "POST", "/api/v1/realm/profile_fields", url.Values{"name": {name}, "field_type": {"1"}}, &e.admin)
+		wantAPISuccess(t, r)
+		return strconv.Itoa(int(r.body["id"].(float64)))
+	}
+	field, doomedField := addField("Phone"), addField("Doomed")
+	fieldValue := url.Values{"data": {`[{"id":` + field + `,"value":"**555**"}]`}}
+	wantAPISuccess(t, e.request(t, "PATCH", "/api/v1/users/me/profile_data", fieldValue, &e.alice))
+	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me/profile_data", url.Values{"data": {"[" + field + "]"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "PATCH", "/api/v1/realm/user_settings_defaults", url.Values{"enter_sends": {"true"}, "emojiset": {"text"}}, &e.admin))
+	wantAPISuccess(t, e.request(t, "DELETE", leaver, nil, &e.admin))
+	wantAPISuccess(t, e.request(t, "POST", leaver+"/reactivate", nil, &e.admin))
+	wantAPISuccess(t, e.request(t, "DELETE", leaver, nil, &e.admin))
+	fieldsPath := "/api/v1/realm/profile_fields"
 	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
 	alice := strconv.FormatUint(e.alice.ID, 10)
 	// Issue 33's invitations: alice's e-mail invitations (her queue hears
@@ -884,6 +905,30 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "DELETE", "/api/v1/attachments/999999", nil, &e.alice},
 		{true, "DELETE", doomedUpload, nil, nil},
 		{false, "DELETE", doomedUpload, nil, &e.alice},
+		{false, "PATCH", promoted, url.Values{"full_name": {"Promoted Again"}, "profile_data": {`[{"id":` + field + `,"value":"9"}]`}}, &e.admin},
+		{true, "PATCH", promoted, url.Values{"role": {"100"}}, &e.admin},
+		{true, "PATCH", promoted, url.Values{"role": {"150"}}, &e.admin},
+		{false, "DELETE", promoted, url.Values{"deactivation_notification_comment": {"Thanks"}}, &e.admin},
+		{true, "DELETE", "/api/v1/users/" + strconv.FormatUint(e.owner.ID, 10), nil, &e.owner},
+		{false, "POST", leaver + "/reactivate", nil, &e.admin},
+		{true, "POST", leaver + "/reactivate", nil, &e.bob},
+		{false, "GET", fieldsPath, nil, &e.alice},
+		{true, "GET", fieldsPath, nil, nil},
+		{false, "POST", fieldsPath, url.Values{"name": {"Editor"}, "field_type": {"3"}, "field_data": {`{"v":{"text":"Vim","order":"1"}}`}}, &e.admin},
+		{true, "POST", fieldsPath, url.Values{"name": {"Phone"}, "field_type": {"1"}}, &e.admin},
+		{true, "POST", fieldsPath, url.Values{"name": {"Phone"}, "field_type": {"1"}}, &e.alice},
+		{false, "PATCH", fieldsPath, url.Values{"order": {"[9,8,7,6,5,4,3,2,1]"}}, &e.admin},
+		{true, "PATCH", fieldsPath, url.Values{"order": {"[]"}}, &e.admin},
+		{false, "PATCH", fieldsPath + "/" + field, url.Values{"hint": {"Your number"}}, &e.admin},
+		{true, "PATCH", fieldsPath + "/999999", url.Values{"hint": {"Your number"}}, &e.admin},
+		{false, "DELETE", fieldsPath + "/" + doomedField, nil, &e.admin},
+		{true, "DELETE", fieldsPath + "/" + doomedField, nil, &e.admin},
+		{false, "PATCH", "/api/v1/users/me/profile_data", fieldValue, &e.alice},
+		{true, "PATCH", "/api/v1/users/me/profile_data", url.Values{"data": {`[{"id":999999,"value":"x"}]`}}, &e.alice},
+		{false, "DELETE", "/api/v1/users/me/profile_data", url.Values{"data": {"[" + field + "]"}}, &e.alice},
+		{true, "DELETE", "/api/v1/users/me/profile_data", url.Values{"data": {"[999999]"}}, &e.alice},
+		{false, "PATCH", "/api/v1/realm/user_settings_defaults", url.Values{"enter_sends": {"false"}, "not_a_setting": {"1"}}, &e.admin},
+		{true, "PATCH", "/api/v1/realm/user_settings_defaults", url.Values{"color_scheme": {"9"}}, &e.admin},
 		{true, "DELETE", "/api/v1/users/me", nil, &e.owner}, // the only owner
 		{false, "DELETE", "/api/v1/users/me", nil, &leaving},
 		{false, "POST", editTyping, url.Values{"op": {"start"}}, &e.alice},

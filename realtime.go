@@ -254,6 +254,14 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishAccountCreated(c)
 	case invitesChanged:
 		s.events.tell("invites_changed", usersAudience(c.Audience...), event{"type": "invites_changed"}, nil)
+	case accountEdited:
+		s.publishAccountEdited(c) // api_people.go
+	case groupsRejoined:
+		s.publishGroupsRejoined(c)
+	case profileFieldsChanged:
+		s.publishProfileFields(c) // api_profile_fields.go
+	case realmDefaultsChanged:
+		s.publishRealmDefaults(c)
 	case accountChanged:
 		if c.EndsSessions {
 			s.events.removeAll(c.UserID)

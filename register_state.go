@@ -88,7 +88,11 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		}
 	}
 	if want("custom_profile_fields") {
-		state["custom_profile_fields"] = []struct{}{}
+		fields, err := s.store.profileFields() // api_profile_fields.go
+		if err != nil {
+			return nil, err
+		}
+		state["custom_profile_fields"] = fields
 		state["custom_profile_field_types"] = customProfileFieldTypes
 	}
 	if want("onboarding_steps") {
@@ -164,7 +168,11 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		s.addRealmState(state, users)
 	}
 	if want("realm_user_settings_defaults") {
-		state["realm_user_settings_defaults"] = realmUserSettingsDefaults()
+		defaults, err := s.realmUserSettingsDefaults() // api_people.go
+		if err != nil {
+			return nil, err
+		}
+		state["realm_user_settings_defaults"] = defaults
 	}
 	if want("realm_emoji") {
 		state["realm_emoji"] = emojiMap(s.store.customEmoji()) // api_realm_emoji.go
@@ -267,8 +275,8 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	return state, nil
 }
 
-// customProfileFieldTypes is Zulip's custom_profile_field_types; zulite
-// has no custom profile fields, but these are the types a server offers.
+// customProfileFieldTypes is Zulip's custom_profile_field_types: the
+// types of field an administrator may define (api_profile_fields.go).
 var customProfileFieldTypes = map[string]map[string]any{
 	"SHORT_TEXT":       {"id": 1, "name": "Text (short)"},
 	"LONG_TEXT":        {"id": 2, "name": "Text (long)"},
@@ -520,7 +528,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"org_type":                       0,
 		"plan_type":                      1, // self-hosted
 		"push_notifications_enabled_end_timestamp": nil,
-		"default_external_accounts":                map[string]any{},
+		"default_external_accounts":                defaultExternalAccounts, // api_profile_fields.go
 		"moderation_request_channel_id":            -1,
 		"new_stream_announcements_stream_id":       -1,
 		"signup_announcements_stream_id":           -1,

@@ -8,7 +8,12 @@ package main
 //	                 "realm_groups"   → organisation permission settings changed by
 //	                                    an administrator: setting name → system group id (JSON)
 //	                 "users_version"  → uint64, counted up by every write of users (putUser)
-//	users            user id → user (JSON)
+//	                 "realm_user_defaults" → the settings new users start with that differ
+//	                                    from Zulip's defaults, as user_settings keeps a user's (JSON)
+//	users            user id → user (JSON, with the user's custom profile field values:
+//	                 field id → value and rendering, store_people.go)
+//	profile_fields   field id → profileField (JSON: Zulip's custom profile field, its order
+//	                 among the fields in it); the bucket's sequence numbers them
 //	user_emails      lower-cased e-mail → user id
 //	api_keys         user id ‖ BLAKE2b-256(secret, key) → created, unix seconds (uint64)
 //	push_tokens      user id ‖ kind ('a' APNs, 'g' FCM) ‖ token key → pushToken (JSON);
@@ -236,6 +241,7 @@ var (
 		bucketScheduledMessages, bucketScheduledDue,
 		bucketRealmEmoji, bucketLinkifiers, bucketPlaygrounds,
 		bucketInvites, bucketInviteLinks, bucketInviteKeys,
+		bucketProfileFields,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
@@ -293,6 +299,8 @@ type user struct {
 	Avatar        string `json:"avatar,omitempty"`
 	AvatarMedium  string `json:"avatar_medium,omitempty"`
 	AvatarVersion int    `json:"avatar_version,omitempty"`
+	// Profile holds the custom profile field values, by field id.
+	Profile map[string]profileValue `json:"profile,omitempty"`
 }
 
 func (u user) isAdmin() bool { return u.Role == roleOwner || u.Role == roleAdmin }

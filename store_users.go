@@ -50,6 +50,9 @@ func (s *store) createAccountTx(tx *bbolt.Tx, report func(any), email, fullName 
 	if err := emails.Put(emailKey(email), itob(id)); err != nil {
 		return user{}, err
 	}
+	if err := startWithDefaults(tx, id); err != nil { // store_people.go
+		return user{}, err
+	}
 	if passwordHash != "" {
 		if err := tx.Bucket(bucketPasswords).Put(itob(id), []byte(passwordHash)); err != nil {
 			return user{}, err
@@ -260,13 +263,11 @@ func (s *store) changeActive(email string, active bool, allowed func(*bbolt.Tx, 
 				return err
 			}
 		}
-		u.Active = active
-		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: !active})
-		if err := putUser(tx, u); err != nil {
+		if err := s.putActive(tx, report, u, active); err != nil { // store_people.go
 			return err
 		}
 		if !active {
-			return expireInvitesOf(tx, u.ID, s.now().Unix(), report)
+			return expireInvitesOf(tx, u.ID, s.now().Unix(), report) // store_invites.go
 		}
 		return nil
 	})

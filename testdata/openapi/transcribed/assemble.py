@@ -23,6 +23,8 @@ for path, item in load('paths_subs.yaml').items():  # methods of paths_a.yaml's 
     paths[path].update(item)
 for path, item in load('paths_channels_item.yaml').items():  # methods of paths.yaml's path items
     paths[path].update(item)
+for path, item in load('paths_people.yaml').items():  # new path items, or methods of existing ones
+    paths.setdefault(path, {}).update(item)
 for f in ('components_a.yaml', 'components_own.yaml', 'components_invites.yaml'):
     extra = load(f)
     assert not set(extra) & set(comps), set(extra) & set(comps)
@@ -35,6 +37,7 @@ events += load('events_reminders.yaml')
 events += load('events_channels.yaml')
 events += load('events_realm.yaml')
 events += load('events_invites.yaml')
+events += load('events_people.yaml')
 items = paths['/events']['get']['responses']['200']['content']['application/json']['schema']['allOf'][1]['properties']['events']['items']
 assert items == {'oneOf': 'EVENTS'}
 items['oneOf'] = events
