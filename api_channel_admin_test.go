@@ -524,3 +524,23 @@ func TestArchivedChannel_MessagesStayButNothingChangesThem(t *testing.T) {
 	wantAPISuccess(t, e.request(t, http.MethodGet, "/api/v1/messages/"+id+"/history", nil, &e.bob))
 	wantAPISuccess(t, e.request(t, http.MethodGet, "/api/v1/messages/"+id, nil, &e.bob))
 }
+
+// A rename to a name already taken is refused as Zulip's
+// check_stream_name_available refuses it: the channel's administrator
+// who may see the channel holding the name is told it is in use; one who
+// may not see it (a private channel they are not in) is told only
+// "Insufficient permission", so that its existence does not leak. Both
+// change nothing.
+func TestUpdateChannel_RenameToATakenNameTellsOnlyThoseWhoMaySeeIt(t *testing.T) {
+	e := newTestEnv(t)
+	general := channelPath(e.general)
+	admin := url.Values{"can_administer_channel_group": {`{"new":{"direct_members":[` + strconv.FormatUint(e.bob.ID, 10) + `],"direct_subgroups":[]}}`}}
+	wantAPISuccess(t, e.request(t, http.MethodPatch, general, admin, &e.admin))
+	before := e.channelState(t)
+	wantAPIError(t, e.request(t, http.MethodPatch, general, url.Values{"new_name": {"SECRET"}}, &e.bob), 400, "BAD_REQUEST", "Insufficient permission")
+	wantAPIError(t, e.request(t, http.MethodPatch, general, url.Values{"new_name": {"SECRET"}}, &e.admin), 400, "BAD_REQUEST", "Channel name already in use.")
+	if after := e.channelState(t); after != before {
+		t.Errorf("refused renames changed %s to %s", before, after)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPatch, general, url.Values{"new_name": {"lobby"}}, &e.bob))
+}
