@@ -544,3 +544,30 @@ func TestUpdateChannel_RenameToATakenNameTellsOnlyThoseWhoMaySeeIt(t *testing.T)
 	}
 	wantAPISuccess(t, e.request(t, http.MethodPatch, general, url.Values{"new_name": {"lobby"}}, &e.bob))
 }
+
+// Subscribing to an archived channel by name: Zulip 11's list_to_streams
+// finds archived channels by name too (bulk_get_streams with
+// include_archived_channels=True), and filter_stream_authorization_for_adding_subscribers
+// asks only for content access, so the caller joins the archived channel
+// (its subscribers keep it, as archiving keeps them) rather than being
+// refused or given a new channel of that name; a private archived channel
+// they may not read is refused as an active one is.
+func TestSubscribe_ArchivedChannelByNameJoinsIt(t *testing.T) {
+	e := newTestEnv(t)
+	wantAPISuccess(t, e.request(t, http.MethodDelete, channelPath(e.general), nil, &e.admin))
+	wantAPISuccess(t, e.request(t, http.MethodDelete, channelPath(e.secret), nil, &e.admin))
+	before, _ := e.st.channels()
+	wantAPIError(t, e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"secret"}]`}}, &e.bob), 400, "BAD_REQUEST", "Unable to access channel (secret).")
+	if e.subscribed(e.bob.user, e.secret) {
+		t.Errorf("bob joined the private archived channel he may not read")
+	}
+	r := e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"General"}]`}}, &e.owner)
+	wantAPISuccess(t, r)
+	if got := fmt.Sprint(r.body["subscribed"]); got != fmt.Sprintf("map[%d:[general]]", e.owner.ID) {
+		t.Errorf("subscribed: got %s", got)
+	}
+	after, _ := e.st.channels()
+	if len(after) != len(before) || !e.subscribed(e.owner.user, e.general) || !after[0].Archived {
+		t.Errorf("channels after subscribing: got %s, want %s with the owner in the archived general", plainJSON(after), plainJSON(before))
+	}
+}
