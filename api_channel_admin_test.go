@@ -456,3 +456,118 @@ func TestUpdateChannel_PrivateChannelsChangesReachOnlyThoseWhoSeeIt(t *testing.T
 		t.Errorf("alice's stream events: got %d %v, want 6", len(got), got)
 	}
 }
+
+// An archived channel's messages stay readable but nobody may change
+// them, nor mark the channel read, type to it or schedule a message to
+// it, as Zulip 11 refuses each: access_message(is_modifying_message=True)
+// for an edit, a move out, a deletion, a reaction, a submessage and the
+// editing notice ("Invalid message(s)"); access_stream_by_id, which
+// wants an active channel, for mark_stream_as_read, mark_topic_as_read,
+// typing and a move in ("Invalid channel ID"); and
+// access_stream_for_send_message for a scheduled message. Each refusal
+// changes nothing.
+func TestArchivedChannel_MessagesStayButNothingChangesThem(t *testing.T) {
+	e := newTestEnv(t)
+	inGeneral := e.sendToGeneral(t, &e.alice, "kept")
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/messages/"+strconv.FormatUint(inGeneral, 10)+"/reactions", url.Values{"emoji_name": {"tada"}}, &e.alice))
+	inSecret := e.sendAs(t, e.alice, e.secret, "elsewhere")
+	wantAPISuccess(t, e.request(t, http.MethodDelete, channelPath(e.general), nil, &e.admin))
+	before := e.channelState(t)
+	messageState := func() string {
+		var out string
+		e.st.view(func(tx *bbolt.Tx) error {
+			for _, id := range []uint64{inGeneral, inSecret} {
+				m, err := messageByID(tx, id)
+				out += fmt.Sprint(m.ChannelID, m.Topic, m.Content, err, plainJSON(reactionsOf(tx, id)), submessagesOf(tx, id))
+			}
+			out += fmt.Sprint(unreadAmong(tx, e.bob.ID, e.general.ID, []uint64{inGeneral}))
+			return nil
+		})
+		return out
+	}
+	messages := messageState()
+	id := strconv.FormatUint(inGeneral, 10)
+	general := strconv.FormatUint(e.general.ID, 10)
+	for _, c := range []struct {
+		name, method, path string
+		params             url.Values
+		who                *account
+		msg                string
+	}{
+		{"mark the channel read", http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {general}}, &e.bob, "Invalid channel ID"},
+		{"mark a topic read", http.MethodPost, "/api/v1/mark_topic_as_read", url.Values{"stream_id": {general}, "topic_name": {"polls"}}, &e.bob, "Invalid channel ID"},
+		{"edit its content", http.MethodPatch, "/api/v1/messages/" + id, url.Values{"content": {"changed"}}, &e.alice, "Invalid message(s)"},
+		{"rename its topic", http.MethodPatch, "/api/v1/messages/" + id, url.Values{"topic": {"new"}}, &e.admin, "Invalid message(s)"},
+		{"move it out", http.MethodPatch, "/api/v1/messages/" + id, url.Values{"stream_id": {strconv.FormatUint(e.secret.ID, 10)}}, &e.admin, "Invalid message(s)"},
+		{"move one in", http.MethodPatch, "/api/v1/messages/" + strconv.FormatUint(inSecret, 10), url.Values{"stream_id": {general}}, &e.alice, "Invalid channel ID"},
+		{"delete it", http.MethodDelete, "/api/v1/messages/" + id, nil, &e.admin, "Invalid message(s)"},
+		{"react to it", http.MethodPost, "/api/v1/messages/" + id + "/reactions", url.Values{"emoji_name": {"smile"}}, &e.bob, "Invalid message(s)"},
+		{"take a reaction back", http.MethodDelete, "/api/v1/messages/" + id + "/reactions", url.Values{"emoji_name": {"tada"}}, &e.alice, "Invalid message(s)"},
+		{"add a submessage", http.MethodPost, submessagePath, url.Values{"message_id": {id}, "msg_type": {"widget"}, "content": {`{"type":"vote"}`}}, &e.alice, "Invalid message(s)"},
+		{"say it is being edited", http.MethodPost, "/api/v1/messages/" + id + "/typing", url.Values{"op": {"start"}}, &e.alice, "Invalid message(s)"},
+		{"type to it", http.MethodPost, "/api/v1/typing", url.Values{"type": {"stream"}, "stream_id": {general}, "topic": {"polls"}, "op": {"start"}}, &e.bob, "Invalid channel ID"},
+		{"schedule a message to it", http.MethodPost, "/api/v1/scheduled_messages", channelPost(e.general, "later", "x", time.Now().Unix()+3600), &e.bob, "Not authorized to send to channel 'general'"},
+	} {
+		wantAPIError(t, e.request(t, c.method, c.path, c.params, c.who), 400, "BAD_REQUEST", c.msg)
+		if after := e.channelState(t); after != before {
+			t.Errorf("%s: channels changed from %s to %s", c.name, before, after)
+		}
+		if after := messageState(); after != messages {
+			t.Errorf("%s: messages changed from %s to %s", c.name, messages, after)
+		}
+	}
+	if r := e.request(t, http.MethodGet, "/api/v1/scheduled_messages", nil, &e.bob); len(r.body["scheduled_messages"].([]any)) != 0 {
+		t.Errorf("bob's scheduled messages: got %s, want none", r.raw)
+	}
+	// Reading is not modifying: its history and the message itself stay
+	// readable.
+	wantAPISuccess(t, e.request(t, http.MethodGet, "/api/v1/messages/"+id+"/history", nil, &e.bob))
+	wantAPISuccess(t, e.request(t, http.MethodGet, "/api/v1/messages/"+id, nil, &e.bob))
+}
+
+// A rename to a name already taken is refused as Zulip's
+// check_stream_name_available refuses it: the channel's administrator
+// who may see the channel holding the name is told it is in use; one who
+// may not see it (a private channel they are not in) is told only
+// "Insufficient permission", so that its existence does not leak. Both
+// change nothing.
+func TestUpdateChannel_RenameToATakenNameTellsOnlyThoseWhoMaySeeIt(t *testing.T) {
+	e := newTestEnv(t)
+	general := channelPath(e.general)
+	admin := url.Values{"can_administer_channel_group": {`{"new":{"direct_members":[` + strconv.FormatUint(e.bob.ID, 10) + `],"direct_subgroups":[]}}`}}
+	wantAPISuccess(t, e.request(t, http.MethodPatch, general, admin, &e.admin))
+	before := e.channelState(t)
+	wantAPIError(t, e.request(t, http.MethodPatch, general, url.Values{"new_name": {"SECRET"}}, &e.bob), 400, "BAD_REQUEST", "Insufficient permission")
+	wantAPIError(t, e.request(t, http.MethodPatch, general, url.Values{"new_name": {"SECRET"}}, &e.admin), 400, "BAD_REQUEST", "Channel name already in use.")
+	if after := e.channelState(t); after != before {
+		t.Errorf("refused renames changed %s to %s", before, after)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPatch, general, url.Values{"new_name": {"lobby"}}, &e.bob))
+}
+
+// Subscribing to an archived channel by name: Zulip 11's list_to_streams
+// finds archived channels by name too (bulk_get_streams with
+// include_archived_channels=True), and filter_stream_authorization_for_adding_subscribers
+// asks only for content access, so the caller joins the archived channel
+// (its subscribers keep it, as archiving keeps them) rather than being
+// refused or given a new channel of that name; a private archived channel
+// they may not read is refused as an active one is.
+func TestSubscribe_ArchivedChannelByNameJoinsIt(t *testing.T) {
+	e := newTestEnv(t)
+	wantAPISuccess(t, e.request(t, http.MethodDelete, channelPath(e.general), nil, &e.admin))
+	wantAPISuccess(t, e.request(t, http.MethodDelete, channelPath(e.secret), nil, &e.admin))
+	before, _ := e.st.channels()
+	wantAPIError(t, e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"secret"}]`}}, &e.bob), 400, "BAD_REQUEST", "Unable to access channel (secret).")
+	if e.subscribed(e.bob.user, e.secret) {
+		t.Errorf("bob joined the private archived channel he may not read")
+	}
+	r := e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"General"}]`}}, &e.owner)
+	wantAPISuccess(t, r)
+	if got := fmt.Sprint(r.body["subscribed"]); got != fmt.Sprintf("map[%d:[general]]", e.owner.ID) {
+		t.Errorf("subscribed: got %s", got)
+	}
+	after, _ := e.st.channels()
+	if len(after) != len(before) || !e.subscribed(e.owner.user, e.general) || !after[0].Archived {
+		t.Errorf("channels after subscribing: got %s, want %s with the owner in the archived general", plainJSON(after), plainJSON(before))
+	}
+}

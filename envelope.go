@@ -254,7 +254,7 @@ var rejectionWords = map[*rejection]func(name string) *apiError{
 	errNoSuchUser:        always(badRequest("No such user")),
 	errNoSuchSession:     always(errNotLoggedIn),
 	errTokenNotFound:     always(badRequest("Token does not exist")),
-	errChannelExists:     always(badRequest("Channel name already in use.")),
+	errChannelExists:     always(badRequest("Channel name already in use.")), // Zulip 11's ChannelExistsError: its text is not in the stored copy of Zulip's exceptions.py, so unconfirmed
 	errNoSuchChannel:     func(name string) *apiError { return badRequest("Invalid channel name '" + echoed(name) + "'") },
 	errChannelForbidden:  func(name string) *apiError { return badRequest("Unable to access channel (" + echoed(name) + ").") },
 	errNoSuchTopic:       errNoSuchTopicNamed,

@@ -281,6 +281,11 @@ func (s *store) importZulip(dir string) (importReport, error) {
 	return x.report, s.db.Sync()
 }
 
+// importedDefault is a row of zerver_defaultstream: a default channel.
+type importedDefault struct {
+	Stream uint64 `json:"stream"`
+}
+
 // realmTablesRead are the tables of realm.json that the import reads or
 // has nothing to take from; any other table with rows is reported.
 var realmTablesRead = map[string]bool{
@@ -300,6 +305,7 @@ func (x *importer) realm() error {
 	var users []zulipexport.User
 	var streams []zulipexport.Stream
 	var subs []zulipexport.Subscription
+	defaults := map[uint64]bool{} // zerver_defaultstream's channels
 	var snippets []importedSnippet
 	var views []importedView // zerver_usertopic's, zerver_muteduser's, zerver_alertword's rows
 	crossrealm := map[uint64]bool{}
@@ -331,6 +337,8 @@ func (x *importer) realm() error {
 			})
 		case "zerver_stream":
 			return true, zulipexport.ReadRows(dec, func(s zulipexport.Stream) error { streams = append(streams, s); return nil })
+		case "zerver_defaultstream":
+			return true, zulipexport.ReadRows(dec, func(d importedDefault) error { defaults[d.Stream] = true; return nil })
 		case "zerver_recipient":
 			return true, zulipexport.ReadRows(dec, func(r zulipexport.Recipient) error { x.recipients[r.ID] = r; return nil })
 		case "zerver_subscription":
@@ -421,9 +429,10 @@ func (x *importer) realm() error {
 			if zs.Creator != nil && x.users[*zs.Creator] {
 				ch.CreatorID = *zs.Creator
 			}
-			if zs.Deactivated {
-				x.report.leave("archived channels: zulite has no archiving, imported as active channels", 1)
-			}
+			// Archived, it stays archived; a default channel, it stays
+			// one, unless archived (do_deactivate_stream takes an archived
+			// channel out of the defaults).
+			ch.Archived, ch.Default = zs.Deactivated, defaults[zs.ID] && !zs.Deactivated
 			if zs.IsWebPublic {
 				x.report.leave("web-public channels: imported as public channels", 1)
 			}

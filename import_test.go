@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,6 +59,9 @@ func viewOf(t *testing.T, e *testEnv, a *account) (subs, messages []any) {
 func TestExportImport_RoundTripKeepsEveryUsersView(t *testing.T) {
 	e := newTestEnv(t)
 	fileURL := exportActivity(t, e)
+	// A default channel stays one and an archived channel stays archived.
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/default_streams", url.Values{"stream_id": {strconv.FormatUint(e.general.ID, 10)}}, &e.admin))
+	wantAPISuccess(t, e.request(t, http.MethodDelete, channelPath(e.secret), nil, &e.admin))
 	dir := mustExport(t, e.st)
 
 	st := mustOpenStore(t)
@@ -68,6 +73,20 @@ func TestExportImport_RoundTripKeepsEveryUsersView(t *testing.T) {
 		t.Errorf("the report of a zulite export's import: got %q, want nothing left out", report)
 	}
 	imported := importedEnv(t, st)
+	kinds := func(s *store) string {
+		list, err := s.channels()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ch := range list {
+			out = append(out, fmt.Sprint(ch.ID, " ", ch.Name, " default=", ch.Default, " archived=", ch.Archived))
+		}
+		return strings.Join(out, ", ")
+	}
+	if got, want := kinds(st), kinds(e.st); got != want || !strings.Contains(want, "general default=true") || !strings.Contains(want, "secret default=false archived=true") {
+		t.Errorf("channels after the round trip:\n got %s\nwant %s", got, want)
+	}
 
 	before, _ := e.st.users()
 	after, _ := st.users()
@@ -313,12 +332,25 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 		t.Errorf("the uploaded file: got %d %q", rec.Code, rec.Body.String())
 	}
 
+	// zerver_defaultstream's channel (Denmark) is a default channel, and
+	// the deactivated one (Old) is archived, neither left out.
+	importedChannels, _ := st.channels()
+	var kinds []string
+	for _, ch := range importedChannels {
+		kinds = append(kinds, fmt.Sprint(ch.Name, " default=", ch.Default, " archived=", ch.Archived))
+	}
+	if want := []string{"Denmark default=true archived=false", "Verona default=false archived=false", "Old default=false archived=true"}; !slices.Equal(kinds, want) {
+		t.Errorf("the channels imported:\n got %q\nwant %q", kinds, want)
+	}
 	text := report.String()
+	for _, gone := range []string{"archived channels", "zerver_defaultstream"} {
+		if strings.Contains(text, gone) {
+			t.Errorf("the report leaves out %q, which the import reads:\n%s", gone, text)
+		}
+	}
 	for _, left := range []string{
 		"1 moderators",
 		"also imported: 1 custom emoji",
-		"1 archived channels",
-		"1 rows of zerver_defaultstream",
 		"3 system bots",
 		"1 group mentions",
 	} {

@@ -10,6 +10,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"time"
 
@@ -231,8 +232,17 @@ func (s *store) updateChannel(u user, c channelUpdate) error {
 				if err := validateChannel(channelSpec{Name: name}); err != nil { // Zulip's check_stream_name
 					return refusal(asAPIError(err))
 				}
-				if tx.Bucket(bucketChannelNames).Get(nameKey(name)) != nil {
+				// Zulip's check_stream_name_available: the name is taken
+				// by a channel the caller may see (ChannelExistsError), or
+				// by one they may not, which they are not told of
+				// (PermissionDeniedError).
+				switch taken, err := s.channelByName(tx, name); {
+				case err == nil && !canSeeMetadata(tx, u, taken):
+					return refusal(errInsufficientPermission)
+				case err == nil:
 					return errChannelExists.about(name)
+				case !errors.Is(err, errNoSuchChannel):
+					return err
 				}
 			}
 			next.Name = name

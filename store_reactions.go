@@ -69,9 +69,20 @@ func attachReactions(tx *bbolt.Tx, page []pagedMessage) {
 	}
 }
 
-// reactableMessage is a message the user may react to: one of a channel
-// they may read (Zulip's access_message).
+// reactableMessage is a message the user may react to, edit, delete or
+// add a submessage to: one of a channel they may read that is not
+// archived (Zulip's access_message with is_modifying_message=True).
 func (s *store) reactableMessage(tx *bbolt.Tx, u user, messageID uint64) (message, channel, error) {
+	m, ch, err := s.readableMessage(tx, u, messageID)
+	if err == nil && ch.Archived { // "You can't access messages in deactivated streams"
+		return m, channel{}, errInvalidMessageIDs
+	}
+	return m, ch, err
+}
+
+// readableMessage is a message the user may read: one of a channel they
+// may read, archived or not (Zulip's access_message).
+func (s *store) readableMessage(tx *bbolt.Tx, u user, messageID uint64) (message, channel, error) {
 	m, err := messageByID(tx, messageID)
 	if err != nil {
 		return m, channel{}, errInvalidMessageIDs
