@@ -190,7 +190,9 @@ function navItem(label, n, current, onclick, extra) {
 
 function renderSidebar() {
   const n = state.narrow;
-  const channels = [...state.channels.values()].sort((a, b) => a.name.localeCompare(b.name));
+  // Pinned channels first, then the rest, each by name; a muted one is
+  // dimmed, as in Zulip's left sidebar.
+  const channels = [...state.channels.values()].sort((a, b) => (b.pin_to_top ? 1 : 0) - (a.pin_to_top ? 1 : 0) || a.name.localeCompare(b.name));
   $('channels').replaceChildren(
     navItem('Inbox', state.unread.size, n.kind === 'inbox', () => narrow({ kind: 'inbox' })),
     navItem('All messages', state.unread.size, n.kind === 'all', () => narrow({ kind: 'all' })),
@@ -203,6 +205,9 @@ function renderSidebar() {
       const li = navItem(`#${c.name}`, unreadCount((w) => w.channel === c.stream_id), n.kind === 'channel' && n.channel === c.stream_id,
         () => narrow({ kind: 'channel', channel: c.stream_id }), topics);
       li.dataset.channel = c.name;
+      if (c.color) li.style.setProperty('--channel', c.color);
+      li.classList.toggle('muted-channel', !!c.is_muted);
+      li.classList.toggle('pinned', !!c.pin_to_top);
       return li;
     }));
   $('joinable').replaceChildren(...[...state.joinable.values()].filter((c) => !state.channels.has(c.stream_id))
