@@ -538,6 +538,7 @@ function onEvent(e) {
     }
     case 'muted_users':
       state.registered.muted_users = e.muted_users;
+      view.mutedChanged();
       settingsChanged();
       break;
     case 'alert_words':

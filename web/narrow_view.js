@@ -11,6 +11,8 @@ const pageSize = 50;
 
 // conversationOf names a message's recipient bar: its channel and topic
 // (topics match without case, as Zulip's do), or its direct conversation.
+const isMuted = (id) => (state.registered?.muted_users || []).some((u) => u.id === id);
+
 const conversationOf = (m) => (m.type === 'stream' ? `${m.stream_id}\n${m.subject.toLowerCase()}` : messageDMKey(m));
 
 export class NarrowView {
@@ -25,6 +27,7 @@ export class NarrowView {
     this.loading = false;
     this.generation = 0;
     this.toMark = new Set();
+    this.revealed = new Set(); // messages of muted senders shown on request
     this.seen = new IntersectionObserver((entries) => this.onSeen(entries), { root: list, threshold: 0.5 });
     list.addEventListener('scroll', () => {
       if (list.scrollTop < 150) this.loadOlder();
@@ -261,8 +264,22 @@ export class NarrowView {
   // content is a message's rendering, or its poll or to-do list in its
   // place, as Zulip's web app shows a widget (widgets.js).
   content(m) {
+    if (isMuted(m.sender_id) && !this.revealed.has(m.id)) {
+      // Zulip's message_hidden_dialog: hidden until one asks to see it.
+      return el('div', { class: 'content hidden-message' }, el('p', {}, el('em', {},
+        'This message was hidden because you have muted the sender. ',
+        el('button', { type: 'button', class: 'link', text: 'Click here to reveal.', onclick: () => {
+          this.revealed.add(m.id);
+          this.byID.get(m.id)?.node.querySelector('.content').replaceWith(this.content(m));
+        } }))));
+    }
     const w = widgetOf(m);
     return w ? el('div', { class: 'content' }, renderWidget(m, w, this.onError)) : serverHTML(el('div', { class: 'content' }), m.content);
+  }
+
+  // mutedChanged draws again the messages of people muted or unmuted.
+  mutedChanged() {
+    for (const { message: m, node } of this.byID.values()) node.querySelector('.content').replaceWith(this.content(m));
   }
 
   // submessage adds a vote, an option or a tick to its message's widget.

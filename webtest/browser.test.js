@@ -522,6 +522,18 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await b.select(named('Person to mute'), await b.$eval(named('Person to mute'), (s) => [...s.options].find((o) => o.textContent === 'Carol').value));
     await b.locator(named('Mute', 'button')).click();
     await b.waitForSelector(named('Unmute Carol', 'button'));
+    // A muted sender's messages are hidden until revealed, as in Zulip.
+    await b.select(named('Person to mute'), await b.$eval(named('Person to mute'), (s) => [...s.options].find((o) => o.textContent === 'Alice').value));
+    await b.locator(named('Mute', 'button')).click();
+    await b.waitForSelector(named('Unmute Alice', 'button'));
+    await narrowTo(b, 'general');
+    await b.waitForSelector(byText('This message was hidden because you have muted the sender.'));
+    const hidden = await b.$$eval('[role=feed] .hidden-message', (ns) => ns.length);
+    await (await b.$$(named('Click here to reveal.', 'button'))).at(-1).click();
+    await b.waitForFunction((n) => document.querySelectorAll('[role=feed] .hidden-message').length === n - 1, { timeout }, hidden);
+    await openSettings(b, 'Muted users');
+    await b.locator(named('Unmute Alice', 'button')).click();
+    await b.waitForFunction(() => !document.querySelector('[role=feed] .hidden-message'), { timeout });
 
     await openSettings(b, 'Alert words');
     await b.locator(named('Alert word')).fill('regatta');
