@@ -192,6 +192,7 @@ function renderSidebar() {
   const n = state.narrow;
   // Pinned channels first, then the rest, each by name; a muted one is
   // dimmed, as in Zulip's left sidebar.
+  const muted = new Set((state.registered?.user_topics || []).filter((t) => t.visibility_policy === 1).map((t) => `${t.stream_id}\n${t.topic_name.toLowerCase()}`));
   const channels = [...state.channels.values()].sort((a, b) => (b.pin_to_top ? 1 : 0) - (a.pin_to_top ? 1 : 0) || a.name.localeCompare(b.name));
   $('channels').replaceChildren(
     navItem('Inbox', state.unread.size, n.kind === 'inbox', () => narrow({ kind: 'inbox' })),
@@ -200,9 +201,14 @@ function renderSidebar() {
       const open = (n.kind === 'channel' || n.kind === 'topic') && n.channel === c.stream_id;
       const topics = open ? el('ul', { class: 'topics' }, [...(state.topics.get(c.stream_id)?.values() || [])]
         .sort((a, b) => b.maxID - a.maxID).slice(0, 30)
-        .map((t) => navItem(topicName(t.name), unreadCount((w) => w.channel === c.stream_id && w.topic.toLowerCase() === t.name.toLowerCase()),
-          n.kind === 'topic' && n.topic.toLowerCase() === t.name.toLowerCase(), () => narrow({ kind: 'topic', channel: c.stream_id, topic: t.name })))) : null;
-      const li = navItem(`#${c.name}`, unreadCount((w) => w.channel === c.stream_id), n.kind === 'channel' && n.channel === c.stream_id,
+        .map((t) => {
+          const item = navItem(topicName(t.name), unreadCount((w) => w.channel === c.stream_id && w.topic.toLowerCase() === t.name.toLowerCase()),
+            n.kind === 'topic' && n.topic.toLowerCase() === t.name.toLowerCase(), () => narrow({ kind: 'topic', channel: c.stream_id, topic: t.name }));
+          item.classList.toggle('muted-topic', muted.has(`${c.stream_id}\n${t.name.toLowerCase()}`));
+          return item;
+        })) : null;
+      // A channel's count leaves its muted topics out, as Zulip's does.
+      const li = navItem(`#${c.name}`, unreadCount((w) => w.channel === c.stream_id && !muted.has(`${c.stream_id}\n${w.topic.toLowerCase()}`)), n.kind === 'channel' && n.channel === c.stream_id,
         () => narrow({ kind: 'channel', channel: c.stream_id }), topics);
       li.dataset.channel = c.name;
       if (c.color) li.style.setProperty('--channel', c.color);
@@ -532,7 +538,7 @@ function onEvent(e) {
       const r = state.registered;
       r.user_topics = (r.user_topics || []).filter((t) => !(t.stream_id === e.stream_id && t.topic_name.toLowerCase() === e.topic_name.toLowerCase()));
       if (e.visibility_policy) r.user_topics.push(e);
-      renderTitle();
+      renderSidebar();
       settingsChanged();
       break;
     }

@@ -517,6 +517,12 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await b.select(named('Topic notifications'), '3');
     await openSettings(b, 'Topics');
     await b.waitForSelector('::-p-aria([name="Followed"][role="cell"])');
+    await b.locator(named('Topic')).fill('late news');
+    await b.select(named('Visibility'), '1');
+    await b.locator(named('Save topic', 'button')).click();
+    await b.waitForSelector('::-p-aria([name="Muted"][role="cell"])');
+    await b.locator(named('Reset late news', 'button')).click();
+    await b.waitForFunction(() => !document.querySelector('.settings-page').textContent.includes('late news'), { timeout });
 
     await openSettings(b, 'Muted users');
     await b.select(named('Person to mute'), await b.$eval(named('Person to mute'), (s) => [...s.options].find((o) => o.textContent === 'Carol').value));
