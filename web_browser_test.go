@@ -58,7 +58,11 @@ func TestWeb_Browser(t *testing.T) {
 	// The organisation has a name of its own, which the login page and
 	// the window's title must show instead of zulite's.
 	const realmName = "Lakeside Rowing Club"
-	srv := e2eStartServer(t, bin, db, "--realm-name", realmName)
+	// The suite drives two accounts far faster than people do: over
+	// its settings steps Bob passes the default 200 requests a minute
+	// (ratelimit_test.go holds the limits themselves).
+	serveArgs := []string{"--realm-name", realmName, "--rate-limit", "60:1000,3600:10000"}
+	srv := e2eStartServer(t, bin, db, serveArgs...)
 	addr := strings.TrimPrefix(srv.baseURL, "http://")
 	accounts := []struct{ email, name, password string }{
 		{"alice@example.com", "Alice", "alice-password-1"},
@@ -124,7 +128,7 @@ func TestWeb_Browser(t *testing.T) {
 				t.Errorf("stop the server: %v", err)
 			}
 			time.Sleep(500 * time.Millisecond)
-			current = e2eRestartServer(t, bin, db, "--addr", addr, "--realm-name", realmName)
+			current = e2eRestartServer(t, bin, db, append([]string{"--addr", addr}, serveArgs...)...)
 			io.WriteString(stdin, "RESTARTED\n")
 		case strings.HasPrefix(line, "PASSWORD "):
 			// A new password from the command line, as an

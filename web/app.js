@@ -299,7 +299,10 @@ async function show(n, near, prefetched) {
   $('inbox').hidden = n.kind !== 'inbox';
   $('settings-view').hidden = n.kind !== 'settings';
   $('compose').hidden = n.kind === 'settings';
-  if (n.kind !== 'settings') compose.follow(n);
+  if (n.kind !== 'settings') {
+    if (composeTarget(n) !== null && composeTarget(n) !== compose.to.value) compose.saveDraft();
+    compose.follow(n);
+  }
   if ((n.kind === 'channel' || n.kind === 'topic') && !topicsLoaded.has(n.channel)) loadTopics(n.channel);
   renderSidebar();
   if (n.kind === 'inbox') renderInbox();
@@ -309,14 +312,27 @@ async function show(n, near, prefetched) {
   renderTyping();
 }
 
+// composeTarget is where a narrow points the compose box, or null for
+// a narrow that leaves it where it is.
+function composeTarget(n) {
+  return { channel: `c:${n.channel}`, topic: `c:${n.channel}`, dm: `d:${n.key}` }[n.kind] ?? null;
+}
+
 // openSettings draws a settings page; its module is loaded on first use.
 async function openSettings(tab) {
   try {
     const { renderSettings } = await import('./settings.js');
-    if (state.narrow.kind === 'settings' && state.narrow.tab === tab) renderSettings($('settings-view'), tab, { narrow });
+    if (state.narrow.kind === 'settings' && state.narrow.tab === tab) renderSettings($('settings-view'), tab, { narrow, restore });
   } catch (err) {
     $('settings-view').replaceChildren(el('p', { class: 'error', role: 'alert', text: err.message }));
   }
+}
+
+// restore opens a draft's conversation with the draft in the box.
+function restore(d) {
+  const key = d.type === 'stream' ? null : dmKey(d.to.length ? d.to : [state.me.user_id]);
+  narrow(d.type === 'stream' ? (d.topic !== undefined ? { kind: 'topic', channel: d.to[0], topic: d.topic } : { kind: 'channel', channel: d.to[0] }) : { kind: 'dm', key });
+  compose.restore(d);
 }
 
 // topicVisibility is the user's visibility_policy for a topic (0 when

@@ -57,7 +57,10 @@ const pages = {
 };
 
 // renderSettings draws a tab into root: the tab list, then the page.
-export async function renderSettings(root, tab) {
+let actions = {}; // what the page does for a settings page: restore a draft
+
+export async function renderSettings(root, tab, pageActions = {}) {
+  actions = pageActions;
   const isAdmin = state.isAdmin;
   const tabs = [...personalTabs, ...(isAdmin ? adminTabs : [])];
   const link = ([t, label]) => el('li', {}, el('a', { href: `#${t}`, class: 'nav' + (t === tab ? ' current' : ''), 'aria-current': t === tab ? 'page' : null, text: label }));
@@ -235,7 +238,12 @@ async function drafts(body) {
   body.append(list.length ? el('ul', { class: 'rows' }, list.sort((a, b) => b.timestamp - a.timestamp).map((d) => el('li', { class: 'draft' },
     el('div', { class: 'muted', text: `${whereText(d)} · ${new Date(d.timestamp * 1000).toLocaleString()}` }),
     el('p', { class: 'draft-text', text: d.content }),
-    action('Delete draft', () => api('DELETE', `/drafts/${d.id}`).then(redraw)))))
+    el('div', { class: 'buttons' },
+      action('Restore draft', async () => {
+        await api('DELETE', `/drafts/${d.id}`);
+        actions.restore?.(d);
+      }),
+      action('Delete draft', () => api('DELETE', `/drafts/${d.id}`).then(redraw))))))
     : el('p', { class: 'empty', text: 'No drafts.' }));
 }
 

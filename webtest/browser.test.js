@@ -473,6 +473,7 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await narrowTo(b, 'general');
     await b.locator(named('regatta', 'button')).click();
     await titled(b, '#general › regatta');
+    await b.waitForSelector(named('Add a reaction', 'button'));
     const react = await b.$$(named('Add a reaction', 'button'));
     await react.at(-1).click();
     await b.waitForSelector(named('Search emoji'));
@@ -500,12 +501,10 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await openSettings(b, 'Subscribed channels');
     await b.waitForSelector('::-p-aria([name="#general"][role="listitem"])');
     await b.$eval('::-p-aria([name="#general"][role="listitem"]) ::-p-aria([name="Pin to top"])', (n) => n.click());
-    for (let i = 0; i < 40; i++) {
-      const subs = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions;
-      if (subs.find((x) => x.name === 'general').pin_to_top) break;
-      assert.ok(i < 39, 'pinned on the server');
-      await pause(100);
-    }
+    // The subscription's event comes back and the sidebar pins it.
+    await b.waitForSelector('#channels li.pinned[data-channel="general"]');
+    const pinned = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general').pin_to_top;
+    assert.equal(pinned, true, 'pinned on the server');
     await b.locator(named('Leave #random', 'button')).click();
     await b.waitForSelector('#joinable li[data-channel="random"]');
 
@@ -546,6 +545,22 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await b.locator(named('Add alert word', 'button')).click();
     await b.waitForSelector(named('Delete regatta', 'button'));
 
+    // Half a message, left for another conversation, is kept as a draft
+    // and restored from the Drafts page.
+    await narrowTo(b, 'general');
+    await b.locator(named('regatta', 'button')).click();
+    await titled(b, '#general › regatta');
+    await b.locator(named('Message')).fill('Half a message about the regatta');
+    const aliceID = (await call(b, 'GET', '/users')).members.find((u) => u.full_name === 'Alice').user_id;
+    await b.evaluate((id) => { location.hash = `#narrow/dm/${id}-Alice`; }, aliceID);
+    await titled(b, 'Alice');
+    assert.equal(await valueOf(b, 'Message'), '', 'the box is cleared for the new conversation');
+    await openSettings(b, 'Drafts');
+    await b.waitForSelector(byText('Half a message about the regatta'));
+    await b.locator(named('Restore draft', 'button')).click();
+    await titled(b, '#general › regatta');
+    await b.waitForFunction((s) => document.querySelector(s).value === 'Half a message about the regatta', { timeout }, 'textarea[aria-label="Message"]');
+    await b.locator(named('Message')).fill('');
     const general = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general').stream_id;
     await call(b, 'POST', '/drafts', { drafts: [{ type: 'stream', to: [general], topic: 'regatta', content: 'A thought for later', timestamp: Math.floor(Date.now() / 1000) }] });
     await openSettings(b, 'Drafts');
