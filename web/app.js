@@ -300,7 +300,8 @@ async function show(n, near, prefetched) {
   $('settings-view').hidden = n.kind !== 'settings';
   $('compose').hidden = n.kind === 'settings';
   if (n.kind !== 'settings') {
-    if (composeTarget(n) !== null && composeTarget(n) !== compose.to.value) compose.saveDraft();
+    const elsewhere = composeTarget(n) !== compose.to.value || (n.kind === 'topic' && n.topic.toLowerCase() !== compose.topic.value.trim().toLowerCase());
+    if (composeTarget(n) !== null && elsewhere) compose.saveDraft();
     compose.follow(n);
   }
   if ((n.kind === 'channel' || n.kind === 'topic') && !topicsLoaded.has(n.channel)) loadTopics(n.channel);
