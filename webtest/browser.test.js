@@ -459,10 +459,13 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await a.locator(named('Topic')).fill('regatta');
     assert.equal(await send(a, 'The regatta is on Saturday'), '');
     assert.equal(await send(a, 'Bring a hat'), '');
+    const bobID = (await call(a, 'GET', '/users')).members.find((u) => u.full_name === 'Bob').user_id;
+    await call(a, 'POST', '/messages', { type: 'direct', to: [bobID], content: 'Are you rowing on Saturday?' });
     await b.locator(byText('Inbox')).click();
     await titled(b, 'Inbox');
     await b.waitForSelector(named('regatta 2 unread', 'link'));
     await b.waitForSelector('::-p-aria([name="#general"][role="region"])');
+    await b.waitForSelector('::-p-aria([name="Direct messages"][role="region"]) ::-p-aria([name="Alice 1 unread"][role="link"])');
     await b.locator(named('regatta 2 unread', 'link')).click();
     await titled(b, '#general › regatta');
     await b.locator(byText('Inbox')).click();
@@ -493,6 +496,13 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await b.locator(named('Status emoji')).fill('rowboat');
     await b.locator(named('Save status', 'button')).click();
     await b.waitForSelector(byText('Status saved.'));
+    // An avatar is uploaded, shown, and removed again.
+    await (await b.$('::-p-aria([name="Upload an avatar"][role="form"]) input[type=file]')).uploadFile(join(out, 'boathouse.png'));
+    await b.locator(named('Upload avatar', 'button')).click();
+    await b.waitForSelector(byText('Avatar uploaded.'));
+    await b.waitForFunction(() => { const i = document.querySelector('img.avatar.big'); return i.complete && i.naturalWidth > 0 && !i.src.includes('/default/'); }, { timeout });
+    await b.locator(named('Delete avatar', 'button')).click();
+    await b.waitForFunction(() => !document.querySelector('img.avatar.big').getAttribute('src'), { timeout });
     const me = await b.evaluate(async () => (await (await import('/web/api.js')).api('GET', '/users/me')).user_id);
     assert.equal((await call(b, 'GET', `/users/${me}/status`)).status.status_text, 'On the water');
 
