@@ -3,7 +3,8 @@
 // and phone, light and dark. Run by TestWeb_DemoScreenshots (go test
 // -run TestWeb_DemoScreenshots with ZULITE_DEMO_SCREENSHOTS=docs), which
 // starts the binary with its owner and sets ZULITE_SITE, CHROMIUM,
-// OUT_DIR, OWNER_EMAIL and OWNER_PASSWORD.
+// OUT_DIR, OWNER_EMAIL and OWNER_PASSWORD. Emoji need a colour emoji
+// font (Debian: apt-get install fonts-noto-color-emoji).
 
 import { deflateSync } from 'node:zlib';
 import { join } from 'node:path';
