@@ -55,7 +55,14 @@ func TestWeb_Browser(t *testing.T) {
 
 	bin := e2eBuildBinary(t)
 	db := filepath.Join(t.TempDir(), "z.db")
-	srv := e2eStartServer(t, bin, db)
+	// The organisation has a name of its own, which the login page and
+	// the window's title must show instead of zulite's.
+	const realmName = "Lakeside Rowing Club"
+	// The suite drives two accounts far faster than people do: over
+	// its settings steps Bob passes the default 200 requests a minute
+	// (ratelimit_test.go holds the limits themselves).
+	serveArgs := []string{"--realm-name", realmName, "--rate-limit", "60:1000,3600:10000"}
+	srv := e2eStartServer(t, bin, db, serveArgs...)
 	addr := strings.TrimPrefix(srv.baseURL, "http://")
 	accounts := []struct{ email, name, password string }{
 		{"alice@example.com", "Alice", "alice-password-1"},
@@ -80,7 +87,7 @@ func TestWeb_Browser(t *testing.T) {
 	out := t.ArtifactDir()
 	node := exec.CommandContext(ctx, "node", "--test-reporter=tap", "browser.test.js")
 	node.Dir = dir
-	node.Env = append(os.Environ(), "ZULITE_SITE="+srv.baseURL, "CHROMIUM="+chromium, "OUT_DIR="+out,
+	node.Env = append(os.Environ(), "ZULITE_SITE="+srv.baseURL, "CHROMIUM="+chromium, "OUT_DIR="+out, "REALM_NAME="+realmName,
 		"ALICE_EMAIL="+accounts[0].email, "ALICE_PASSWORD="+accounts[0].password,
 		"BOB_EMAIL="+accounts[1].email, "BOB_PASSWORD="+accounts[1].password)
 	stdin, err := node.StdinPipe()
@@ -121,7 +128,7 @@ func TestWeb_Browser(t *testing.T) {
 				t.Errorf("stop the server: %v", err)
 			}
 			time.Sleep(500 * time.Millisecond)
-			current = e2eRestartServer(t, bin, db, "--addr", addr)
+			current = e2eRestartServer(t, bin, db, append([]string{"--addr", addr}, serveArgs...)...)
 			io.WriteString(stdin, "RESTARTED\n")
 		case strings.HasPrefix(line, "PASSWORD "):
 			// A new password from the command line, as an
@@ -141,4 +148,46 @@ func TestWeb_Browser(t *testing.T) {
 		t.Fatalf("browser suite failed (%v):\n%s\nstderr:\n%s\nserver log:\n%s", err, transcript.String(), stderr.String(), current.logs())
 	}
 	t.Logf("screenshots in %s", out)
+}
+
+// TestWeb_DemoScreenshots takes the README's screenshots: webtest/demo.js
+// seeds a rowing club through the API (five people, three channels, a
+// race being planned with a table, emoji, reactions and an uploaded
+// course map) and photographs it, desktop and phone, light and dark.
+// It runs only when ZULITE_DEMO_SCREENSHOTS names the folder to write
+// to (docs/ for the README).
+func TestWeb_DemoScreenshots(t *testing.T) {
+	dest := os.Getenv("ZULITE_DEMO_SCREENSHOTS")
+	if dest == "" {
+		t.Skip("set ZULITE_DEMO_SCREENSHOTS=docs to take the README's screenshots")
+	}
+	needTools(t, "install Node.js and npm to take the screenshots", "node", "npm")
+	chromium := chromiumPath()
+	needTool(t, chromium != "", "chromium", "install Chromium to take the screenshots")
+	dest, err := filepath.Abs(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db, "--realm-name", "Lakeside Rowing Club")
+	const email, password = "maya@lakeside.example", "maya-lakeside-1"
+	cmd := exec.Command(bin, "user", "add", email, "--name", "Maya Okafor", "--password-stdin", "--admin", "--db", db)
+	cmd.Env = e2eChildEnv()
+	cmd.Stdin = strings.NewReader(password + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("user add: %v\n%s", err, out)
+	}
+	// The first start's owner account is nobody in the club.
+	if r := e2eRunCLI(t, bin, "user", "deactivate", srv.ownerEmail, "--db", db); r.code != 0 {
+		t.Fatalf("user deactivate: exit %d: %s", r.code, r.stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	node := exec.CommandContext(ctx, "node", "demo.js")
+	node.Dir = "webtest"
+	node.Env = append(os.Environ(), "ZULITE_SITE="+srv.baseURL, "CHROMIUM="+chromium, "OUT_DIR="+dest, "OWNER_EMAIL="+email, "OWNER_PASSWORD="+password)
+	if out, err := node.CombinedOutput(); err != nil {
+		t.Fatalf("demo.js: %v\n%s\nserver log:\n%s", err, out, srv.logs())
+	}
 }

@@ -69,3 +69,7 @@ export async function logout() {
   await answer(await fetch('/accounts/logout', { method: 'POST', headers: { 'X-CSRFToken': csrfToken }, credentials: 'same-origin' }));
   csrfToken = '';
 }
+
+// csrf is the session's CSRF token, for a request api cannot make (a
+// file upload other than user_uploads).
+export const csrf = () => csrfToken;

@@ -20,13 +20,29 @@ function showError(err) {
   $('compose-error').textContent = err.message || String(err);
 }
 
+// realmTitle names the organisation on the login page and in the
+// window's title, from server_settings as Zulip's login page does.
+async function realmTitle() {
+  try {
+    const r = await fetch('/api/v1/server_settings', { credentials: 'omit' });
+    const body = await r.json();
+    if (body.realm_name) state.realmName = body.realm_name;
+  } catch {
+    // the page still works under zulite's name
+  }
+  $('login-title').textContent = `Log in to ${state.realmName}`;
+}
+
 async function boot() {
+  const titled = realmTitle();
   try {
     state.me = await session();
   } catch {
+    await titled;
     showLogin();
     return;
   }
+  titled.then(renderTitle);
   start();
 }
 
@@ -100,6 +116,7 @@ function start() {
 }
 
 function loadState(s) {
+  state.registered = s;
   state.isAdmin = !!(s.is_admin || s.is_owner);
   state.emptyTopicName = s.realm_empty_topic_display_name ?? state.emptyTopicName;
   state.mandatoryTopics = !!s.realm_mandatory_topics;
@@ -128,7 +145,6 @@ function loadState(s) {
   }
   for (const c of s.recent_private_conversations || []) noteDM(dmKey(c.user_ids.length ? c.user_ids : [state.me.user_id]), c.max_message_id);
   loadPresence(s.presences, s.server_timestamp);
-  $('admin').hidden = !state.isAdmin;
   compose.fill();
   renderSidebar();
 }
@@ -174,18 +190,30 @@ function navItem(label, n, current, onclick, extra) {
 
 function renderSidebar() {
   const n = state.narrow;
-  const channels = [...state.channels.values()].sort((a, b) => a.name.localeCompare(b.name));
+  // Pinned channels first, then the rest, each by name; a muted one is
+  // dimmed, as in Zulip's left sidebar.
+  const muted = new Set((state.registered?.user_topics || []).filter((t) => t.visibility_policy === 1).map((t) => `${t.stream_id}\n${t.topic_name.toLowerCase()}`));
+  const channels = [...state.channels.values()].sort((a, b) => (b.pin_to_top ? 1 : 0) - (a.pin_to_top ? 1 : 0) || a.name.localeCompare(b.name));
   $('channels').replaceChildren(
+    navItem('Inbox', state.unread.size, n.kind === 'inbox', () => narrow({ kind: 'inbox' })),
     navItem('All messages', state.unread.size, n.kind === 'all', () => narrow({ kind: 'all' })),
     ...channels.map((c) => {
       const open = (n.kind === 'channel' || n.kind === 'topic') && n.channel === c.stream_id;
       const topics = open ? el('ul', { class: 'topics' }, [...(state.topics.get(c.stream_id)?.values() || [])]
         .sort((a, b) => b.maxID - a.maxID).slice(0, 30)
-        .map((t) => navItem(topicName(t.name), unreadCount((w) => w.channel === c.stream_id && w.topic.toLowerCase() === t.name.toLowerCase()),
-          n.kind === 'topic' && n.topic.toLowerCase() === t.name.toLowerCase(), () => narrow({ kind: 'topic', channel: c.stream_id, topic: t.name })))) : null;
-      const li = navItem(`#${c.name}`, unreadCount((w) => w.channel === c.stream_id), n.kind === 'channel' && n.channel === c.stream_id,
+        .map((t) => {
+          const item = navItem(topicName(t.name), unreadCount((w) => w.channel === c.stream_id && w.topic.toLowerCase() === t.name.toLowerCase()),
+            n.kind === 'topic' && n.topic.toLowerCase() === t.name.toLowerCase(), () => narrow({ kind: 'topic', channel: c.stream_id, topic: t.name }));
+          item.classList.toggle('muted-topic', muted.has(`${c.stream_id}\n${t.name.toLowerCase()}`));
+          return item;
+        })) : null;
+      // A channel's count leaves its muted topics out, as Zulip's does.
+      const li = navItem(`#${c.name}`, unreadCount((w) => w.channel === c.stream_id && !muted.has(`${c.stream_id}\n${w.topic.toLowerCase()}`)), n.kind === 'channel' && n.channel === c.stream_id,
         () => narrow({ kind: 'channel', channel: c.stream_id }), topics);
       li.dataset.channel = c.name;
+      if (c.color) li.style.setProperty('--channel', c.color);
+      li.classList.toggle('muted-channel', !!c.is_muted);
+      li.classList.toggle('pinned', !!c.pin_to_top);
       return li;
     }));
   $('joinable').replaceChildren(...[...state.joinable.values()].filter((c) => !state.channels.has(c.stream_id))
@@ -196,6 +224,7 @@ function renderSidebar() {
     .map(([key]) => navItem(dmTitle(key), unreadCount((w) => w.dm === key), n.kind === 'dm' && n.key === key, () => narrow({ kind: 'dm', key }))));
   renderPeople();
   renderTitle();
+  if (n.kind === 'inbox') renderInbox();
 }
 
 function fitsNarrow(w, n) {
@@ -237,8 +266,13 @@ function renderTitle() {
     topic: () => `#${name(n.channel)} › ${topicName(n.topic)}`,
     dm: () => dmTitle(n.key),
     search: () => `Search: ${n.text}`,
+    inbox: () => 'Inbox',
+    settings: () => (n.tab.startsWith('organization') ? 'Organization settings' : 'Personal settings'),
   }[n.kind]();
-  document.title = `${$('narrow-title').textContent} · zulite`;
+  document.title = `${$('narrow-title').textContent} · ${state.realmName}`;
+  const visibility = $('topic-visibility');
+  visibility.hidden = n.kind !== 'topic';
+  if (n.kind === 'topic') visibility.value = String(topicVisibility(n.channel, n.topic));
   $('mark-read').hidden = !(['all', 'channel', 'topic'].includes(n.kind) && unreadCount((w) => fitsNarrow(w, n)));
 }
 
@@ -258,12 +292,110 @@ window.addEventListener('hashchange', () => {
 async function show(n, near, prefetched) {
   state.narrow = n;
   state.near = near;
-  compose.follow(n);
   closeMenu();
+  const listed = !['inbox', 'settings'].includes(n.kind);
+  $('messages').hidden = !listed;
+  $('typing').hidden = !listed;
+  $('inbox').hidden = n.kind !== 'inbox';
+  $('settings-view').hidden = n.kind !== 'settings';
+  $('compose').hidden = n.kind === 'settings';
+  if (n.kind !== 'settings') {
+    const elsewhere = composeTarget(n) !== compose.to.value || (n.kind === 'topic' && n.topic.toLowerCase() !== compose.topic.value.trim().toLowerCase());
+    if (composeTarget(n) !== null && elsewhere) compose.saveDraft();
+    compose.follow(n);
+  }
   if ((n.kind === 'channel' || n.kind === 'topic') && !topicsLoaded.has(n.channel)) loadTopics(n.channel);
   renderSidebar();
+  if (n.kind === 'inbox') renderInbox();
+  if (n.kind === 'settings') return openSettings(n.tab);
+  if (!listed) return;
   await view.open(prefetched);
   renderTyping();
+}
+
+// composeTarget is where a narrow points the compose box, or null for
+// a narrow that leaves it where it is.
+function composeTarget(n) {
+  return { channel: `c:${n.channel}`, topic: `c:${n.channel}`, dm: `d:${n.key}` }[n.kind] ?? null;
+}
+
+// openSettings draws a settings page; its module is loaded on first use.
+async function openSettings(tab) {
+  try {
+    const { renderSettings } = await import('./settings.js');
+    if (state.narrow.kind === 'settings' && state.narrow.tab === tab) renderSettings($('settings-view'), tab, { narrow, restore });
+  } catch (err) {
+    $('settings-view').replaceChildren(el('p', { class: 'error', role: 'alert', text: err.message }));
+  }
+}
+
+// restore opens a draft's conversation with the draft in the box.
+function restore(d) {
+  const key = d.type === 'stream' ? null : dmKey(d.to.length ? d.to : [state.me.user_id]);
+  narrow(d.type === 'stream' ? (d.topic !== undefined ? { kind: 'topic', channel: d.to[0], topic: d.topic } : { kind: 'channel', channel: d.to[0] }) : { kind: 'dm', key });
+  compose.restore(d);
+}
+
+// topicVisibility is the user's visibility_policy for a topic (0 when
+// none is set), from register's user_topics and the events after it.
+function topicVisibility(channel, topic) {
+  const t = (state.registered?.user_topics || []).find((x) => x.stream_id === channel && x.topic_name.toLowerCase() === topic.toLowerCase());
+  return t ? t.visibility_policy : 0;
+}
+
+$('topic-visibility').addEventListener('change', async (e) => {
+  const n = state.narrow;
+  try {
+    await api('POST', '/user_topics', { stream_id: String(n.channel), topic: n.topic, visibility_policy: e.target.value });
+  } catch (err) {
+    showError(err);
+    renderTitle();
+  }
+});
+
+// renderInbox is Zulip's Inbox: every conversation with unread
+// messages, direct ones first, then each channel's topics, with counts;
+// a row opens its conversation.
+function renderInbox() {
+  const dms = new Map();
+  const channels = new Map();
+  for (const [id, w] of state.unread) {
+    if (w.dm) {
+      const d = dms.get(w.dm) || { count: 0, maxID: 0 };
+      d.count++;
+      d.maxID = Math.max(d.maxID, id);
+      dms.set(w.dm, d);
+      continue;
+    }
+    const c = channels.get(w.channel) || { count: 0, maxID: 0, topics: new Map() };
+    const key = w.topic.toLowerCase();
+    const t = c.topics.get(key) || { name: w.topic, count: 0, maxID: 0 };
+    t.count++;
+    t.maxID = Math.max(t.maxID, id);
+    c.topics.set(key, t);
+    c.count++;
+    c.maxID = Math.max(c.maxID, id);
+    channels.set(w.channel, c);
+  }
+  const row = (label, count, n, cls) => el('li', { class: cls }, el('a', { class: 'nav', href: hashOf(n) },
+    el('span', { class: 'label', text: label }), badge(count)));
+  const folder = (title, count, rows, color) => {
+    const head = el('h2', {}, el('span', { class: 'label', text: title }), badge(count));
+    if (color) head.style.setProperty('--channel', color);
+    return el('section', { class: 'folder', 'aria-label': title }, head, el('ul', { class: 'list' }, rows));
+  };
+  const sections = [];
+  if (dms.size) {
+    sections.push(folder('Direct messages', [...dms.values()].reduce((a, d) => a + d.count, 0),
+      [...dms.entries()].sort((a, b) => b[1].maxID - a[1].maxID).map(([key, d]) => row(dmTitle(key), d.count, { kind: 'dm', key }))));
+  }
+  for (const [id, c] of [...channels.entries()].sort((a, b) => b[1].maxID - a[1].maxID)) {
+    const sub = state.channels.get(id);
+    sections.push(folder(`#${sub?.name ?? id}`, c.count,
+      [...c.topics.values()].sort((a, b) => b.maxID - a.maxID).map((t) => row(topicName(t.name), t.count, { kind: 'topic', channel: id, topic: t.name }, t.name === '' ? 'empty-topic' : '')),
+      sub?.color));
+  }
+  $('inbox').replaceChildren(...(sections.length ? sections : [el('p', { class: 'empty', text: 'There are no unread messages in your inbox.' })]));
 }
 
 async function join(name) {
@@ -387,6 +519,7 @@ function onEvent(e) {
       break;
     }
     case 'subscription':
+      if (e.op === 'update' && state.channels.has(e.stream_id)) state.channels.get(e.stream_id)[e.property] = e.value;
       if (e.op === 'add') for (const sub of e.subscriptions) state.channels.set(sub.stream_id, sub);
       if (e.op === 'remove') {
         for (const sub of e.subscriptions) {
@@ -396,6 +529,7 @@ function onEvent(e) {
       }
       compose.fill();
       renderSidebar();
+      settingsChanged();
       break;
     case 'stream':
       if (e.op === 'create') for (const c of e.streams) state.joinable.set(c.stream_id, c);
@@ -407,6 +541,7 @@ function onEvent(e) {
       else if (e.op === 'update' && state.users.has(e.person.user_id)) Object.assign(state.users.get(e.person.user_id), e.person);
       compose.fill();
       renderSidebar();
+      settingsChanged();
       break;
     case 'typing': {
       const sender = e.sender.user_id;
@@ -416,12 +551,42 @@ function onEvent(e) {
       renderTyping();
       break;
     }
+    case 'user_topic': {
+      const r = state.registered;
+      r.user_topics = (r.user_topics || []).filter((t) => !(t.stream_id === e.stream_id && t.topic_name.toLowerCase() === e.topic_name.toLowerCase()));
+      if (e.visibility_policy) r.user_topics.push(e);
+      renderSidebar();
+      settingsChanged();
+      break;
+    }
+    case 'muted_users':
+      state.registered.muted_users = e.muted_users;
+      view.mutedChanged();
+      settingsChanged();
+      break;
+    case 'alert_words':
+      state.registered.alert_words = e.alert_words;
+      settingsChanged();
+      break;
+    case 'user_status': {
+      const all = state.registered.user_status || (state.registered.user_status = {});
+      const { type, id, user_id: userID, ...change } = e;
+      all[userID] = { ...all[userID], ...change };
+      settingsChanged();
+      break;
+    }
     case 'presence':
       if (e.presences) loadPresence(e.presences, Date.now() / 1000);
       else if (e.user_id) state.active.set(e.user_id, Date.now());
       renderPeople();
       break;
   }
+}
+
+// settingsChanged redraws a settings page on screen after an event
+// changed what it shows (another tab's change included).
+function settingsChanged() {
+  if (state.narrow.kind === 'settings') openSettings(state.narrow.tab);
 }
 
 function renderTyping() {
@@ -467,30 +632,6 @@ $('search-form').addEventListener('submit', (e) => {
   e.preventDefault();
   const text = $('search').value.trim();
   narrow(text ? { kind: 'search', text } : { kind: 'all' });
-});
-
-$('add-channel').addEventListener('submit', async (e) => {
-  e.preventDefault();
-  const f = e.target;
-  try {
-    await api('POST', '/users/me/subscriptions', { subscriptions: [{ name: f.elements.namedItem('name').value.trim() }] });
-    $('admin-result').textContent = `Channel #${f.elements.namedItem('name').value.trim()} added.`;
-    f.reset();
-  } catch (err) {
-    $('admin-result').textContent = err.message;
-  }
-});
-
-$('add-person').addEventListener('submit', async (e) => {
-  e.preventDefault();
-  const f = e.target;
-  try {
-    await api('POST', '/users', { full_name: f.full_name.value.trim(), email: f.email.value.trim(), password: f.password.value });
-    $('admin-result').textContent = `${f.full_name.value.trim()} can now log in.`;
-    f.reset();
-  } catch (err) {
-    $('admin-result').textContent = err.message;
-  }
 });
 
 boot();

@@ -4,7 +4,7 @@
 
 import { api, upload } from './api.js';
 import { el, $ } from './dom.js';
-import { state, userName, dmTitle } from './state.js';
+import { state, userName, dmTitle, dmKey } from './state.js';
 
 export class Compose {
   constructor({ onError }) {
@@ -77,6 +77,34 @@ export class Compose {
     this.topic.hidden = !this.to.value.startsWith('c:');
     this.people.hidden = this.to.value !== 'g:';
     this.topic.placeholder = state.mandatoryTopics ? 'Topic' : state.emptyTopicName;
+  }
+
+  // saveDraft keeps what the box holds as a draft on the server (POST
+  // /drafts, Zulip's synced drafts) when the box is about to point
+  // elsewhere, so that a half-written message is neither lost nor sent
+  // to the wrong place; the Drafts page restores it.
+  saveDraft() {
+    const content = this.text.value.trim();
+    const [kind, id] = this.to.value.split(':');
+    if (!content || this.editing || !kind || kind === 'g') return;
+    const draft = kind === 'c'
+      ? { type: 'stream', to: [Number(id)], topic: this.topic.value.trim(), content, timestamp: Math.floor(Date.now() / 1000) }
+      : { type: 'private', to: id.split(',').map(Number), topic: '', content, timestamp: Math.floor(Date.now() / 1000) };
+    this.text.value = '';
+    this.stopTyping();
+    api('POST', '/drafts', { drafts: [draft] }).catch((err) => {
+      this.text.value = content;
+      this.onError(err);
+    });
+  }
+
+  // restore puts a draft back in the box.
+  restore(d) {
+    this.to.value = d.type === 'stream' ? `c:${d.to[0]}` : `d:${dmKey(d.to.length ? d.to : [state.me.user_id])}`;
+    this.topic.value = d.topic || '';
+    this.text.value = d.content;
+    this.showTopic();
+    this.text.focus();
   }
 
   // follow points the box at the narrow on screen.

@@ -17,6 +17,22 @@ export function serverHTML(node, html) {
       a.rel = 'noopener noreferrer';
     }
   }
+  // Unicode emoji come as :name: text in a span whose class names the
+  // code point (Zulip draws them from a sprite sheet): the text becomes
+  // the emoji, and the name stays its label.
+  for (const span of node.querySelectorAll('span.emoji')) {
+    const code = [...span.classList].find((c) => c.startsWith('emoji-'))?.slice(6);
+    if (code) span.textContent = emojiChar(code);
+  }
+  // An uploaded image shows under its paragraph, sized, as Zulip's
+  // message_inline_image does; the link opens it whole.
+  for (const a of node.querySelectorAll('a[href^="/user_uploads/"]')) {
+    const href = a.getAttribute('href');
+    if (!/\.(png|jpe?g|gif|webp|bmp)$/i.test(href)) continue;
+    const block = a.closest('p, li, blockquote') || a;
+    block.after(el('div', { class: 'message_inline_image' },
+      el('a', { href, target: '_blank', title: a.textContent }, el('img', { src: href, alt: a.textContent, loading: 'lazy' }))));
+  }
   return node;
 }
 
@@ -50,9 +66,20 @@ export function emojiChar(code) {
   }
 }
 
+// timeText is a message's time of day: its day is on the recipient bar.
 export function timeText(seconds) {
+  return new Date(seconds * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+}
+
+// dayText is a day as Zulip's recipient bar says it: Today, Yesterday,
+// the month and day, and the year when it is not this one.
+export function dayText(seconds) {
   const d = new Date(seconds * 1000);
   const now = new Date();
-  const hm = d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
-  return d.toDateString() === now.toDateString() ? hm : `${d.toLocaleDateString()} ${hm}`;
+  const yesterday = new Date(now.getFullYear(), now.getMonth(), now.getDate() - 1);
+  if (d.toDateString() === now.toDateString()) return 'Today';
+  if (d.toDateString() === yesterday.toDateString()) return 'Yesterday';
+  const opts = { month: 'short', day: 'numeric' };
+  if (d.getFullYear() !== now.getFullYear()) opts.year = 'numeric';
+  return d.toLocaleDateString([], opts);
 }

@@ -3,7 +3,8 @@
 // link pasted between zulite and Zulip open the same place:
 // #narrow/channel/ID-name/topic/name, #narrow/dm/ID,ID-name,
 // #narrow/search/text, each with /near/ID for one message; #feed for
-// everything.
+// everything, #inbox for what is unread, #settings/... and
+// #organization/... for the settings pages.
 
 import { state, dmKey } from './state.js';
 
@@ -40,6 +41,8 @@ export function hashOf(n, near) {
     case 'topic': return `#narrow/channel/${channelSlug(n.channel)}/topic/${encodeHashComponent(n.topic)}${tail}`;
     case 'dm': return `#narrow/dm/${dmSlug(n.key)}${tail}`;
     case 'search': return `#narrow/search/${encodeHashComponent(n.text)}${tail}`;
+    case 'inbox': return '#inbox';
+    case 'settings': return `#${n.tab}`;
     default: return '#feed';
   }
 }
@@ -50,6 +53,11 @@ export function hashOf(n, near) {
 export function narrowOf(hash) {
   const parts = hash.replace(/^#/, '').split('/');
   const out = { narrow: { kind: 'all' }, near: 0 };
+  if (parts[0] === 'inbox') out.narrow = { kind: 'inbox' };
+  // Zulip's settings overlays: #settings/profile, #organization/...
+  if ((parts[0] === 'settings' || parts[0] === 'organization') && /^[a-z-]*$/.test(parts[1] || '')) {
+    out.narrow = { kind: 'settings', tab: `${parts[0]}/${parts[1] || (parts[0] === 'settings' ? 'profile' : 'permissions')}` };
+  }
   if (parts[0] !== 'narrow') return out;
   let channel = 0;
   let topic = null;

@@ -2,13 +2,18 @@
 // older pages loaded on scroll, messages seen on screen marked read.
 
 import { api } from './api.js';
-import { el, serverHTML, emojiChar, timeText } from './dom.js';
+import { el, serverHTML, emojiChar, timeText, dayText } from './dom.js';
 import { widgetOf, renderWidget } from './widgets.js';
 import { state, narrowFilter, inNarrow, userName, dmTitle, messageDMKey, topicName } from './state.js';
 import { hashOf } from './hash.js';
 
 const pageSize = 50;
-const quickEmoji = [['+1', '1f44d'], ['heart', '2764'], ['smile', '1f642'], ['tada', '1f389'], ['eyes', '1f440']];
+
+// conversationOf names a message's recipient bar: its channel and topic
+// (topics match without case, as Zulip's do), or its direct conversation.
+const isMuted = (id) => (state.registered?.muted_users || []).some((u) => u.id === id);
+
+const conversationOf = (m) => (m.type === 'stream' ? `${m.stream_id}\n${m.subject.toLowerCase()}` : messageDMKey(m));
 
 export class NarrowView {
   constructor(list, { onRead, onError, onEdit }) {
@@ -22,6 +27,7 @@ export class NarrowView {
     this.loading = false;
     this.generation = 0;
     this.toMark = new Set();
+    this.revealed = new Set(); // messages of muted senders shown on request
     this.seen = new IntersectionObserver((entries) => this.onSeen(entries), { root: list, threshold: 0.5 });
     list.addEventListener('scroll', () => {
       if (list.scrollTop < 150) this.loadOlder();
@@ -130,6 +136,7 @@ export class NarrowView {
   // feed (WAI-ARIA's feed pattern): the set's size is -1 while older or
   // newer messages remain unloaded.
   numbered() {
+    this.regroup();
     const nodes = this.list.querySelectorAll('.msg');
     const size = this.foundOldest && this.foundNewest ? String(nodes.length) : '-1';
     nodes.forEach((n, i) => {
@@ -183,22 +190,25 @@ export class NarrowView {
     this.list.append(this.render(m));
   }
 
+  // render builds a message's article. Every article carries its
+  // recipient bar, its date line and its sender's name and avatar;
+  // regroup shows each once per run, as Zulip's message list does.
   render(m) {
     const mine = m.sender_id === state.me.user_id;
-    const where = m.type === 'stream'
-      ? `#${state.channels.get(m.stream_id)?.name ?? m.display_recipient} › ${topicName(m.subject)}`
-      : `Direct: ${dmTitle(messageDMKey(m))}`;
     const content = this.content(m);
     const reactions = el('div', { class: 'reactions', role: 'group', 'aria-label': 'Reactions' });
     const home = m.type === 'stream' ? { kind: 'topic', channel: m.stream_id, topic: m.subject } : { kind: 'dm', key: messageDMKey(m) };
     const mentioned = (m.flags || []).some((f) => f.endsWith('mentioned'));
+    const iso = new Date(m.timestamp * 1000).toISOString();
     const node = el('article', { class: 'msg' + (mine ? ' mine' : '') + (mentioned ? ' mentioned' : ''), tabindex: '-1', dataset: { id: m.id },
       'aria-label': `${m.sender_full_name}${mentioned ? ', mentioning you' : ''}: message` },
+      this.recipientBar(m, iso),
+      el('div', { class: 'date-line', hidden: true }, el('time', { datetime: iso, text: dayText(m.timestamp) })),
+      el('img', { class: 'avatar', src: m.avatar_url || undefined, alt: '', width: 36, height: 36, loading: 'lazy' }),
       el('header', {},
         el('strong', { class: 'sender', text: m.sender_full_name }),
-        el('span', { class: 'where' + (m.subject === '' ? ' empty-topic' : ''), text: state.narrow.kind === 'topic' ? '' : where }),
         el('a', { class: 'permalink', href: hashOf(home, m.id), title: 'Link to this message' },
-          el('time', { datetime: new Date(m.timestamp * 1000).toISOString(), text: timeText(m.timestamp) })),
+          el('time', { datetime: iso, text: timeText(m.timestamp) })),
         el('span', { class: 'actions' },
           el('button', { type: 'button', class: 'react', 'aria-label': 'Add a reaction', text: '☺+', onclick: (e) => this.picker(m, e.currentTarget) }),
           mine && el('button', { type: 'button', class: 'edit', text: 'Edit', onclick: () => this.onEdit(m) }),
@@ -214,11 +224,62 @@ export class NarrowView {
     return node;
   }
 
+  // recipientBar is Zulip's: the channel (in its color) and topic, or
+  // the people of a direct conversation, each a link to its narrow, and
+  // the day on the right.
+  recipientBar(m, iso) {
+    const date = el('time', { class: 'bar-date', datetime: iso, text: dayText(m.timestamp) });
+    if (m.type !== 'stream') {
+      return el('div', { class: 'rbar dm' },
+        el('a', { href: hashOf({ kind: 'dm', key: messageDMKey(m) }), text: `You and ${dmTitle(messageDMKey(m))}` }), date);
+    }
+    const channel = state.channels.get(m.stream_id);
+    const bar = el('div', { class: 'rbar' },
+      el('a', { class: 'rbar-channel', href: hashOf({ kind: 'channel', channel: m.stream_id }), text: `#${channel?.name ?? m.display_recipient}` }),
+      el('span', { class: 'sep', 'aria-hidden': 'true', text: ' › ' }),
+      el('a', { class: 'rbar-topic' + (m.subject === '' ? ' empty-topic' : ''), href: hashOf({ kind: 'topic', channel: m.stream_id, topic: m.subject }), text: topicName(m.subject) }),
+      date);
+    if (channel?.color) bar.style.setProperty('--channel', channel.color);
+    return bar;
+  }
+
+  // regroup shows a recipient bar where the conversation changes, a
+  // date line where the day changes within one, and the sender's name
+  // and avatar where the sender changes: the rest of a run is content.
+  regroup() {
+    let prev = null;
+    for (const node of this.list.querySelectorAll('.msg')) {
+      const m = this.byID.get(Number(node.dataset.id))?.message;
+      if (!m) continue;
+      const newBar = !prev || conversationOf(prev) !== conversationOf(m);
+      const newDay = !prev || dayText(prev.timestamp) !== dayText(m.timestamp);
+      node.classList.toggle('first', newBar);
+      node.querySelector('.rbar').hidden = !newBar;
+      node.querySelector('.date-line').hidden = newBar || !newDay;
+      node.classList.toggle('continued', !newBar && !newDay && prev.sender_id === m.sender_id);
+      prev = m;
+    }
+  }
+
   // content is a message's rendering, or its poll or to-do list in its
   // place, as Zulip's web app shows a widget (widgets.js).
   content(m) {
+    if (isMuted(m.sender_id) && !this.revealed.has(m.id)) {
+      // Zulip's message_hidden_dialog: hidden until one asks to see it.
+      return el('div', { class: 'content hidden-message' }, el('p', {}, el('em', {},
+        'This message was hidden because you have muted the sender. ',
+        el('button', { type: 'button', class: 'link', text: 'Click here to reveal.', onclick: () => {
+          this.revealed.add(m.id);
+          this.byID.get(m.id)?.node.querySelector('.content').replaceWith(this.content(m));
+        } }))));
+    }
     const w = widgetOf(m);
     return w ? el('div', { class: 'content' }, renderWidget(m, w, this.onError)) : serverHTML(el('div', { class: 'content' }), m.content);
+  }
+
+  // mutedChanged draws again the messages of people muted or unmuted.
+  mutedChanged() {
+    for (const { message: m, node } of this.byID.values()) node.querySelector('.content').replaceWith(this.content(m));
   }
 
   // submessage adds a vote, an option or a tick to its message's widget.
@@ -230,16 +291,15 @@ export class NarrowView {
     entry.node.querySelector('.content').replaceWith(this.content(m));
   }
 
-  picker(m, button) {
-    const existing = button.parentNode.querySelector('.picker');
-    if (existing) return existing.remove();
-    const picker = el('span', { class: 'picker', role: 'group', 'aria-label': 'Pick a reaction' },
-      quickEmoji.map(([name, code]) => el('button', { type: 'button', 'aria-label': name, text: emojiChar(code), onclick: () => {
-        picker.remove();
-        this.toggleReaction(m, name, code);
-      } })));
-    button.after(picker);
-    picker.querySelector('button').focus();
+  // picker opens the emoji picker, a module of its own loaded on first
+  // use so that the page's first load stays small.
+  async picker(m, button) {
+    try {
+      const { openPicker } = await import('./emoji_picker.js');
+      await openPicker(button, (name, code) => this.toggleReaction(m, name, code));
+    } catch (err) {
+      this.onError(err);
+    }
   }
 
   async toggleReaction(m, name, code) {
@@ -261,10 +321,13 @@ export class NarrowView {
     }
     box.replaceChildren(...[...groups.values()].map((g) => {
       const mine = g.users.includes(state.me.user_id);
-      const label = `${g.name}: ${g.users.map(userName).join(', ')}`;
-      return el('button', { type: 'button', class: 'reaction' + (mine ? ' mine' : ''), 'aria-pressed': String(mine), title: label, 'aria-label': label,
-        onclick: () => this.toggleReaction(entry.message, g.name, g.code) },
-      g.type === 'unicode_emoji' ? emojiChar(g.code) : `:${g.name}:`, ' ', el('span', { class: 'count', text: String(g.users.length) }));
+      const who = `${g.name}: ${g.users.map(userName).join(', ')}`;
+      const face = g.type === 'unicode_emoji' ? emojiChar(g.code) : `:${g.name}:`;
+      // The name starts with what is seen (WCAG's label in name), then
+      // says which emoji and who.
+      return el('button', { type: 'button', class: 'reaction' + (mine ? ' mine' : ''), 'aria-pressed': String(mine), title: who,
+        'aria-label': `${face} ${g.users.length} ${who}`, onclick: () => this.toggleReaction(entry.message, g.name, g.code) },
+      face, ' ', el('span', { class: 'count', text: String(g.users.length) }));
     }));
   }
 

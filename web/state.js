@@ -3,6 +3,8 @@
 
 export const state = {
   me: null, // {user_id, email, full_name}
+  realmName: 'zulite', // server_settings' realm_name
+  registered: null, // the last POST /register answer, kept current for the settings pages
   isAdmin: false,
   users: new Map(), // id → {user_id, full_name, email, is_bot, is_active}
   channels: new Map(), // subscribed: id → {stream_id, name, color}

@@ -18,6 +18,7 @@ const site = process.env.ZULITE_SITE;
 const out = process.env.OUT_DIR;
 const alice = { email: process.env.ALICE_EMAIL, password: process.env.ALICE_PASSWORD };
 const bob = { email: process.env.BOB_EMAIL, password: process.env.BOB_PASSWORD };
+const realm = process.env.REALM_NAME || 'zulite';
 const stdin = createInterface({ input: process.stdin });
 const lines = stdin[Symbol.asyncIterator]();
 const timeout = 10_000;
@@ -38,6 +39,7 @@ async function open(browser, who) {
   });
   await page.goto(site, { waitUntil: 'load' });
   await page.waitForSelector('#login-form:not([hidden])', { timeout });
+  await page.waitForSelector(`::-p-aria([name="Log in to ${realm}"][role="heading"])`, { timeout });
   await page.locator('#login-email').fill(who.email);
   await page.locator('#login-password').fill(who.password);
   await page.click('#login-form button[type=submit]');
@@ -65,9 +67,29 @@ const named = (name, role) => `::-p-aria([name=${JSON.stringify(name)}]${role ? 
 const byText = (text) => `::-p-text(${text})`;
 const toText = (page) => page.$eval(named('To'), (s) => s.selectedOptions[0]?.textContent ?? '');
 const valueOf = (page, name) => page.$eval(named(name), (n) => n.value);
+// titled waits for the window's title: the narrow, then the organisation.
+const titled = (page, narrow) => page.waitForFunction((t) => document.title === t, { timeout }, `${narrow} · ${realm}`);
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 // call runs one of the page's API calls in the page, with its session.
 const call = (page, method, path, params) => page.evaluate(async (m, p, q) => (await import('/web/api.js')).api(m, p, q), method, path, params);
+
+// axeViolations runs axe-core in a theme: the critical and serious
+// violations, each with its first two places.
+async function axeViolations(page, theme) {
+  await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: theme }]);
+  await page.evaluate(axeSource);
+  return page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+    .filter((v) => v.impact === 'critical' || v.impact === 'serious')
+    .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}): ${v.nodes.slice(0, 2).map((n) => n.target.join(' ')).join('; ')}`));
+}
+
+// openSettings opens a settings page from the Settings link and the
+// page's tab of that name.
+async function openSettings(page, tab) {
+  await page.locator(named('Settings', 'link')).click();
+  await page.locator(named(tab, 'link')).click();
+  await page.waitForSelector(`::-p-aria([name=${JSON.stringify(tab)}][role="heading"])`);
+}
 
 async function narrowTo(page, channel) {
   await press(page, `#channels li[data-channel="${channel}"] > button`);
@@ -98,17 +120,25 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
       await press(page, '#joinable li[data-channel="general"] button');
       await page.waitForSelector('#channels li[data-channel="general"]', { timeout });
     }
-    assert.equal(await a.$eval('#admin', (n) => n.hidden), false, 'the administrator sees the organisation forms');
-    assert.equal(await b.$eval('#admin', (n) => n.hidden), true, 'a member does not');
-    await a.locator('#add-channel input[name=name]').fill('random');
-    await a.click('#add-channel button');
+    // The organisation's forms are on the settings pages, for its
+    // administrators only.
+    await b.locator(named('Settings', 'link')).click();
+    await b.waitForSelector(named('Personal settings', 'heading'));
+    assert.equal(await b.$(named('Organization settings', 'heading')), null, 'a member has no organization settings');
+    await b.locator(named(`#general`, 'button')).click();
+    await openSettings(a, 'Channels');
+    await a.locator(named('New channel')).fill('random');
+    await a.locator(named('Create channel', 'button')).click();
+    await a.waitForSelector(byText('Channel created.'));
     await a.waitForSelector('#channels li[data-channel="random"]', { timeout });
     await b.waitForSelector('#joinable li[data-channel="random"]', { timeout });
-    await a.locator('#add-person input[name=full_name]').fill('Carol');
-    await a.locator('#add-person input[name=email]').fill('carol@example.com');
-    await a.locator('#add-person input[name=password]').fill('carol-password-1');
-    await a.click('#add-person button');
-    await waitText(a, '#admin-result', 'Carol can now log in');
+    await openSettings(a, 'Users');
+    await a.locator(named('Name', 'textbox')).fill('Carol');
+    await a.locator(named('E-mail', 'textbox')).fill('carol@example.com');
+    await a.locator(named('Password')).fill('carol-password-1');
+    await a.locator(named('Add person', 'button')).click();
+    await a.waitForSelector(byText('Added: they can now log in.'));
+    await a.waitForSelector(`::-p-aria([name="Carol"][role="cell"])`);
     const carol = await open(browser, { email: 'carol@example.com', password: 'carol-password-1' });
     // A new person's first message goes nowhere until they choose,
     // and the first channel they join becomes where it goes.
@@ -146,6 +176,7 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
 
   await t.test('a reaction reaches the sender', async () => {
     await b.click(`#messages .msg[data-id="${messageID}"] .react`);
+    await b.waitForSelector(`#messages .msg[data-id="${messageID}"] .picker button[aria-label="+1"]`);
     await b.click(`#messages .msg[data-id="${messageID}"] .picker button[aria-label="+1"]`);
     await a.waitForFunction((id) => document.querySelector(`#messages .msg[data-id="${id}"] .reaction .count`)?.textContent === '1', { timeout }, messageID);
   });
@@ -174,9 +205,9 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await a.locator(named('greetings', 'button')).click();
     await a.waitForFunction(() => /^#narrow\/channel\/\d+-general\/topic\/greetings$/.test(location.hash), { timeout });
     await a.reload({ waitUntil: 'load' });
-    await a.waitForFunction((w) => document.title === `${w} · zulite`, { timeout }, '#general › greetings');
+    await titled(a, '#general › greetings');
     await a.goBack();
-    await a.waitForFunction((w) => document.title === `${w} · zulite`, { timeout }, '#general');
+    await titled(a, '#general');
     // Bob learns one topic live after a reload; the sidebar still has
     // the older ones.
     await b.goto(`${site}/#narrow/search/nothing-here`); // where new messages do not show
@@ -197,7 +228,7 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
   await t.test('live: channel typing, a move, a failed mark-as-read', async () => {
     await b.locator(named('#general', 'button')).click();
     await b.locator(named('greetings', 'button')).click();
-    await b.waitForFunction((w) => document.title === `${w} · zulite`, { timeout }, '#general › greetings');
+    await titled(b, '#general › greetings');
     await a.locator(named('greetings', 'button')).click();
     await a.locator(named('Message')).click();
     await a.keyboard.type('thinking');
@@ -266,7 +297,7 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await a.locator(named('People')).fill('Bob, Carol');
     assert.equal(await send(a, 'Hello to you both'), '');
     await b.locator(byText('Alice, Carol')).click();
-    await b.waitForFunction((w) => document.title === `${w} · zulite`, { timeout }, 'Alice, Carol');
+    await titled(b, 'Alice, Carol');
     await b.waitForFunction(() => document.querySelector('[role=feed]').textContent.includes('Hello to you both'), { timeout });
     assert.equal(await send(b, 'Hello from Bob to the group'), '');
     await a.locator(byText('Bob, Carol')).click();
@@ -382,15 +413,211 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     assert.ok(!['compose-text', 'compose-topic'].includes(await b.evaluate(() => document.activeElement.id)));
   });
 
-  await t.test('no serious accessibility violation, light and dark', async () => {
-    for (const theme of ['light', 'dark']) {
-      await a.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: theme }]);
-      await a.evaluate(axeSource);
-      const found = await a.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
-        .filter((v) => v.impact === 'critical' || v.impact === 'serious')
-        .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}): ${v.nodes.slice(0, 2).map((n) => n.target.join(' ')).join('; ')}`));
-      assert.deepEqual(found, [], `${theme} theme`);
+  await t.test('a run of messages reads like a chat: one recipient bar, the sender and the day once', async () => {
+    await narrowTo(a, 'general');
+    await narrowTo(b, 'general');
+    await a.locator(named('Topic')).fill('rowing schedule');
+    for (const text of ['First of three', 'Second of three', 'Third of three']) assert.equal(await send(a, text), '');
+    await waitText(b, '[role=feed] article', 'Third of three');
+    const shown = await b.$$eval('[role=feed] article', (ns) => ns.slice(-3).map((n) => ({
+      bar: n.querySelector('.rbar').checkVisibility(), sender: n.querySelector('.sender').checkVisibility(),
+      avatar: n.querySelector('.avatar').checkVisibility(), day: n.querySelector('.date-line').checkVisibility() })));
+    assert.deepEqual(shown, [{ bar: true, sender: true, avatar: true, day: false }, { bar: false, sender: false, avatar: false, day: false },
+      { bar: false, sender: false, avatar: false, day: false }]);
+    // The bar names the conversation, each part a link, and the day.
+    await b.waitForSelector(named('rowing schedule', 'link'));
+    assert.ok(await b.$eval('[role=feed] article:last-of-type', (n) => n.previousElementSibling.previousElementSibling.querySelector('.rbar').textContent.includes('Today')));
+    await b.locator(named('rowing schedule', 'link')).click();
+    await titled(b, '#general › rowing schedule');
+  });
+
+  await t.test('rendered content: emoji, a table, inline code and an uploaded image shown inline', async () => {
+    // Set whole: typed, each newline would be an Enter, which sends.
+    await a.$eval('#compose-text', (n) => { n.value = ':tada: the `boat` is ready\n\n| Seat | Rower |\n|---|---|\n| 1 | Bob |'; });
+    await a.focus('#compose-text');
+    await a.keyboard.press('Enter');
+    await a.waitForFunction(() => document.querySelector('#compose-text').value === '', { timeout });
+    const emoji = '[role=feed] [role=img][aria-label="tada"]';
+    await b.waitForSelector(emoji);
+    assert.equal(await b.$eval(emoji, (n) => n.textContent), '🎉', 'the shortcode is the emoji');
+    await b.waitForSelector('[role=feed] table');
+    assert.ok(await b.$eval('::-p-aria([name="Rower"][role="columnheader"])', (n) => getComputedStyle(n).borderTopStyle !== 'none'), 'the table has borders');
+    assert.notEqual(await b.$eval('[role=feed] article:last-of-type code', (n) => getComputedStyle(n).backgroundColor), 'rgba(0, 0, 0, 0)', 'inline code has a background');
+    // A 2×2 PNG, uploaded and shown, sized, under its link.
+    const png = join(out, 'boathouse.png');
+    writeFileSync(png, Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEElEQVR4nGOQqzgBRAwQCgAjrgV5XtGN4QAAAABJRU5ErkJggg==', 'base64'));
+    await (await a.$('#compose-file')).uploadFile(png);
+    await a.waitForFunction(() => /\]\(\/user_uploads\//.test(document.querySelector('#compose-text').value), { timeout });
+    assert.equal(await send(a, await valueOf(a, 'Message')), '');
+    await b.waitForSelector('[role=feed] .message_inline_image img[alt="boathouse.png"]');
+    await b.waitForFunction(() => [...document.querySelectorAll('.message_inline_image img')].some((i) => i.complete && i.naturalWidth === 2), { timeout });
+  });
+
+  await t.test('the inbox lists the unread conversations with their counts', async () => {
+    await b.goto(`${site}/#narrow/search/nothing-here`);
+    await b.waitForSelector(named('#general', 'button'));
+    await a.locator(named('Topic')).fill('regatta');
+    assert.equal(await send(a, 'The regatta is on Saturday'), '');
+    assert.equal(await send(a, 'Bring a hat'), '');
+    const bobID = (await call(a, 'GET', '/users')).members.find((u) => u.full_name === 'Bob').user_id;
+    await call(a, 'POST', '/messages', { type: 'direct', to: [bobID], content: 'Are you rowing on Saturday?' });
+    await b.locator(byText('Inbox')).click();
+    await titled(b, 'Inbox');
+    await b.waitForSelector(named('regatta 2 unread', 'link'));
+    await b.waitForSelector('::-p-aria([name="#general"][role="region"])');
+    await b.waitForSelector('::-p-aria([name="Direct messages"][role="region"]) ::-p-aria([name="Alice 1 unread"][role="link"])');
+    await b.locator(named('regatta 2 unread', 'link')).click();
+    await titled(b, '#general › regatta');
+    await b.locator(byText('Inbox')).click();
+    await b.waitForFunction(() => !document.querySelector('#inbox').textContent.includes('regatta'), { timeout });
+  });
+
+  await t.test('the emoji picker offers the whole table, with a search', async () => {
+    await narrowTo(b, 'general');
+    await b.locator(named('regatta', 'button')).click();
+    await titled(b, '#general › regatta');
+    await b.waitForSelector(named('Add a reaction', 'button'));
+    const react = await b.$$(named('Add a reaction', 'button'));
+    await react.at(-1).click();
+    await b.waitForSelector(named('Search emoji'));
+    assert.ok(await b.$$eval('::-p-aria([name="All emoji"][role="group"]) button', (ns) => ns.length) > 1000, 'the whole table is offered');
+    await b.locator(named('Search emoji')).fill('rowboat');
+    await b.waitForFunction(() => document.querySelectorAll('.emoji-grid button').length === 1, { timeout });
+    await b.keyboard.press('Enter');
+    await b.waitForSelector(named('🚣 1 rowboat: Bob', 'button'));
+  });
+
+  await t.test('personal settings: status, channels, topics, muted people, alert words, drafts and scheduled messages', async () => {
+    await openSettings(b, 'Profile');
+    await b.locator(named('Status text')).fill('On the water');
+    await b.locator(named('Status emoji')).fill('no_such_emoji');
+    await b.locator(named('Save status', 'button')).click();
+    await b.waitForSelector(byText("Emoji 'no_such_emoji' does not exist"));
+    await b.locator(named('Status emoji')).fill('rowboat');
+    await b.locator(named('Save status', 'button')).click();
+    await b.waitForSelector(byText('Status saved.'));
+    // An avatar is uploaded, shown, and removed again.
+    await (await b.$('::-p-aria([name="Upload an avatar"][role="form"]) input[type=file]')).uploadFile(join(out, 'boathouse.png'));
+    await b.locator(named('Upload avatar', 'button')).click();
+    await b.waitForSelector(byText('Avatar uploaded.'));
+    await b.waitForFunction(() => { const i = document.querySelector('img.avatar.big'); return i.complete && i.naturalWidth > 0 && !i.src.includes('/default/'); }, { timeout });
+    await b.locator(named('Delete avatar', 'button')).click();
+    await b.waitForFunction(() => !document.querySelector('img.avatar.big').getAttribute('src'), { timeout });
+    const me = await b.evaluate(async () => (await (await import('/web/api.js')).api('GET', '/users/me')).user_id);
+    assert.equal((await call(b, 'GET', `/users/${me}/status`)).status.status_text, 'On the water');
+
+    await b.locator(named('Join #random', 'button')).click();
+    await b.waitForSelector('#channels li[data-channel="random"]');
+    await openSettings(b, 'Subscribed channels');
+    await b.waitForSelector('::-p-aria([name="#general"][role="listitem"])');
+    await b.$eval('::-p-aria([name="#general"][role="listitem"]) ::-p-aria([name="Pin to top"])', (n) => n.click());
+    // The subscription's event comes back and the sidebar pins it.
+    await b.waitForSelector('#channels li.pinned[data-channel="general"]');
+    const pinned = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general').pin_to_top;
+    assert.equal(pinned, true, 'pinned on the server');
+    await b.locator(named('Leave #random', 'button')).click();
+    await b.waitForSelector('#joinable li[data-channel="random"]');
+
+    await b.locator(named('regatta', 'button')).click().catch(async () => {
+      await b.locator(named('#general', 'button')).click();
+      await b.locator(named('regatta', 'button')).click();
+    });
+    await titled(b, '#general › regatta');
+    await b.select(named('Topic notifications'), '3');
+    await openSettings(b, 'Topics');
+    await b.waitForSelector('::-p-aria([name="Followed"][role="cell"])');
+    await b.locator(named('Topic')).fill('late news');
+    await b.select(named('Visibility'), '1');
+    await b.locator(named('Save topic', 'button')).click();
+    await b.waitForSelector('::-p-aria([name="Muted"][role="cell"])');
+    await b.locator(named('Reset late news', 'button')).click();
+    await b.waitForFunction(() => !document.querySelector('.settings-page').textContent.includes('late news'), { timeout });
+
+    await openSettings(b, 'Muted users');
+    await b.select(named('Person to mute'), await b.$eval(named('Person to mute'), (s) => [...s.options].find((o) => o.textContent === 'Carol').value));
+    await b.locator(named('Mute', 'button')).click();
+    await b.waitForSelector(named('Unmute Carol', 'button'));
+    // A muted sender's messages are hidden until revealed, as in Zulip.
+    await b.select(named('Person to mute'), await b.$eval(named('Person to mute'), (s) => [...s.options].find((o) => o.textContent === 'Alice').value));
+    await b.locator(named('Mute', 'button')).click();
+    await b.waitForSelector(named('Unmute Alice', 'button'));
+    await narrowTo(b, 'general');
+    await b.waitForSelector(byText('This message was hidden because you have muted the sender.'));
+    const hidden = await b.$$eval('[role=feed] .hidden-message', (ns) => ns.length);
+    await (await b.$$(named('Click here to reveal.', 'button'))).at(-1).click();
+    await b.waitForFunction((n) => document.querySelectorAll('[role=feed] .hidden-message').length === n - 1, { timeout }, hidden);
+    await openSettings(b, 'Muted users');
+    await b.locator(named('Unmute Alice', 'button')).click();
+    await b.waitForFunction(() => !document.querySelector('[role=feed] .hidden-message'), { timeout });
+
+    await openSettings(b, 'Alert words');
+    await b.locator(named('Alert word')).fill('regatta');
+    await b.locator(named('Add alert word', 'button')).click();
+    await b.waitForSelector(named('Delete regatta', 'button'));
+
+    // Half a message, left for another conversation, is kept as a draft
+    // and restored from the Drafts page.
+    await narrowTo(b, 'general');
+    await b.locator(named('regatta', 'button')).click();
+    await titled(b, '#general › regatta');
+    await b.locator(named('Message')).fill('Half a message about the regatta');
+    const aliceID = (await call(b, 'GET', '/users')).members.find((u) => u.full_name === 'Alice').user_id;
+    await b.evaluate((id) => { location.hash = `#narrow/dm/${id}-Alice`; }, aliceID);
+    await titled(b, 'Alice');
+    assert.equal(await valueOf(b, 'Message'), '', 'the box is cleared for the new conversation');
+    await openSettings(b, 'Drafts');
+    await b.waitForSelector(byText('Half a message about the regatta'));
+    await b.locator(named('Restore draft', 'button')).click();
+    await titled(b, '#general › regatta');
+    await b.waitForFunction((s) => document.querySelector(s).value === 'Half a message about the regatta', { timeout }, 'textarea[aria-label="Message"]');
+    await b.locator(named('Message')).fill('');
+    const general = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general').stream_id;
+    await call(b, 'POST', '/drafts', { drafts: [{ type: 'stream', to: [general], topic: 'regatta', content: 'A thought for later', timestamp: Math.floor(Date.now() / 1000) }] });
+    await openSettings(b, 'Drafts');
+    await b.waitForSelector(byText('A thought for later'));
+    await b.locator(named('Delete draft', 'button')).click();
+    await b.waitForSelector(byText('No drafts.'));
+
+    await openSettings(b, 'Scheduled messages');
+    await b.locator(named('Topic')).fill('boathouse');
+    await b.locator(named('Message')).fill('See you at the boathouse');
+    await b.locator(named('Schedule message', 'button')).click();
+    await b.waitForSelector(named('Cancel scheduled message', 'button'));
+    await b.waitForSelector(byText('See you at the boathouse'));
+    await b.locator(named('Cancel scheduled message', 'button')).click();
+    await b.waitForSelector(byText('No scheduled messages.'));
+    await narrowTo(b, 'general');
+  });
+
+  await t.test('organization settings: a permission is changed, and a refusal shows Zulip\'s error', async () => {
+    await openSettings(a, 'Permissions');
+    const setting = named('Who can create public channels');
+    const idOf = (label) => a.$eval(setting, (s, l) => [...s.options].find((o) => o.textContent === l).value, label);
+    await a.select(setting, await idOf('Everyone on the internet'));
+    await a.locator(named('Save changes', 'button')).click();
+    await a.waitForSelector(byText("'can_create_public_channel_group' setting cannot be set to 'role:internet' group."));
+    await a.select(setting, await idOf('Administrators'));
+    await a.locator(named('Save changes', 'button')).click();
+    await a.waitForSelector(byText('Saved.'));
+    const realm = await a.evaluate(async () => (await (await import('/web/api.js')).api('POST', '/register', { fetch_event_types: ['realm'] })));
+    assert.equal(String(realm.realm_can_create_public_channel_group), await idOf('Administrators'));
+    await a.select(setting, await idOf('Members'));
+    await a.locator(named('Save changes', 'button')).click();
+    await a.waitForSelector(byText('Saved.'));
+  });
+
+  await t.test('no serious accessibility violation on the inbox and the settings pages, light and dark', async () => {
+    for (const where of ['#inbox', '#settings/channels', '#organization/permissions']) {
+      await a.evaluate((h) => { location.hash = h; }, where);
+      await a.waitForFunction((h) => (h === '#inbox' ? !document.querySelector('#inbox').hidden : document.querySelector(`.settings-tabs [aria-current=page][href="${h}"]`)), { timeout }, where);
+      for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(a, theme), [], `${where}, ${theme} theme`);
     }
+    await a.emulateMediaFeatures([]);
+    await narrowTo(a, 'general');
+  });
+
+  await t.test('no serious accessibility violation, light and dark', async () => {
+    for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(a, theme), [], `${theme} theme`);
     await a.emulateMediaFeatures([]);
   });
 
@@ -421,14 +648,16 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
 
   await t.test('at 360 px nothing overflows with long names, and search is there', async () => {
     const long = 'a-channel-named-at-length-for-phones-39';
+    await openSettings(a, 'Channels');
     await a.locator(named('New channel')).fill(long);
-    await a.locator(named('Add channel', 'button')).click();
+    await a.locator(named('Create channel', 'button')).click();
     await a.waitForSelector(named(`#${long}`, 'button'));
-    await a.locator(named('Name')).fill('Bartholomew Maximilian Featherstonehaugh-Smythe');
-    await a.locator(named('E-mail')).fill('bart@example.com');
+    await openSettings(a, 'Users');
+    await a.locator(named('Name', 'textbox')).fill('Bartholomew Maximilian Featherstonehaugh-Smythe');
+    await a.locator(named('E-mail', 'textbox')).fill('bart@example.com');
     await a.locator(named('Password')).fill('bart-password-1');
     await a.locator(named('Add person', 'button')).click();
-    await a.waitForSelector(byText('Bartholomew Maximilian Featherstonehaugh-Smythe can now log in.'));
+    await a.waitForSelector(`::-p-aria([name="Bartholomew Maximilian Featherstonehaugh-Smythe"][role="cell"])`);
     await a.locator(named(`#${long}`, 'button')).click();
     await a.locator(named('Topic')).fill('a topic that goes on and on about nothing in particular, 60');
     assert.equal(await send(a, 'Wide enough?'), '');

@@ -1,0 +1,321 @@
+// settings.js: the personal and organization settings pages, Zulip's
+// #settings/... and #organization/... overlays, loaded the first time
+// one is opened. Every form calls the /json/ twin of Zulip's route and
+// shows Zulip's own error text when the server refuses.
+
+import { api, csrf } from './api.js';
+import { el } from './dom.js';
+import { state, topicName, userName } from './state.js';
+
+// The system groups, as Zulip's settings name them.
+const groupLabels = {
+  'role:owners': 'Owners', 'role:administrators': 'Administrators', 'role:moderators': 'Moderators',
+  'role:fullmembers': 'Full members', 'role:members': 'Members', 'role:everyone': 'Everyone including guests',
+  'role:internet': 'Everyone on the internet', 'role:nobody': 'Nobody',
+};
+
+// The organization permissions PATCH /realm changes, with Zulip's labels.
+const permissions = [
+  ['can_create_public_channel_group', 'Who can create public channels'],
+  ['can_create_private_channel_group', 'Who can create private channels'],
+  ['can_mention_many_users_group', 'Who can notify a large number of users with a wildcard mention'],
+  ['can_delete_any_message_group', 'Who can delete any message'],
+  ['can_delete_own_message_group', 'Who can delete their own messages everywhere'],
+  ['can_move_messages_between_channels_group', 'Who can move messages to another channel'],
+  ['can_move_messages_between_topics_group', 'Who can move messages to another topic'],
+  ['can_resolve_topics_group', 'Who can resolve topics'],
+  ['direct_message_permission_group', 'Who can authorize a direct message conversation'],
+  ['direct_message_initiator_group', 'Who can start a direct message conversation'],
+];
+
+const personalTabs = [
+  ['settings/profile', 'Profile'],
+  ['settings/channels', 'Subscribed channels'],
+  ['settings/topics', 'Topics'],
+  ['settings/muted-users', 'Muted users'],
+  ['settings/alert-words', 'Alert words'],
+  ['settings/drafts', 'Drafts'],
+  ['settings/scheduled', 'Scheduled messages'],
+];
+const adminTabs = [
+  ['organization/permissions', 'Permissions'],
+  ['organization/users', 'Users'],
+  ['organization/channels', 'Channels'],
+];
+
+const pages = {
+  'settings/profile': profile,
+  'settings/channels': channels,
+  'settings/topics': topics,
+  'settings/muted-users': mutedUsers,
+  'settings/alert-words': alertWords,
+  'settings/drafts': drafts,
+  'settings/scheduled': scheduled,
+  'organization/permissions': realmPermissions,
+  'organization/users': users,
+  'organization/channels': adminChannels,
+};
+
+// renderSettings draws a tab into root: the tab list, then the page.
+let actions = {}; // what the page does for a settings page: restore a draft
+
+export async function renderSettings(root, tab, pageActions = {}) {
+  actions = pageActions;
+  const isAdmin = state.isAdmin;
+  const tabs = [...personalTabs, ...(isAdmin ? adminTabs : [])];
+  const link = ([t, label]) => el('li', {}, el('a', { href: `#${t}`, class: 'nav' + (t === tab ? ' current' : ''), 'aria-current': t === tab ? 'page' : null, text: label }));
+  const nav = el('nav', { class: 'settings-tabs', 'aria-label': 'Settings pages' },
+    el('h2', { text: 'Personal settings' }), el('ul', { class: 'list' }, personalTabs.map(link)),
+    isAdmin && el('h2', { text: 'Organization settings' }), isAdmin && el('ul', { class: 'list' }, adminTabs.map(link)));
+  const body = el('div', { class: 'settings-page' });
+  const draw = pages[tab] && (tab.startsWith('organization/') ? isAdmin : true) ? pages[tab] : profile;
+  const label = tabs.find(([t]) => t === tab)?.[1] ?? 'Profile';
+  root.replaceChildren(nav, body);
+  body.append(el('h2', { class: 'page-title', text: label }));
+  try {
+    await draw(body);
+  } catch (err) {
+    body.append(el('p', { class: 'error', role: 'alert', text: err.message }));
+  }
+}
+
+// form builds a form whose submit runs act; a refusal shows Zulip's msg
+// in the form's alert, a success says done.
+let flash = null; // {label, text, until}: a success outlives the redraw its event brings
+
+function form(label, fields, submit, act, done) {
+  const result = el('p', { class: 'result', role: 'status' });
+  if (flash && flash.label === label && flash.until > Date.now()) result.textContent = flash.text;
+  const f = el('form', { class: 'setting-form', 'aria-label': label }, fields, el('button', { type: 'submit', text: submit }), result);
+  f.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    result.textContent = '';
+    result.classList.remove('error');
+    try {
+      await act(f);
+      flash = { label, text: done || 'Saved.', until: Date.now() + 5000 };
+      // An event may have drawn the page again meanwhile: say it there.
+      const live = f.isConnected ? result : document.querySelector(`form[aria-label="${CSS.escape(label)}"] .result`);
+      if (live) live.textContent = flash.text;
+    } catch (err) {
+      result.classList.add('error');
+      result.setAttribute('role', 'alert');
+      result.textContent = err.message;
+    }
+  });
+  return f;
+}
+
+const field = (label, attrs) => el('label', {}, label, ' ', el('input', attrs));
+// action is a button whose press runs act; a refusal shows beside it.
+function action(text, act, attrs = {}) {
+  const b = el('button', { type: 'button', text, ...attrs });
+  b.addEventListener('click', async () => {
+    b.nextElementSibling?.classList.contains('error') && b.nextElementSibling.remove();
+    try {
+      await act();
+    } catch (err) {
+      b.after(el('span', { class: 'error', role: 'alert', text: ` ${err.message}` }));
+    }
+  });
+  return b;
+}
+
+function profile(body) {
+  const me = state.users.get(state.me.user_id) || {};
+  const avatar = el('img', { class: 'avatar big', src: me.avatar_url || undefined, alt: 'Your avatar', width: 80, height: 80 });
+  const file = el('input', { type: 'file', accept: 'image/png,image/jpeg,image/gif', name: 'file' });
+  const status = state.registered?.user_status?.[state.me.user_id] || {};
+  body.append(
+    el('p', {}, el('strong', { text: me.full_name || state.me.full_name }), ` (${state.me.email})`),
+    el('section', { 'aria-label': 'Avatar' }, el('h3', { text: 'Avatar' }), avatar,
+      form('Upload an avatar', [el('label', {}, 'Image ', file)], 'Upload avatar', async () => {
+        if (!file.files[0]) throw new Error('Choose an image first.');
+        const data = new FormData();
+        data.append('file', file.files[0]);
+        const r = await fetch('/json/users/me/avatar', { method: 'POST', body: data, headers: { 'X-CSRFToken': csrf() }, credentials: 'same-origin' });
+        const answer = await r.json().catch(() => ({}));
+        if (!r.ok || answer.result !== 'success') throw new Error(answer.msg || `HTTP ${r.status}`);
+        avatar.src = answer.avatar_url;
+      }, 'Avatar uploaded.'),
+      action('Delete avatar', async () => {
+        await api('DELETE', '/users/me/avatar');
+        avatar.removeAttribute('src');
+      })),
+    el('section', { 'aria-label': 'Status' }, el('h3', { text: 'Status' }),
+      form('Set your status', [
+        field('Status text', { name: 'status_text', maxlength: 60, value: status.status_text || '' }),
+        field('Status emoji', { name: 'emoji_name', value: status.emoji_name || '', placeholder: 'e.g. palm_tree' }),
+        el('label', {}, el('input', { type: 'checkbox', name: 'away', checked: !!status.away }), ' Away'),
+      ], 'Save status', (f) => api('POST', '/users/me/status', {
+        status_text: f.elements.status_text.value.trim(), emoji_name: f.elements.emoji_name.value.trim().replace(/^:|:$/g, ''),
+        away: f.elements.away.checked,
+      }), 'Status saved.'),
+      action('Clear status', () => api('POST', '/users/me/status', { status_text: '', emoji_name: '', away: false }))));
+}
+
+const notificationNames = [['desktop_notifications', 'Desktop notifications'], ['audible_notifications', 'Audible notifications'],
+  ['push_notifications', 'Mobile notifications'], ['email_notifications', 'Email notifications']];
+
+// setProperty changes one property of a subscription.
+const setProperty = (sub, property, value) => api('POST', '/users/me/subscriptions/properties', { subscription_data: [{ stream_id: sub.stream_id, property, value }] });
+
+function channels(body) {
+  const subs = [...state.channels.values()].sort((a, b) => a.name.localeCompare(b.name));
+  if (!subs.length) body.append(el('p', { class: 'empty', text: 'You are not subscribed to any channels.' }));
+  body.append(el('ul', { class: 'rows' }, subs.map((sub) => {
+    const check = (property, label, value) => el('label', {}, el('input', { type: 'checkbox', checked: !!value,
+      onchange: (e) => setProperty(sub, property, e.target.checked).catch((err) => { e.target.checked = !e.target.checked; alertAfter(e.target, err); }) }), ` ${label}`);
+    const color = el('input', { type: 'color', value: sub.color || '#c2c2c2', 'aria-label': `Color of #${sub.name}` });
+    color.addEventListener('change', () => setProperty(sub, 'color', color.value).catch((err) => alertAfter(color, err)));
+    return el('li', { class: 'channel-row', 'aria-label': `#${sub.name}` },
+      el('h3', { text: `#${sub.name}` }), sub.description ? el('p', { class: 'muted', text: sub.description }) : null,
+      el('div', { class: 'options' }, el('label', {}, 'Color ', color),
+        check('is_muted', 'Mute channel', sub.is_muted), check('pin_to_top', 'Pin to top', sub.pin_to_top),
+        ...notificationNames.map(([p, label]) => check(p, label, sub[p]))),
+      action(`Leave #${sub.name}`, () => api('DELETE', '/users/me/subscriptions', { subscriptions: [sub.name] }), { class: 'danger' }));
+  })));
+}
+
+function alertAfter(node, err) {
+  node.closest('label, li')?.append(el('span', { class: 'error', role: 'alert', text: ` ${err.message}` }));
+}
+
+const visibilityNames = { 1: 'Muted', 2: 'Unmuted', 3: 'Followed' };
+
+function topics(body) {
+  const list = (state.registered?.user_topics || []).filter((t) => t.visibility_policy);
+  const channelSelect = el('select', { name: 'channel', 'aria-label': 'Channel' },
+    [...state.channels.values()].sort((a, b) => a.name.localeCompare(b.name)).map((c) => el('option', { value: c.stream_id, text: `#${c.name}` })));
+  const policy = el('select', { name: 'visibility', 'aria-label': 'Visibility' },
+    el('option', { value: '1', text: 'Mute' }), el('option', { value: '3', text: 'Follow' }), el('option', { value: '2', text: 'Unmute' }));
+  body.append(
+    form('Mute or follow a topic', [el('label', {}, 'Channel ', channelSelect), field('Topic', { name: 'topic', maxlength: 60 }), el('label', {}, 'Set to ', policy)],
+      'Save topic', (f) => api('POST', '/user_topics', { stream_id: channelSelect.value, topic: f.elements.topic.value.trim(), visibility_policy: policy.value })),
+    list.length ? el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Channel' }), el('th', { text: 'Topic' }), el('th', { text: 'Status' }), el('th', { text: 'Actions' }))),
+      el('tbody', {}, list.map((t) => el('tr', {},
+        el('td', { text: `#${state.channels.get(t.stream_id)?.name ?? t.stream_id}` }), el('td', { text: topicName(t.topic_name) }),
+        el('td', { text: visibilityNames[t.visibility_policy] }),
+        el('td', {}, action(`Reset ${topicName(t.topic_name)}`, () => api('POST', '/user_topics', { stream_id: String(t.stream_id), topic: t.topic_name, visibility_policy: '0' })))))))
+      : el('p', { class: 'empty', text: 'You have not muted or followed any topics.' }));
+}
+
+function mutedUsers(body) {
+  const muted = state.registered?.muted_users || [];
+  const people = [...state.users.values()].filter((u) => u.user_id !== state.me.user_id && u.is_active !== false && !muted.some((m) => m.id === u.user_id))
+    .sort((a, b) => a.full_name.localeCompare(b.full_name));
+  const who = el('select', { name: 'user', 'aria-label': 'Person to mute' }, people.map((u) => el('option', { value: u.user_id, text: u.full_name })));
+  body.append(
+    form('Mute a person', [el('label', {}, 'Person ', who)], 'Mute', () => api('POST', `/users/me/muted_users/${who.value}`)),
+    muted.length ? el('ul', { class: 'rows' }, muted.map((m) => el('li', {}, el('span', { text: userName(m.id) }), ' ',
+      action(`Unmute ${userName(m.id)}`, () => api('DELETE', `/users/me/muted_users/${m.id}`)))))
+      : el('p', { class: 'empty', text: 'You have not muted anyone.' }));
+}
+
+async function alertWords(body) {
+  const { alert_words: words } = await api('GET', '/users/me/alert_words');
+  body.append(
+    el('p', { class: 'muted', text: 'Messages that contain an alert word notify you as a mention does.' }),
+    form('Add an alert word', [field('Alert word', { name: 'word', required: true })], 'Add alert word',
+      (f) => api('POST', '/users/me/alert_words', { alert_words: [f.elements.word.value.trim()] }), 'Alert word added.'),
+    words.length ? el('ul', { class: 'rows' }, words.map((w) => el('li', {}, el('span', { text: w }), ' ',
+      action(`Delete ${w}`, () => api('DELETE', '/users/me/alert_words', { alert_words: [w] }).then(() => redraw())))))
+      : el('p', { class: 'empty', text: 'You have no alert words.' }));
+}
+
+// redraw draws the tab on screen again (after a change no event tells).
+function redraw() {
+  window.dispatchEvent(new HashChangeEvent('hashchange'));
+}
+
+function whereText(d) {
+  if (d.type === 'stream' || d.type === 'channel') return `#${state.channels.get(Number(Array.isArray(d.to) ? d.to[0] : d.to))?.name ?? d.to} › ${topicName(d.topic)}`;
+  return (Array.isArray(d.to) ? d.to : [d.to]).map(userName).join(', ');
+}
+
+async function drafts(body) {
+  const { drafts: list } = await api('GET', '/drafts');
+  body.append(list.length ? el('ul', { class: 'rows' }, list.sort((a, b) => b.timestamp - a.timestamp).map((d) => el('li', { class: 'draft' },
+    el('div', { class: 'muted', text: `${whereText(d)} · ${new Date(d.timestamp * 1000).toLocaleString()}` }),
+    el('p', { class: 'draft-text', text: d.content }),
+    el('div', { class: 'buttons' },
+      action('Restore draft', async () => {
+        await api('DELETE', `/drafts/${d.id}`);
+        actions.restore?.(d);
+      }),
+      action('Delete draft', () => api('DELETE', `/drafts/${d.id}`).then(redraw))))))
+    : el('p', { class: 'empty', text: 'No drafts.' }));
+}
+
+async function scheduled(body) {
+  const { scheduled_messages: list } = await api('GET', '/scheduled_messages');
+  const channelSelect = el('select', { name: 'channel', 'aria-label': 'Channel' },
+    [...state.channels.values()].sort((a, b) => a.name.localeCompare(b.name)).map((c) => el('option', { value: c.stream_id, text: `#${c.name}` })));
+  const soon = new Date(Date.now() + 3600_000);
+  soon.setMinutes(0, 0, 0);
+  const local = (d) => new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+  body.append(
+    form('Schedule a message', [el('label', {}, 'Channel ', channelSelect), field('Topic', { name: 'topic', maxlength: 60 }),
+      el('label', {}, 'Message ', el('textarea', { name: 'content', rows: 2, required: true })),
+      field('Send at', { name: 'at', type: 'datetime-local', value: local(soon), required: true })],
+    'Schedule message', async (f) => {
+      await api('POST', '/scheduled_messages', { type: 'stream', to: channelSelect.value, topic: f.elements.topic.value.trim(), content: f.elements.content.value,
+        scheduled_delivery_timestamp: String(Math.floor(new Date(f.elements.at.value).getTime() / 1000)) });
+      redraw();
+    }, 'Message scheduled.'),
+    list.length ? el('ul', { class: 'rows' }, list.sort((a, b) => a.scheduled_delivery_timestamp - b.scheduled_delivery_timestamp).map((m) => el('li', { class: 'draft' },
+      el('div', { class: 'muted', text: `${whereText(m)} · ${new Date(m.scheduled_delivery_timestamp * 1000).toLocaleString()}${m.failed ? ' · failed' : ''}` }),
+      el('p', { class: 'draft-text', text: m.content }),
+      action('Cancel scheduled message', () => api('DELETE', `/scheduled_messages/${m.scheduled_message_id}`).then(redraw)))))
+      : el('p', { class: 'empty', text: 'No scheduled messages.' }));
+}
+
+function realmPermissions(body) {
+  const r = state.registered || {};
+  const groups = (r.realm_user_groups || []).filter((g) => g.is_system_group && groupLabels[g.name]);
+  body.append(form('Organization permissions', permissions.map(([name, label]) => el('label', { class: 'row' }, label, ' ',
+    el('select', { name }, groups.map((g) => el('option', { value: g.id, text: groupLabels[g.name], selected: r[`realm_${name}`] === g.id }))))),
+  'Save changes', async (f) => {
+    const changed = {};
+    for (const [name] of permissions) {
+      const value = Number(f.elements[name].value);
+      if (value !== r[`realm_${name}`]) changed[name] = JSON.stringify({ new: value, old: r[`realm_${name}`] });
+    }
+    if (!Object.keys(changed).length) return;
+    await api('PATCH', '/realm', changed);
+    for (const [name, v] of Object.entries(changed)) r[`realm_${name}`] = JSON.parse(v).new;
+  }));
+}
+
+function users(body) {
+  const people = [...state.users.values()].filter((u) => !u.is_bot).sort((a, b) => a.full_name.localeCompare(b.full_name));
+  const roles = { 100: 'Owner', 200: 'Administrator', 300: 'Moderator', 400: 'Member', 600: 'Guest' };
+  body.append(
+    form('Add a person', [field('Name', { name: 'full_name', required: true }), field('E-mail', { name: 'email', type: 'email', required: true }),
+      field('Password', { name: 'password', type: 'password', required: true, minlength: 6, autocomplete: 'new-password' })],
+    'Add person', async (f) => {
+      const name = f.elements.full_name.value.trim();
+      await api('POST', '/users', { full_name: name, email: f.elements.email.value.trim(), password: f.elements.password.value });
+      f.reset();
+      f.dataset.added = name;
+    }, 'Added: they can now log in.'),
+    el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Name' }), el('th', { text: 'E-mail' }), el('th', { text: 'Role' }))),
+      el('tbody', {}, people.map((u) => el('tr', {}, el('td', { text: u.full_name + (u.is_active === false ? ' (deactivated)' : '') }),
+        el('td', { text: u.email }), el('td', { text: roles[u.role] || (u.is_admin ? 'Administrator' : 'Member') })))))); 
+}
+
+function adminChannels(body) {
+  const all = [...state.channels.values(), ...[...state.joinable.values()].filter((c) => !state.channels.has(c.stream_id))]
+    .sort((a, b) => a.name.localeCompare(b.name));
+  body.append(
+    form('Create a channel', [field('New channel', { name: 'name', required: true, maxlength: 60 }), field('Description', { name: 'description', maxlength: 1024 })],
+      'Create channel', async (f) => {
+        const name = f.elements.name.value.trim();
+        await api('POST', '/users/me/subscriptions', { subscriptions: [{ name, description: f.elements.description.value.trim() }] });
+        f.reset();
+      }, 'Channel created.'),
+    el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Channel' }), el('th', { text: 'Description' }), el('th', { text: 'Subscribed' }))),
+      el('tbody', {}, all.map((c) => el('tr', {}, el('td', { text: `#${c.name}` }), el('td', { text: c.description || '' }),
+        el('td', { text: state.channels.has(c.stream_id) ? 'Yes' : 'No' }))))));
+}
+
