@@ -753,7 +753,7 @@ test('a newcomer signs up by an invitation link', { timeout: 60_000 }, async (t)
   // A refused form answers 400, which the browser logs as a failed load.
   page.on('console', (m) => { if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()}`); });
   await page.goto(link, { waitUntil: 'load' });
-  await page.waitForSelector(named('Join zulite', 'heading'));
+  await page.waitForSelector(named(`Join ${realm}`, 'heading'));
 
   for (const theme of ['light', 'dark']) {
     await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: theme }]);
