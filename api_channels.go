@@ -440,23 +440,30 @@ func readGroupSetting(p *params, name string) (groupSetting, bool, error) {
 	if parsed == nil {
 		return groupSetting{}, false, nil
 	}
+	g, err := groupSettingValue(name, parsed)
+	return g, err == nil, err
+}
+
+// groupSettingValue is a decoded group-setting value: a group id, or
+// {"direct_members": [ids], "direct_subgroups": [ids]}.
+func groupSettingValue(name string, parsed any) (groupSetting, error) {
 	if n, ok := jsonInt(parsed); ok {
-		return systemGroupSetting(int(n)), true, nil
+		return systemGroupSetting(int(n)), nil
 	}
 	obj, ok := parsed.(map[string]any)
 	if !ok {
-		return groupSetting{}, false, errNotDict(name)
+		return groupSetting{}, errNotDict(name)
 	}
 	g := groupSetting{Anonymous: true}
 	for _, key := range []string{"direct_members", "direct_subgroups"} {
 		list, ok := obj[key].([]any)
 		if !ok {
-			return groupSetting{}, false, errNotList(name + `["` + key + `"]`)
+			return groupSetting{}, errNotList(name + `["` + key + `"]`)
 		}
 		for i, item := range list {
 			n, ok := jsonInt(item)
 			if !ok || n < 0 {
-				return groupSetting{}, false, errNotInteger(elemName(name+`["`+key+`"]`, i))
+				return groupSetting{}, errNotInteger(elemName(name+`["`+key+`"]`, i))
 			}
 			if key == "direct_members" {
 				g.Members = append(g.Members, uint64(n))
@@ -465,7 +472,7 @@ func readGroupSetting(p *params, name string) (groupSetting, bool, error) {
 			}
 		}
 	}
-	return g.canonical(), true, nil
+	return g.canonical(), nil
 }
 
 // readPrincipals reads principals: a list of user ids or of e-mails.

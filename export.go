@@ -498,7 +498,7 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 					}
 					channels[m.ChannelID] = ch
 				}
-				if canAccess(x.tx, h.user, ch) {
+				if x.s.canAccess(x.tx, h.user, ch) {
 					addRow(h.user.ID, m.ID, zulipFlags(h.flags, true)|zulipexport.FlagHistorical)
 					x.report.Historical++
 				}

@@ -144,7 +144,7 @@ func (m *mentionResolver) Users(names map[string]bool, ids map[uint64]bool) ([]m
 // read it.
 func (m *mentionResolver) ChannelID(name string) (uint64, bool) {
 	ch, err := m.s.channelByName(m.tx, name)
-	if err == nil && ch.Name == name && canAccess(m.tx, m.sender, ch) {
+	if err == nil && ch.Name == name && m.s.canAccess(m.tx, m.sender, ch) {
 		return ch.ID, true
 	}
 	return 0, false
@@ -192,7 +192,7 @@ func (s *store) checkRendering(tx *bbolt.Tx, sender user, ch channel, r messageR
 		return errUnableToRender
 	}
 	m := r.Mentions
-	if (!m.Channel && !m.Topic) || inGroup(sender, s.realmGroup(realmCanMentionManyUsersGroup)) {
+	if (!m.Channel && !m.Topic) || s.allowed(sender, realmCanMentionManyUsersGroup) {
 		return nil
 	}
 	if m.Channel && len(subscriberIDs(tx, ch.ID)) > wildcardMentionThreshold {

@@ -35,7 +35,8 @@ func (s *server) register(r *apiRequest) (any, error) {
 	q := &eventQueue{userID: r.user.ID, types: o.eventTypes, narrow: o.narrow, applyMarkdown: o.applyMarkdown,
 		clientGravatar: o.clientGravatar, allPublic: o.allPublic, userSettingsObject: o.capabilities.userSettingsObject,
 		emptyTopicName: o.capabilities.emptyTopicName, simplifiedPresence: o.capabilities.simplifiedPresenceEvents,
-		streamTyping: o.capabilities.streamTypingNotifications, bulkMessageDeletion: o.capabilities.bulkMessageDeletion}
+		streamTyping: o.capabilities.streamTypingNotifications, bulkMessageDeletion: o.capabilities.bulkMessageDeletion,
+		includeDeactivatedGroups: o.capabilities.includeDeactivatedGroups}
 	s.events.register(q)
 	if err := s.takeListing(r); err != nil {
 		s.events.remove(q.userID, q.id)
@@ -249,6 +250,8 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishSubscriptions(c)
 	case realmGroupChanged:
 		s.publishRealmGroup(c)
+	case userGroupChanged:
+		s.publishUserGroup(c) // api_user_groups.go
 	case accountCreated:
 		s.publishAccountCreated(c)
 	case accountChanged:

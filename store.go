@@ -6,8 +6,9 @@ package main
 //	meta             "schema_version" → uint64
 //	                 "key_secret"     → 32 random bytes, the BLAKE2b key for API keys
 //	                 "realm_groups"   → organisation permission settings changed by
-//	                                    an administrator: setting name → system group id (JSON)
+//	                                    an administrator: setting name → named group id (JSON)
 //	                 "users_version"  → uint64, counted up by every write of users (putUser)
+//	                                    and of user groups (putGroup)
 //	users            user id → user (JSON)
 //	user_emails      lower-cased e-mail → user id
 //	api_keys         user id ‖ BLAKE2b-256(secret, key) → created, unix seconds (uint64)
@@ -103,6 +104,10 @@ package main
 //	scheduled_due    due time (Unix seconds, uint64) ‖ scheduled message id → user id (uint64):
 //	                 those still to be sent, earliest first (scheduler.go); a sent one leaves both
 //	                 buckets in the send's transaction, a failed one leaves this one
+//	user_groups      user group id → userGroup (JSON: name, description, creator, creation
+//	                 time, direct members and subgroups, its six permission settings,
+//	                 deactivated); ids follow the system groups' (the bucket's sequence +
+//	                 8); every write counts up meta's "users_version" (store_user_groups.go)
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push
@@ -218,6 +223,7 @@ var (
 		bucketDrafts, bucketSavedSnippets,
 		bucketMutedUsers, bucketMutedBy, bucketAlertWords,
 		bucketScheduledMessages, bucketScheduledDue,
+		bucketUserGroups,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
@@ -368,6 +374,9 @@ type store struct {
 	// realmGroups are the organisation permission settings an
 	// administrator changed (meta's realm_groups), by setting name.
 	realmGroups atomic.Pointer[map[string]int]
+	// userGroups is the user-defined groups as last committed, with
+	// what their membership reaches (store_user_groups.go).
+	userGroups atomic.Pointer[groupDirectory]
 	// maxChannels bounds the channels the server holds (--max-channels; 0:
 	// no bound, as in tests).
 	maxChannels uint64
@@ -513,6 +522,7 @@ func (s *store) load(tx *bbolt.Tx) {
 	s.keys.open(slices.Clone(tx.Bucket(bucketMeta).Get(keyKeySecret)), s)
 	s.maxID.Store(tx.Bucket(bucketMessages).Sequence())
 	s.loadRealmGroups(tx)
+	s.loadUserGroups(tx)
 }
 
 // close stops the committer (writes still waiting get errStoreClosed)
@@ -798,6 +808,21 @@ var (
 	errTopicWildcardMentionNotAllowed   = &rejection{text: "topic wildcard mention not allowed"}
 
 	errUnableToRender = &rejection{text: "unable to render"}
+
+	// User groups (store_user_groups.go).
+	errGroupDeactivated       = &rejection{text: "user group deactivated"}
+	errGroupExists            = &rejection{text: "user group name taken"}
+	errGroupDeactivatedRename = &rejection{text: "only a deactivated group's name may change"}
+	errGroupNameEmpty         = &rejection{text: "empty user group name"}
+	errGroupNameTooLong       = &rejection{text: "user group name too long"}
+	errGroupNamePrefixed      = &rejection{text: "user group name has a reserved prefix"}
+	errAlreadyGroupMember     = &rejection{text: "already a member"}
+	errNotGroupMember         = &rejection{text: "not a member"}
+	errAlreadySubgroup        = &rejection{text: "already a subgroup"}
+	errNotSubgroup            = &rejection{text: "not a subgroup"}
+	errSubgroupCycle          = &rejection{text: "subgroup cycle"}
+	errSystemGroupNeeded      = &rejection{text: "system group required"}
+	errGroupMentionForbidden  = &rejection{text: "may not mention user group"}
 
 	errReactionExists       = &rejection{text: "reaction exists"}
 	errReactionDoesNotExist = &rejection{text: "reaction does not exist"}

@@ -82,7 +82,7 @@ func (s *store) reactableMessage(tx *bbolt.Tx, u user, messageID uint64) (messag
 		return m, channel{}, nil
 	}
 	ch, err := s.channelByID(tx, m.ChannelID)
-	if err != nil || !canAccess(tx, u, ch) {
+	if err != nil || !s.canAccess(tx, u, ch) {
 		return m, channel{}, errInvalidMessageIDs
 	}
 	return m, ch, nil

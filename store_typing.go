@@ -40,10 +40,10 @@ func (s *store) channelTyping(sender user, channelID uint64) ([]uint64, error) {
 			return refusal(errTypingOffForChannels)
 		}
 		ch, err := s.channelByID(tx, channelID)
-		if err != nil || !canAccess(tx, sender, ch) {
+		if err != nil || !s.canAccess(tx, sender, ch) {
 			return refusal(errInvalidChannelID)
 		}
-		if !canPost(sender, ch) {
+		if !s.canPost(sender, ch) {
 			return errCannotPost
 		}
 		audience = channelTypingAudience(tx, ch.ID)

@@ -14,6 +14,7 @@ paths.update(load('paths_mutes.yaml'))
 paths.update(load('paths_reader.yaml'))
 paths.update(load('paths_scheduled.yaml'))
 paths.update(load('paths_reminders.yaml'))
+paths.update(load('paths_groups.yaml'))
 for path, item in load('paths_own.yaml').items():  # new path items, or methods of existing ones
     paths.setdefault(path, {}).update(item)
 for path, item in load('paths_subs.yaml').items():  # methods of paths_a.yaml's path items
@@ -27,6 +28,7 @@ events += load('events_topics.yaml')
 events += load('events_own.yaml')
 events += load('events_scheduled.yaml')
 events += load('events_reminders.yaml')
+events += load('events_groups.yaml')
 items = paths['/events']['get']['responses']['200']['content']['application/json']['schema']['allOf'][1]['properties']['events']['items']
 assert items == {'oneOf': 'EVENTS'}
 items['oneOf'] = events

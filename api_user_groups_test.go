@@ -1,0 +1,372 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// createGroup makes a group as a, with extra parameters, and answers its id.
+func (e *testEnv) createGroup(t *testing.T, a *account, name string, members []uint64, extra url.Values) int {
+	t.Helper()
+	if members == nil {
+		members = []uint64{}
+	}
+	params := url.Values{"name": {name}, "description": {name + " people"}, "members": {toJSON(t, members)}}
+	for k, v := range extra {
+		params[k] = v
+	}
+	r := e.request(t, http.MethodPost, "/api/v1/user_groups/create", params, a)
+	wantAPISuccess(t, r)
+	id, ok := r.body["group_id"].(float64)
+	if !ok {
+		t.Fatalf("create %s: no group_id in %s", name, r.raw)
+	}
+	return int(id)
+}
+
+func toJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// userGroupsOf is GET /user_groups as a, by id.
+func (e *testEnv) userGroupsOf(t *testing.T, a *account, params url.Values) map[int]map[string]any {
+	t.Helper()
+	r := e.request(t, http.MethodGet, "/api/v1/user_groups", params, a)
+	wantAPISuccess(t, r)
+	out := map[int]map[string]any{}
+	for _, g := range r.body["user_groups"].([]any) {
+		o := g.(map[string]any)
+		out[int(o["id"].(float64))] = o
+	}
+	return out
+}
+
+func numbers(v any) []int {
+	var out []int
+	for _, x := range v.([]any) {
+		out = append(out, int(x.(float64)))
+	}
+	return out
+}
+
+func TestUserGroups_CreateListAndDefaults(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.createGroup(t, &e.alice, "support", []uint64{e.bob.ID, e.alice.ID}, nil)
+	if id != groupNobody+1 {
+		t.Errorf("first group's id: got %d, want %d", id, groupNobody+1)
+	}
+	groups := e.userGroupsOf(t, &e.bob, nil)
+	if len(groups) != len(systemGroups)+1 {
+		t.Fatalf("groups: got %d, want the %d system groups and support", len(groups), len(systemGroups))
+	}
+	g := groups[id]
+	if g["name"] != "support" || g["description"] != "support people" || g["is_system_group"] != false || g["deactivated"] != false {
+		t.Errorf("support: got %v", g)
+	}
+	if got, want := numbers(g["members"]), []int{int(e.alice.ID), int(e.bob.ID)}; !slices.Equal(got, want) {
+		t.Errorf("members: got %v, want %v", got, want)
+	}
+	if g["creator_id"] != float64(e.alice.ID) || g["date_created"] == nil {
+		t.Errorf("creator and date: got %v, %v", g["creator_id"], g["date_created"])
+	}
+	creator := map[string]any{"direct_members": []any{float64(e.alice.ID)}, "direct_subgroups": []any{}}
+	for name, want := range map[string]any{"can_add_members_group": creator, "can_manage_group": creator,
+		"can_join_group": float64(groupNobody), "can_leave_group": float64(groupEveryone),
+		"can_mention_group": float64(groupEveryone), "can_remove_members_group": float64(groupNobody)} {
+		if toJSON(t, g[name]) != toJSON(t, want) {
+			t.Errorf("%s: got %v, want %v", name, g[name], want)
+		}
+	}
+}
+
+func TestUserGroups_CreateRefusals(t *testing.T) {
+	e := newTestEnv(t)
+	guest := e.guest(t)
+	e.createGroup(t, &e.alice, "support", nil, nil)
+	cases := []struct {
+		rule   string
+		as     *account
+		params url.Values
+		msg    string
+	}{
+		{"guests may not", guest, url.Values{"name": {"x"}, "members": {"[]"}, "description": {""}}, "Not allowed for guest users"},
+		{"bots may not", &e.bot, url.Values{"name": {"x"}, "members": {"[]"}, "description": {""}}, "This endpoint does not accept bot requests."},
+		{"name is required", &e.alice, url.Values{"members": {"[]"}, "description": {""}}, "Missing 'name' argument"},
+		{"members are required", &e.alice, url.Values{"name": {"x"}, "description": {""}}, "Missing 'members' argument"},
+		{"description is required", &e.alice, url.Values{"name": {"x"}, "members": {"[]"}}, "Missing 'description' argument"},
+		{"members exist", &e.alice, url.Values{"name": {"x"}, "members": {"[99]"}, "description": {""}}, "Invalid user ID: 99"},
+		{"name not empty", &e.alice, url.Values{"name": {"  "}, "members": {"[]"}, "description": {""}}, "User group name can't be empty!"},
+		{"name not reserved", &e.alice, url.Values{"name": {"role:x"}, "members": {"[]"}, "description": {""}}, "User group name cannot start with 'role:'."},
+		{"name not too long", &e.alice, url.Values{"name": {string(make([]byte, 101))}, "members": {"[]"}, "description": {""}}, "User group name cannot exceed 100 characters."},
+		{"name free", &e.alice, url.Values{"name": {"support"}, "members": {"[]"}, "description": {""}}, "User group 'support' already exists."},
+		{"setting group exists", &e.alice, url.Values{"name": {"x"}, "members": {"[]"}, "description": {""}, "can_manage_group": {"77"}}, "Invalid user group"},
+		{"setting not everyone", &e.alice, url.Values{"name": {"x"}, "members": {"[]"}, "description": {""}, "can_manage_group": {"6"}}, "'can_manage_group' setting cannot be set to 'role:everyone' group."},
+		{"subgroups exist", &e.alice, url.Values{"name": {"x"}, "members": {"[]"}, "description": {""}, "subgroups": {"[55]"}}, "Invalid user group ID: 55"},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			code := "BAD_REQUEST"
+			if strings.HasPrefix(c.msg, "Missing") {
+				code = "REQUEST_VARIABLE_MISSING"
+			}
+			wantAPIError(t, e.request(t, http.MethodPost, "/api/v1/user_groups/create", c.params, c.as), 400, code, c.msg)
+		})
+	}
+	// The empty name above is spaces: check nothing was made by any case.
+	if got := len(e.userGroupsOf(t, &e.alice, nil)); got != len(systemGroups)+1 {
+		t.Errorf("after refusals: got %d groups, want %d", got, len(systemGroups)+1)
+	}
+	// Who may create groups is the organisation's can_create_groups.
+	wantAPISuccess(t, e.request(t, http.MethodPatch, "/api/v1/realm", url.Values{"can_create_groups": {`{"new":2}`}}, &e.admin))
+	wantAPIError(t, e.request(t, http.MethodPost, "/api/v1/user_groups/create", url.Values{"name": {"y"}, "members": {"[]"}, "description": {""}}, &e.alice),
+		400, "BAD_REQUEST", "Insufficient permission")
+	e.createGroup(t, &e.admin, "y", nil, nil)
+}
+
+// guest makes a guest account.
+func (e *testEnv) guest(t *testing.T) *account {
+	t.Helper()
+	u, key := mustCreateUser(t, e.st, "guest@example.com", roleGuest, false)
+	return &account{u, key}
+}
+
+func TestUserGroups_UpdateNameDescriptionAndSettings(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.createGroup(t, &e.alice, "support", nil, nil)
+	path := "/api/v1/user_groups/" + strconv.Itoa(id)
+	q := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["user_group"]`}}).str("queue_id")
+
+	wantAPIError(t, e.request(t, http.MethodPatch, path, nil, &e.alice), 400, "BAD_REQUEST", "No new data supplied")
+	wantAPIError(t, e.request(t, http.MethodPatch, path, url.Values{"name": {"x"}}, &e.bob), 400, "BAD_REQUEST", "Insufficient permission")
+	wantAPIError(t, e.request(t, http.MethodPatch, "/api/v1/user_groups/5", url.Values{"name": {"x"}}, &e.owner), 400, "BAD_REQUEST", "Insufficient permission")
+	wantAPIError(t, e.request(t, http.MethodPatch, "/api/v1/user_groups/99", url.Values{"name": {"x"}}, &e.owner), 400, "BAD_REQUEST", "Invalid user group")
+	wantAPIError(t, e.request(t, http.MethodPatch, path, url.Values{"can_mention_group": {`{"new":4,"old":5}`}}, &e.alice), 400, "BAD_REQUEST",
+		"'old' value does not match the expected value.")
+	wantAPISuccess(t, e.request(t, http.MethodPatch, path, url.Values{"name": {"helpers"}, "description": {"who help"},
+		"can_mention_group": {`{"new":2,"old":6}`}, "can_manage_group": {fmt.Sprintf(`{"new":{"direct_members":[%d],"direct_subgroups":[2]}}`, e.bob.ID)}}, &e.alice))
+	g := e.userGroupsOf(t, &e.alice, nil)[id]
+	if g["name"] != "helpers" || g["description"] != "who help" || g["can_mention_group"] != float64(groupAdministrators) {
+		t.Errorf("after update: got %v", g)
+	}
+	// bob now manages it.
+	wantAPISuccess(t, e.request(t, http.MethodPatch, path, url.Values{"description": {"bob's"}}, &e.bob))
+
+	var ops []string
+	for _, ev := range e.eventsOfType(t, &e.bob, q, "user_group") {
+		if ev["op"] != "update" || ev["group_id"] != float64(id) {
+			t.Errorf("event: got %v", ev)
+		}
+		for k := range ev["data"].(map[string]any) {
+			ops = append(ops, k)
+		}
+	}
+	if want := []string{"name", "description", "can_manage_group", "can_mention_group", "description"}; !slices.Equal(ops, want) {
+		t.Errorf("update events: got %v, want %v", ops, want)
+	}
+}
+
+func TestUserGroups_MembersAndSubgroups(t *testing.T) {
+	e := newTestEnv(t)
+	support := e.createGroup(t, &e.alice, "support", []uint64{e.alice.ID}, nil)
+	leads := e.createGroup(t, &e.alice, "leads", []uint64{e.bob.ID}, nil)
+	members := "/api/v1/user_groups/" + strconv.Itoa(support) + "/members"
+	subgroups := "/api/v1/user_groups/" + strconv.Itoa(support) + "/subgroups"
+	q := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["user_group"]`}}).str("queue_id")
+
+	wantAPIError(t, e.request(t, http.MethodPost, members, nil, &e.alice), 400, "BAD_REQUEST",
+		`Nothing to do. Specify at least one of "add", "delete", "add_subgroups" or "delete_subgroups".`)
+	wantAPIError(t, e.request(t, http.MethodPost, subgroups, nil, &e.alice), 400, "BAD_REQUEST", `Nothing to do. Specify at least one of "add" or "delete".`)
+	wantAPIError(t, e.request(t, http.MethodPost, members, url.Values{"add": {"[4]"}}, &e.bob), 400, "BAD_REQUEST", "Insufficient permission")
+	wantAPIError(t, e.request(t, http.MethodPost, members, url.Values{"add": {toJSON(t, []uint64{e.alice.ID})}}, &e.alice), 400, "BAD_REQUEST",
+		fmt.Sprintf("User %d is already a member of this group", e.alice.ID))
+	wantAPIError(t, e.request(t, http.MethodPost, members, url.Values{"delete": {toJSON(t, []uint64{e.bob.ID})}}, &e.alice), 400, "BAD_REQUEST",
+		fmt.Sprintf("There is no member '%d' in this user group", e.bob.ID))
+	// A refused part refuses the whole request: the add is not made.
+	wantAPIError(t, e.request(t, http.MethodPost, members, url.Values{"add": {toJSON(t, []uint64{e.bob.ID})}, "delete": {"[99]"}}, &e.alice), 400, "BAD_REQUEST",
+		"Invalid user ID: 99")
+	wantMembers := func(path string, params url.Values, want []uint64) {
+		t.Helper()
+		r := e.request(t, http.MethodGet, path, params, &e.bob)
+		wantAPISuccess(t, r)
+		var got []uint64
+		for _, n := range numbers(r.body["members"]) {
+			got = append(got, uint64(n))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("GET %s %v: got %v, want %v", path, params, got, want)
+		}
+	}
+	wantMembers(members, nil, []uint64{e.alice.ID})
+
+	wantAPISuccess(t, e.request(t, http.MethodPost, subgroups, url.Values{"add": {toJSON(t, []int{leads})}}, &e.alice))
+	wantMembers(members, nil, []uint64{e.alice.ID, e.bob.ID})
+	wantMembers(members, url.Values{"direct_member_only": {"true"}}, []uint64{e.alice.ID})
+	// Cycles are refused as Zulip refuses them.
+	leadsSub := "/api/v1/user_groups/" + strconv.Itoa(leads) + "/subgroups"
+	wantAPIError(t, e.request(t, http.MethodPost, leadsSub, url.Values{"add": {toJSON(t, []int{support})}}, &e.alice), 400, "BAD_REQUEST",
+		fmt.Sprintf("User group %d is already a subgroup of one of the passed subgroups.", leads))
+	wantAPIError(t, e.request(t, http.MethodPost, subgroups, url.Values{"add": {toJSON(t, []int{support})}}, &e.alice), 400, "BAD_REQUEST",
+		fmt.Sprintf("User group %d is already a subgroup of one of the passed subgroups.", support))
+	wantAPIError(t, e.request(t, http.MethodPost, subgroups, url.Values{"add": {toJSON(t, []int{leads})}}, &e.alice), 400, "BAD_REQUEST",
+		fmt.Sprintf("User group %d is already a subgroup of this group.", leads))
+	wantAPIError(t, e.request(t, http.MethodPost, subgroups, url.Values{"delete": {"[3]"}}, &e.alice), 400, "BAD_REQUEST",
+		"User group 3 is not a subgroup of this group.")
+	wantAPIError(t, e.request(t, http.MethodPost, subgroups, url.Values{"add": {"[98]"}}, &e.alice), 400, "BAD_REQUEST", "Invalid user group ID: 98")
+	// A system group as a subgroup: its members by role.
+	wantAPISuccess(t, e.request(t, http.MethodPost, subgroups, url.Values{"add": {"[2]"}}, &e.alice))
+	wantMembers(members, nil, []uint64{e.owner.ID, e.admin.ID, e.alice.ID, e.bob.ID})
+	r := e.request(t, http.MethodGet, subgroups, nil, &e.bob)
+	wantAPISuccess(t, r)
+	if got, want := numbers(r.body["subgroups"]), []int{groupOwners, groupAdministrators, leads}; !slices.Equal(got, want) {
+		t.Errorf("subgroups: got %v, want %v", got, want)
+	}
+	r = e.request(t, http.MethodGet, subgroups, url.Values{"direct_subgroup_only": {"true"}}, &e.bob)
+	if got, want := numbers(r.body["subgroups"]), []int{groupAdministrators, leads}; !slices.Equal(got, want) {
+		t.Errorf("direct subgroups: got %v, want %v", got, want)
+	}
+	isMember := func(group int, u uint64, direct bool) bool {
+		t.Helper()
+		r := e.request(t, http.MethodGet, fmt.Sprintf("/api/v1/user_groups/%d/members/%d", group, u), url.Values{"direct_member_only": {strconv.FormatBool(direct)}}, &e.bob)
+		wantAPISuccess(t, r)
+		return r.body["is_user_group_member"] == true
+	}
+	if !isMember(support, e.bob.ID, false) || isMember(support, e.bob.ID, true) || !isMember(support, e.owner.ID, false) || isMember(leads, e.alice.ID, false) {
+		t.Error("is_user_group_member: wrong through subgroups")
+	}
+	if !isMember(groupEveryone, e.alice.ID, false) || isMember(groupEveryone, e.alice.ID, true) || !isMember(groupMembers, e.alice.ID, true) {
+		t.Error("is_user_group_member of role:everyone: alice is in it through role:members, of which she is a direct member")
+	}
+	wantAPIError(t, e.request(t, http.MethodGet, fmt.Sprintf("/api/v1/user_groups/%d/members/999", support), nil, &e.bob), 400, "BAD_REQUEST", "No such user")
+
+	// Leaving: alice (creator) removes herself; then the remove and
+	// subgroup removal events.
+	wantAPISuccess(t, e.request(t, http.MethodPost, members, url.Values{"delete": {toJSON(t, []uint64{e.alice.ID})}, "delete_subgroups": {"[2]"}}, &e.alice))
+	wantMembers(members, nil, []uint64{e.bob.ID})
+
+	var got []string
+	for _, ev := range e.eventsOfType(t, &e.bob, q, "user_group") {
+		got = append(got, fmt.Sprint(ev["op"], ev["group_id"], ev["user_ids"], ev["direct_subgroup_ids"]))
+	}
+	want := []string{
+		fmt.Sprint("add_subgroups", float64(support), nil, []any{float64(leads)}),
+		fmt.Sprint("add_subgroups", float64(support), nil, []any{float64(2)}),
+		fmt.Sprint("remove_members", float64(support), []any{float64(e.alice.ID)}, nil),
+		fmt.Sprint("remove_subgroups", float64(support), nil, []any{float64(2)}),
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n got %v\nwant %v", got, want)
+	}
+}
+
+func TestUserGroups_JoinAndLeaveBySettings(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.createGroup(t, &e.alice, "open", nil, url.Values{"can_join_group": {"5"}})
+	members := "/api/v1/user_groups/" + strconv.Itoa(id) + "/members"
+	self := url.Values{"add": {toJSON(t, []uint64{e.bob.ID})}}
+	wantAPISuccess(t, e.request(t, http.MethodPost, members, self, &e.bob))
+	// Joining is for oneself only: adding alice needs can_add_members_group.
+	wantAPIError(t, e.request(t, http.MethodPost, members, url.Values{"add": {toJSON(t, []uint64{e.admin.ID})}}, &e.bob), 400, "BAD_REQUEST", "Insufficient permission")
+	// can_leave_group is everyone by default.
+	wantAPISuccess(t, e.request(t, http.MethodPost, members, url.Values{"delete": {toJSON(t, []uint64{e.bob.ID})}}, &e.bob))
+	// The owner manages every group (can_manage_all_groups).
+	wantAPISuccess(t, e.request(t, http.MethodPost, members, url.Values{"add": {toJSON(t, []uint64{e.admin.ID})}}, &e.owner))
+}
+
+func TestUserGroups_DeactivateInUseAndEvents(t *testing.T) {
+	e := newTestEnv(t)
+	support := e.createGroup(t, &e.alice, "support", []uint64{e.bob.ID}, nil)
+	outer := e.createGroup(t, &e.alice, "outer", nil, url.Values{"subgroups": {toJSON(t, []int{support})}})
+	path := "/api/v1/user_groups/" + strconv.Itoa(support) + "/deactivate"
+	keep := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["user_group"]`}, "client_capabilities": {`{"include_deactivated_groups":true}`}}).str("queue_id")
+	drop := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["user_group"]`}}).str("queue_id")
+
+	wantAPIError(t, e.request(t, http.MethodPost, path, nil, &e.bob), 400, "BAD_REQUEST", "Insufficient permission")
+	r := e.request(t, http.MethodPost, path, nil, &e.alice)
+	wantAPIError(t, r, 400, "CANNOT_DEACTIVATE_GROUP_IN_USE", "Cannot deactivate user group in use.")
+	if got, want := toJSON(t, r.body["objections"]), fmt.Sprintf(`[{"supergroup_ids":[%d],"type":"subgroup"}]`, outer); got != want {
+		t.Errorf("objections: got %s, want %s", got, want)
+	}
+	// A realm setting holding it objects too.
+	wantAPISuccess(t, e.request(t, http.MethodPatch, "/api/v1/realm", url.Values{"can_create_groups": {fmt.Sprintf(`{"new":%d}`, support)}}, &e.admin))
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/user_groups/"+strconv.Itoa(outer)+"/deactivate", nil, &e.alice))
+	r = e.request(t, http.MethodPost, path, nil, &e.alice)
+	if got, want := toJSON(t, r.body["objections"]), `[{"settings":["can_create_groups"],"type":"realm"}]`; got != want {
+		t.Errorf("objections: got %s, want %s", got, want)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPatch, "/api/v1/realm", url.Values{"can_create_groups": {`{"new":5}`}}, &e.admin))
+	wantAPISuccess(t, e.request(t, http.MethodPost, path, nil, &e.alice))
+	wantAPIError(t, e.request(t, http.MethodPost, path, nil, &e.alice), 400, "BAD_REQUEST", "User group is deactivated.")
+	// Only the name of a deactivated group may change.
+	gpath := "/api/v1/user_groups/" + strconv.Itoa(support)
+	wantAPIError(t, e.request(t, http.MethodPatch, gpath, url.Values{"description": {"x"}}, &e.alice), 400, "BAD_REQUEST", "You can only change name of deactivated user groups")
+	wantAPISuccess(t, e.request(t, http.MethodPatch, gpath, url.Values{"name": {"old support"}}, &e.alice))
+	if _, listed := e.userGroupsOf(t, &e.alice, nil)[support]; listed {
+		t.Error("a deactivated group is listed without include_deactivated_groups")
+	}
+	if g := e.userGroupsOf(t, &e.alice, url.Values{"include_deactivated_groups": {"true"}})[support]; g == nil || g["deactivated"] != true || g["name"] != "old support" {
+		t.Errorf("with include_deactivated_groups: got %v", g)
+	}
+	ops := func(q string) (out []string) {
+		for _, ev := range e.eventsOfType(t, &e.bob, q, "user_group") {
+			if ev["group_id"] == float64(support) {
+				out = append(out, fmt.Sprintf("%v %v", ev["op"], ev["data"]))
+			}
+		}
+		return out
+	}
+	if got, want := ops(keep), []string{"update map[deactivated:true]", "update map[name:old support]"}; !slices.Equal(got, want) {
+		t.Errorf("queue keeping deactivated groups: got %v, want %v", got, want)
+	}
+	if got, want := ops(drop), []string{"remove <nil>"}; !slices.Equal(got, want) {
+		t.Errorf("other queue: got %v, want %v", got, want)
+	}
+}
+
+func TestUserGroups_RegisterListsThemAndFollowsChanges(t *testing.T) {
+	e := newTestEnv(t)
+	groupsIn := func() map[int]map[string]any {
+		r := e.registerQueue(t, &e.bob, url.Values{"fetch_event_types": {`["realm_user_groups"]`}})
+		out := map[int]map[string]any{}
+		for _, g := range r.body["realm_user_groups"].([]any) {
+			o := g.(map[string]any)
+			out[int(o["id"].(float64))] = o
+		}
+		return out
+	}
+	if len(groupsIn()) != len(systemGroups) {
+		t.Fatal("register before any group: want the system groups alone")
+	}
+	id := e.createGroup(t, &e.alice, "support", []uint64{e.bob.ID}, nil)
+	if g := groupsIn()[id]; g == nil || g["name"] != "support" {
+		t.Fatalf("register after create: got %v", g)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/user_groups/"+strconv.Itoa(id)+"/members", url.Values{"add": {toJSON(t, []uint64{e.alice.ID})}}, &e.alice))
+	if got := numbers(groupsIn()[id]["members"]); !slices.Equal(got, []int{int(e.alice.ID), int(e.bob.ID)}) {
+		t.Errorf("register after add: members %v (a stale shared copy?)", got)
+	}
+}
+
+func TestUserGroups_AddEventCarriesTheGroup(t *testing.T) {
+	e := newTestEnv(t)
+	q := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["user_group"]`}}).str("queue_id")
+	id := e.createGroup(t, &e.alice, "support", []uint64{e.bob.ID}, url.Values{"subgroups": {"[3]"}})
+	evs := e.eventsOfType(t, &e.bob, q, "user_group")
+	if len(evs) != 2 || evs[0]["op"] != "add" || evs[1]["op"] != "add_subgroups" {
+		t.Fatalf("events: got %v", evs)
+	}
+	g := evs[0]["group"].(map[string]any)
+	if g["id"] != float64(id) || g["name"] != "support" || toJSON(t, g["members"]) != toJSON(t, []uint64{e.bob.ID}) || toJSON(t, g["direct_subgroup_ids"]) != "[]" {
+		t.Errorf("add event's group: got %v", g)
+	}
+}
