@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"go.etcd.io/bbolt"
 )
 
 // createGroup makes a group as a, with extra parameters, and answers its id.
@@ -369,4 +371,66 @@ func TestUserGroups_AddEventCarriesTheGroup(t *testing.T) {
 	if g["id"] != float64(id) || g["name"] != "support" || toJSON(t, g["members"]) != toJSON(t, []uint64{e.bob.ID}) || toJSON(t, g["direct_subgroup_ids"]) != "[]" {
 		t.Errorf("add event's group: got %v", g)
 	}
+}
+
+// TestUserGroups_MentionsFlagMembersAndPush: @*group* renders as Zulip
+// renders it and flags every active member as mentioned, through
+// subgroups, but the sender; a silent @_*group* flags nobody; pushes
+// follow the flag; a sender outside the group's can_mention_group is
+// refused with Zulip's text and nothing is sent.
+func TestUserGroups_MentionsFlagMembersAndPush(t *testing.T) {
+	e, carol := newMentionEnv(t)
+	support := e.createGroup(t, &e.alice, "support", []uint64{e.alice.ID, e.bob.ID}, nil)
+	e.createGroup(t, &e.alice, "everybody", []uint64{}, url.Values{"subgroups": {toJSON(t, []int{support})}})
+	send := func(a *account, content string) uint64 {
+		t.Helper()
+		r := e.sendContent(t, a, "lunch", content)
+		wantAPISuccess(t, r)
+		return uint64(r.body["id"].(float64))
+	}
+	id := send(&e.alice, "@*support* lunch?")
+	if got := mentionFlagsIn(e.flagsOf(t, &e.bob, id)); !slices.Equal(got, []string{"mentioned"}) {
+		t.Errorf("bob's flags for @*support*: got %v, want [mentioned]", got)
+	}
+	for _, a := range []*account{&e.alice, &carol} {
+		if got := mentionFlagsIn(e.flagsOf(t, a, id)); got != nil {
+			t.Errorf("%s's flags for @*support*: got %v, want none (the sender, and a non-member)", a.Email, got)
+		}
+	}
+	var m message
+	if err := e.st.view(func(tx *bbolt.Tx) (err error) { m, err = messageByID(tx, id); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`<p><span class="user-group-mention" data-user-group-id="%d">@support</span> lunch?</p>`, support); m.Rendered != want {
+		t.Errorf("rendered: got %s, want %s", m.Rendered, want)
+	}
+	var trigger string
+	e.st.view(func(tx *bbolt.Tx) error {
+		trigger = channelPushTrigger(tx, e.bob.user, e.general, m)
+		return nil
+	})
+	if trigger != "mentioned" {
+		t.Errorf("bob's push trigger: got %q, want mentioned", trigger)
+	}
+	id = send(&carol, "@*everybody* hi")
+	for _, a := range []*account{&e.alice, &e.bob} {
+		if got := mentionFlagsIn(e.flagsOf(t, a, id)); !slices.Equal(got, []string{"mentioned"}) {
+			t.Errorf("%s's flags for @*everybody* (support is its subgroup): got %v", a.Email, got)
+		}
+	}
+	id = send(&carol, "@_*support* hi")
+	if got := mentionFlagsIn(e.flagsOf(t, &e.bob, id)); got != nil {
+		t.Errorf("bob's flags for the silent @_*support*: got %v, want none", got)
+	}
+	// Only administrators may mention support now.
+	wantAPISuccess(t, e.request(t, http.MethodPatch, "/api/v1/user_groups/"+strconv.Itoa(support), url.Values{"can_mention_group": {`{"new":2}`}}, &e.alice))
+	before := e.st.maxID.Load()
+	wantAPIError(t, e.sendContent(t, &carol, "lunch", "@*support* hi"), 400, "BAD_REQUEST", "You are not allowed to mention user group 'support'.")
+	wantAPIError(t, e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"private"}, "to": {jsonIDs(e.bob.ID)}, "content": {"@*support*"}}, &carol),
+		400, "BAD_REQUEST", "You are not allowed to mention user group 'support'.")
+	if after := e.st.maxID.Load(); after != before {
+		t.Errorf("a refused mention stored a message: %d messages, want %d", after, before)
+	}
+	send(&carol, "@_*support* silently")
+	send(&e.admin, "@*support* admins may")
 }

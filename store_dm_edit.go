@@ -62,6 +62,9 @@ func (s *store) editDirect(u user, e messageEdit, orig message) (int, error) {
 	if len(rendering.HTML) > maxRenderedLength {
 		return 0, errUnableToRender
 	}
+	if err := s.checkGroupMentions(u, rendering.Mentions); err != nil {
+		return 0, err
+	}
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		m, _, err := s.reactableMessage(tx, u, orig.ID) // deleted, or its sender's, since the read above?
 		if err != nil {

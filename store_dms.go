@@ -193,6 +193,9 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 		if len(rendering.HTML) > maxRenderedLength {
 			return errUnableToRender
 		}
+		if err := s.checkGroupMentions(sender, rendering.Mentions); err != nil {
+			return err
+		}
 		if out.Also != nil {
 			if err := out.Also(tx, report); err != nil {
 				return err

@@ -59,9 +59,8 @@ type inliner struct {
 
 func newInliner(r *renderer) *inliner { return &inliner{r: r} }
 
-// inlinePatterns is Zulip's registry, highest priority first (tex,
-// user-group mentions and linkifiers are left out: their text stays as
-// it is).
+// inlinePatterns is Zulip's registry, highest priority first (tex and
+// linkifiers are left out: their text stays as it is).
 var inlinePatterns []inlinePattern
 
 func init() {
@@ -73,6 +72,7 @@ func init() {
 		{name: "topic", newStyle: true, resumes: true, find: findChannelTopicLink, handle: handleChannelTopicLink},
 		{name: "stream", newStyle: true, resumes: true, find: findChannelLink, handle: handleChannelLink},
 		{name: "timestamp", resumes: true, find: findTimestamp, handle: handleTimestamp},
+		{name: "usergroupmention", newStyle: true, resumes: true, find: findGroupMention, handle: handleGroupMention},
 		{name: "link", newStyle: true, resumes: true, find: findLink, handle: handleLink},
 		{name: "autolink", find: findAutolink, handle: handleAutolink},
 		{name: "entity", newStyle: true, resumes: true, find: findEntity, handle: handleEntity},
