@@ -434,3 +434,52 @@ func TestUserGroups_MentionsFlagMembersAndPush(t *testing.T) {
 	send(&carol, "@_*support* silently")
 	send(&e.admin, "@*support* admins may")
 }
+
+// TestUserGroups_AreValuesOfGroupSettings: a user group, and a group
+// that holds it as a subgroup, is a value of the organisation's settings
+// (PATCH /realm) and of a channel's, and decides who holds the
+// permission; a group that does not exist or is deactivated is refused.
+func TestUserGroups_AreValuesOfGroupSettings(t *testing.T) {
+	e := newTestEnv(t)
+	inner := e.createGroup(t, &e.admin, "creators", []uint64{e.bob.ID}, nil)
+	outer := e.createGroup(t, &e.admin, "outer", []uint64{}, url.Values{"subgroups": {toJSON(t, []int{inner})}})
+	gone := e.createGroup(t, &e.admin, "gone", []uint64{}, nil)
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/user_groups/"+strconv.Itoa(gone)+"/deactivate", nil, &e.admin))
+
+	realm := func(setting string, group int) response {
+		return e.request(t, http.MethodPatch, "/api/v1/realm", url.Values{setting: {fmt.Sprintf(`{"new":%d}`, group)}}, &e.admin)
+	}
+	wantAPIError(t, realm("can_create_public_channel_group", 99), 400, "BAD_REQUEST", "Invalid user group")
+	wantAPIError(t, realm("can_create_public_channel_group", gone), 400, "BAD_REQUEST", "User group is deactivated.")
+	wantAPISuccess(t, realm("can_create_public_channel_group", outer))
+	create := func(a *account, name string, extra url.Values) response {
+		params := url.Values{"subscriptions": {`[{"name":"` + name + `"}]`}}
+		for k, v := range extra {
+			params[k] = v
+		}
+		return e.request(t, http.MethodPost, "/api/v1/users/me/subscriptions", params, a)
+	}
+	wantAPIError(t, create(&e.alice, "alices", nil), 400, "BAD_REQUEST", "Insufficient permission")
+	wantAPISuccess(t, create(&e.bob, "bobs", nil)) // in creators, a subgroup of outer
+
+	// A channel whose can_send_message_group is the user group.
+	wantAPIError(t, create(&e.bob, "bad", url.Values{"can_send_message_group": {strconv.Itoa(gone)}}), 400, "BAD_REQUEST", "User group is deactivated.")
+	wantAPISuccess(t, create(&e.bob, "announce", url.Values{"can_send_message_group": {strconv.Itoa(inner)}}))
+	post := func(a *account) response {
+		return e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"announce"}, "topic": {"t"}, "content": {"hi"}}, a)
+	}
+	wantAPISuccess(t, post(&e.bob))
+	wantAPIError(t, post(&e.alice), 400, "BAD_REQUEST", "You do not have permission to post in this channel.")
+	// Membership changes take effect on the next send.
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/user_groups/"+strconv.Itoa(inner)+"/members", url.Values{"add": {jsonIDs(e.alice.ID)}}, &e.admin))
+	wantAPISuccess(t, post(&e.alice))
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/user_groups/"+strconv.Itoa(inner)+"/members", url.Values{"delete": {jsonIDs(e.alice.ID)}}, &e.admin))
+	wantAPIError(t, post(&e.alice), 400, "BAD_REQUEST", "You do not have permission to post in this channel.")
+	// The groups in use cannot be deactivated.
+	r := e.request(t, http.MethodPost, "/api/v1/user_groups/"+strconv.Itoa(inner)+"/deactivate", nil, &e.admin)
+	wantAPIError(t, r, 400, "CANNOT_DEACTIVATE_GROUP_IN_USE", "Cannot deactivate user group in use.")
+	if got := toJSON(t, r.body["objections"]); !strings.Contains(got, `"type":"channel"`) || !strings.Contains(got, `"settings":["can_send_message_group"]`) ||
+		!strings.Contains(got, `"type":"subgroup"`) {
+		t.Errorf("objections: got %s, want the subgroup and the channel's setting", got)
+	}
+}
