@@ -483,3 +483,44 @@ func TestUserGroups_AreValuesOfGroupSettings(t *testing.T) {
 		t.Errorf("objections: got %s, want the subgroup and the channel's setting", got)
 	}
 }
+
+// TestUserGroups_ConcurrentWritesAllHold: writes of one group committed
+// together each see the others (no member is lost, and two subgroup
+// additions that together would make a cycle cannot both hold), and the
+// directory in place afterwards is the newest.
+func TestUserGroups_ConcurrentWritesAllHold(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.createGroup(t, &e.owner, "many", nil, nil)
+	other := e.createGroup(t, &e.owner, "other", nil, nil)
+	var users []user
+	for i := range 20 {
+		u, _ := mustCreateUser(t, e.st, fmt.Sprintf("u%d@example.com", i), roleMember, false)
+		users = append(users, u)
+	}
+	done := make(chan error)
+	for _, u := range users {
+		go func() {
+			done <- e.st.updateGroupMembers(e.owner.user, id, groupMembersEdit{Add: []uint64{u.ID}})
+		}()
+	}
+	for _, pair := range [][2]int{{id, other}, {other, id}} {
+		go func() { done <- e.st.updateGroupMembers(e.owner.user, pair[0], groupMembersEdit{AddSubgroups: []int{pair[1]}}) }()
+	}
+	failed := 0
+	for range len(users) + 2 {
+		if err := <-done; err != nil {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("concurrent writes: %d failed, want 1 (one of the two subgroup additions)", failed)
+	}
+	g, _ := e.st.groups().group(id)
+	if len(g.Members) != len(users) {
+		t.Errorf("members after concurrent adds: got %d, want %d", len(g.Members), len(users))
+	}
+	o, _ := e.st.groups().group(other)
+	if len(g.Subgroups)+len(o.Subgroups) != 1 {
+		t.Errorf("subgroups: got %v and %v, want one of them", g.Subgroups, o.Subgroups)
+	}
+}

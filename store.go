@@ -571,8 +571,11 @@ func (s *store) updateReporting(fn func(tx *bbolt.Tx, report func(change any)) e
 		return err
 	}, func() {
 		for _, c := range changes {
-			if a, ok := c.(accountChanged); ok {
-				s.keys.forget(a.Email)
+			switch c := c.(type) {
+			case accountChanged:
+				s.keys.forget(c.Email)
+			case groupsRebuilt:
+				s.placeGroups(c.directory) // store_user_groups.go
 			}
 		}
 		if len(changes) > 0 {

@@ -40,35 +40,42 @@ func (s *store) loadUserGroups(tx *bbolt.Tx) error {
 	return nil
 }
 
-// refreshGroups makes the directory again once a write of groups is
-// committed, unless a newer one is in place already.
-func (s *store) refreshGroups() error {
-	return s.view(func(tx *bbolt.Tx) error {
-		version := usersVersion(tx)
-		if cur := s.userGroups.Load(); cur != nil && cur.version >= version {
-			return nil
+// groupsRebuilt carries the directory a write of groups made, as its
+// transaction saw the groups: the committer puts it in place
+// (updateReporting) before the write's events are told, so that a
+// client that hears of a change and then sends is judged by it.
+type groupsRebuilt struct{ directory *groupDirectory }
+
+// placeGroups puts a directory in place unless a newer one is: writes
+// committed together each made their own, the last the newest.
+func (s *store) placeGroups(d *groupDirectory) {
+	for {
+		cur := s.userGroups.Load()
+		if cur != nil && cur.version > d.version || s.userGroups.CompareAndSwap(cur, d) {
+			return
 		}
-		groups, err := loadGroups(tx)
+	}
+}
+
+// updateGroups is updateReporting for a write of groups: once fn has
+// written, the directory is made again in the same transaction and
+// reported ahead of fn's changes.
+func (s *store) updateGroups(fn func(tx *bbolt.Tx, report func(any)) error) error {
+	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+		var changes []any
+		if err := fn(tx, func(c any) { changes = append(changes, c) }); err != nil {
+			return err
+		}
+		d, err := groupsIn(tx)
 		if err != nil {
 			return err
 		}
-		d := newGroupDirectory(version, groups)
-		for {
-			cur := s.userGroups.Load()
-			if cur != nil && cur.version >= version || s.userGroups.CompareAndSwap(cur, d) {
-				return nil
-			}
+		report(groupsRebuilt{d})
+		for _, c := range changes {
+			report(c)
 		}
+		return nil
 	})
-}
-
-// updateGroups is updateReporting for a write of groups, which makes
-// the directory again once it is committed.
-func (s *store) updateGroups(fn func(tx *bbolt.Tx, report func(any)) error) error {
-	if err := s.updateReporting(fn); err != nil {
-		return err
-	}
-	return s.refreshGroups()
 }
 
 func userGroupByID(tx *bbolt.Tx, id int) (userGroup, error) {
