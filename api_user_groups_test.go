@@ -504,7 +504,9 @@ func TestUserGroups_ConcurrentWritesAllHold(t *testing.T) {
 		}()
 	}
 	for _, pair := range [][2]int{{id, other}, {other, id}} {
-		go func() { done <- e.st.updateGroupMembers(e.owner.user, pair[0], groupMembersEdit{AddSubgroups: []int{pair[1]}}) }()
+		go func() {
+			done <- e.st.updateGroupMembers(e.owner.user, pair[0], groupMembersEdit{AddSubgroups: []int{pair[1]}})
+		}()
 	}
 	failed := 0
 	for range len(users) + 2 {
