@@ -7,6 +7,7 @@ package main
 
 import (
 	"math"
+	"unicode/utf8"
 )
 
 // membersOnly is Zulip's require_member_or_admin: no guests, no bots.
@@ -93,6 +94,9 @@ func (s *server) createUserGroup(r *apiRequest) (any, error) {
 	if req.Description, err = r.params.requiredString("description"); err != nil {
 		return nil, err
 	}
+	if utf8.RuneCountInString(req.Description) > maxGroupDescriptionLength {
+		return nil, errChannelDescriptionTooLong // the same words, and bound, as a channel's
+	}
 	subgroups, err := optionalIDs(r.params, "subgroups")
 	if err != nil {
 		return nil, err
@@ -127,6 +131,9 @@ func (s *server) updateUserGroup(r *apiRequest) (any, error) {
 		e.Name = &v
 	}
 	if v, ok := r.params.lookup("description"); ok {
+		if utf8.RuneCountInString(v) > maxGroupDescriptionLength {
+			return nil, errChannelDescriptionTooLong
+		}
 		e.Description = &v
 	}
 	given := e.Name != nil || e.Description != nil

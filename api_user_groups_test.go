@@ -111,6 +111,7 @@ func TestUserGroups_CreateRefusals(t *testing.T) {
 		{"name not empty", &e.alice, url.Values{"name": {"  "}, "members": {"[]"}, "description": {""}}, "User group name can't be empty!"},
 		{"name not reserved", &e.alice, url.Values{"name": {"role:x"}, "members": {"[]"}, "description": {""}}, "User group name cannot start with 'role:'."},
 		{"name not too long", &e.alice, url.Values{"name": {string(make([]byte, 101))}, "members": {"[]"}, "description": {""}}, "User group name cannot exceed 100 characters."},
+		{"description bounded", &e.alice, url.Values{"name": {"x"}, "members": {"[]"}, "description": {strings.Repeat("é", 1025)}}, "description is too long (limit: 1024 characters)"},
 		{"name free", &e.alice, url.Values{"name": {"support"}, "members": {"[]"}, "description": {""}}, "User group 'support' already exists."},
 		{"setting group exists", &e.alice, url.Values{"name": {"x"}, "members": {"[]"}, "description": {""}, "can_manage_group": {"77"}}, "Invalid user group"},
 		{"setting not everyone", &e.alice, url.Values{"name": {"x"}, "members": {"[]"}, "description": {""}, "can_manage_group": {"6"}}, "'can_manage_group' setting cannot be set to 'role:everyone' group."},

@@ -536,6 +536,8 @@ func refusal(e *apiError) error { return &rejection{text: e.msg, told: e} }
 var (
 	errNothingToDoMembers = badRequest(`Nothing to do. Specify at least one of "add", "delete", "add_subgroups" or "delete_subgroups".`)
 	errNoNewData          = badRequest("No new data supplied")
+	// zulite's bound (user_groups.go's maxUserGroups); Zulip sets none.
+	errTooManyUserGroups = badRequest("Too many user groups (limit: " + strconv.Itoa(maxUserGroups) + ").")
 )
 
 // errGroupInUse is Zulip's CannotDeactivateGroupInUseError, with the

@@ -206,6 +206,9 @@ func (s *store) createUserGroup(caller user, req newUserGroup) (int, error) {
 		if groupNameTaken(d, req.Name, 0) {
 			return errGroupExists.about(req.Name)
 		}
+		if len(d.groups) >= maxUserGroups {
+			return refusal(errTooManyUserGroups)
+		}
 		for _, sub := range req.Subgroups {
 			exists, deactivated := namedGroupExists(tx, sub)
 			if !exists {

@@ -34,9 +34,14 @@ const (
 	groupPermissionCount
 )
 
-// Zulip's bounds on a group's name (zerver/models/groups.py UserGroup).
+// Zulip's bound on a group's name (zerver/models/groups.py UserGroup),
+// and zulite's on a description and on the groups there may be, which
+// Zulip does not bound: every group is in every registration, and the
+// directory is made again at every change.
 const (
-	maxGroupNameLength = 100
+	maxGroupNameLength        = 100
+	maxGroupDescriptionLength = maxChannelDescriptionLength
+	maxUserGroups             = 1000
 )
 
 // invalidGroupNamePrefixes are UserGroup.INVALID_NAME_PREFIXES.
@@ -169,20 +174,6 @@ func (d *groupDirectory) group(id int) (*userGroup, bool) {
 		return nil, false
 	}
 	return &d.groups[i], true
-}
-
-// groupNamed finds an active user-defined group by its name, compared
-// as Zulip's MentionData does, case-insensitively.
-func (d *groupDirectory) groupNamed(name string) (*userGroup, bool) {
-	if d == nil {
-		return nil, false
-	}
-	for i := range d.groups {
-		if !d.groups[i].Deactivated && strings.EqualFold(d.groups[i].Name, name) {
-			return &d.groups[i], true
-		}
-	}
-	return nil, false
 }
 
 // has tells whether the user belongs to the named group, directly or
