@@ -527,3 +527,30 @@ func TestUserGroups_ConcurrentWritesAllHold(t *testing.T) {
 		t.Errorf("subgroups: got %v and %v, want one of them", g.Subgroups, o.Subgroups)
 	}
 }
+
+// TestUserGroups_GuestsHoldNoPermissionThatMayNotBeEveryones: a guest
+// in a user group gets none of its permissions whose setting may not be
+// role:everyone (Zulip's user_has_permission_for_group_setting): not
+// managing a group, not deleting others' messages; but is mentioned
+// with it.
+func TestUserGroups_GuestsHoldNoPermissionThatMayNotBeEveryones(t *testing.T) {
+	e := newTestEnv(t)
+	guest := e.guest(t)
+	if err := e.st.addSubscriptionForTest(guest.user, e.general); err != nil {
+		t.Fatal(err)
+	}
+	staff := e.createGroup(t, &e.owner, "staff", []uint64{guest.ID, e.bob.ID}, nil)
+	managed := e.createGroup(t, &e.owner, "managed", []uint64{}, url.Values{"can_manage_group": {strconv.Itoa(staff)}})
+	deactivate := "/api/v1/user_groups/" + strconv.Itoa(managed) + "/deactivate"
+	wantAPIError(t, e.request(t, http.MethodPost, deactivate, nil, guest), 400, "BAD_REQUEST", "Insufficient permission")
+	wantAPISuccess(t, e.request(t, http.MethodPatch, "/api/v1/realm", url.Values{"can_delete_any_message_group": {fmt.Sprintf(`{"new":%d}`, staff)}}, &e.admin))
+	r := e.sendContent(t, &e.bob, "t", "@*staff* hello")
+	wantAPISuccess(t, r)
+	alices := "/api/v1/messages/" + strconv.FormatUint(e.sendAs(t, e.alice, e.general, "x"), 10)
+	wantAPIError(t, e.request(t, http.MethodDelete, alices, nil, guest), 400, "BAD_REQUEST", "You don't have permission to delete this message")
+	if got := mentionFlagsIn(e.flagsOf(t, guest, uint64(r.body["id"].(float64)))); !slices.Equal(got, []string{"mentioned"}) {
+		t.Errorf("the guest's flags: got %v, want [mentioned]", got)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodDelete, alices, nil, &e.bob)) // bob, a member of staff, may delete any message
+	wantAPISuccess(t, e.request(t, http.MethodPost, deactivate, nil, &e.bob))
+}
