@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -553,4 +554,26 @@ func TestUserGroups_GuestsHoldNoPermissionThatMayNotBeEveryones(t *testing.T) {
 	}
 	wantAPISuccess(t, e.request(t, http.MethodDelete, alices, nil, &e.bob)) // bob, a member of staff, may delete any message
 	wantAPISuccess(t, e.request(t, http.MethodPost, deactivate, nil, &e.bob))
+}
+
+// TestUserGroups_ExportSaysTheyDoNotGoOver: the export writes no groups
+// (its importer makes the system ones), so its report counts the user
+// groups left behind, and what it writes still passes the importer's
+// rules.
+func TestUserGroups_ExportSaysTheyDoNotGoOver(t *testing.T) {
+	e := newTestEnv(t)
+	e.createGroup(t, &e.alice, "support", []uint64{e.bob.ID}, nil)
+	e.sendAs(t, e.bob, e.general, "lunch")
+	dir := filepath.Join(t.TempDir(), "export")
+	if err := prepareExportDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	report, err := e.st.export(dir, e.st.uploadsDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "not exported either: 1 user groups"; !strings.Contains(report.String(), want) {
+		t.Errorf("export report: got %q, want it to hold %q", report.String(), want)
+	}
+	checkZulipImportable(t, dir)
 }
