@@ -7,6 +7,7 @@ package main
 
 import (
 	"math"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -53,26 +54,31 @@ func optionalIDs(p *params, name string) ([]int64, error) {
 	return intList(p, name)
 }
 
-func userIDs(list []int64) []uint64 {
+// userIDs are ids as accounts have them; one no account can have
+// (negative) is refused as Zulip's user_ids_to_users refuses an unknown
+// one, naming it as sent.
+func userIDs(list []int64) ([]uint64, error) {
 	out := make([]uint64, 0, len(list))
 	for _, id := range list {
 		if id < 0 {
-			id = 0 // no account has it: "Invalid user ID: 0" would misname it, so keep it unmatched
+			return nil, errNoSuchUserID.about(strconv.FormatInt(id, 10))
 		}
 		out = append(out, uint64(id))
 	}
-	return out
+	return out, nil
 }
 
-func groupIDs(list []int64) []int {
+// groupIDs are ids as groups have them; one no group can have is
+// refused as an unknown subgroup is, naming it as sent.
+func groupIDs(list []int64) ([]int, error) {
 	out := make([]int, 0, len(list))
 	for _, id := range list {
 		if id < math.MinInt32 || id > math.MaxInt32 {
-			id = 0
+			return nil, errNoSuchGroupID.about(strconv.FormatInt(id, 10))
 		}
 		out = append(out, int(id))
 	}
-	return out
+	return out, nil
 }
 
 // createUserGroup serves POST /api/v1/user_groups/create, for those the
@@ -90,7 +96,9 @@ func (s *server) createUserGroup(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Members = userIDs(members)
+	if req.Members, err = userIDs(members); err != nil {
+		return nil, err
+	}
 	if req.Description, err = r.params.requiredString("description"); err != nil {
 		return nil, err
 	}
@@ -101,7 +109,9 @@ func (s *server) createUserGroup(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Subgroups = groupIDs(subgroups)
+	if req.Subgroups, err = groupIDs(subgroups); err != nil {
+		return nil, err
+	}
 	for p := range groupPermissionCount {
 		g, given, err := readGroupSetting(r.params, groupPermissionSettings[p].name)
 		if err != nil {
@@ -198,8 +208,20 @@ func (s *server) updateGroupMembers(r *apiRequest) (any, error) {
 	if len(lists[0]) == 0 && len(lists[1]) == 0 && len(lists[2]) == 0 && len(lists[3]) == 0 {
 		return nil, errNothingToDoMembers
 	}
-	return nil, s.store.updateGroupMembers(r.user, id, groupMembersEdit{Add: userIDs(lists[1]), Delete: userIDs(lists[0]),
-		AddSubgroups: groupIDs(lists[3]), DeleteSubgroups: groupIDs(lists[2])})
+	var e groupMembersEdit
+	if e.Add, err = userIDs(lists[1]); err != nil {
+		return nil, err
+	}
+	if e.Delete, err = userIDs(lists[0]); err != nil {
+		return nil, err
+	}
+	if e.AddSubgroups, err = groupIDs(lists[3]); err != nil {
+		return nil, err
+	}
+	if e.DeleteSubgroups, err = groupIDs(lists[2]); err != nil {
+		return nil, err
+	}
+	return nil, s.store.updateGroupMembers(r.user, id, e)
 }
 
 // updateGroupSubgroups serves POST /api/v1/user_groups/{user_group_id}/subgroups.
@@ -219,7 +241,14 @@ func (s *server) updateGroupSubgroups(r *apiRequest) (any, error) {
 	if len(add) == 0 && len(del) == 0 {
 		return nil, errNothingToDoSubscriptions
 	}
-	return nil, s.store.updateGroupMembers(r.user, id, groupMembersEdit{AddSubgroups: groupIDs(add), DeleteSubgroups: groupIDs(del)})
+	var e groupMembersEdit
+	if e.AddSubgroups, err = groupIDs(add); err != nil {
+		return nil, err
+	}
+	if e.DeleteSubgroups, err = groupIDs(del); err != nil {
+		return nil, err
+	}
+	return nil, s.store.updateGroupMembers(r.user, id, e)
 }
 
 // userGroupMembers serves GET /api/v1/user_groups/{user_group_id}/members.

@@ -116,6 +116,8 @@ func TestUserGroups_CreateRefusals(t *testing.T) {
 		{"name free", &e.alice, url.Values{"name": {"support"}, "members": {"[]"}, "description": {""}}, "User group 'support' already exists."},
 		{"setting group exists", &e.alice, url.Values{"name": {"x"}, "members": {"[]"}, "description": {""}, "can_manage_group": {"77"}}, "Invalid user group"},
 		{"setting not everyone", &e.alice, url.Values{"name": {"x"}, "members": {"[]"}, "description": {""}, "can_manage_group": {"6"}}, "'can_manage_group' setting cannot be set to 'role:everyone' group."},
+		{"members exist, named as sent", &e.alice, url.Values{"name": {"x"}, "members": {"[-3]"}, "description": {""}}, "Invalid user ID: -3"},
+		{"subgroups exist, named as sent", &e.alice, url.Values{"name": {"x"}, "members": {"[]"}, "description": {""}, "subgroups": {"[99999999999]"}}, "Invalid user group ID: 99999999999"},
 		{"subgroups exist", &e.alice, url.Values{"name": {"x"}, "members": {"[]"}, "description": {""}, "subgroups": {"[55]"}}, "Invalid user group ID: 55"},
 	}
 	for _, c := range cases {
