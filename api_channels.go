@@ -20,8 +20,8 @@ const (
 )
 
 // streamObject is Zulip's channel object at feature level 421, as GET
-// /streams answers it. zulite has no archived, web-public or default
-// channels, no channel folders and no retention policy, so those fields
+// /streams answers it. zulite has no web-public channels, no channel
+// folders and no retention policy, so those fields
 // say so; subscribers of a private channel see its whole history.
 type streamObject struct {
 	StreamID                   uint64  `json:"stream_id"`
@@ -70,6 +70,7 @@ func newStreamObject(ch channelView) streamObject {
 		DateCreated:                ch.Created,
 		InviteOnly:                 ch.Private,
 		HistoryPublicToSubscribers: true,
+		IsArchived:                 ch.Archived,
 		IsRecentlyActive:           ch.RecentlyActive,
 		StreamWeeklyTraffic:        ch.WeeklyTraffic,
 		SubscriberCount:            ch.SubscriberCount,
@@ -155,6 +156,9 @@ func (s *server) listSubscriptions(r *apiRequest) (any, error) {
 	}
 	list := make([]subscriptionObject, 0, len(subs))
 	for _, sub := range subs {
+		if sub.Archived { // Zulip's gather_subscriptions leaves archived channels out
+			continue
+		}
 		o := newSubscriptionObject(sub)
 		if withSubscribers {
 			o.Subscribers = append([]uint64{}, sub.Subscribers...)
@@ -440,13 +444,13 @@ func readGroupSetting(p *params, name string) (groupSetting, bool, error) {
 	if parsed == nil {
 		return groupSetting{}, false, nil
 	}
-	g, err := groupSettingValue(name, parsed)
+	g, err := groupSettingOf(name, parsed)
 	return g, err == nil, err
 }
 
-// groupSettingValue is a decoded group-setting value: a group id, or
-// {"direct_members": [ids], "direct_subgroups": [ids]}.
-func groupSettingValue(name string, parsed any) (groupSetting, error) {
+// groupSettingOf reads a decoded group-setting value, the parameter
+// name's.
+func groupSettingOf(name string, parsed any) (groupSetting, error) {
 	if n, ok := jsonInt(parsed); ok {
 		return systemGroupSetting(int(n)), nil
 	}
@@ -603,9 +607,11 @@ func (s *server) listChannels(r *apiRequest) (any, error) {
 	if f.Subscribed, err = r.params.optionalBool("include_subscribed", true); err != nil {
 		return nil, err
 	}
-	if _, err = r.params.optionalBool("exclude_archived", true); err != nil { // zulite has no archived channels
+	excludeArchived, err := r.params.optionalBool("exclude_archived", true)
+	if err != nil {
 		return nil, err
 	}
+	f.Archived = !excludeArchived
 	if f.All, err = r.params.optionalBool("include_all", false); err != nil {
 		return nil, err
 	}
@@ -632,7 +638,7 @@ func (s *server) listChannels(r *apiRequest) (any, error) {
 	for _, ch := range channels {
 		o := newStreamObject(ch)
 		if withDefault {
-			o.IsDefault = new(bool) // zulite has no default channels
+			o.IsDefault = &ch.Default
 		}
 		list = append(list, o)
 	}

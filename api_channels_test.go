@@ -443,8 +443,7 @@ func TestSubscribe_NewChannelSettings(t *testing.T) {
 		{url.Values{"can_add_subscribers_group": {"6"}}, "BAD_REQUEST", "'can_add_subscribers_group' setting cannot be set to 'role:everyone' group."},
 		{url.Values{"can_send_message_group": {"7"}}, "BAD_REQUEST", "'can_send_message_group' setting cannot be set to 'role:internet' group."},
 		{url.Values{"can_send_message_group": {`"2"`}}, "BAD_REQUEST", "can_send_message_group is not a dict"},
-		{url.Values{"can_delete_own_message_group": {"5"}}, "BAD_REQUEST", "Insufficient permission"}, // zulite deletes no messages
-		{url.Values{"can_resolve_topics_group": {"5"}}, "BAD_REQUEST", "Insufficient permission"},
+		{url.Values{"can_delete_own_message_group": {"5"}}, "BAD_REQUEST", "Insufficient permission"}, // can_set_delete_message_policy_group is role:nobody
 		{url.Values{"topics_policy": {`"disable_empty_topic"`}}, "BAD_REQUEST", "Insufficient permission"},
 		{url.Values{"topics_policy": {`"sometimes"`}}, "BAD_REQUEST", "Invalid topics_policy"},
 		{url.Values{"folder_id": {"1"}}, "BAD_REQUEST", "Invalid channel folder ID"},
@@ -521,8 +520,8 @@ func TestChannelByID_OneChannelForThoseWhoMayKnowOfIt(t *testing.T) {
 	wantAPIError(t, get(&e.alice, "9999"), 400, "BAD_REQUEST", "Invalid channel ID")
 	wantAPIError(t, get(&e.alice, "99999999999999999999999"), 400, "BAD_REQUEST", "Invalid channel ID")
 	wantAPIError(t, get(&e.alice, "abc"), 404, "BAD_REQUEST", "Not Found")
-	if r := e.request(t, http.MethodPatch, "/api/v1/streams/"+secretID, nil, nil); r.status != 405 || r.header.Get("Allow") != "GET" {
-		t.Errorf("PATCH: got %d, Allow %q; want 405, GET", r.status, r.header.Get("Allow"))
+	if r := e.request(t, http.MethodPut, "/api/v1/streams/"+secretID, nil, nil); r.status != 405 || r.header.Get("Allow") != "DELETE, GET, PATCH" {
+		t.Errorf("PUT: got %d, Allow %q; want 405, DELETE, GET, PATCH", r.status, r.header.Get("Allow"))
 	}
 }
 

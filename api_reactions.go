@@ -57,11 +57,8 @@ func (s *server) publishReaction(c reactionChanged) {
 		"user":       map[string]any{"user_id": c.User.ID, "email": c.User.Email, "full_name": c.User.FullName},
 		"message_id": c.MessageID, "emoji_name": c.Reaction.EmojiName, "emoji_code": c.Reaction.EmojiCode,
 		"reaction_type": c.Reaction.ReactionType}
-	audience := map[uint64]bool{}
-	for _, id := range c.Audience {
-		audience[id] = true
-	}
-	s.events.publish("reaction", func(q *eventQueue) bool { return audience[q.userID] }, func(*eventQueue) event {
-		return cloneEvent(e)
-	})
+	// The same bytes for everyone who hears it: encoded once, not once a
+	// queue (a reaction in a channel of thousands encoded thousands of
+	// times).
+	s.events.tell("reaction", usersAudience(c.Audience...), e, nil)
 }

@@ -12,6 +12,8 @@ var realmChangeable = []realmPermission{realmCanCreatePublicChannelGroup, realmC
 	realmCanDeleteAnyMessageGroup, realmCanDeleteOwnMessageGroup, realmCanMoveMessagesBetweenChannelsGroup,
 	realmCanMoveMessagesBetweenTopicsGroup, realmCanResolveTopicsGroup,
 	realmDirectMessagePermissionGroup, realmDirectMessageInitiatorGroup, // who may send direct messages (store_dms.go)
+	realmCanAddCustomEmojiGroup,                              // who may add custom emoji (api_realm_emoji.go)
+	realmCanInviteUsersGroup, realmCreateMultiuseInviteGroup, // who may invite (api_invites.go)
 	realmCanCreateGroups, realmCanManageAllGroups} // who may create user groups and manage every one (api_user_groups.go)
 
 // updateRealm serves PATCH /api/v1/realm for administrators. A group

@@ -147,16 +147,6 @@ func userSettingsObject(values map[string]any) map[string]any {
 	return o
 }
 
-// realmUserSettingsDefaults is register's realm_user_settings_defaults:
-// the defaults new users get, which zulite does not let administrators
-// change.
-func realmUserSettingsDefaults() map[string]any {
-	o := personalSettings(nil)
-	o["emojiset_choices"] = emojisetChoices
-	o["available_notification_sounds"] = []string{}
-	return o
-}
-
 // addLegacySettings puts the legacy top-level copies of the settings into
 // register's state, for clients without the user_settings_object
 // capability, as Zulip's fetch_initial_state_data does for the
@@ -180,12 +170,22 @@ func addLegacySettings(state map[string]any, values map[string]any, display, not
 // human_users_only): every parameter is checked, in Zulip's order,
 // before any is applied; a setting that keeps its value sends nothing.
 func (s *server) updateSettings(r *apiRequest) (any, error) {
+	changes, err := readSettingChanges(r.params)
+	if err != nil || len(changes) == 0 {
+		return nil, err
+	}
+	return nil, s.store.updateUserSettings(r.user, changes)
+}
+
+// readSettingChanges reads the changeable settings among the parameters,
+// in the table's order, each checked before any is applied.
+func readSettingChanges(p *params) ([]settingChange, error) {
 	var changes []settingChange
 	for _, setting := range userSettingsTable {
 		if !setting.changeable {
 			continue
 		}
-		raw, ok := r.params.lookup(setting.name)
+		raw, ok := p.lookup(setting.name)
 		if !ok {
 			continue
 		}
@@ -197,10 +197,7 @@ func (s *server) updateSettings(r *apiRequest) (any, error) {
 		def, _ := json.Marshal(setting.def)
 		changes = append(changes, settingChange{Name: setting.name, Value: encoded, Default: def})
 	}
-	if len(changes) == 0 {
-		return nil, nil
-	}
-	return nil, s.store.updateUserSettings(r.user, changes)
+	return changes, nil
 }
 
 // parseSetting reads one setting's parameter as Zulip's typed_endpoint

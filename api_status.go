@@ -46,7 +46,7 @@ func (s *server) setStatus(r *apiRequest) (any, error) {
 		c.EmojiCode, c.EmojiRT = &none, &unicode
 	case c.EmojiName != nil:
 		if c.EmojiCode == nil || c.EmojiRT == nil {
-			code, kind, err := emojiFor(*c.EmojiName)
+			code, kind, err := emojiFor(s.store.customEmoji(), *c.EmojiName)
 			if err != nil {
 				return nil, err
 			}
@@ -57,7 +57,7 @@ func (s *server) setStatus(r *apiRequest) (any, error) {
 				c.EmojiRT = &kind
 			}
 		}
-		if err := checkEmoji(*c.EmojiName, *c.EmojiCode, *c.EmojiRT); err != nil {
+		if err := checkEmoji(s.store.customEmoji(), *c.EmojiName, *c.EmojiCode, *c.EmojiRT); err != nil {
 			return nil, err
 		}
 	case c.EmojiCode != nil || c.EmojiRT != nil:

@@ -11,17 +11,6 @@ import (
 	"unicode/utf8"
 )
 
-// membersOnly is Zulip's require_member_or_admin: no guests, no bots.
-func membersOnly(u user) error {
-	if u.Role == roleGuest {
-		return errGuestsNotAllowed
-	}
-	if u.Bot {
-		return errBotRequest
-	}
-	return nil
-}
-
 // pathGroupID reads {user_group_id}: digits, else no route.
 func pathGroupID(r *apiRequest) (int, error) {
 	id, err := pathDigits(r, "user_group_id", errNoSuchGroup)
@@ -166,11 +155,11 @@ func (s *server) updateUserGroup(r *apiRequest) (any, error) {
 			return nil, errKeyMissing("new", name)
 		}
 		c := &groupSettingChange{}
-		if c.New, err = groupSettingValue(name+`["new"]`, next); err != nil {
+		if c.New, err = groupSettingOf(name+`["new"]`, next); err != nil {
 			return nil, err
 		}
 		if old, given := obj["old"]; given && old != nil {
-			v, err := groupSettingValue(name+`["old"]`, old)
+			v, err := groupSettingOf(name+`["old"]`, old)
 			if err != nil {
 				return nil, err
 			}

@@ -64,31 +64,31 @@ func (s *server) serverSettings(r *apiRequest) (any, error) {
 // email_address_visibility "everyone": email and delivery_email are the
 // account's address, for bots too.
 type userObject struct {
-	UserID        uint64          `json:"user_id"`
-	Email         string          `json:"email"`
-	DeliveryEmail string          `json:"delivery_email"`
-	FullName      string          `json:"full_name"`
-	IsAdmin       bool            `json:"is_admin"`
-	IsOwner       bool            `json:"is_owner"`
-	IsGuest       bool            `json:"is_guest"`
-	IsBot         bool            `json:"is_bot"`
-	BotType       *int            `json:"bot_type,omitempty"`
-	BotOwnerID    any             `json:"bot_owner_id,omitempty"` // bots only: null, as zulite's bots have no owner
-	IsActive      bool            `json:"is_active"`
-	Role          int             `json:"role"`
-	DateJoined    string          `json:"date_joined"`
-	Timezone      string          `json:"timezone"`
-	AvatarURL     *string         `json:"avatar_url"`
-	AvatarVersion int             `json:"avatar_version"`
-	ProfileData   *map[string]any `json:"profile_data,omitempty"`
+	UserID        uint64                   `json:"user_id"`
+	Email         string                   `json:"email"`
+	DeliveryEmail string                   `json:"delivery_email"`
+	FullName      string                   `json:"full_name"`
+	IsAdmin       bool                     `json:"is_admin"`
+	IsOwner       bool                     `json:"is_owner"`
+	IsGuest       bool                     `json:"is_guest"`
+	IsBot         bool                     `json:"is_bot"`
+	BotType       *int                     `json:"bot_type,omitempty"`
+	BotOwnerID    any                      `json:"bot_owner_id,omitempty"` // bots only: null, as zulite's bots have no owner
+	IsActive      bool                     `json:"is_active"`
+	Role          int                      `json:"role"`
+	DateJoined    string                   `json:"date_joined"`
+	Timezone      string                   `json:"timezone"`
+	AvatarURL     *string                  `json:"avatar_url"`
+	AvatarVersion int                      `json:"avatar_version"`
+	ProfileData   *map[string]profileValue `json:"profile_data,omitempty"`
 	// uploadedAvatar: the avatar is an upload, whose URL clients cannot
 	// compute, so it is given even with client_gravatar (avatars.go).
 	uploadedAvatar bool
 }
 
 // newUserObject is the user object as GET /users/me answers it: the
-// avatar URL always there, and profile_data (empty: zulite has no custom
-// profile fields) for humans.
+// avatar URL always there, and profile_data (the custom profile fields
+// given a value, store_people.go) for humans.
 func newUserObject(u user) userObject {
 	avatar := avatarURL(u, false)
 	o := userObject{
@@ -112,7 +112,11 @@ func newUserObject(u user) userObject {
 		genericBot := 1
 		o.BotType, o.BotOwnerID = &genericBot, json.RawMessage("null")
 	} else {
-		o.ProfileData = &map[string]any{}
+		profile := u.Profile
+		if profile == nil {
+			profile = map[string]profileValue{}
+		}
+		o.ProfileData = &profile
 	}
 	return o
 }

@@ -217,10 +217,15 @@ func TestGetUser_ByIDAndByEmail(t *testing.T) {
 		wantAPIError(t, e.request(t, http.MethodGet, path, nil, &e.alice), 400, "BAD_REQUEST", "No such user")
 	}
 	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/users/1", url.Values{"client_gravatar": {"maybe"}}, &e.alice), 400, "BAD_REQUEST", "client_gravatar is not valid JSON")
-	r := e.request(t, http.MethodPatch, "/api/v1/users/"+id(e.alice), nil, &e.alice)
+	r := e.request(t, http.MethodPut, "/api/v1/users/"+id(e.alice), nil, &e.alice)
+	wantAPIError(t, r, 405, "", "Method Not Allowed")
+	if r.header.Get("Allow") != "DELETE, GET, PATCH" {
+		t.Errorf("Allow: got %q, want DELETE, GET, PATCH", r.header.Get("Allow"))
+	}
+	r = e.request(t, http.MethodPatch, "/api/v1/users/"+e.alice.Email, nil, &e.alice)
 	wantAPIError(t, r, 405, "", "Method Not Allowed")
 	if r.header.Get("Allow") != "GET" {
-		t.Errorf("Allow: got %q, want GET", r.header.Get("Allow"))
+		t.Errorf("Allow by address: got %q, want GET", r.header.Get("Allow"))
 	}
 	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/users/"+id(e.alice), nil, nil), 401, "UNAUTHORIZED", "Not logged in: API authentication or user session required")
 }

@@ -706,3 +706,36 @@ func BenchmarkSubscribeSelf(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPresence_EveryoneReporting is one person's presence report in
+// an organisation where everyone reports every minute, as the apps do:
+// the answer holds every row changed since the client's last report,
+// here all of them, in organisations of 1,000 and 3,000.
+func BenchmarkPresence_EveryoneReporting(b *testing.B) {
+	for _, n := range []int{1000, 3000} {
+		b.Run(fmt.Sprintf("people=%d", n), func(b *testing.B) {
+			e := newTestEnv(b)
+			seedOrganisation(b, e.st, n)
+			now := time.Now()
+			for id := uint64(1); id <= uint64(n)+3; id++ {
+				if _, err := e.st.reportPresence(id, true, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+			body := url.Values{"status": {"active"}, "last_update_id": {"0"}, "slim_presence": {"true"}}.Encode()
+			size := 0
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/api/v1/users/me/presence", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.SetBasicAuth(e.alice.Email, e.alice.key)
+				rec := httptest.NewRecorder()
+				e.handler.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("got %d %s", rec.Code, rec.Body)
+				}
+				size = rec.Body.Len()
+			}
+			b.ReportMetric(float64(size), "bytes/answer")
+		})
+	}
+}

@@ -103,6 +103,10 @@ type accountChanged struct {
 	EndsSessions bool
 }
 
+// invitesChanged: an invitation was made, revoked or used; Audience
+// (the administrators and its referrer) hear invites_changed.
+type invitesChanged struct{ Audience []uint64 }
+
 // accountCreated is a new account: everyone's queues hear of it
 // (realtime.go's publishAccountCreated).
 type accountCreated struct{ User user }

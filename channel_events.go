@@ -80,3 +80,70 @@ func (s *server) publishSubscriptionProperty(c subscriptionPropertyChanged) {
 		s.events.tell("subscription", usersAudience(c.User.ID), e, nil)
 	}
 }
+
+// Channel administration (store_channel_admin.go): what Zulip's
+// do_change_stream_permission, do_rename_stream,
+// do_change_stream_description, do_change_stream_group_based_setting,
+// do_deactivate_stream, do_unarchive_stream and notify_default_streams
+// send. A client without the archived_channels capability is told
+// nothing of an archived channel (Zulip's archived_channels: "the server
+// will not include data related to archived channels ... in events"):
+// it hears of an archiving as the channel's deletion and of an
+// unarchiving as its creation.
+
+// withArchived is the queue filter of an event about a channel that is
+// archived: only queues that take archived channels.
+func withArchived(archived bool) func(q *eventQueue) bool {
+	if !archived {
+		return nil
+	}
+	return func(q *eventQueue) bool { return q.archivedChannels }
+}
+
+func (s *server) publishChannelUpdate(c channelUpdated) {
+	ch := c.Channel
+	only := withArchived(ch.Archived)
+	if len(c.Gaining) > 0 {
+		e := event{"type": "stream", "op": "create", "streams": []streamObject{newStreamObject(ch)}}
+		s.events.tell("stream", usersAudience(c.Gaining...), e, only)
+		peers := event{"type": "subscription", "op": "peer_add", "stream_ids": []uint64{ch.ID}, "user_ids": nonNilIDs(c.Subscribers)}
+		s.events.tell("subscription", usersAudience(c.Gaining...), peers, only)
+	}
+	for _, p := range c.Properties {
+		e := event{"type": "stream", "op": "update", "stream_id": ch.ID, "name": p.Name, "property": p.Property, "value": p.Value}
+		for _, x := range p.Extra {
+			e[x[0].(string)] = x[1]
+		}
+		s.events.tell("stream", usersAudience(c.Audience...), e, only)
+	}
+	if len(c.Losing) > 0 {
+		e := event{"type": "stream", "op": "delete", "streams": []any{map[string]any{"stream_id": ch.ID}}, "stream_ids": []uint64{ch.ID}}
+		s.events.tell("stream", usersAudience(c.Losing...), e, only)
+	}
+	if c.Defaults != nil {
+		s.publishDefaultChannels(*c.Defaults, c.NonGuests)
+	}
+}
+
+func (s *server) publishChannelArchived(c channelArchived) {
+	if c.Defaults != nil {
+		s.publishDefaultChannels(*c.Defaults, c.NonGuests)
+	}
+	ch := c.Channel
+	update := event{"type": "stream", "op": "update", "stream_id": ch.ID, "name": ch.Name, "property": "is_archived", "value": !c.Unarchived}
+	s.events.tell("stream", usersAudience(c.Audience...), update, func(q *eventQueue) bool { return q.archivedChannels })
+	var other event
+	if c.Unarchived {
+		other = event{"type": "stream", "op": "create", "streams": []streamObject{newStreamObject(ch)}}
+	} else {
+		other = event{"type": "stream", "op": "delete", "streams": []any{map[string]any{"stream_id": ch.ID}}, "stream_ids": []uint64{ch.ID}}
+	}
+	s.events.tell("stream", usersAudience(c.Audience...), other, func(q *eventQueue) bool { return !q.archivedChannels })
+}
+
+// publishDefaultChannels is Zulip's notify_default_streams: the default
+// channels' ids to every active member but guests.
+func (s *server) publishDefaultChannels(ids, nonGuests []uint64) {
+	e := event{"type": "default_streams", "default_streams": nonNilIDs(ids)}
+	s.events.tell("default_streams", usersAudience(nonGuests...), e, nil)
+}

@@ -58,11 +58,16 @@ type options struct {
 	PushBouncerURL                                          string        `json:"push_bouncer_url,omitempty"`
 	PushIdle                                                time.Duration `json:"-"`
 	PushOutboxMax                                           int           `json:"-"`
-	Name                                                    string        `json:"name,omitempty"`
-	Description                                             string        `json:"description,omitempty"`
-	Admin                                                   bool          `json:"admin,omitempty"`
-	Bot                                                     bool          `json:"bot,omitempty"`
-	Private                                                 bool          `json:"private,omitempty"`
+	// SMTP: the relay invitations are mailed through (mail.go). The
+	// password comes from ZULITE_SMTP_PASSWORD or a file, never a flag.
+	SMTPHost, SMTPUser, SMTPFrom, SMTPPasswordFile string `json:"-"`
+	SMTPPort                                       int    `json:"-"`
+	SMTPPassword                                   string `json:"-"`
+	Name                                           string `json:"name,omitempty"`
+	Description                                    string `json:"description,omitempty"`
+	Admin                                          bool   `json:"admin,omitempty"`
+	Bot                                            bool   `json:"bot,omitempty"`
+	Private                                        bool   `json:"private,omitempty"`
 	// PasswordStdin asks for the password on standard input; Password
 	// carries it to the command (through the 0600 socket when a server
 	// holds the database). It is never printed or logged.
@@ -149,6 +154,11 @@ var flagTable = []flagSpec{
 	{name: "push-fcm-url", command: "serve", env: "ZULITE_PUSH_FCM_URL", def: defaultFCMURL, help: "FCM HTTP v1 endpoint", field: func(o *options) any { return &o.PushFCMURL }},
 	{name: "push-bouncer-url", command: "push register", env: "ZULITE_PUSH_BOUNCER_URL", def: defaultBouncerURL, help: "Zulip's mobile push notification service, used once 'zulite push register' has registered the server (for the official apps)", field: func(o *options) any { return &o.PushBouncerURL }},
 	{name: "push-idle", command: "serve", env: "ZULITE_PUSH_IDLE", def: defaultPushIdle, help: "push only to users none of whose event queues was polled for this long (Zulip's offline threshold)", field: func(o *options) any { return &o.PushIdle }},
+	{name: "smtp-host", command: "serve", env: "ZULITE_SMTP_HOST", help: "SMTP relay that invitation e-mails are sent through; without it, POST /invites is refused and invitation links are the way in", field: func(o *options) any { return &o.SMTPHost }},
+	{name: "smtp-port", command: "serve", env: "ZULITE_SMTP_PORT", def: 587, help: "the relay's port: 465 speaks TLS at once, any other must offer STARTTLS (or be on loopback)", field: func(o *options) any { return &o.SMTPPort }},
+	{name: "smtp-user", command: "serve", env: "ZULITE_SMTP_USER", help: "user name for the relay's AUTH PLAIN; the password is read from ZULITE_SMTP_PASSWORD or --smtp-password-file", field: func(o *options) any { return &o.SMTPUser }},
+	{name: "smtp-password-file", command: "serve", env: "ZULITE_SMTP_PASSWORD_FILE", help: "file holding the relay's password (instead of ZULITE_SMTP_PASSWORD)", field: func(o *options) any { return &o.SMTPPasswordFile }},
+	{name: "smtp-from", command: "serve", env: "ZULITE_SMTP_FROM", help: "address invitation e-mails come from (needed with --smtp-host)", field: func(o *options) any { return &o.SMTPFrom }},
 	{name: "push-outbox-max", command: "serve", env: "ZULITE_PUSH_OUTBOX_MAX", def: defaultPushOutboxMax, help: "pushes waiting for delivery at most; messages past it are not pushed", field: func(o *options) any { return &o.PushOutboxMax }},
 
 	{name: "name", command: "user add", defaultNote: "the e-mail's local part", help: "full name", field: func(o *options) any { return &o.Name }},
@@ -245,6 +255,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return nil
 	case cmd.name == "serve":
 		tuneGC(getenv)
+		o.SMTPPassword = getenv("ZULITE_SMTP_PASSWORD")
 		return serve(ctx, o, stdout, stderr)
 	case o.PasswordStdin && o.Bot:
 		return fmt.Errorf("%w: bots log in with API keys, not passwords: drop --password-stdin", errUsage)

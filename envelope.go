@@ -254,7 +254,7 @@ var rejectionWords = map[*rejection]func(name string) *apiError{
 	errNoSuchUser:        always(badRequest("No such user")),
 	errNoSuchSession:     always(errNotLoggedIn),
 	errTokenNotFound:     always(badRequest("Token does not exist")),
-	errChannelExists:     always(badRequest("Channel name already in use.")),
+	errChannelExists:     always(badRequest("Channel name already in use.")), // Zulip 11's ChannelExistsError: its text is not in the stored copy of Zulip's exceptions.py, so unconfirmed
 	errNoSuchChannel:     func(name string) *apiError { return badRequest("Invalid channel name '" + echoed(name) + "'") },
 	errChannelForbidden:  func(name string) *apiError { return badRequest("Unable to access channel (" + echoed(name) + ").") },
 	errNoSuchTopic:       errNoSuchTopicNamed,
@@ -265,10 +265,14 @@ var rejectionWords = map[*rejection]func(name string) *apiError{
 	errEmptyTopicNotAllowed: always(topicsPolicyError("Sending messages to the " + emptyTopicDisplayName + " is not allowed in this channel.")),
 	errTopicsNotAllowed:     always(topicsPolicyError("Only the " + emptyTopicDisplayName + " topic is allowed in this channel.")),
 
-	errPermissionDenied: always(errInsufficientPermission),
-	errNoSuchGroup:      always(badRequest("Invalid user group")),
-	errNoSuchGroupID:    func(id string) *apiError { return badRequest("Invalid user group ID: " + echoed(id)) },
-	errNoSuchUserID:     func(id string) *apiError { return badRequest("Invalid user ID: " + echoed(id)) },
+	errPermissionDenied:     always(errInsufficientPermission),
+	errNoSuchInvite:         always(errInviteNoSuchInvite),
+	errInviteRevokedAlready: always(errInviteAlreadyGone),
+	errInvitesFull:          always(errTooManyInvites),
+	errInviteExpired:        always(badRequest("The confirmation link has expired or been deactivated.")),
+	errNoSuchGroup:          always(badRequest("Invalid user group")),
+	errNoSuchGroupID:        func(id string) *apiError { return badRequest("Invalid user group ID: " + echoed(id)) },
+	errNoSuchUserID:         func(id string) *apiError { return badRequest("Invalid user ID: " + echoed(id)) },
 
 	// User groups (zerver/lib/user_groups.py, zerver/views/user_groups.py,
 	// zerver/actions/user_groups.py, zerver/lib/exceptions.py's
@@ -321,10 +325,12 @@ var rejectionWords = map[*rejection]func(name string) *apiError{
 	errNoSuchEmoji:          func(name string) *apiError { return badRequest("Emoji '" + echoed(name) + "' does not exist") },
 	errEmojiArgumentMissing: always(badRequest("At least one of the following arguments must be present: emoji_name, emoji_code")),
 	// zerver/lib/emoji.py's check_emoji_request.
-	errInvalidEmojiCode:   always(badRequest("Invalid emoji code.")),
-	errInvalidEmojiName:   always(badRequest("Invalid emoji name.")),
-	errInvalidEmojiType:   always(badRequest("Invalid emoji type.")),
-	errInvalidCustomEmoji: always(badRequest("Invalid custom emoji.")),
+	errInvalidEmojiCode:       always(badRequest("Invalid emoji code.")),
+	errInvalidEmojiName:       always(badRequest("Invalid emoji name.")),
+	errInvalidEmojiType:       always(badRequest("Invalid emoji type.")),
+	errInvalidCustomEmoji:     always(badRequest("Invalid custom emoji.")),
+	errInvalidCustomEmojiName: always(badRequest("Invalid custom emoji name.")),
+	errCustomEmojiDeactivated: always(badRequest("This custom emoji has been deactivated.")),
 
 	// Editing, moving and deleting messages (zerver/actions/message_edit.py,
 	// zerver/views/message_edit.py).
@@ -524,6 +530,22 @@ var (
 	errInvalidParameters      = badRequest("Invalid parameters")
 	errDefaultChannelPrivate  = badRequest("A default channel cannot be private.")
 	errNotOwner               = &apiError{status: http.StatusBadRequest, code: "UNAUTHORIZED_PRINCIPAL", msg: "Must be an organization owner"}
+)
+
+// Administering a channel (zerver/views/streams.py, zerver/lib/streams.py,
+// zerver/actions/streams.py, zerver/lib/exceptions.py's
+// CannotAdministerChannelError, CannotManageDefaultChannelError and
+// PreviousSettingValueMismatchedError).
+var (
+	errCannotAdministerChannel     = badRequest("You do not have permission to administer this channel.")
+	errCannotManageDefaultChannels = badRequest("You do not have permission to change default channels.")
+	errContentAccessRequired       = badRequest("Channel content access is required.")
+	errChannelSameName             = badRequest("Channel already has that name.")
+	errChannelAlreadyArchived      = badRequest("Channel is already deactivated")
+	errChannelNotArchived          = badRequest("Channel is not currently deactivated")
+	errArchivedPrivateEmpty        = badRequest("Channel is private and have no subscribers")
+	errPrivateCannotBeDefault      = badRequest("Private channels cannot be made default.")
+	errGroupSettingMismatch        = &apiError{status: http.StatusBadRequest, code: "EXPECTATION_MISMATCH", msg: "'old' value does not match the expected value."}
 )
 
 // refusal makes an API error a store rejection, for a check the store
@@ -754,6 +776,51 @@ var (
 	errImageTooBig        = badRequest("Image size exceeds limit.")
 )
 
+// Custom emoji (zerver/lib/emoji.py, zerver/views/realm_emoji.py,
+// zerver/actions/realm_emoji.py); maxRealmEmoji is zulite's bound.
+var (
+	errEmojiNoName          = badRequest("Emoji name is missing")
+	errEmojiNameEnd         = badRequest("Emoji names must end with either a letter or digit.")
+	errEmojiNameCharacters  = badRequest("Emoji names must contain only lowercase English letters, digits, spaces, dashes, and underscores.")
+	errEmojiNameTaken       = badRequest("A custom emoji with this name already exists.")
+	errOneEmojiFile         = badRequest("You must upload exactly one file.")
+	errOverrideBuiltInEmoji = badRequest("Only administrators can override built-in emoji.")
+	errEmojiTooLarge        = badRequest("Uploaded file is larger than the allowed limit of " + strconv.Itoa(maxEmojiMiB) + " MiB")
+	errNotEmojiAuthor       = badRequest("Must be an organization administrator or emoji author")
+	errTooManyEmoji         = badRequest("This organization has too many custom emoji (limit: " + strconv.Itoa(maxRealmEmoji) + ").")
+)
+
+// errNoSuchCustomEmoji is delete_emoji's ResourceNotFoundError (a 404
+// since Zulip 8.0, feature level 190).
+func errNoSuchCustomEmoji(name string) *apiError {
+	return &apiError{status: http.StatusNotFound, code: "BAD_REQUEST", msg: "Emoji '" + echoed(name) + "' does not exist"}
+}
+
+// Linkifiers and code playgrounds (zerver/views/realm_linkifiers.py,
+// zerver/actions/realm_linkifiers.py, zerver/views/realm_playgrounds.py,
+// and Django's unique_together message for RealmFilter and
+// RealmPlayground, in a ValidationFailureError's "errors");
+// maxLinkifiers and maxPlaygrounds are zulite's bounds.
+var (
+	errLinkifierExists          = validationFailure("__all__", "Realm filter with this Realm and Pattern already exists.")
+	errNoSuchLinkifierWords     = badRequest("Linkifier not found.")
+	errTooManyLinkifiers        = badRequest("This organization has too many linkifiers (limit: " + strconv.Itoa(maxLinkifiers) + ").")
+	errLinkifierDuplicated      = badRequest("The ordered list must not contain duplicated linkifiers")
+	errLinkifierOrderIncomplete = badRequest("The ordered list must enumerate all existing linkifiers exactly once")
+	errPlaygroundExists         = validationFailure("__all__", "Realm playground with this Realm, Pygments language and Name already exists.")
+	errNoSuchPlaygroundWords    = badRequest("Invalid playground")
+	errPygmentsLanguage         = badRequest("Invalid characters in pygments language")
+	errTooManyPlaygrounds       = badRequest("This organization has too many code playgrounds (limit: " + strconv.Itoa(maxPlaygrounds) + ").")
+	errNoSuchLinkifier          = refusal(errNoSuchLinkifierWords)
+	errNoSuchPlayground         = refusal(errNoSuchPlaygroundWords)
+)
+
+// validationFailure is Zulip's ValidationFailureError for one error:
+// its text as msg, and by field in "errors".
+func validationFailure(name, msg string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "BAD_REQUEST", msg: msg, extra: []field{{"errors", map[string][]string{name: {msg}}}}}
+}
+
 // moveTimeLimitWords is Zulip's MessageMoveError: a change_all move of
 // a topic whose older messages are past the realm's move limit.
 func moveTimeLimitWords(l *moveTimeLimit) *apiError {
@@ -900,3 +967,75 @@ var (
 	errChannelIDDataType          = badRequest("Invalid data type for channel ID")
 	errTooManyScheduled           = badRequest("You may have at most " + strconv.Itoa(maxScheduledPerUser) + " scheduled messages.")
 )
+
+// Invitations (zerver/views/invite.py, zerver/actions/invites.py,
+// zerver/lib/exceptions.py's InvitationError and its INVITATION_FAILED
+// code, zerver/lib/email_validation.py).
+var (
+	errNoInviteeEmails      = badRequest("You must specify at least one email address.")
+	errCannotSubscribe      = badRequest("You do not have permission to subscribe other users to channels.")
+	errInviteNeedsAdmin     = badRequest("Must be an organization administrator") // a JsonableError: BAD_REQUEST
+	errInviteNoSuchInvite   = badRequest("No such invitation")
+	errInviteAlreadyGone    = badRequest("Invitation has already been revoked")
+	errInviteWelcomeTooLong = errStringTooLong("welcome_message_custom_text", maxWelcomeTextLength)
+	// errNoMailRelay is zulite's: Zulip always has an e-mail backend.
+	errNoMailRelay = badRequest("This server cannot send e-mail: start zulite with --smtp-host (and --smtp-from) to send invitations, or create a reusable invitation link (POST /invites/multiuse) and share it.")
+	// errTooManyInvites is zulite's bound (store_invites.go's maxInviteRecords).
+	errTooManyInvites = badRequest("Too many invitations (limit: " + strconv.Itoa(maxInviteRecords) + "). Revoke some, or wait for expired ones to be cleared.")
+)
+
+func errInviteChannel(id int64) error {
+	return refusal(badRequest("Invalid channel ID " + strconv.FormatInt(id, 10) + ". No invites were sent."))
+}
+
+// errInvitationFailed is Zulip's InvitationError: its message, then
+// the (email, message, deactivated) triples, whether any invitation was
+// sent, and the two limits zulite never reaches.
+func errInvitationFailed(msg string, skipped []skippedInvitee, sent bool) *apiError {
+	list := make([][]any, 0, len(skipped))
+	for _, s := range skipped {
+		list = append(list, []any{s.Email, s.Msg, s.Deactivated})
+	}
+	return &apiError{status: http.StatusBadRequest, code: "INVITATION_FAILED", msg: msg, extra: []field{
+		{"errors", list}, {"sent_invitations", sent}, {"license_limit_reached", false}, {"daily_limit_reached", false}}}
+}
+
+// People: an administrator's edits of accounts (zerver/views/users.py,
+// zerver/lib/users.py), custom profile fields
+// (zerver/views/custom_profile_fields.py, zerver/actions/custom_profile_fields.py,
+// zerver/lib/validator.py, zerver/lib/external_accounts.py,
+// zerver/models/custom_profile_fields.py).
+var (
+	errOwnerRoleLastOwner  = badRequest("The owner permission cannot be removed from the only organization owner.")
+	errDeactivateLastOwner = badRequest("Cannot deactivate the only organization owner")
+	errFieldLabelTaken     = badRequest("A field with that label already exists.")
+	errProfileSummaryLimit = badRequest("Only 2 custom profile fields can be displayed in the profile summary.")
+	errInvalidOrderMapping = badRequest("Invalid order mapping.")
+	errFieldNotEditable    = badRequest("You are not allowed to change this field. Contact an administrator to update it.")
+	errLabelBlank          = badRequest("Label cannot be blank.")
+	errInvalidFieldType    = badRequest("Invalid field type.")
+	errSummaryFieldType    = badRequest("Field type not supported for display in profile summary.")
+	errDefaultFieldUpdate  = badRequest("Default custom field cannot be updated.")
+	errNoChoices           = badRequest("Field must have at least one choice.")
+	errDuplicateChoices    = badRequest("Field must not have duplicate choices.")
+	errCustomAccountURL    = badRequest("Custom external account must define URL pattern")
+	errExternalAccountType = badRequest("Invalid external account type")
+	errURLPatternUsername  = badRequest("URL pattern must contain '%(username)s'.")
+)
+
+func errFieldNotFound(id uint64) *apiError {
+	return badRequest("Field id " + strconv.FormatUint(id, 10) + " not found.")
+}
+
+// Zulip's validator texts (zerver/lib/validator.py), for what names
+// itself (a field's label, "field_data"): not echoed, as Zulip's are
+// the server's own or at most 40 characters.
+func errTooLongLimit(name string, limit int) *apiError {
+	return badRequest(name + " is too long (limit: " + strconv.Itoa(limit) + " characters)")
+}
+func errBlank(name string) *apiError   { return badRequest(name + " cannot be blank.") }
+func errNotDate(name string) *apiError { return badRequest(name + " is not a date") }
+func errNotURL(name string) *apiError  { return badRequest(name + " is not a URL") }
+func errNotChoice(value, field string) *apiError {
+	return badRequest("'" + echoed(value) + "' is not a valid choice for '" + field + "'.")
+}

@@ -92,6 +92,13 @@ type eventQueue struct {
 	// include_deactivated_groups, so it keeps deactivated user groups
 	// (hears their deactivation as an update, not a remove).
 	includeDeactivatedGroups bool
+	// archivedChannels: the client declared archived_channels, so it
+	// hears of archived channels (is_archived updates) where the others
+	// hear of their deletion and creation.
+	archivedChannels bool
+	// linkifierURLTemplate: the client declared linkifier_url_template,
+	// the only clients told of linkifiers (api_linkifiers.go).
+	linkifierURLTemplate bool
 
 	offered uint64 // the hub's offer that last reached it (hub.offerMu)
 

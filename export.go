@@ -58,6 +58,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -187,6 +188,10 @@ type exportReport struct {
 	// UserGroups: the organisation's own groups do not go over (the
 	// export writes no groups; the importer makes the system ones).
 	UserGroups int
+	// Custom emoji (with their images), linkifiers and code playgrounds.
+	Emoji, Linkifiers, Playgrounds int
+	// Custom profile fields and their values go over.
+	ProfileFields, ProfileValues int
 }
 
 func (r exportReport) String() string {
@@ -198,8 +203,14 @@ func (r exportReport) String() string {
 	if r.Submessages > 0 {
 		fmt.Fprintf(&b, "not exported either: %d submessages (polls and to-do lists: Zulip's export has none; their messages go over as their text)\n", r.Submessages)
 	}
+	if r.Emoji > 0 || r.Linkifiers > 0 || r.Playgrounds > 0 {
+		fmt.Fprintf(&b, "also exported: %d custom emoji, %d linkifiers, %d code playgrounds\n", r.Emoji, r.Linkifiers, r.Playgrounds)
+	}
 	if r.SavedSnippets > 0 || r.Drafts > 0 {
 		fmt.Fprintf(&b, "saved snippets: %d exported; drafts: %d not exported (Zulip's export has none: they stay in their clients)\n", r.SavedSnippets, r.Drafts)
+	}
+	if r.ProfileFields > 0 {
+		fmt.Fprintf(&b, "custom profile fields: %d exported, with %d values\n", r.ProfileFields, r.ProfileValues)
 	}
 	if r.Scheduled > 0 || r.ScheduledLeftOut > 0 {
 		fmt.Fprintf(&b, "scheduled messages: %d exported, %d not (to a group with no message yet, which Zulip's export would need)\n", r.Scheduled, r.ScheduledLeftOut)
@@ -275,6 +286,9 @@ func (x *exporter) run() error {
 			return err
 		}
 		if err := x.avatars(); err != nil {
+			return err
+		}
+		if err := x.customEmoji(); err != nil { // export_uploads.go
 			return err
 		}
 		if err := x.out.WriteMigrationStatus(); err != nil {
@@ -613,13 +627,16 @@ func (x *exporter) realm() error {
 	for _, u := range x.users {
 		active[u.ID] = u.Active
 	}
-	var streams []map[string]any
+	var streams, defaults []map[string]any
 	for _, ch := range channels {
+		if ch.Default { // Zulip's DefaultStream rows
+			defaults = append(defaults, map[string]any{"id": len(defaults) + 1, "realm": exportRealmID, "stream": ch.ID})
+		}
 		streams = append(streams, map[string]any{
 			"id": ch.ID, "name": ch.Name, "description": ch.Description, "rendered_description": "",
 			"invite_only": ch.Private, "history_public_to_subscribers": true, "is_web_public": false,
 			"realm": exportRealmID, "creator": nilIfZero(ch.CreatorID), "date_created": zulipexport.Timestamp(ch.Created),
-			"deactivated": false, "message_retention_days": nil, "folder": nil,
+			"deactivated": ch.Archived, "message_retention_days": nil, "folder": nil,
 		})
 		x.report.ChannelPermissions += len(ch.Groups)
 		recipients = append(recipients, map[string]any{"id": recipientID(recipientChannel, ch.ID), "type": recipientChannel, "type_id": ch.ID})
@@ -674,7 +691,20 @@ func (x *exporter) realm() error {
 	if err != nil {
 		return err
 	}
+	linkifiers, playgrounds := linkifierRows(tx), playgroundRows(tx)
+	x.report.Linkifiers, x.report.Playgrounds = len(linkifiers), len(playgrounds)
+	fields, values, err := x.profileFields(tx)
+	if err != nil {
+		return err
+	}
+	userDefault, err := realmUserDefaultRow(tx)
+	if err != nil {
+		return err
+	}
 	tables := map[string]any{
+		"zerver_realmuserdefault":          []any{userDefault},
+		"zerver_customprofilefield":        fields,
+		"zerver_customprofilefieldvalue":   values,
 		"zerver_savedsnippet":              orEmpty(snippets),
 		"zerver_usertopic":                 userTopics,
 		"zerver_muteduser":                 mutes,
@@ -683,13 +713,67 @@ func (x *exporter) realm() error {
 		"zerver_realm":                     []any{realm},
 		"zerver_userprofile":               orEmpty(profiles),
 		"zerver_stream":                    orEmpty(streams),
+		"zerver_defaultstream":             orEmpty(defaults),
 		"zerver_recipient":                 orEmpty(recipients),
 		"zerver_subscription":              orEmpty(subscriptions),
 		"zerver_huddle":                    orEmpty(huddles),
 		"zerver_client":                    orEmpty(clients),
 		"zerver_realmauthenticationmethod": []any{map[string]any{"id": 1, "realm": exportRealmID, "name": "Email"}},
+		"zerver_realmemoji":                orEmpty(x.emojiRows(tx)), // export_uploads.go
+		"zerver_realmfilter":               orEmpty(linkifiers),
+		"zerver_realmplayground":           orEmpty(playgrounds),
 	}
 	return x.out.WriteRealm(tables)
+}
+
+// realmUserDefaultRow is zerver_realmuserdefault's row: the settings new
+// users start with (PATCH /realm/user_settings_defaults), each a
+// RealmUserDefault field (UserBaseSettings); the importer makes it with
+// model(**item) where the export has it, else one of Zulip's defaults.
+func realmUserDefaultRow(tx *bbolt.Tx) (map[string]any, error) {
+	defaults := map[string]json.RawMessage{}
+	if err := realmUserDefaultsTx(tx, defaults); err != nil { // store_people.go
+		return nil, err
+	}
+	values := personalSettings(defaults)
+	row := map[string]any{"id": 1, "realm": exportRealmID}
+	for _, setting := range userSettingsTable {
+		if setting.changeable {
+			row[setting.name] = values[setting.name]
+		}
+	}
+	return row, nil
+}
+
+// profileFields are zerver_customprofilefield's and
+// zerver_customprofilefieldvalue's rows, each a model's fields
+// (zerver/models/custom_profile_fields.py; the importer makes them with
+// model(**item) once their foreign keys are mapped): the organisation's
+// custom profile fields and every exported user's values.
+func (x *exporter) profileFields(tx *bbolt.Tx) (fields, values []any, err error) {
+	list, err := profileFieldsTx(tx) // store_people.go
+	if err != nil {
+		return nil, nil, err
+	}
+	fields, values = []any{}, []any{}
+	for _, f := range list {
+		fields = append(fields, map[string]any{"id": f.ID, "realm": exportRealmID, "name": f.Name, "hint": f.Hint, "order": f.Order,
+			"display_in_profile_summary": f.DisplayInProfileSummary, "required": f.Required, "editable_by_user": f.EditableByUser,
+			"field_type": f.Type, "field_data": f.FieldData})
+		for _, u := range x.users {
+			v, ok := u.Profile[strconv.FormatUint(f.ID, 10)]
+			if !ok {
+				continue
+			}
+			var rendered any
+			if v.Rendered != "" {
+				rendered = v.Rendered
+			}
+			values = append(values, map[string]any{"id": len(values) + 1, "user_profile": u.ID, "field": f.ID, "value": v.Value, "rendered_value": rendered})
+		}
+	}
+	x.report.ProfileFields, x.report.ProfileValues = len(fields), len(values)
+	return fields, values, nil
 }
 
 // savedSnippets are zerver_savedsnippet's rows, as Zulip's exporter

@@ -179,16 +179,61 @@ var realmJSONTables = map[string]zulipTable{
 		"realm": {"number", "import_realm.py:1405"},
 		"name":  {"string", "import_realm.py:1139"},
 	}},
-	"zerver_defaultstream":           {from: "import_realm.py:1398"},
-	"zerver_realmemoji":              {from: "import_realm.py:1399"},
-	"zerver_realmdomain":             {from: "import_realm.py:1404 (realm_tables)"},
-	"zerver_realmfilter":             {from: "import_realm.py:1404 (realm_tables)"},
-	"zerver_realmplayground":         {from: "import_realm.py:1404 (realm_tables)"},
-	"zerver_userpresence":            {from: "import_realm.py:1608"},
-	"zerver_useractivity":            {from: "import_realm.py:1614"},
-	"zerver_useractivityinterval":    {from: "import_realm.py:1620"},
-	"zerver_customprofilefield":      {from: "import_realm.py:1627"},
-	"zerver_customprofilefieldvalue": {from: "import_realm.py:1631"},
+	"zerver_defaultstream": {from: "import_realm.py:1398", fields: map[string]zulipField{
+		// DefaultStream's model fields (zerver/models/streams.py); the
+		// importer's line numbers for them were not read, only the table's.
+		"id":     {"number", "import_realm.py (DefaultStream.id)"},
+		"realm":  {"number", "import_realm.py (DefaultStream.realm)"},
+		"stream": {"number", "import_realm.py (DefaultStream.stream)"},
+	}},
+	"zerver_realmemoji": {from: "import_realm.py:1399", fields: map[string]zulipField{
+		"id":           {"number", `import_realm.py: update_model_ids(RealmEmoji, data, "realmemoji")`},
+		"name":         {"string", "models/realm_emoji.py: name = models.TextField(…)"},
+		"author":       {"number|null", `import_realm.py: re_map_foreign_keys(data, "zerver_realmemoji", "author", related_table="user_profile")`},
+		"realm":        {"number", `import_realm.py: re_map_foreign_keys(data, "zerver_realmemoji", "realm", related_table="realm")`},
+		"file_name":    {"string|null", "models/realm_emoji.py: file_name = models.TextField(db_index=True, null=True, blank=True)"},
+		"deactivated":  {"bool", "models/realm_emoji.py: deactivated = models.BooleanField(default=False)"},
+		"is_animated":  {"bool", "models/realm_emoji.py: is_animated = models.BooleanField(default=False)"},
+		"date_created": {dateField, `import_realm.py: fix_datetime_fields(data, "zerver_realmemoji")`},
+	}},
+	"zerver_realmdomain": {from: "import_realm.py:1404 (realm_tables)"},
+	"zerver_realmfilter": {from: "import_realm.py:1404 (realm_tables)", fields: map[string]zulipField{
+		"id":           {"number", "import_realm.py:1406 (update_model_ids)"},
+		"realm":        {"number", "import_realm.py:1405"},
+		"pattern":      {"string", "models/linkifiers.py: pattern = models.TextField()"},
+		"url_template": {"string", "models/linkifiers.py: url_template = models.TextField(validators=[url_template_validator])"},
+		"order":        {"number", "models/linkifiers.py: order = models.IntegerField(default=0)"},
+	}},
+	"zerver_realmplayground": {from: "import_realm.py:1404 (realm_tables)", fields: map[string]zulipField{
+		"id":                {"number", "import_realm.py:1406 (update_model_ids)"},
+		"realm":             {"number", "import_realm.py:1405"},
+		"name":              {"string", "models/realm_playgrounds.py: name = models.TextField(db_index=True)"},
+		"pygments_language": {"string", "models/realm_playgrounds.py: pygments_language = models.CharField(…)"},
+		"url_template":      {"string", "models/realm_playgrounds.py: url_template = models.TextField(validators=[url_template_validator])"},
+	}},
+	"zerver_userpresence":         {from: "import_realm.py:1608"},
+	"zerver_useractivity":         {from: "import_realm.py:1614"},
+	"zerver_useractivityinterval": {from: "import_realm.py:1620"},
+	"zerver_realmuserdefault":     {from: `import_realm.py: if "zerver_realmuserdefault" in data: … bulk_import_model(data, RealmUserDefault)`, optional: true, fields: realmUserDefaultFields()},
+	"zerver_customprofilefield": {from: "import_realm.py:1627", fields: map[string]zulipField{
+		"id":                         {"number", "import_realm.py:1627 (update_model_ids(CustomProfileField, data, \"customprofilefield\"))"},
+		"realm":                      {"number", "import_realm.py:1627 (re_map_foreign_keys(data, \"zerver_customprofilefield\", \"realm\", …))"},
+		"name":                       {"string", "models/custom_profile_fields.py: name = models.CharField(max_length=NAME_MAX_LENGTH)"},
+		"hint":                       {"string", "models/custom_profile_fields.py: hint = models.CharField(max_length=HINT_MAX_LENGTH, default=\"\")"},
+		"order":                      {"number", "models/custom_profile_fields.py: order = models.IntegerField(default=0)"},
+		"display_in_profile_summary": {"bool", "models/custom_profile_fields.py: display_in_profile_summary = models.BooleanField(default=False)"},
+		"required":                   {"bool", "models/custom_profile_fields.py: required = models.BooleanField(default=False)"},
+		"editable_by_user":           {"bool", "models/custom_profile_fields.py: editable_by_user = models.BooleanField(default=True, db_default=True)"},
+		"field_type":                 {"number", "models/custom_profile_fields.py: field_type = models.PositiveSmallIntegerField(choices=FIELD_TYPE_CHOICES, …)"},
+		"field_data":                 {"string", "models/custom_profile_fields.py: field_data = models.TextField(default=\"\")"},
+	}},
+	"zerver_customprofilefieldvalue": {from: "import_realm.py:1631", fields: map[string]zulipField{
+		"id":             {"number", "import_realm.py:1631 (update_model_ids(CustomProfileFieldValue, …))"},
+		"user_profile":   {"number", "import_realm.py:1631 (re_map_foreign_keys(…, \"user_profile\", …))"},
+		"field":          {"number", "import_realm.py:1631 (re_map_foreign_keys(…, \"field\", related_table=\"customprofilefield\"))"},
+		"value":          {"string", "models/custom_profile_fields.py: value = models.TextField()"},
+		"rendered_value": {"string|null", "models/custom_profile_fields.py: rendered_value = models.TextField(null=True, default=None)"},
+	}},
 	"zerver_usertopic": {from: at2841B00 + `: if "zerver_usertopic" in data`, optional: true, fields: map[string]zulipField{
 		"id":                {"number", at2841B00 + `: update_model_ids(UserTopic, data, "usertopic")`},
 		"user_profile":      {"number", at2841B00 + `: re_map_foreign_keys(data, "zerver_usertopic", "user_profile", …)`},
@@ -562,7 +607,15 @@ func checkZulipImportable(t *testing.T, dir string) {
 
 	// Uploaded files and avatars: records naming files of the export.
 	uploadPaths := map[string]bool{}
-	for _, sub := range []string{"uploads", "avatars"} {
+	emojiFiles := map[string]bool{}
+	for _, row := range asList(realm["zerver_realmemoji"]) {
+		name, _ := object(row)["file_name"].(string)
+		emojiFiles[name] = true
+	}
+	for _, sub := range []string{"uploads", "avatars", "emoji"} {
+		if _, err := os.Stat(filepath.Join(dir, sub)); sub == "emoji" && len(emojiFiles) == 0 && err != nil {
+			continue // Zulip's importer reads emoji/ only where it is there (import_realm.py: os.path.exists)
+		}
 		var records []any
 		if !readExportFile(r, dir, sub+"/records.json", "import_realm.py:965", &records) {
 			continue
@@ -573,6 +626,20 @@ func checkZulipImportable(t *testing.T, dir string) {
 			if sub == "avatars" {
 				fields = maps.Clone(recordFields)
 				fields["avatar_version"] = zulipField{"number", "import_realm.py:1012"}
+			}
+			if sub == "emoji" {
+				fields = maps.Clone(recordFields)
+				fields["file_name"] = zulipField{"string", "import_realm.py: RealmEmoji.PATH_ID_TEMPLATE.format(…, emoji_file_name=record[\"file_name\"])"}
+				fields["name"] = zulipField{"string", "export.py: export_emoji_from_local (record's name)"}
+				fields["author"] = zulipField{"number", `import_realm.py: re_map_foreign_keys_internal(records, "records", "author", …)`}
+				fields["deactivated"] = zulipField{"bool", `import_realm.py: process_emojis, record.get("deactivated", False)`}
+				name, _ := rec["file_name"].(string)
+				if !emojiFiles[name] {
+					r.errorf("%s.file_name %q: no zerver_realmemoji row has it (Zulip: import_realm.py, process_emojis updates the RealmEmoji of that file_name)", where, name)
+				}
+				if p, _ := rec["path"].(string); !strings.HasSuffix(p, "/emoji/images/"+name) {
+					r.errorf("%s.path %q: not at RealmEmoji.PATH_ID_TEMPLATE's path for %q", where, p, name)
+				}
 			}
 			checkFields(r, where, rec, fields)
 			refersTo(r, where, rec, "user_profile_id", users, "user", false, "import_realm.py:1054")
@@ -586,7 +653,7 @@ func checkZulipImportable(t *testing.T, dir string) {
 			if sub == "uploads" {
 				s3, _ := rec["s3_path"].(string)
 				uploadPaths[s3] = true
-			} else if user, _ := rec["user_profile_id"].(float64); rec["avatar_version"] != avatarVersion[user] {
+			} else if user, _ := rec["user_profile_id"].(float64); sub == "avatars" && rec["avatar_version"] != avatarVersion[user] {
 				r.errorf("%s.avatar_version: %v, want the user's, %v: the importer stores the image under the record's and makes the medium one from the user's (Zulip: import_realm.py:1012, 870)", where, rec["avatar_version"], avatarVersion[user])
 			}
 		}
@@ -670,4 +737,27 @@ func (r *ruleReport) flush(t *testing.T) {
 			t.Error(r.first[key])
 		}
 	}
+}
+
+// realmUserDefaultFields are the fields of zerver_realmuserdefault zulite
+// writes: the row's id and realm, and each setting PATCH
+// /realm/user_settings_defaults changes, every one a field of Zulip's
+// RealmUserDefault (zerver/models/realms.py, UserBaseSettings; its
+// update_realm_user_settings_defaults takes each of them).
+func realmUserDefaultFields() map[string]zulipField {
+	fields := map[string]zulipField{
+		"id":    {"number", `import_realm.py: update_model_ids(RealmUserDefault, data, "realmuserdefault")`},
+		"realm": {"number", `import_realm.py: re_map_foreign_keys(data, "zerver_realmuserdefault", "realm", related_table="realm")`},
+	}
+	for _, s := range userSettingsTable {
+		if !s.changeable {
+			continue
+		}
+		kind := map[bool]string{true: "bool", false: "number"}[s.def == true || s.def == false]
+		if _, isString := s.def.(string); isString {
+			kind = "string"
+		}
+		fields[s.name] = zulipField{kind, "zerver/views/realm.py: update_realm_user_settings_defaults takes " + s.name}
+	}
+	return fields
 }

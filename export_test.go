@@ -48,6 +48,14 @@ func exportActivity(t *testing.T, e *testEnv) (fileURL string) {
 	mustUpdateFlags(t, e.st, e.owner.user, []uint64{general[0]}, flagChange{"starred", true})
 	mustUpdateFlags(t, e.st, e.owner.user, []uint64{general[1]}, flagChange{"read", false}) // from before they joined
 	wantAPISuccess(t, e.request(t, "POST", fmt.Sprintf("/api/v1/messages/%d/reactions", general[3]), url.Values{"emoji_name": {"octopus"}}, &e.bob))
+	// Custom emoji (one deactivated), a reaction with one, a linkifier and
+	// a code playground.
+	wantAPISuccess(t, e.uploadEmoji(t, &e.alice, "zulite_parrot", uploadPart{"f", "p.png", "image/png", pngOf(t, 20, 20)}))
+	wantAPISuccess(t, e.uploadEmoji(t, &e.alice, "zulite_gone", uploadPart{"f", "g.png", "image/png", pngOf(t, 30, 30)}))
+	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/realm/emoji/zulite_gone", nil, &e.alice))
+	wantAPISuccess(t, e.request(t, "POST", fmt.Sprintf("/api/v1/messages/%d/reactions", general[3]), url.Values{"emoji_name": {"zulite_parrot"}}, &e.bob))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`#(?P<id>\d+)`}, "url_template": {"https://x.test/{id}"}}, &e.admin))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Py"}, "pygments_language": {"python"}, "url_template": {"https://py.test/?c={code}"}}, &e.admin))
 	wantAPISuccess(t, e.request(t, "PATCH", fmt.Sprintf("/api/v1/messages/%d", general[6]), url.Values{"content": {"edited **once**"}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "PATCH", fmt.Sprintf("/api/v1/messages/%d", general[7]), url.Values{"topic": {"moved"}}, &e.bob))
 	for _, dm := range []struct {
@@ -68,6 +76,13 @@ func exportActivity(t *testing.T, e *testEnv) (fileURL string) {
 	wantAPISuccess(t, e.request(t, "POST", fmt.Sprintf("/api/v1/users/me/muted_users/%d", e.bot.ID), nil, &e.owner))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans","Lunch"]`}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["notes"]`}}, &e.bob))
+	// The settings new users start with.
+	wantAPISuccess(t, e.request(t, "PATCH", "/api/v1/realm/user_settings_defaults", url.Values{"enter_sends": {"true"}, "web_home_view": {"recent_topics"}}, &e.admin))
+	// Custom profile fields and values: a text, rendered, and a list of users.
+	for _, f := range []url.Values{{"name": {"Phone"}, "field_type": {"1"}}, {"name": {"Manager"}, "field_type": {"6"}, "editable_by_user": {"false"}}} {
+		wantAPISuccess(t, e.request(t, "POST", "/api/v1/realm/profile_fields", f, &e.admin))
+	}
+	wantAPISuccess(t, e.request(t, "PATCH", fmt.Sprintf("/api/v1/users/%d", e.alice.ID), url.Values{"profile_data": {fmt.Sprintf(`[{"id":1,"value":"**555**"},{"id":2,"value":[%d]}]`, e.owner.ID)}}, &e.admin))
 	if err := e.st.setActive(e.bot.Email, false); err != nil {
 		t.Fatal(err)
 	}
@@ -158,8 +173,18 @@ func TestExport_PassesEveryRuleOfZulipsImporter(t *testing.T) {
 	if huddles := asList(realm["zerver_huddle"]); len(huddles) != 1 {
 		t.Errorf("zerver_huddle: got %v, want the one group", huddles)
 	}
-	if n := len(asList(realm["zerver_reaction"])); n != 1 {
-		t.Errorf("reactions: got %d, want 1", n)
+	if n := len(asList(realm["zerver_reaction"])); n != 2 {
+		t.Errorf("reactions: got %d, want 2 (one with a custom emoji)", n)
+	}
+	if d := asList(realm["zerver_realmuserdefault"]); len(d) != 1 || object(d[0])["enter_sends"] != true || object(d[0])["web_home_view"] != "recent_topics" || object(d[0])["emojiset"] != "google" {
+		t.Errorf("zerver_realmuserdefault: got %v, want the defaults set", d)
+	}
+	fields, values := asList(realm["zerver_customprofilefield"]), asList(realm["zerver_customprofilefieldvalue"])
+	if len(fields) != 2 || object(fields[1])["field_type"] != float64(6) || object(fields[1])["editable_by_user"] != false {
+		t.Errorf("zerver_customprofilefield: got %v, want Phone and Manager", fields)
+	}
+	if len(values) != 2 || object(values[0])["rendered_value"] != "<p><strong>555</strong></p>" || object(values[1])["value"] != fmt.Sprintf("[%d]", e.owner.ID) {
+		t.Errorf("zerver_customprofilefieldvalue: got %v, want alice's two values", values)
 	}
 
 	// Bob's rows carry his state as Zulip's bitmask (read 1, starred 2);

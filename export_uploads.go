@@ -1,12 +1,15 @@
 package main
 
 // The export's files: attachments with the messages that link them,
-// and uploaded avatars, copied into the export's uploads/ and avatars/
-// with the records Zulip's import reads (export.go writes the rest).
+// uploaded avatars and custom emoji, copied into the export's uploads/,
+// avatars/ and emoji/ with the records Zulip's import reads (export.go
+// writes the rest).
 
 import (
 	"encoding/json"
 	"fmt"
+
+	"go.etcd.io/bbolt"
 
 	"zulite/internal/zulipexport"
 )
@@ -65,4 +68,58 @@ func (x *exporter) avatars() error {
 		x.report.Avatars++
 	}
 	return x.out.WriteRecords("avatars", records)
+}
+
+// customEmoji writes emoji/: each custom emoji's image at Zulip's
+// PATH_ID_TEMPLATE path ({realm}/emoji/images/{file_name}), its record
+// naming the file, its author and whether it is deactivated, as Zulip's
+// export_emoji_from_local writes them.
+func (x *exporter) customEmoji() error {
+	records := []zulipexport.RecordRow{}
+	for _, e := range readRealmEmoji(x.tx) {
+		deactivated := e.Deactivated
+		path := fmt.Sprintf("%d/emoji/images/%s", exportRealmID, emojiFileName(e))
+		if err := x.out.CopyFile("emoji", path, blobPath(x.blobs, e.File)); err != nil {
+			return fmt.Errorf("custom emoji %q: %w", e.Name, err)
+		}
+		records = append(records, zulipexport.RecordRow{Path: path, S3Path: path, RealmID: exportRealmID, UserProfileID: e.AuthorID,
+			ContentType: "image/png", FileName: emojiFileName(e), Name: e.Name, Author: e.AuthorID, Deactivated: &deactivated})
+		x.report.Emoji++
+	}
+	if len(records) == 0 {
+		return nil // Zulip's importer reads emoji/ only when it is there
+	}
+	return x.out.WriteRecords("emoji", records)
+}
+
+// emojiFileName is a custom emoji's file_name: its blob with the
+// extension of its type, from which the importer guesses the type.
+func emojiFileName(e realmEmoji) string { return e.File + ".png" }
+
+// emojiRows are zerver_realmemoji's rows (date_created a float).
+func (x *exporter) emojiRows(tx *bbolt.Tx) []map[string]any {
+	var rows []map[string]any
+	for _, e := range readRealmEmoji(tx) {
+		rows = append(rows, map[string]any{"id": e.ID, "name": e.Name, "author": nilIfZero(e.AuthorID), "realm": exportRealmID,
+			"file_name": emojiFileName(e), "deactivated": e.Deactivated, "is_animated": false, "date_created": zulipexport.Timestamp(e.Created)})
+	}
+	return rows
+}
+
+// linkifierRows are zerver_realmfilter's rows.
+func linkifierRows(tx *bbolt.Tx) []map[string]any {
+	var rows []map[string]any
+	for _, l := range readLinkifiers(tx) {
+		rows = append(rows, map[string]any{"id": l.ID, "realm": exportRealmID, "pattern": l.Pattern, "url_template": l.URLTemplate, "order": l.Order})
+	}
+	return rows
+}
+
+// playgroundRows are zerver_realmplayground's rows.
+func playgroundRows(tx *bbolt.Tx) []map[string]any {
+	var rows []map[string]any
+	for _, p := range readPlaygrounds(tx) {
+		rows = append(rows, map[string]any{"id": p.ID, "realm": exportRealmID, "name": p.Name, "pygments_language": p.PygmentsLanguage, "url_template": p.URLTemplate})
+	}
+	return rows
 }

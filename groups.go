@@ -219,21 +219,24 @@ func (p realmPermission) name() string { return realmPermissionSettings[p].name 
 // realmPermissionSettings are Zulip 11.0's Realm.REALM_PERMISSION_GROUP_SETTINGS,
 // with Zulip's defaults. zulite holds a permission with Zulip's default
 // group where it has the feature, and with role:nobody where it does
-// not: nobody can invite, add custom emoji, create bots, or summarize
-// topics. Members create channels and user groups, subscribe others and
-// move messages between channels; owners manage every user group; everyone sends direct messages, deletes
+// not: nobody can create bots or summarize topics. Members add custom
+// emoji (api_realm_emoji.go) and invite by e-mail, and administrators
+// make reusable invitation links (store_invites.go); members create
+// channels and user groups, subscribe others and move messages between
+// channels; owners manage every user group; everyone sends direct messages, deletes
 // their own messages, moves them between topics and resolves topics;
 // administrators delete anyone's (store_message_edit.go) and may use
 // wildcard mentions in large channels and topics (mentions.go). An
 // administrator may change who creates channels, who may use wildcard
 // mentions, who may delete, move and resolve messages, and who may send
-// and start direct messages (PATCH /realm; store.realmGroup).
+// and start direct messages, and who may invite (PATCH /realm;
+// store.realmGroup).
 var realmPermissionSettings = [realmPermissionCount]permissionSetting{
-	realmCreateMultiuseInviteGroup: {name: "create_multiuse_invite_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
+	realmCreateMultiuseInviteGroup: {name: "create_multiuse_invite_group", value: groupAdministrators, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
 	realmCanAccessAllUsersGroup: {name: "can_access_all_users_group", value: groupEveryone, requireSystemGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone",
 		allowedSystemGroups: []string{"role:everyone", "role:members"}},
-	realmCanAddSubscribersGroup:       {name: "can_add_subscribers_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"}, // members subscribe others (principals)
-	realmCanAddCustomEmojiGroup:       {name: "can_add_custom_emoji_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanAddSubscribersGroup:       {name: "can_add_subscribers_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},  // members subscribe others (principals)
+	realmCanAddCustomEmojiGroup:       {name: "can_add_custom_emoji_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"}, // api_realm_emoji.go
 	realmCanCreateBotsGroup:           {name: "can_create_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	realmCanCreateGroups:              {name: "can_create_groups", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	realmCanCreatePublicChannelGroup:  {name: "can_create_public_channel_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
@@ -243,7 +246,7 @@ var realmPermissionSettings = [realmPermissionCount]permissionSetting{
 	realmCanCreateWriteOnlyBotsGroup:         {name: "can_create_write_only_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	realmCanDeleteAnyMessageGroup:            {name: "can_delete_any_message_group", value: groupAdministrators, allowNobodyGroup: true, defaultGroupName: "role:administrators"},
 	realmCanDeleteOwnMessageGroup:            {name: "can_delete_own_message_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
-	realmCanInviteUsersGroup:                 {name: "can_invite_users_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanInviteUsersGroup:                 {name: "can_invite_users_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	realmCanManageAllGroups:                  {name: "can_manage_all_groups", value: groupOwners, defaultGroupName: "role:owners"},
 	realmCanManageBillingGroup:               {name: "can_manage_billing_group", value: groupAdministrators, defaultGroupName: "role:administrators"},
 	realmCanMentionManyUsersGroup:            {name: "can_mention_many_users_group", value: groupAdministrators, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},
@@ -283,17 +286,20 @@ func (p channelPermission) name() string { return channelPermissionSettings[p].n
 // with its default and whether zulite acts on it. A setting zulite does
 // not act on (the permission of an action it does not offer) keeps its
 // default: any other value is refused rather than stored and ignored.
+// zulite acts on every one: deleting (store_message_edit.go), moving and
+// resolving messages, posting, subscribing, removing subscribers and
+// administering the channel (store_channel_admin.go).
 var channelPermissionSettings = [channelPermissionCount]permissionSetting{
 	channelCanAddSubscribersGroup:            {name: "can_add_subscribers_group", value: groupNobody, honoured: true, allowNobodyGroup: true, defaultGroupName: "role:nobody"},
 	channelCanAdministerChannelGroup:         {name: "can_administer_channel_group", value: groupChannelCreator, honoured: true, allowNobodyGroup: true, defaultGroupName: "stream_creator_or_nobody"},
-	channelCanDeleteAnyMessageGroup:          {name: "can_delete_any_message_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
-	channelCanDeleteOwnMessageGroup:          {name: "can_delete_own_message_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
-	channelCanMoveMessagesOutOfChannelGroup:  {name: "can_move_messages_out_of_channel_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
-	channelCanMoveMessagesWithinChannelGroup: {name: "can_move_messages_within_channel_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanDeleteAnyMessageGroup:          {name: "can_delete_any_message_group", value: groupNobody, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanDeleteOwnMessageGroup:          {name: "can_delete_own_message_group", value: groupNobody, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanMoveMessagesOutOfChannelGroup:  {name: "can_move_messages_out_of_channel_group", value: groupNobody, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanMoveMessagesWithinChannelGroup: {name: "can_move_messages_within_channel_group", value: groupNobody, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
 	channelCanRemoveSubscribersGroup:         {name: "can_remove_subscribers_group", value: groupAdministrators, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:administrators"},
 	channelCanSendMessageGroup:               {name: "can_send_message_group", value: groupEveryone, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone"},
 	channelCanSubscribeGroup:                 {name: "can_subscribe_group", value: groupNobody, honoured: true, allowNobodyGroup: true, defaultGroupName: "role:nobody"},
-	channelCanResolveTopicsGroup:             {name: "can_resolve_topics_group", value: groupNobody, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
+	channelCanResolveTopicsGroup:             {name: "can_resolve_topics_group", value: groupNobody, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
 }
 
 // groupPermissionSettings are Zulip 11.0's NamedUserGroup.GROUP_PERMISSION_SETTINGS,

@@ -65,6 +65,12 @@ type server struct {
 	pusher *pusher
 	// scheduler sends scheduled messages at their time (scheduler.go).
 	scheduler *scheduler
+	// topicDeleteTime bounds a topic's deletion (0: topicDeleteTime,
+	// api_channel_admin.go; tests shorten it).
+	topicDeleteTime time.Duration
+	// mailer sends invitation e-mails; nil: no SMTP relay is
+	// configured, and POST /invites is refused (mail.go).
+	mailer *mailer
 	// sharedUsers is register's state made of the accounts alone,
 	// encoded once per change of any (register_shared.go).
 	sharedUsers sharedUserState
@@ -115,6 +121,10 @@ func (s *server) routes() http.Handler {
 	handle("POST /accounts/login", s.webLogin())
 	handle("GET /accounts/session", s.webSessionInfo())
 	handle("POST /accounts/logout", s.webLogout())
+	handle("GET /join/{key}/{$}", s.signupPage())
+	handle("POST /join/{key}/{$}", s.signupPage())
+	handle("GET /accounts/do_confirm/{key}", s.signupPage())
+	handle("POST /accounts/do_confirm/{key}", s.signupPage())
 	handle("GET /health", s.public(s.health))
 	handle("GET /metrics", s.metricsPage(true))
 	handle("GET /api/v1/server_settings", s.public(s.serverSettings))
@@ -143,6 +153,12 @@ func (s *server) routes() http.Handler {
 	handle("POST /api/v1/user_topics", s.api(s.updateUserTopic))
 	handle("GET /api/v1/streams", s.api(s.listChannels))
 	handle("GET /api/v1/streams/{stream_id}", s.api(s.channelByID))
+	handle("PATCH /api/v1/streams/{stream_id}", s.api(s.updateChannel))
+	handle("DELETE /api/v1/streams/{stream_id}", s.api(s.archiveChannel))
+	handle("POST /api/v1/streams/{stream_id}/delete_topic", s.api(s.deleteTopic, adminsOnly))
+	handle("GET /api/v1/streams/{stream_id}/members", s.api(s.channelMembers))
+	handle("POST /api/v1/default_streams", s.api(s.addDefaultChannel, adminsOnly))
+	handle("DELETE /api/v1/default_streams", s.api(s.removeDefaultChannel, adminsOnly))
 	handle("GET /api/v1/get_stream_id", s.api(s.channelID))
 	handle("POST /api/v1/messages", s.api(s.sendMessage))
 	handle("GET /api/v1/messages", s.api(s.getMessages))
@@ -182,6 +198,8 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/user_uploads/{realm_id}/{path...}", s.api(s.uploadURL))
 	handle("POST /api/v1/users/me/avatar", s.setAvatar())
 	handle("DELETE /api/v1/users/me/avatar", s.api(s.deleteAvatar))
+	handle("GET /api/v1/invites", s.api(s.listInvites, membersOnly))
+	handle("POST /api/v1/invites", s.api(s.sendInvites, membersOnly))
 	handle("GET /api/v1/users/me/alert_words", s.api(s.listAlertWords))
 	handle("POST /api/v1/users/me/alert_words", s.api(s.addAlertWords))
 	handle("DELETE /api/v1/users/me/alert_words", s.api(s.removeAlertWords))
@@ -193,16 +211,46 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/user_groups/{user_group_id}/members/{user_id}", s.api(s.isUserGroupMember, membersOnly))
 	handle("GET /api/v1/user_groups/{user_group_id}/subgroups", s.api(s.userGroupSubgroups, membersOnly))
 	handle("POST /api/v1/user_groups/{user_group_id}/subgroups", s.api(s.updateGroupSubgroups, membersOnly))
+	handle("GET /api/v1/realm/emoji", s.api(s.listEmoji))
+	handle("POST /api/v1/realm/emoji/{emoji_name}", s.uploadEmoji())
+	handle("DELETE /api/v1/realm/emoji/{emoji_name}", s.api(s.deactivateEmoji))
+	handle("GET /api/v1/realm/linkifiers", s.api(s.listLinkifiers))
+	handle("PATCH /api/v1/realm/linkifiers", s.api(s.reorderLinkifiers, adminsOnly))
+	handle("POST /api/v1/realm/filters", s.api(s.addLinkifier, adminsOnly))
+	handle("PATCH /api/v1/realm/filters/{filter_id}", s.api(s.updateLinkifier, adminsOnly))
+	handle("DELETE /api/v1/realm/filters/{filter_id}", s.api(s.removeLinkifier, adminsOnly))
+	handle("POST /api/v1/realm/playgrounds", s.api(s.addPlayground, adminsOnly))
+	handle("DELETE /api/v1/realm/playgrounds/{playground_id}", s.api(s.removePlayground, adminsOnly))
+	handle("POST /api/v1/users/{user_id}/reactivate", s.api(s.reactivateUser))
+	handle("PATCH /api/v1/users/me/profile_data", s.api(s.updateOwnProfileData, humansOnly))
+	handle("DELETE /api/v1/users/me/profile_data", s.api(s.removeOwnProfileData, humansOnly))
+	handle("GET /api/v1/realm/profile_fields", s.api(s.listProfileFields))
+	handle("POST /api/v1/realm/profile_fields", s.api(s.createProfileField, adminsOnly))
+	handle("PATCH /api/v1/realm/profile_fields", s.api(s.reorderProfileFields, adminsOnly))
+	handle("PATCH /api/v1/realm/profile_fields/{field_id}", s.api(s.updateProfileField, adminsOnly))
+	handle("DELETE /api/v1/realm/profile_fields/{field_id}", s.api(s.deleteProfileField, adminsOnly))
+	handle("PATCH /api/v1/realm/user_settings_defaults", s.api(s.updateRealmUserDefaults, adminsOnly))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
 	}
-	// GET /api/v1/users/{user_id} and /api/v1/users/{email}: one pattern
-	// for every method, which answers 405 itself (a GET pattern would
-	// conflict with the 405 pattern of /api/v1/users/me).
-	s.patterns = append(s.patterns, "GET /api/v1/users/{user}")
+	// GET /api/v1/users/{user_id} and /api/v1/users/{email}, PATCH and
+	// DELETE /api/v1/users/{user_id}: one pattern for every method, which
+	// answers 405 itself (method patterns would conflict with the 405
+	// pattern of /api/v1/users/me). As in Zulip's URL patterns, only an
+	// id takes PATCH and DELETE.
+	s.patterns = append(s.patterns, "GET /api/v1/users/{user}", "PATCH /api/v1/users/{user_id}", "DELETE /api/v1/users/{user_id}")
+	byAddress := onlyGET(s.api(s.getUser))
+	byID := byMethod(map[string]http.Handler{http.MethodGet: byAddress, http.MethodPatch: s.api(s.updateUser), http.MethodDelete: s.api(s.deactivateUser)})
 	for _, prefix := range []string{"/api/v1", "/json"} {
-		mux.Handle(prefix+"/users/{user}", onlyGET(s.api(s.getUser)))
+		mux.Handle(prefix+"/users/{user}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if key := r.PathValue("user"); isUserID(key) && r.Method != http.MethodHead {
+				r.SetPathValue("user_id", key)
+				byID.ServeHTTP(w, r)
+				return
+			}
+			byAddress.ServeHTTP(w, r)
+		}))
 	}
 	// GET, PATCH and DELETE /api/v1/messages/{message_id}: one pattern,
 	// which answers 405 itself (method patterns would conflict with the
@@ -218,6 +266,39 @@ func (s *server) routes() http.Handler {
 	s.patterns = append(s.patterns, "PATCH /api/v1/user_groups/{user_group_id}")
 	for _, prefix := range []string{"/api/v1", "/json"} {
 		mux.Handle(prefix+"/user_groups/{user_group_id}", byMethod(map[string]http.Handler{http.MethodPatch: s.api(s.updateUserGroup, membersOnly)}))
+	}
+	// POST /api/v1/invites/multiuse and DELETE /api/v1/invites/{invite_id},
+	// then DELETE /api/v1/invites/multiuse/{invite_id} and POST
+	// /api/v1/invites/{invite_id}/resend: one pattern each pair, which
+	// tells them apart and answers 405 itself (their own patterns would
+	// conflict with each other's 405 patterns).
+	s.patterns = append(s.patterns, "POST /api/v1/invites/multiuse", "DELETE /api/v1/invites/{invite_id}",
+		"DELETE /api/v1/invites/multiuse/{invite_id}", "POST /api/v1/invites/{invite_id}/resend")
+	newLink := byMethod(map[string]http.Handler{http.MethodPost: s.api(s.createInviteLink, membersOnly)})
+	revoke := byMethod(map[string]http.Handler{http.MethodDelete: s.api(s.revokeInvite, membersOnly)})
+	revokeLink := byMethod(map[string]http.Handler{http.MethodDelete: s.api(s.revokeInviteLink, membersOnly)})
+	resend := byMethod(map[string]http.Handler{http.MethodPost: s.api(s.resendInvite, membersOnly)})
+	inviteNotFound := s.notFound()
+	for _, prefix := range []string{"/api/v1", "/json"} {
+		mux.Handle(prefix+"/invites/{invite_id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.PathValue("invite_id") == "multiuse" {
+				newLink.ServeHTTP(w, r)
+			} else {
+				revoke.ServeHTTP(w, r)
+			}
+		}))
+		mux.Handle(prefix+"/invites/{first}/{second}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch first, second := r.PathValue("first"), r.PathValue("second"); {
+			case first == "multiuse":
+				r.SetPathValue("invite_id", second)
+				revokeLink.ServeHTTP(w, r)
+			case second == "resend":
+				r.SetPathValue("invite_id", first)
+				resend.ServeHTTP(w, r)
+			default:
+				inviteNotFound.ServeHTTP(w, r)
+			}
+		}))
 	}
 	// POST /api/v1/users/me/X and GET /api/v1/users/{user}/X: one pattern
 	// each, for the same reason, that serves "me" with POST and anyone
@@ -268,8 +349,10 @@ func (s *server) routes() http.Handler {
 	}
 	// Files, outside /api/v1 as in Zulip: each pattern answers 405 itself
 	// (the temporary URL's path is also an upload's path).
-	s.patterns = append(s.patterns, "GET /user_uploads/{realm_id}/{path...}", "GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}")
+	s.patterns = append(s.patterns, "GET /user_uploads/{realm_id}/{path...}", "GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}",
+		"GET /user_avatars/{realm}/emoji/images/{file}")
 	mux.Handle("/user_avatars/{realm}/{file}", onlyGET(s.serveAvatar()))
+	mux.Handle("/user_avatars/{realm}/emoji/images/{file}", onlyGET(s.serveEmoji()))
 	mux.Handle("/user_uploads/{realm_id}/{path...}", onlyGET(s.serveUpload()))
 	mux.Handle("/user_uploads/temporary/{token}/{filename}", onlyGET(s.serveTemporaryUpload()))
 	mux.Handle("/", s.notFound())
@@ -282,6 +365,9 @@ func withCleanPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; !isCleanPath(p) {
 			clean := path.Clean("/" + p)
+			if strings.HasPrefix(clean, "/join/") && strings.HasSuffix(p, "/") {
+				clean += "/" // an invitation link's form, /join/KEY/ (signup.go)
+			}
 			r2 := *r
 			u := *r.URL
 			u.Path, u.RawPath = clean, ""

@@ -62,6 +62,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.etcd.io/bbolt"
@@ -151,6 +152,7 @@ func createDatabaseFile(path string) error {
 // importReport is what an import brought over and what it left.
 type importReport struct {
 	Users, Channels, Subscriptions, Messages, Flags, Reactions, Attachments, Avatars int
+	Emoji, Linkifiers, Playgrounds                                                   int
 	// What zulite cannot hold, in words, with counts.
 	left map[string]int
 }
@@ -169,6 +171,9 @@ func (r importReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "imported: %d users, %d channels, %d subscriptions, %d messages, %d personal flags, %d reactions, %d uploaded files, %d avatars\n",
 		r.Users, r.Channels, r.Subscriptions, r.Messages, r.Flags, r.Reactions, r.Attachments, r.Avatars)
+	if r.Emoji > 0 || r.Linkifiers > 0 || r.Playgrounds > 0 {
+		fmt.Fprintf(&b, "also imported: %d custom emoji, %d linkifiers, %d code playgrounds\n", r.Emoji, r.Linkifiers, r.Playgrounds)
+	}
 	const credentials = "users have no password or API key: give each one with 'zulite user password EMAIL' or 'zulite user key EMAIL'\n"
 	if len(r.left) == 0 {
 		b.WriteString("nothing left out\n")
@@ -226,6 +231,13 @@ type importer struct {
 	written *bufio.Writer
 	lastOld uint64
 	nextID  uint64
+	// The organisation's custom emoji, linkifiers and playgrounds as
+	// realm.json has them, and the emoji imported, by id
+	// (import_realm_config.go).
+	emoji          []importedEmoji
+	linkifierRows  []importedLinkifier
+	playgroundRows []playground
+	emojiIDs       map[string]bool
 }
 
 // importZulip runs the import.
@@ -260,13 +272,18 @@ func (s *store) importZulip(dir string) (importReport, error) {
 	// at the end, before the import reports success.
 	s.db.NoSync = true
 	defer func() { s.db.NoSync = false }()
-	steps := []func() error{x.realm, x.attachments, x.messages, x.finishUnread, x.reactions, x.avatars, x.leftImages}
+	steps := []func() error{x.realm, x.attachments, x.messages, x.finishUnread, x.customEmoji, x.reactions, x.avatars, x.leftImages}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return x.report, err
 		}
 	}
 	return x.report, s.db.Sync()
+}
+
+// importedDefault is a row of zerver_defaultstream: a default channel.
+type importedDefault struct {
+	Stream uint64 `json:"stream"`
 }
 
 // realmTablesRead are the tables of realm.json that the import reads or
@@ -288,11 +305,28 @@ func (x *importer) realm() error {
 	var users []zulipexport.User
 	var streams []zulipexport.Stream
 	var subs []zulipexport.Subscription
+	defaults := map[uint64]bool{} // zerver_defaultstream's channels
 	var snippets []importedSnippet
 	var views []importedView // zerver_usertopic's, zerver_muteduser's, zerver_alertword's rows
 	crossrealm := map[uint64]bool{}
+	var fields []profileField
+	var values []importedProfileValue
+	var userDefaults map[string]json.RawMessage // nil: none in the export
 	err := zulipexport.ReadTablesAndValues(x.root, "realm.json", func(name string, dec *json.Decoder) (bool, error) {
 		switch name {
+		case "zerver_customprofilefield":
+			return true, zulipexport.ReadRows(dec, func(f importedProfileField) error {
+				fields = append(fields, profileField{ID: f.ID, Name: f.Name, Type: f.FieldType, Hint: f.Hint, FieldData: f.FieldData, Order: f.Order,
+					Required: f.Required, EditableByUser: f.EditableByUser == nil || *f.EditableByUser, DisplayInProfileSummary: f.DisplayInProfileSummary})
+				return nil
+			})
+		case "zerver_realmuserdefault":
+			return true, zulipexport.ReadRows(dec, func(row map[string]json.RawMessage) error {
+				userDefaults = importedUserDefaults(row)
+				return nil
+			})
+		case "zerver_customprofilefieldvalue":
+			return true, zulipexport.ReadRows(dec, func(v importedProfileValue) error { values = append(values, v); return nil })
 		case "zerver_userprofile", "zerver_userprofile_mirrordummy", "zerver_userprofile_crossrealm":
 			return true, zulipexport.ReadRows(dec, func(u zulipexport.User) error {
 				if name == "zerver_userprofile_crossrealm" {
@@ -303,6 +337,8 @@ func (x *importer) realm() error {
 			})
 		case "zerver_stream":
 			return true, zulipexport.ReadRows(dec, func(s zulipexport.Stream) error { streams = append(streams, s); return nil })
+		case "zerver_defaultstream":
+			return true, zulipexport.ReadRows(dec, func(d importedDefault) error { defaults[d.Stream] = true; return nil })
 		case "zerver_recipient":
 			return true, zulipexport.ReadRows(dec, func(r zulipexport.Recipient) error { x.recipients[r.ID] = r; return nil })
 		case "zerver_subscription":
@@ -313,6 +349,9 @@ func (x *importer) realm() error {
 			return true, zulipexport.ReadRows(dec, func(sn importedSnippet) error { snippets = append(snippets, sn); return nil })
 		case "zerver_usertopic", "zerver_muteduser", "zerver_alertword":
 			return true, zulipexport.ReadRows(dec, func(r importedView) error { r.table = name; views = append(views, r); return nil })
+		}
+		if read, err := x.readRealmConfig(name, dec); read || err != nil { // import_realm_config.go
+			return read, err
 		}
 		if realmTablesRead[name] {
 			return false, nil
@@ -329,7 +368,16 @@ func (x *importer) realm() error {
 			x.channelOf[r.ID] = r.TypeID
 		}
 	}
+	profiles := profilesOf(fields, values, &x.report)
 	return x.s.updateGuarded(func(tx *bbolt.Tx) error {
+		if err := putProfileFields(tx, fields); err != nil {
+			return err
+		}
+		if len(userDefaults) > 0 {
+			if err := putJSON(tx.Bucket(bucketMeta), keyRealmUserDefaults, userDefaults); err != nil {
+				return err
+			}
+		}
 		usersB, emails := tx.Bucket(bucketUsers), tx.Bucket(bucketUserEmails)
 		var maxUser uint64
 		for _, zu := range users {
@@ -357,6 +405,7 @@ func (x *importer) realm() error {
 			default:
 				u.Role = roleMember
 			}
+			u.Profile = profiles[u.ID]
 			if err := putUser(tx, u); err != nil {
 				return err
 			}
@@ -380,9 +429,10 @@ func (x *importer) realm() error {
 			if zs.Creator != nil && x.users[*zs.Creator] {
 				ch.CreatorID = *zs.Creator
 			}
-			if zs.Deactivated {
-				x.report.leave("archived channels: zulite has no archiving, imported as active channels", 1)
-			}
+			// Archived, it stays archived; a default channel, it stays
+			// one, unless archived (do_deactivate_stream takes an archived
+			// channel out of the defaults).
+			ch.Archived, ch.Default = zs.Deactivated, defaults[zs.ID] && !zs.Deactivated
 			if zs.IsWebPublic {
 				x.report.leave("web-public channels: imported as public channels", 1)
 			}
@@ -431,6 +481,9 @@ func (x *importer) realm() error {
 			x.report.Subscriptions++
 		}
 		if err := x.importSnippets(tx, snippets); err != nil {
+			return err
+		}
+		if err := x.importLinkifiers(tx); err != nil {
 			return err
 		}
 		return x.importViews(tx, views)
@@ -842,8 +895,8 @@ func (x *importer) reactions() error {
 		}
 		return true, zulipexport.ReadRows(dec, func(r zulipexport.Reaction) error {
 			switch {
-			case r.ReactionType == reactionRealm:
-				x.report.leave("reactions with custom emoji: zulite has no custom emoji", 1)
+			case r.ReactionType == reactionRealm && !x.emojiIDs[r.EmojiCode]:
+				x.report.leave("reactions with custom emoji not imported", 1)
 				return nil
 			case !x.users[r.UserProfile]:
 				return nil
@@ -868,4 +921,99 @@ func (x *importer) reactions() error {
 		err = flush()
 	}
 	return err
+}
+
+// importedProfileField and importedProfileValue are the rows of
+// zerver_customprofilefield and zerver_customprofilefieldvalue.
+type importedProfileField struct {
+	ID                      uint64 `json:"id"`
+	Name                    string `json:"name"`
+	Hint                    string `json:"hint"`
+	Order                   int64  `json:"order"`
+	DisplayInProfileSummary bool   `json:"display_in_profile_summary"`
+	Required                bool   `json:"required"`
+	EditableByUser          *bool  `json:"editable_by_user"` // older exports have none: true
+	FieldType               int    `json:"field_type"`
+	FieldData               string `json:"field_data"`
+}
+
+type importedProfileValue struct {
+	UserProfile   uint64  `json:"user_profile"`
+	Field         uint64  `json:"field"`
+	Value         string  `json:"value"`
+	RenderedValue *string `json:"rendered_value"`
+}
+
+// profilesOf gathers each user's values of the imported fields (a text
+// value without its rendering is rendered, as Zulip renders it); a value
+// of no field is left out.
+func profilesOf(fields []profileField, values []importedProfileValue, report *importReport) map[uint64]map[string]profileValue {
+	byID := map[uint64]profileField{}
+	for _, f := range fields {
+		byID[f.ID] = f
+	}
+	profiles := map[uint64]map[string]profileValue{}
+	for _, v := range values {
+		f, ok := byID[v.Field]
+		if !ok {
+			report.leave("custom profile field values of no field", 1)
+			continue
+		}
+		pv := profileValue{Value: v.Value}
+		if f.Type == fieldShortText || f.Type == fieldLongText {
+			if v.RenderedValue != nil {
+				pv.Rendered = *v.RenderedValue
+			} else {
+				pv.Rendered = renderProfileValue(v.Value) // api_profile_fields.go
+			}
+		}
+		if profiles[v.UserProfile] == nil {
+			profiles[v.UserProfile] = map[string]profileValue{}
+		}
+		profiles[v.UserProfile][strconv.FormatUint(f.ID, 10)] = pv
+	}
+	return profiles
+}
+
+// putProfileFields stores the imported fields with their ids.
+func putProfileFields(tx *bbolt.Tx, fields []profileField) error {
+	b := tx.Bucket(bucketProfileFields)
+	var maxID uint64
+	for _, f := range fields {
+		if err := putJSON(b, itob(f.ID), f); err != nil {
+			return err
+		}
+		maxID = max(maxID, f.ID)
+	}
+	if maxID > b.Sequence() {
+		return b.SetSequence(maxID)
+	}
+	return nil
+}
+
+// importedUserDefaults are the settings of zerver_realmuserdefault's row
+// that zulite's PATCH /realm/user_settings_defaults changes and that
+// differ from Zulip's defaults; a value of the wrong type or out of the
+// setting's choices is left at the default.
+func importedUserDefaults(row map[string]json.RawMessage) map[string]json.RawMessage {
+	defaults := map[string]json.RawMessage{}
+	for _, setting := range userSettingsTable {
+		raw, ok := row[setting.name]
+		if !setting.changeable || !ok {
+			continue
+		}
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		if f, isNumber := v.(float64); isNumber && f == float64(int(f)) {
+			v = int(f)
+		}
+		if fmt.Sprintf("%T", v) != fmt.Sprintf("%T", setting.def) || v == setting.def || (setting.choices != nil && !slices.Contains(setting.choices, v)) {
+			continue
+		}
+		encoded, _ := json.Marshal(v)
+		defaults[setting.name] = encoded
+	}
+	return defaults
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,6 +59,9 @@ func viewOf(t *testing.T, e *testEnv, a *account) (subs, messages []any) {
 func TestExportImport_RoundTripKeepsEveryUsersView(t *testing.T) {
 	e := newTestEnv(t)
 	fileURL := exportActivity(t, e)
+	// A default channel stays one and an archived channel stays archived.
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/default_streams", url.Values{"stream_id": {strconv.FormatUint(e.general.ID, 10)}}, &e.admin))
+	wantAPISuccess(t, e.request(t, http.MethodDelete, channelPath(e.secret), nil, &e.admin))
 	dir := mustExport(t, e.st)
 
 	st := mustOpenStore(t)
@@ -68,6 +73,20 @@ func TestExportImport_RoundTripKeepsEveryUsersView(t *testing.T) {
 		t.Errorf("the report of a zulite export's import: got %q, want nothing left out", report)
 	}
 	imported := importedEnv(t, st)
+	kinds := func(s *store) string {
+		list, err := s.channels()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ch := range list {
+			out = append(out, fmt.Sprint(ch.ID, " ", ch.Name, " default=", ch.Default, " archived=", ch.Archived))
+		}
+		return strings.Join(out, ", ")
+	}
+	if got, want := kinds(st), kinds(e.st); got != want || !strings.Contains(want, "general default=true") || !strings.Contains(want, "secret default=false archived=true") {
+		t.Errorf("channels after the round trip:\n got %s\nwant %s", got, want)
+	}
 
 	before, _ := e.st.users()
 	after, _ := st.users()
@@ -75,12 +94,22 @@ func TestExportImport_RoundTripKeepsEveryUsersView(t *testing.T) {
 		out := []user{}
 		for _, u := range list {
 			out = append(out, user{ID: u.ID, Email: u.Email, FullName: u.FullName, Role: u.Role, Bot: u.Bot, Active: u.Active, Joined: u.Joined,
-				Avatar: u.Avatar, AvatarMedium: u.AvatarMedium})
+				Avatar: u.Avatar, AvatarMedium: u.AvatarMedium, Profile: u.Profile})
 		}
 		return out
 	}
 	if !reflect.DeepEqual(strip(before), strip(after)) {
 		t.Errorf("users:\n got %+v\nwant %+v", strip(after), strip(before))
+	}
+	defaultsBefore, _ := e.st.realmUserDefaults()
+	defaultsAfter, _ := st.realmUserDefaults()
+	if len(defaultsBefore) != 2 || !reflect.DeepEqual(defaultsAfter, defaultsBefore) {
+		t.Errorf("the settings new users start with:\n got %s\nwant %s", defaultsAfter, defaultsBefore)
+	}
+	fieldsBefore, _ := e.st.profileFields()
+	fieldsAfter, _ := st.profileFields()
+	if len(fieldsBefore) != 2 || !reflect.DeepEqual(fieldsAfter, fieldsBefore) {
+		t.Errorf("custom profile fields:\n got %+v\nwant %+v", fieldsAfter, fieldsBefore)
 	}
 	for _, a := range []*account{&e.owner, &e.admin, &e.alice, &e.bob} {
 		wantSubs, wantMessages := viewOf(t, e, a)
@@ -279,8 +308,8 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 	if got := asJSON(object(messages[0])["reactions"]); got != `[{"emoji_code":"1f419","emoji_name":"octopus","reaction_type":"unicode_emoji","user_id":11}]` {
 		t.Errorf("reactions on 100: got %s", got)
 	}
-	if got := asJSON(object(messages[1])["reactions"]); got != `[]` {
-		t.Errorf("reactions on 101 (a custom emoji's, left out): got %s", got)
+	if got := asJSON(object(messages[1])["reactions"]); got != `[{"emoji_code":"3","emoji_name":"partyparrot","reaction_type":"realm_emoji","user_id":10}]` {
+		t.Errorf("reactions on 101 (a custom emoji's, imported with it): got %s", got)
 	}
 	if got := asJSON(object(messages[1])["edit_history"]); got != `[{"prev_content":"Nay","prev_rendered_content":"\u003cp\u003eNay\u003c/p\u003e","timestamp":1600001100,"user_id":11}]` ||
 		object(messages[1])["last_edit_timestamp"] != 1600001100.0 {
@@ -303,13 +332,25 @@ func TestImport_HandWrittenZulipExport(t *testing.T) {
 		t.Errorf("the uploaded file: got %d %q", rec.Code, rec.Body.String())
 	}
 
+	// zerver_defaultstream's channel (Denmark) is a default channel, and
+	// the deactivated one (Old) is archived, neither left out.
+	importedChannels, _ := st.channels()
+	var kinds []string
+	for _, ch := range importedChannels {
+		kinds = append(kinds, fmt.Sprint(ch.Name, " default=", ch.Default, " archived=", ch.Archived))
+	}
+	if want := []string{"Denmark default=true archived=false", "Verona default=false archived=false", "Old default=false archived=true"}; !slices.Equal(kinds, want) {
+		t.Errorf("the channels imported:\n got %q\nwant %q", kinds, want)
+	}
 	text := report.String()
+	for _, gone := range []string{"archived channels", "zerver_defaultstream"} {
+		if strings.Contains(text, gone) {
+			t.Errorf("the report leaves out %q, which the import reads:\n%s", gone, text)
+		}
+	}
 	for _, left := range []string{
 		"1 moderators",
-		"1 reactions with custom emoji",
-		"1 archived channels",
-		"1 rows of zerver_realmemoji",
-		"1 rows of zerver_defaultstream",
+		"also imported: 1 custom emoji",
 		"3 system bots",
 		"1 group mentions",
 	} {

@@ -163,13 +163,12 @@ func (x *importer) avatars() error {
 }
 
 // leftImages reports the images of an export that zulite has no place
-// for: custom emoji (emoji/) and the organisation's icon and logo
+// for: the organisation's icon and logo
 // (realm_icons/), one for each record but the .original ones Zulip keeps
 // beside them. Their records are read as the others are, so that one
 // whose path leads out of the export refuses it here too.
 func (x *importer) leftImages() error {
 	for _, folder := range []struct{ sub, what string }{
-		{"emoji", "custom emoji images in emoji/: zulite has no custom emoji"},
 		{"realm_icons", "images in realm_icons/ (the organisation's icon and logo): zulite has none"},
 	} {
 		records, err := zulipexport.ReadRecords(x.root, folder.sub)

@@ -34,6 +34,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	e.sendAs(t, e.bob, e.general, "t") // something unread for alice
 	aliceQueue := e.registerQueue(t, &e.alice, nil).str("queue_id")
 	secretID := strconv.FormatUint(e.secret.ID, 10)
+	generalID := strconv.FormatUint(e.general.ID, 10)
 	msgID := strconv.FormatUint(secretMsg.ID, 10)
 	plan := e.mustUpload(t, &e.alice, "plan.txt", secretText) // linked in the private channel only
 	e.sendText(t, e.alice, e.secret, "[plan]("+plan+")")
@@ -67,8 +68,31 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	// Alice's user group, which she manages alone (Zulip's defaults).
 	herGroup := e.createGroup(t, &e.alice, "alices", []uint64{e.alice.ID}, nil)
 	herGroupPath := "/api/v1/user_groups/" + strconv.Itoa(herGroup)
+	// Her custom emoji; the administrators' linkifier and playground.
+	wantAPISuccess(t, e.upload(t, &e.alice, "/api/v1/realm/emoji/hers", uploadPart{"f", "h.png", "image/png", pngOf(t, 8, 8)}))
+	linkifierID := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`#(?P<id>\d+)`}, "url_template": {"https://x.test/{id}"}}, &e.admin)), 10)
+	playgroundID := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Py"}, "pygments_language": {"python"}, "url_template": {"https://py.test/?c={code}"}}, &e.admin)), 10)
+	// Alice's e-mail invitation to her private channel, and an
+	// administrator's reusable link: bob may neither see nor touch them.
+	e.server.mailer = offlineMailer() // so that bob's invitations are refused for what they ask, not for want of a relay
+	herInvites, _, err := e.st.createInvites(inviteRequest{Caller: e.alice.user, Emails: []string{"friend@example.com"}, As: roleMember,
+		Channels: []int64{int64(e.secret.ID)}, ChannelRefusal: errInviteChannel})
+	if err != nil || len(herInvites) != 1 {
+		t.Fatalf("alice's invitation: %v %v", herInvites, err)
+	}
+	herInvite := strconv.FormatUint(herInvites[0].ID, 10)
+	links, _, err := e.st.createInvites(inviteRequest{Caller: e.admin.user, Multiuse: true, As: roleMember, ChannelRefusal: errInviteChannel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminLink := strconv.FormatUint(links[0].ID, 10)
 	// A direct-message conversation bob is not in, unread for alice, sent
 	// while bob listens.
+	// A custom profile field alice filled in, set up by an administrator.
+	field := e.request(t, "POST", "/api/v1/realm/profile_fields", url.Values{"name": {"Plans"}, "field_type": {"1"}}, &e.admin)
+	fieldID := strconv.Itoa(int(field.body["id"].(float64)))
+	wantAPISuccess(t, e.request(t, "PATCH", "/api/v1/users/me/profile_data", url.Values{"data": {`[{"id":` + fieldID + `,"value":"hers"}]`}}, &e.alice))
+	herPath := "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10)
 	bobQueue := e.registerQueue(t, &e.bob, nil).str("queue_id")
 	dmID := strconv.FormatUint(e.sendDM(t, &e.owner, jsonIDs(e.alice.ID), secretText), 10)
 
@@ -117,12 +141,22 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		attachments, _, err5 := e.st.ownAttachments(e.alice.user)
 		scheduled, err6 := e.st.scheduledMessages(e.alice.ID)
 		reminders, err7 := e.st.reminders(e.alice.ID)
-		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+		channels, err8 := e.st.channels()
+		invites, err9 := e.st.invites(e.admin.user) // hers and the administrator's
+		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8, err9); err != nil {
 			t.Fatal(err)
 		}
 		group, _ := e.st.groups().group(herGroup)
-		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics,
-			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders), plainJSON(group), len(e.st.groups().groups))
+		fields := e.request(t, "GET", "/api/v1/realm/profile_fields", nil, &e.alice).raw
+		var defaults string
+		e.st.view(func(tx *bbolt.Tx) error {
+			defaults = string(tx.Bucket(bucketMeta).Get([]byte("realm_user_defaults")))
+			return nil
+		})
+		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, plainJSON(me), reactions, unread, topics,
+			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders), plainJSON(channels),
+			e.st.customEmoji(), linkifiersJSON(e.st.allLinkifiers()), e.st.allPlaygrounds(), invites, fields, defaults,
+			plainJSON(group), len(e.st.groups().groups))
 	}
 
 	type attempt struct {
@@ -138,6 +172,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"PATCH /api/v1/users/me/subscriptions", "GET /api/v1/users/{user_id}/subscriptions/{stream_id}",
 		"POST /api/v1/typing", "GET /api/v1/user_uploads/{realm_id}/{path...}", "GET /user_uploads/{realm_id}/{path...}",
 		"GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}", "POST /api/v1/users/me/avatar",
+		"POST /api/v1/realm/emoji/{emoji_name}", "DELETE /api/v1/realm/emoji/{emoji_name}", "GET /user_avatars/{realm}/emoji/images/{file}",
+		"PATCH /api/v1/realm/linkifiers", "POST /api/v1/realm/filters", "PATCH /api/v1/realm/filters/{filter_id}", "DELETE /api/v1/realm/filters/{filter_id}",
+		"POST /api/v1/realm/playgrounds", "DELETE /api/v1/realm/playgrounds/{playground_id}",
 		"POST /api/v1/messages/{message_id}/reactions", "DELETE /api/v1/messages/{message_id}/reactions",
 		"PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}", "GET /api/v1/messages/{message_id}/history", "GET /api/v1/messages/{message_id}",
 		"POST /api/v1/submessage", "POST /api/v1/user_groups/create", "PATCH /api/v1/user_groups/{user_group_id}", "POST /api/v1/user_groups/{user_group_id}/deactivate", "POST /api/v1/user_groups/{user_group_id}/members", "POST /api/v1/user_groups/{user_group_id}/subgroups", "PATCH /api/v1/drafts/{draft_id}", "DELETE /api/v1/drafts/{draft_id}",
@@ -145,7 +182,14 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/messages/{message_id}/read_receipts", "POST /api/v1/messages/{message_id}/typing",
 		"DELETE /api/v1/attachments/{attachment_id}", "POST /api/v1/mobile_push/test_notification",
 		"PATCH /api/v1/scheduled_messages/{scheduled_message_id}", "DELETE /api/v1/scheduled_messages/{scheduled_message_id}",
-		"POST /api/v1/reminders", "DELETE /api/v1/reminders/{reminder_id}"} {
+		"POST /api/v1/reminders", "DELETE /api/v1/reminders/{reminder_id}",
+		"PATCH /api/v1/streams/{stream_id}", "DELETE /api/v1/streams/{stream_id}", "POST /api/v1/streams/{stream_id}/delete_topic",
+		"GET /api/v1/streams/{stream_id}/members", "POST /api/v1/default_streams", "DELETE /api/v1/default_streams",
+		"POST /api/v1/invites", "POST /api/v1/invites/multiuse", "DELETE /api/v1/invites/{invite_id}",
+		"DELETE /api/v1/invites/multiuse/{invite_id}", "POST /api/v1/invites/{invite_id}/resend",
+		"PATCH /api/v1/users/{user_id}", "DELETE /api/v1/users/{user_id}", "POST /api/v1/users/{user_id}/reactivate",
+		"POST /api/v1/realm/profile_fields", "PATCH /api/v1/realm/profile_fields", "PATCH /api/v1/realm/profile_fields/{field_id}",
+		"DELETE /api/v1/realm/profile_fields/{field_id}", "PATCH /api/v1/realm/user_settings_defaults"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -292,8 +336,64 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 			{"POST", herGroupPath + "/members", url.Values{"delete": {"[" + strconv.FormatUint(e.alice.ID, 10) + "]"}}},
 			{"POST", herGroupPath + "/members", url.Values{"add_subgroups": {"[5]"}}}},
 		"POST /api/v1/user_groups/{user_group_id}/subgroups": {{"POST", herGroupPath + "/subgroups", url.Values{"add": {"[5]"}}}},
+		// Administering her private channel, and the public one, as a
+		// member who administers neither (issue 33).
+		"PATCH /api/v1/streams/{stream_id}": {{"PATCH", "/api/v1/streams/" + secretID, url.Values{"new_name": {"bobs"}}},
+			{"PATCH", "/api/v1/streams/" + secretID, url.Values{"is_private": {"false"}, "history_public_to_subscribers": {"true"}}},
+			{"PATCH", "/api/v1/streams/" + secretID, url.Values{"can_add_subscribers_group": {`{"new":5}`}}},
+			{"PATCH", "/api/v1/streams/" + generalID, url.Values{"description": {"bob's"}}}},
+		"DELETE /api/v1/streams/{stream_id}":            {{"DELETE", "/api/v1/streams/" + secretID, nil}, {"DELETE", "/api/v1/streams/" + generalID, nil}},
+		"POST /api/v1/streams/{stream_id}/delete_topic": {{"POST", "/api/v1/streams/" + secretID + "/delete_topic", url.Values{"topic_name": {"plans"}}}},
+		"GET /api/v1/streams/{stream_id}/members":       {{"GET", "/api/v1/streams/" + secretID + "/members", nil}},
+		"POST /api/v1/default_streams":                  {{"POST", "/api/v1/default_streams", url.Values{"stream_id": {generalID}}}},
+		"DELETE /api/v1/default_streams":                {{"DELETE", "/api/v1/default_streams", url.Values{"stream_id": {generalID}}}},
+		// Her custom emoji is hers to deactivate (or an administrator's),
+		// and its name hers; a member administers no linkifier or
+		// playground.
+		"GET /api/v1/realm/emoji":                          {{"GET", "/api/v1/realm/emoji", nil}},
+		"POST /api/v1/realm/emoji/{emoji_name}":            {{"POST", "/api/v1/realm/emoji/hers", nil}},
+		"DELETE /api/v1/realm/emoji/{emoji_name}":          {{"DELETE", "/api/v1/realm/emoji/hers", nil}},
+		"GET /user_avatars/{realm}/emoji/images/{file}":    {{"GET", "/user_avatars/2/emoji/images/" + strings.Repeat("ab", 32) + ".png", nil}},
+		"GET /api/v1/realm/linkifiers":                     {{"GET", "/api/v1/realm/linkifiers", nil}},
+		"PATCH /api/v1/realm/linkifiers":                   {{"PATCH", "/api/v1/realm/linkifiers", url.Values{"ordered_linkifier_ids": {"[" + linkifierID + "]"}}}},
+		"POST /api/v1/realm/filters":                       {{"POST", "/api/v1/realm/filters", url.Values{"pattern": {`x(?P<id>\d+)`}, "url_template": {"https://x.test/{id}"}}}},
+		"PATCH /api/v1/realm/filters/{filter_id}":          {{"PATCH", "/api/v1/realm/filters/" + linkifierID, url.Values{"pattern": {`y(?P<id>\d+)`}, "url_template": {"https://y.test/{id}"}}}},
+		"DELETE /api/v1/realm/filters/{filter_id}":         {{"DELETE", "/api/v1/realm/filters/" + linkifierID, nil}},
+		"POST /api/v1/realm/playgrounds":                   {{"POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Go"}, "pygments_language": {"go"}, "url_template": {"https://go.test/?c={code}"}}}},
+		"DELETE /api/v1/realm/playgrounds/{playground_id}": {{"DELETE", "/api/v1/realm/playgrounds/" + playgroundID, nil}},
+		// Invitations: bob lists only his own (none); he may not invite
+		// to her private channel, make a link, or revoke or resend hers
+		// or the administrator's.
+		"GET /api/v1/invites": {{"GET", "/api/v1/invites", nil}},
+		"POST /api/v1/invites": {{"POST", "/api/v1/invites", url.Values{"invitee_emails": {"spy@example.com"}, "stream_ids": {"[" + secretID + "]"}}},
+			{"POST", "/api/v1/invites", url.Values{"invitee_emails": {"spy@example.com"}, "stream_ids": {"[" + secretID + "]"}, "invite_as": {"200"}}}},
+		"POST /api/v1/invites/multiuse":               {{"POST", "/api/v1/invites/multiuse", url.Values{"stream_ids": {"[" + secretID + "]"}}}},
+		"DELETE /api/v1/invites/{invite_id}":          {{"DELETE", "/api/v1/invites/" + herInvite, nil}},
+		"DELETE /api/v1/invites/multiuse/{invite_id}": {{"DELETE", "/api/v1/invites/multiuse/" + adminLink, nil}},
+		"POST /api/v1/invites/{invite_id}/resend":     {{"POST", "/api/v1/invites/" + herInvite + "/resend", nil}},
+		// The sign-up pages are HTML, not JSON, and open only with an
+		// invitation's key, which bob does not have (api_invites_test.go).
+		"GET /join/{key}/{$}":             {},
+		"POST /join/{key}/{$}":            {},
+		"GET /accounts/do_confirm/{key}":  {},
+		"POST /accounts/do_confirm/{key}": {},
+		// A member administers nobody: not her role, name, profile or
+		// activity, not the organisation's fields or defaults; his own
+		// profile data is his.
+		"PATCH /api/v1/users/{user_id}": {{"PATCH", herPath, url.Values{"full_name": {"Bob's"}}}, {"PATCH", herPath, url.Values{"role": {"600"}}},
+			{"PATCH", herPath, url.Values{"profile_data": {`[{"id":` + fieldID + `,"value":null}]`}}}},
+		"DELETE /api/v1/users/{user_id}":                 {{"DELETE", herPath, nil}},
+		"POST /api/v1/users/{user_id}/reactivate":        {{"POST", herPath + "/reactivate", nil}},
+		"PATCH /api/v1/users/me/profile_data":            {{"PATCH", "/api/v1/users/me/profile_data", url.Values{"data": {`[{"id":` + fieldID + `,"value":"his"}]`}}}},
+		"DELETE /api/v1/users/me/profile_data":           {{"DELETE", "/api/v1/users/me/profile_data", url.Values{"data": {"[" + fieldID + "]"}}}},
+		"GET /api/v1/realm/profile_fields":               {{"GET", "/api/v1/realm/profile_fields", nil}},
+		"POST /api/v1/realm/profile_fields":              {{"POST", "/api/v1/realm/profile_fields", url.Values{"name": {"His"}, "field_type": {"1"}}}},
+		"PATCH /api/v1/realm/profile_fields":             {{"PATCH", "/api/v1/realm/profile_fields", url.Values{"order": {"[" + fieldID + "]"}}}},
+		"PATCH /api/v1/realm/profile_fields/{field_id}":  {{"PATCH", "/api/v1/realm/profile_fields/" + fieldID, url.Values{"name": {"Bob's"}}}},
+		"DELETE /api/v1/realm/profile_fields/{field_id}": {{"DELETE", "/api/v1/realm/profile_fields/" + fieldID, nil}},
+		"PATCH /api/v1/realm/user_settings_defaults":     {{"PATCH", "/api/v1/realm/user_settings_defaults", url.Values{"enter_sends": {"true"}}}},
 	}
-	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):]} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
+	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):], "friend@example.com", herInvites[0].Key, links[0].Key} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()
 	for _, route := range e.server.routeList() {
 		attempts, ok := cases[route]

@@ -101,6 +101,10 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	relay, err := smtpFrom(o)
+	if err != nil {
+		return err
+	}
 	st, err := openNewOrExisting(o.DB, stdout)
 	if err != nil {
 		return err
@@ -174,6 +178,11 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	running.Go(func() { s.events.run(ctx) })
 	running.Go(func() { s.scheduler.run(ctx) })
+	if relay != nil {
+		s.mailer = newMailer(*relay, o.RealmName, log)
+		s.metrics.mails = s.mailer
+		running.Go(func() { s.mailer.run(ctx) })
+	}
 	if s.pusher, err = newPushWorker(st, s, o, log); err != nil {
 		return err
 	}

@@ -92,7 +92,8 @@ func (s *store) renderForSend(sender user, msg outgoingMessage) (messageRenderin
 	var out messageRendering
 	err := s.view(func(tx *bbolt.Tx) error {
 		r, err := markdown.RenderWith(msg.Content, msg.RealmURL, &mentionResolver{s: s, tx: tx, sender: sender},
-			markdown.Options{TranslateEmoticons: translatesEmoticons(tx, sender.ID)})
+			markdown.Options{TranslateEmoticons: translatesEmoticons(tx, sender.ID), RealmEmoji: realmEmojiLookup(s.customEmoji()),
+				Linkifiers: s.compiledLinkifiers()})
 		if err != nil {
 			return err
 		}

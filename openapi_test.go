@@ -57,6 +57,13 @@ var zuliteOnlyRoutes = map[string]string{
 	"GET /user_uploads/{realm_id}/{path...}":         "a file, not an API route",
 	"GET /user_uploads/temporary/{token}/{filename}": "a file, not an API route",
 	"GET /user_avatars/{realm}/{file}":               "a file, not an API route",
+	"GET /user_avatars/{realm}/emoji/images/{file}":  "a file, not an API route (api_realm_emoji_test.go tests it)",
+	// The sign-up page an invitation opens (signup.go): HTML, as
+	// Zulip's registration pages are; api_invites_test.go tests it.
+	"GET /join/{key}/{$}":             "the sign-up page of a reusable invitation link",
+	"POST /join/{key}/{$}":            "the sign-up page's form",
+	"GET /accounts/do_confirm/{key}":  "the sign-up page of an e-mail invitation",
+	"POST /accounts/do_confirm/{key}": "the sign-up page's form",
 }
 
 // noErrorAnswer are routes for which no request yields an error answer.
@@ -554,6 +561,9 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	}
 	msgID := e.sendAs(t, e.bob, e.general, "lunch")
 	queue := e.registerQueue(t, &e.alice, nil).str("queue_id")
+	// A queue that takes archived channels hears their archiving as a
+	// stream update (issue 33).
+	archivedQueue := e.registerQueue(t, &e.alice, url.Values{"client_capabilities": {`{"archived_channels":true}`}, "event_types": {`["stream"]`}}).str("queue_id")
 	// Events of each kind zulite emits, in alice's queue for GET /events.
 	e.sendAs(t, e.bob, e.general, "lunch")
 	for _, change := range []url.Values{
@@ -663,10 +673,78 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	inUse := "/api/v1/user_groups/" + strconv.Itoa(e.createGroup(t, &e.alice, "contract-in-use", nil, nil))
 	wantAPISuccess(t, e.request(t, "POST", groupPath+"/subgroups", url.Values{"add": {"[" + strings.TrimPrefix(inUse, "/api/v1/user_groups/") + "]"}}, &e.alice))
 	doomedGroup := "/api/v1/user_groups/" + strconv.Itoa(e.createGroup(t, &e.alice, "contract-doomed", nil, nil))
+	// Issue 33's custom emoji, linkifiers and playgrounds: realm_emoji and
+	// realm_playgrounds events in alice's queue, realm_linkifiers in a
+	// queue of hers that declared linkifier_url_template.
+	linkifierQueue := e.registerQueue(t, &e.alice, url.Values{"event_types": {`["realm_linkifiers","realm_emoji","realm_playgrounds"]`},
+		"client_capabilities": withLinkifierCapability["client_capabilities"]}).str("queue_id")
+	wantAPISuccess(t, e.uploadEmoji(t, &e.alice, "contract_one", uploadPart{"f", "c.png", "image/png", pngOf(t, 8, 8)}))
+	wantAPISuccess(t, e.uploadEmoji(t, &e.alice, "contract_two", uploadPart{"f", "d.png", "image/png", pngOf(t, 9, 9)}))
+	firstLinkifier := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`#(?P<id>\d+)`}, "url_template": {"https://x.test/{id}"}}, &e.admin)), 10)
+	secondLinkifier := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`!(?P<id>\d+)`}, "url_template": {"https://y.test/{id}"}}, &e.admin)), 10)
+	playground := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Py"}, "pygments_language": {"python"}, "url_template": {"https://py.test/?c={code}"}}, &e.admin)), 10)
+	// Issue 33's people: realm_user updates (role, full_name,
+	// custom_profile_field, is_active), user_group add and remove_members,
+	// custom_profile_fields and realm_user_settings_defaults, in alice's queue.
+	promotedUser, _ := mustCreateUser(t, e.st, "promoted@example.com", roleMember, false)
+	leaverUser, _ := mustCreateUser(t, e.st, "leaver@example.com", roleMember, false)
+	promoted, leaver := "/api/v1/users/"+strconv.FormatUint(promotedUser.ID, 10), "/api/v1/users/"+strconv.FormatUint(leaverUser.ID, 10)
+	wantAPISuccess(t, e.request(t, "PATCH", promoted, url.Values{"role": {"200"}, "full_name": {"Promoted"}}, &e.admin))
+	addField := func(name string) string {
+		r := e.request(t, "POST", "/api/v1/realm/profile_fields", url.Values{"name": {name}, "field_type": {"1"}}, &e.admin)
+		wantAPISuccess(t, r)
+		return strconv.Itoa(int(r.body["id"].(float64)))
+	}
+	field, doomedField := addField("Phone"), addField("Doomed")
+	fieldValue := url.Values{"data": {`[{"id":` + field + `,"value":"**555**"}]`}}
+	wantAPISuccess(t, e.request(t, "PATCH", "/api/v1/users/me/profile_data", fieldValue, &e.alice))
+	wantAPISuccess(t, e.request(t, "DELETE", "/api/v1/users/me/profile_data", url.Values{"data": {"[" + field + "]"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "PATCH", "/api/v1/realm/user_settings_defaults", url.Values{"enter_sends": {"true"}, "emojiset": {"text"}}, &e.admin))
+	wantAPISuccess(t, e.request(t, "DELETE", leaver, nil, &e.admin))
+	wantAPISuccess(t, e.request(t, "POST", leaver+"/reactivate", nil, &e.admin))
+	wantAPISuccess(t, e.request(t, "DELETE", leaver, nil, &e.admin))
+	fieldsPath := "/api/v1/realm/profile_fields"
 	general, secret := strconv.FormatUint(e.general.ID, 10), strconv.FormatUint(e.secret.ID, 10)
 	alice := strconv.FormatUint(e.alice.ID, 10)
+	// Issue 33's invitations: alice's e-mail invitations (her queue hears
+	// invites_changed) and an administrator's links.
+	e.server.mailer = offlineMailer()
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/invites", url.Values{"invitee_emails": {"one@example.com, two@example.com"}, "stream_ids": {"[" + general + "]"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/invites/multiuse", url.Values{"invite_expires_in_minutes": {"null"}}, &e.admin))
+	pending := listInvitesOf(t, e, &e.admin)
+	if len(pending) != 3 {
+		t.Fatalf("invitations: %v", pending)
+	}
+	inviteOne, inviteTwo := "/api/v1/invites/"+strconv.Itoa(int(pending[0]["id"].(float64))), "/api/v1/invites/"+strconv.Itoa(int(pending[1]["id"].(float64)))
+	inviteLink := "/api/v1/invites/multiuse/" + strconv.Itoa(int(pending[2]["id"].(float64)))
 	narrow := `[{"operator":"channel","operand":"general"}]`
+	// Issue 33's channel administration: stream update, default_streams,
+	// delete_message (a topic's deletion), and an archived channel's
+	// deletion and its unarchiving's creation, in alice's queue.
+	generalPath := "/api/v1/streams/" + general
+	wantAPISuccess(t, e.request(t, "PATCH", generalPath, url.Values{"description": {"Contract"}, "can_send_message_group": {`{"new":{"direct_members":[` + alice + `],"direct_subgroups":[2]}}`}}, &e.admin))
+	wantAPISuccess(t, e.request(t, "PATCH", generalPath, url.Values{"can_send_message_group": {`{"new":6}`}}, &e.admin))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/default_streams", url.Values{"stream_id": {general}}, &e.admin))
+	e.sendAs(t, e.bob, e.general, "contract-doomed")
+	wantAPISuccess(t, e.request(t, "POST", generalPath+"/delete_topic", url.Values{"topic_name": {"contract-doomed"}}, &e.admin))
+	archived := mustCreateChannel(t, e.st, "contract-archived", false)
+	archivedPath := "/api/v1/streams/" + strconv.FormatUint(archived.ID, 10)
+	wantAPISuccess(t, e.request(t, "DELETE", archivedPath, nil, &e.admin))
+	wantAPISuccess(t, e.request(t, "PATCH", archivedPath, url.Values{"is_archived": {"false"}}, &e.admin))
 	cases := []contractCase{
+		{false, "PATCH", generalPath, url.Values{"description": {"Contract again"}}, &e.admin},
+		{false, "DELETE", "/api/v1/streams/" + strconv.FormatUint(mustCreateChannel(t, e.st, "contract-gone", false).ID, 10), nil, &e.admin},
+		{false, "POST", "/api/v1/default_streams", url.Values{"stream_id": {general}}, &e.admin},
+		{true, "PATCH", generalPath, url.Values{"new_name": {"mine"}}, &e.alice},
+		{true, "PATCH", "/api/v1/streams/" + secret, url.Values{"new_name": {"mine"}}, &e.bob},
+		{true, "DELETE", archivedPath, nil, &e.alice},
+		{false, "POST", generalPath + "/delete_topic", url.Values{"topic_name": {"nothing here"}}, &e.admin},
+		{true, "POST", "/api/v1/streams/" + secret + "/delete_topic", url.Values{"topic_name": {"plans"}}, &e.bob},
+		{false, "GET", generalPath + "/members", nil, &e.bob},
+		{true, "GET", "/api/v1/streams/" + secret + "/members", nil, &e.bob},
+		{true, "POST", "/api/v1/default_streams", url.Values{"stream_id": {"9999"}}, &e.admin},
+		{false, "DELETE", "/api/v1/default_streams", url.Values{"stream_id": {general}}, &e.admin},
+		{true, "DELETE", "/api/v1/default_streams", url.Values{"stream_id": {secret}}, &e.bob},
 		{false, "GET", "/api/v1/server_settings", nil, nil},
 		{false, "GET", "/api/v1/user_groups", url.Values{"include_deactivated_groups": {"true"}}, &e.alice},
 		{true, "GET", "/api/v1/user_groups", nil, &e.bot},
@@ -698,6 +776,7 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "POST", "/api/v1/register", url.Values{"event_types": {`"message"`}}, &e.alice},
 		{true, "POST", "/api/v1/register", nil, nil},
 		{false, "GET", "/api/v1/events", url.Values{"queue_id": {queue}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.alice},
+		{false, "GET", "/api/v1/events", url.Values{"queue_id": {archivedQueue}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.alice},
 		{true, "GET", "/api/v1/events", url.Values{"queue_id": {"no-such-queue"}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.alice},
 		{true, "GET", "/api/v1/events", url.Values{"last_event_id": {"-1"}}, &e.alice},
 		{false, "DELETE", "/api/v1/events", url.Values{"queue_id": {queue}}, &e.alice},
@@ -857,10 +936,67 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{true, "DELETE", "/api/v1/attachments/999999", nil, &e.alice},
 		{true, "DELETE", doomedUpload, nil, nil},
 		{false, "DELETE", doomedUpload, nil, &e.alice},
+		{false, "PATCH", promoted, url.Values{"full_name": {"Promoted Again"}, "profile_data": {`[{"id":` + field + `,"value":"9"}]`}}, &e.admin},
+		{true, "PATCH", promoted, url.Values{"role": {"100"}}, &e.admin},
+		{true, "PATCH", promoted, url.Values{"role": {"150"}}, &e.admin},
+		{false, "DELETE", promoted, url.Values{"deactivation_notification_comment": {"Thanks"}}, &e.admin},
+		{true, "DELETE", "/api/v1/users/" + strconv.FormatUint(e.owner.ID, 10), nil, &e.owner},
+		{false, "POST", leaver + "/reactivate", nil, &e.admin},
+		{true, "POST", leaver + "/reactivate", nil, &e.bob},
+		{false, "GET", fieldsPath, nil, &e.alice},
+		{true, "GET", fieldsPath, nil, nil},
+		{false, "POST", fieldsPath, url.Values{"name": {"Editor"}, "field_type": {"3"}, "field_data": {`{"v":{"text":"Vim","order":"1"}}`}}, &e.admin},
+		{true, "POST", fieldsPath, url.Values{"name": {"Phone"}, "field_type": {"1"}}, &e.admin},
+		{true, "POST", fieldsPath, url.Values{"name": {"Phone"}, "field_type": {"1"}}, &e.alice},
+		{false, "PATCH", fieldsPath, url.Values{"order": {"[9,8,7,6,5,4,3,2,1]"}}, &e.admin},
+		{true, "PATCH", fieldsPath, url.Values{"order": {"[]"}}, &e.admin},
+		{false, "PATCH", fieldsPath + "/" + field, url.Values{"hint": {"Your number"}}, &e.admin},
+		{true, "PATCH", fieldsPath + "/999999", url.Values{"hint": {"Your number"}}, &e.admin},
+		{false, "DELETE", fieldsPath + "/" + doomedField, nil, &e.admin},
+		{true, "DELETE", fieldsPath + "/" + doomedField, nil, &e.admin},
+		{false, "PATCH", "/api/v1/users/me/profile_data", fieldValue, &e.alice},
+		{true, "PATCH", "/api/v1/users/me/profile_data", url.Values{"data": {`[{"id":999999,"value":"x"}]`}}, &e.alice},
+		{false, "DELETE", "/api/v1/users/me/profile_data", url.Values{"data": {"[" + field + "]"}}, &e.alice},
+		{true, "DELETE", "/api/v1/users/me/profile_data", url.Values{"data": {"[999999]"}}, &e.alice},
+		{false, "PATCH", "/api/v1/realm/user_settings_defaults", url.Values{"enter_sends": {"false"}, "not_a_setting": {"1"}}, &e.admin},
+		{true, "PATCH", "/api/v1/realm/user_settings_defaults", url.Values{"color_scheme": {"9"}}, &e.admin},
 		{true, "DELETE", "/api/v1/users/me", nil, &e.owner}, // the only owner
 		{false, "DELETE", "/api/v1/users/me", nil, &leaving},
 		{false, "POST", editTyping, url.Values{"op": {"start"}}, &e.alice},
 		{true, "POST", editTyping, url.Values{"op": {"start"}}, &e.bob},
+		{false, "GET", "/api/v1/events", url.Values{"queue_id": {linkifierQueue}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.alice},
+		{false, "GET", "/api/v1/realm/emoji", nil, &e.bob},
+		{true, "GET", "/api/v1/realm/emoji", nil, nil},
+		{false, "DELETE", "/api/v1/realm/emoji/contract_two", nil, &e.alice},
+		{true, "DELETE", "/api/v1/realm/emoji/contract_two", nil, &e.alice}, // 404: no longer active
+		{false, "GET", "/api/v1/realm/linkifiers", nil, &e.bob},
+		{true, "GET", "/api/v1/realm/linkifiers", nil, nil},
+		{false, "PATCH", "/api/v1/realm/linkifiers", url.Values{"ordered_linkifier_ids": {"[" + secondLinkifier + "," + firstLinkifier + "]"}}, &e.admin},
+		{true, "PATCH", "/api/v1/realm/linkifiers", url.Values{"ordered_linkifier_ids": {"[" + firstLinkifier + "]"}}, &e.admin},
+		{false, "PATCH", "/api/v1/realm/filters/" + firstLinkifier, url.Values{"pattern": {`#(?P<id>[0-9]+)`}, "url_template": {"https://z.test/{id}"}}, &e.admin},
+		{true, "PATCH", "/api/v1/realm/filters/999", url.Values{"pattern": {`#(?P<id>[0-9]+)`}, "url_template": {"https://z.test/{id}"}}, &e.admin},
+		{false, "DELETE", "/api/v1/realm/filters/" + secondLinkifier, nil, &e.admin},
+		{true, "DELETE", "/api/v1/realm/filters/" + secondLinkifier, nil, &e.admin},
+		{false, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`@(?P<id>\d+)`}, "url_template": {"https://w.test/{id}"}}, &e.admin},
+		{true, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`&(?P<id>\d+)`}, "url_template": {"https://w.test/{id}"}}, &e.alice},
+		{false, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Go"}, "pygments_language": {"go"}, "url_template": {"https://go.test/?c={code}"}}, &e.admin},
+		{true, "POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Go"}, "pygments_language": {"go"}, "url_template": {"https://go.test/?c={code}"}}, &e.bob},
+		{false, "DELETE", "/api/v1/realm/playgrounds/" + playground, nil, &e.admin},
+		{true, "DELETE", "/api/v1/realm/playgrounds/" + playground, nil, &e.admin},
+		{false, "GET", "/api/v1/invites", nil, &e.admin},
+		{false, "GET", "/api/v1/invites", nil, &e.alice},
+		{true, "GET", "/api/v1/invites", nil, &e.bot},
+		{false, "POST", "/api/v1/invites", url.Values{"invitee_emails": {"three@example.com"}, "stream_ids": {"[]"}, "include_realm_default_subscriptions": {"true"}}, &e.alice},
+		{true, "POST", "/api/v1/invites", url.Values{"invitee_emails": {"four@example.com, bob@example.com"}, "stream_ids": {"[]"}}, &e.alice},
+		{true, "POST", "/api/v1/invites", url.Values{"invitee_emails": {""}, "stream_ids": {"[]"}}, &e.alice},
+		{false, "POST", "/api/v1/invites/multiuse", url.Values{"stream_ids": {"[" + general + "]"}, "invite_as": {"600"}}, &e.admin},
+		{true, "POST", "/api/v1/invites/multiuse", nil, &e.alice},
+		{false, "POST", inviteOne + "/resend", nil, &e.alice},
+		{true, "POST", "/api/v1/invites/999999/resend", nil, &e.alice},
+		{false, "DELETE", inviteTwo, nil, &e.admin},
+		{true, "DELETE", "/api/v1/invites/999999", nil, &e.admin},
+		{false, "DELETE", inviteLink, nil, &e.admin},
+		{true, "DELETE", inviteLink, nil, &e.admin},
 	}
 
 	// A mux with every served pattern tells which route a request reaches.
@@ -931,6 +1067,20 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 			seen = append(seen, found{"POST /api/v1/user_uploads", "200", v.path, v.problem})
 		}
 		covered["POST /api/v1/user_uploads"] = [2]bool{true, covered["POST /api/v1/user_uploads"][1]}
+	}
+	// A custom emoji's upload, multipart too: a success, and a refusal.
+	for i, r := range []response{e.uploadEmoji(t, &e.alice, "contract_three", uploadPart{"f", "e.png", "image/png", pngOf(t, 8, 8)}), e.uploadEmoji(t, &e.alice, "contract_four")} {
+		if (r.status >= 400) != (i == 1) {
+			t.Errorf("POST /api/v1/realm/emoji/{emoji_name} %d: got %d %s", i, r.status, r.raw)
+		} else if body, err := decodeNumbers(r.raw); err == nil {
+			_, op := spec.operation("POST", "/realm/emoji/contract")
+			for _, v := range spec.checkAnswer(op, r.status, body) {
+				seen = append(seen, found{"POST /api/v1/realm/emoji/{emoji_name}", strconv.Itoa(r.status), v.path, v.problem})
+			}
+			cov := covered["POST /api/v1/realm/emoji/{emoji_name}"]
+			cov[i] = true
+			covered["POST /api/v1/realm/emoji/{emoji_name}"] = cov
+		}
 	}
 	for _, route := range routes {
 		if _, ok := zuliteOnlyRoutes[route]; ok {

@@ -201,6 +201,9 @@ type metrics struct {
 	// pushes: the store whose push outbox is reported, pushes on or off
 	// (nil for metrics kept without a server; push_outbox.go).
 	pushes *store
+	// mails: the mailer whose sends are counted (nil without a relay;
+	// mail.go).
+	mails *mailer
 	// passwordHashes counts the password hasher's argon2id derivations
 	// (passwords.go; nil for metrics kept without a server).
 	passwordHashes *atomic.Int64
@@ -293,6 +296,15 @@ func (m *metrics) render(b io.Writer, db storeFigures) {
 	}
 	if m.pushes != nil {
 		writePushMetrics(b, m.pushes)
+	}
+	if m.mails != nil {
+		fmt.Fprintln(b, "# HELP zulite_emails_total E-mails (invitations) handed to the SMTP relay, and those given up after every attempt or not queued.")
+		fmt.Fprintln(b, "# TYPE zulite_emails_total counter")
+		fmt.Fprintf(b, "zulite_emails_total{result=\"sent\"} %d\n", m.mails.sent.Load())
+		fmt.Fprintf(b, "zulite_emails_total{result=\"failed\"} %d\n", m.mails.failed.Load())
+		fmt.Fprintln(b, "# HELP zulite_emails_queued E-mails waiting to be sent.")
+		fmt.Fprintln(b, "# TYPE zulite_emails_queued gauge")
+		fmt.Fprintf(b, "zulite_emails_queued %d\n", len(m.mails.queue))
 	}
 	if m.parkedPolls != nil {
 		fmt.Fprintln(b, "# HELP zulite_parked_polls Long polls of GET /api/v1/events waiting without a goroutine of their own: their connections, counted among the open ones.")

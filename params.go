@@ -350,3 +350,13 @@ func nonNil(list []string) []string {
 	}
 	return list
 }
+
+// optionalBoolPtr reads an optional boolean: nil when absent, so that a
+// change can tell "not given" from false.
+func optionalBoolPtr(p *params, name string) (*bool, error) {
+	if _, ok := p.lookup(name); !ok {
+		return nil, nil
+	}
+	b, err := p.optionalBool(name, false)
+	return &b, err
+}

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/json"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -311,5 +315,49 @@ func TestPresence_AboveTheLimitOfActiveUsersNoEventsAreSent(t *testing.T) {
 	got := e.pollNow(t, &e.bob, queue, -1)
 	if len(got) != 1 || got[0]["user_id"] != float64(e.admin.ID) {
 		t.Errorf("five active users at a limit of five: got %v, want the admin's presence event", got)
+	}
+}
+
+// TestPresenceAnswer_IsTheEncodingOfItsObject holds the slim answer,
+// written out by hand, to what encoding/json makes of the same answer
+// as a map of Zulip's modern format: the same members, the same values,
+// for empty and large tables and any timestamps.
+func TestPresenceAnswer_IsTheEncodingOfItsObject(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := time.Unix(1_800_000_000, 123_456_789)
+	for _, n := range []int{0, 1, 2, 17, 3000} {
+		rows := make([]presenceRow, n)
+		for i := range rows {
+			rows[i] = presenceRow{UserID: rng.Uint64N(1 << 40), Active: rng.Int64N(1 << 33), Connected: rng.Int64N(1 << 33)}
+		}
+		sortFunc(rows, func(a, b presenceRow) int { return cmpUint(a.UserID, b.UserID) }) // as the store answers them
+		want := map[string]any{}
+		for _, row := range rows {
+			want[strconv.FormatUint(row.UserID, 10)] = modernPresence{row.Active, row.Connected}
+		}
+		last := rng.Int64N(1 << 50)
+		for _, lastID := range []*int64{nil, &last} {
+			old, err := json.Marshal(struct {
+				Presences            map[string]any `json:"presences"`
+				ServerTimestamp      float64        `json:"server_timestamp"`
+				PresenceLastUpdateID *int64         `json:"presence_last_update_id,omitempty"`
+			}{want, serverTimestamp(now), lastID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			members, ok := presenceAnswer(presencesObject(slices.Clone(rows), true), now, lastID).(encodedMembers)
+			if !ok {
+				t.Fatalf("%d rows: the slim answer is not written out", n)
+			}
+			got := append(append([]byte("{"), members...), '}')
+			var a, b any
+			if err := json.Unmarshal(got, &a); err != nil {
+				t.Fatalf("%d rows: %v in %.200s", n, err, got)
+			}
+			json.Unmarshal(old, &b)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("%d rows, last %v: got %.300s\nwant %.300s", n, lastID, got, old)
+			}
+		}
 	}
 }

@@ -36,7 +36,8 @@ func (s *server) register(r *apiRequest) (any, error) {
 		clientGravatar: o.clientGravatar, allPublic: o.allPublic, userSettingsObject: o.capabilities.userSettingsObject,
 		emptyTopicName: o.capabilities.emptyTopicName, simplifiedPresence: o.capabilities.simplifiedPresenceEvents,
 		streamTyping: o.capabilities.streamTypingNotifications, bulkMessageDeletion: o.capabilities.bulkMessageDeletion,
-		includeDeactivatedGroups: o.capabilities.includeDeactivatedGroups}
+		includeDeactivatedGroups: o.capabilities.includeDeactivatedGroups,
+		archivedChannels:         o.capabilities.archivedChannels, linkifierURLTemplate: o.capabilities.linkifierURLTemplate}
 	s.events.register(q)
 	if err := s.takeListing(r); err != nil {
 		s.events.remove(q.userID, q.id)
@@ -254,6 +255,16 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishUserGroup(c) // api_user_groups.go
 	case accountCreated:
 		s.publishAccountCreated(c)
+	case invitesChanged:
+		s.events.tell("invites_changed", usersAudience(c.Audience...), event{"type": "invites_changed"}, nil)
+	case accountEdited:
+		s.publishAccountEdited(c) // api_people.go
+	case groupsRejoined:
+		s.publishGroupsRejoined(c)
+	case profileFieldsChanged:
+		s.publishProfileFields(c) // api_profile_fields.go
+	case realmDefaultsChanged:
+		s.publishRealmDefaults(c)
 	case accountChanged:
 		if c.EndsSessions {
 			s.events.removeAll(c.UserID)
@@ -272,6 +283,12 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishAttachment(c) // api_attachments.go
 	case avatarChanged:
 		s.publishAvatar(c)
+	case realmEmojiChanged:
+		s.publishRealmEmoji(c) // api_realm_emoji.go
+	case linkifiersChanged:
+		s.publishLinkifiers(c) // api_linkifiers.go
+	case playgroundsChanged:
+		s.publishPlaygrounds(c)
 	case reactionChanged:
 		s.publishReaction(c)
 	case submessageAdded:
@@ -288,6 +305,12 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishDelete(c)
 	case userTopicChanged:
 		s.publishUserTopic(c)
+	case channelUpdated:
+		s.publishChannelUpdate(c) // channel_events.go
+	case channelArchived:
+		s.publishChannelArchived(c)
+	case defaultChannelsChanged:
+		s.publishDefaultChannels(c.IDs, c.NonGuests)
 	}
 }
 

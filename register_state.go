@@ -89,7 +89,11 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		}
 	}
 	if want("custom_profile_fields") {
-		state["custom_profile_fields"] = []struct{}{}
+		fields, err := s.store.profileFields() // api_profile_fields.go
+		if err != nil {
+			return nil, err
+		}
+		state["custom_profile_fields"] = fields
 		state["custom_profile_field_types"] = customProfileFieldTypes
 	}
 	if want("onboarding_steps") {
@@ -108,15 +112,25 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	}
 	for _, empty := range []struct{ fetchType, key string }{
 		{"navigation_views", "navigation_views"},
-		{"realm_domains", "realm_domains"}, {"realm_linkifiers", "realm_linkifiers"}, {"realm_filters", "realm_filters"},
-		{"realm_playgrounds", "realm_playgrounds"}, {"realm_bot", "realm_bots"}, {"realm_embedded_bots", "realm_embedded_bots"},
+		{"realm_domains", "realm_domains"}, {"realm_filters", "realm_filters"}, // realm_filters: always empty, as Zulip's since feature level 176
+		{"realm_bot", "realm_bots"}, {"realm_embedded_bots", "realm_embedded_bots"},
 		{"realm_incoming_webhook_bots", "realm_incoming_webhook_bots"},
-		{"channel_folders", "channel_folders"}, {"default_streams", "realm_default_streams"},
+		{"channel_folders", "channel_folders"},
 		{"default_stream_groups", "realm_default_stream_groups"}, {"stop_words", "stop_words"},
 	} {
 		if want(empty.fetchType) {
 			state[empty.key] = []struct{}{}
 		}
+	}
+	if want("default_streams") {
+		ids := []uint64{} // guests are told of none, as in Zulip
+		if u.Role != roleGuest {
+			var err error
+			if ids, err = s.store.defaultChannels(); err != nil { // store_channel_admin.go
+				return nil, err
+			}
+		}
+		state["realm_default_streams"] = ids
 	}
 	if err := s.addScheduledState(state, u, want); err != nil { // api_scheduled_messages.go
 		return nil, err
@@ -160,11 +174,16 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		s.addRealmState(state, users)
 	}
 	if want("realm_user_settings_defaults") {
-		state["realm_user_settings_defaults"] = realmUserSettingsDefaults()
+		defaults, err := s.realmUserSettingsDefaults() // api_people.go
+		if err != nil {
+			return nil, err
+		}
+		state["realm_user_settings_defaults"] = defaults
 	}
 	if want("realm_emoji") {
-		state["realm_emoji"] = map[string]any{}
+		state["realm_emoji"] = emojiMap(s.store.customEmoji()) // api_realm_emoji.go
 	}
+	s.addLinkifierState(state, o, want) // api_linkifiers.go
 	if want("realm_billing") {
 		state["realm_billing"] = map[string]bool{"has_pending_sponsorship_request": false}
 	}
@@ -180,8 +199,9 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	var channels [][]channelView // the never subscribed's candidates, the streams
 	if want("subscription") || want("stream") {
 		var err error
-		subs, channels, err = s.store.subscriptionsAndChannels(u, // store_channels.go
-			channelFilter{Public: true, All: u.isAdmin()}, channelFilter{Public: true, Subscribed: true, All: u.isAdmin()})
+		subs, channels, err = s.store.subscriptionsAndChannels(u, o.includeSubscribers, // store_channels.go
+			channelFilter{Public: true, All: u.isAdmin(), Archived: o.capabilities.archivedChannels},
+			channelFilter{Public: true, Subscribed: true, All: u.isAdmin(), Archived: o.capabilities.archivedChannels})
 		if err != nil {
 			return nil, err
 		}
@@ -261,8 +281,8 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	return state, nil
 }
 
-// customProfileFieldTypes is Zulip's custom_profile_field_types; zulite
-// has no custom profile fields, but these are the types a server offers.
+// customProfileFieldTypes is Zulip's custom_profile_field_types: the
+// types of field an administrator may define (api_profile_fields.go).
 var customProfileFieldTypes = map[string]map[string]any{
 	"SHORT_TEXT":       {"id": 1, "name": "Text (short)"},
 	"LONG_TEXT":        {"id": 2, "name": "Text (long)"},
@@ -354,6 +374,9 @@ func (s *server) addSubscriptionState(state map[string]any, u user, o registerOp
 	}
 	subscribed := make([]subscriptionObject, 0, len(subs))
 	for _, sub := range subs {
+		if sub.Archived && !o.capabilities.archivedChannels {
+			continue
+		}
 		so := newSubscriptionObject(sub)
 		if o.includeSubscribers {
 			so.Subscribers = append([]uint64{}, sub.Subscribers...)
@@ -511,7 +534,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"org_type":                       0,
 		"plan_type":                      1, // self-hosted
 		"push_notifications_enabled_end_timestamp": nil,
-		"default_external_accounts":                map[string]any{},
+		"default_external_accounts":                defaultExternalAccounts, // api_profile_fields.go
 		"moderation_request_channel_id":            -1,
 		"new_stream_announcements_stream_id":       -1,
 		"signup_announcements_stream_id":           -1,

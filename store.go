@@ -9,13 +9,19 @@ package main
 //	                                    an administrator: setting name → named group id (JSON)
 //	                 "users_version"  → uint64, counted up by every write of users (putUser)
 //	                                    and of user groups (putGroup)
-//	users            user id → user (JSON)
+//	                 "realm_user_defaults" → the settings new users start with that differ
+//	                                    from Zulip's defaults, as user_settings keeps a user's (JSON)
+//	users            user id → user (JSON, with the user's custom profile field values:
+//	                 field id → value and rendering, store_people.go)
+//	profile_fields   field id → profileField (JSON: Zulip's custom profile field, its order
+//	                 among the fields in it); the bucket's sequence numbers them
 //	user_emails      lower-cased e-mail → user id
 //	api_keys         user id ‖ BLAKE2b-256(secret, key) → created, unix seconds (uint64)
 //	push_tokens      user id ‖ kind ('a' APNs, 'g' FCM) ‖ token key → pushToken (JSON);
 //	                 the token key is the token lower-cased for APNs, verbatim for FCM
 //	channels         channel id → channel (JSON, with the permission settings
-//	                 given other values than Zulip's defaults)
+//	                 given other values than Zulip's defaults, and whether it is
+//	                 archived or a default channel: store_channel_admin.go)
 //	channel_names    lower-cased channel name → channel id
 //	subscriptions    user id ‖ channel id → subscription (JSON: colour, muting,
 //	                 pinning, notification settings)
@@ -108,6 +114,21 @@ package main
 //	                 time, direct members and subgroups, its six permission settings,
 //	                 deactivated); ids follow the system groups' (the bucket's sequence +
 //	                 8); every write counts up meta's "users_version" (store_user_groups.go)
+//	realm_emoji      emoji id → realmEmoji (JSON: name, the SHA-256 of its 64-pixel PNG in
+//	                 DB.uploads/, author id, created, deactivated); the bucket's sequence
+//	                 numbers them; a deactivated one stays (store_realm_emoji.go)
+//	linkifiers       linkifier id → linkifier (JSON: pattern, url_template, order); the
+//	                 bucket's sequence numbers them (store_linkifiers.go)
+//	playgrounds      playground id → playground (JSON: name, pygments_language,
+//	                 url_template); the bucket's sequence numbers them (store_linkifiers.go)
+//	invites          invitation id → invite (JSON: address, referrer, role, when made and when it
+//	                 expires, 0: never, confirmation key, channels, status: 1 used, 2 revoked, and
+//	                 when it closed): e-mail invitations, Zulip's PreregistrationUser; the bucket's
+//	                 sequence numbers them (store_invites.go)
+//	invite_links     invitation id → invite (JSON, without address): reusable invitation links,
+//	                 Zulip's MultiuseInvite, numbered apart from e-mail invitations as Zulip's are
+//	invite_keys      confirmation key (24 characters) → 'e' or 'm' ‖ invitation id (uint64): the
+//	                 invitation a link /accounts/do_confirm/KEY or /join/KEY/ opens
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push
@@ -224,6 +245,9 @@ var (
 		bucketMutedUsers, bucketMutedBy, bucketAlertWords,
 		bucketScheduledMessages, bucketScheduledDue,
 		bucketUserGroups,
+		bucketRealmEmoji, bucketLinkifiers, bucketPlaygrounds,
+		bucketInvites, bucketInviteLinks, bucketInviteKeys,
+		bucketProfileFields,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
@@ -281,6 +305,8 @@ type user struct {
 	Avatar        string `json:"avatar,omitempty"`
 	AvatarMedium  string `json:"avatar_medium,omitempty"`
 	AvatarVersion int    `json:"avatar_version,omitempty"`
+	// Profile holds the custom profile field values, by field id.
+	Profile map[string]profileValue `json:"profile,omitempty"`
 }
 
 func (u user) isAdmin() bool { return u.Role == roleOwner || u.Role == roleAdmin }
@@ -310,6 +336,10 @@ type channel struct {
 	// Groups holds the permission settings (can_*_group) given other
 	// values than Zulip's defaults, by setting name (store_channels.go).
 	Groups map[string]groupSetting `json:"groups,omitempty"`
+	// Archived: nobody may post in it (DELETE /streams/{id}); Default: new
+	// users join it (POST /default_streams) (store_channel_admin.go).
+	Archived bool `json:"archived,omitempty"`
+	Default  bool `json:"default,omitempty"`
 }
 
 // subscription is one user's settings for one channel. A nil
@@ -377,6 +407,12 @@ type store struct {
 	// userGroups is the user-defined groups as last committed, with
 	// what their membership reaches (store_user_groups.go).
 	userGroups atomic.Pointer[groupDirectory]
+	// realmEmoji, linkifiers and playgrounds are the organisation's
+	// custom emoji, linkifiers and code playgrounds, read at open and
+	// replaced after each change (store_realm_emoji.go, store_linkifiers.go).
+	realmEmoji  atomic.Pointer[realmEmojiSet]
+	linkifiers  atomic.Pointer[[]linkifier]
+	playgrounds atomic.Pointer[[]playground]
 	// maxChannels bounds the channels the server holds (--max-channels; 0:
 	// no bound, as in tests).
 	maxChannels uint64
@@ -523,6 +559,8 @@ func (s *store) load(tx *bbolt.Tx) {
 	s.maxID.Store(tx.Bucket(bucketMessages).Sequence())
 	s.loadRealmGroups(tx)
 	s.loadUserGroups(tx)
+	s.loadRealmEmoji(tx)
+	s.loadLinkifiers(tx)
 }
 
 // close stops the committer (writes still waiting get errStoreClosed)
@@ -827,14 +865,16 @@ var (
 	errSystemGroupNeeded      = &rejection{text: "system group required"}
 	errGroupMentionForbidden  = &rejection{text: "may not mention user group"}
 
-	errReactionExists       = &rejection{text: "reaction exists"}
-	errReactionDoesNotExist = &rejection{text: "reaction does not exist"}
-	errNoSuchEmoji          = &rejection{text: "no such emoji"}
-	errEmojiArgumentMissing = &rejection{text: "no emoji given"}
-	errInvalidEmojiCode     = &rejection{text: "invalid emoji code"}
-	errInvalidEmojiName     = &rejection{text: "invalid emoji name"}
-	errInvalidEmojiType     = &rejection{text: "invalid emoji type"}
-	errInvalidCustomEmoji   = &rejection{text: "invalid custom emoji"}
+	errReactionExists         = &rejection{text: "reaction exists"}
+	errReactionDoesNotExist   = &rejection{text: "reaction does not exist"}
+	errNoSuchEmoji            = &rejection{text: "no such emoji"}
+	errEmojiArgumentMissing   = &rejection{text: "no emoji given"}
+	errInvalidEmojiCode       = &rejection{text: "invalid emoji code"}
+	errInvalidEmojiName       = &rejection{text: "invalid emoji name"}
+	errInvalidEmojiType       = &rejection{text: "invalid emoji type"}
+	errInvalidCustomEmoji     = &rejection{text: "invalid custom emoji"}
+	errInvalidCustomEmojiName = &rejection{text: "invalid custom emoji name"}
+	errCustomEmojiDeactivated = &rejection{text: "custom emoji deactivated"}
 
 	errNoSuchChannelID       = &rejection{text: "no such channel id"}
 	errNothingToChange       = &rejection{text: "nothing to change"}
@@ -852,6 +892,14 @@ var (
 	errDeleteTimeLimit       = &rejection{text: "delete time limit"}
 	errDMToChannel           = &rejection{text: "direct message moved"}
 	errDMTopic               = &rejection{text: "direct message topic"}
+
+	// Invitations (store_invites.go): none has that id or key; one
+	// revoked again; past maxInviteRecords; used, revoked or expired
+	// (Zulip's ConfirmationKeyError.EXPIRED, one page for all three).
+	errNoSuchInvite         = &rejection{text: "no such invitation"}
+	errInviteRevokedAlready = &rejection{text: "invitation already revoked"}
+	errInvitesFull          = &rejection{text: "too many invitations"}
+	errInviteExpired        = &rejection{text: "invitation expired"}
 
 	errNarrowUnknownChannel = &rejection{text: "unknown channel in narrow"}
 	errNarrowUnknownUser    = &rejection{text: "unknown user in narrow"}

@@ -176,6 +176,9 @@ type channelFilter struct {
 	// All is every channel the user has metadata access to;
 	// ContentAccess every channel they have content access to.
 	All, ContentAccess bool
+	// Archived: archived channels too (exclude_archived=false, or
+	// register's archived_channels capability).
+	Archived bool
 }
 
 // visibleChannels lists, sorted by name, the channels the filter asks
@@ -195,14 +198,15 @@ func (s *store) visibleChannels(u user, f channelFilter) ([]channelView, error) 
 // each filter lets them see, read in one transaction whose figures are
 // worked out once: register lists all of them, and counting a big
 // channel's subscribers again for each list cost more than the rest of
-// its channels.
-func (s *store) subscriptionsAndChannels(u user, filters ...channelFilter) ([]subscribedChannel, [][]channelView, error) {
+// its channels. The subscriptions list their subscribers when
+// listSubscribers.
+func (s *store) subscriptionsAndChannels(u user, listSubscribers bool, filters ...channelFilter) ([]subscribedChannel, [][]channelView, error) {
 	var subs []subscribedChannel
 	var lists [][]channelView
 	err := s.view(func(tx *bbolt.Tx) error {
 		f := s.channelFigures(tx)
 		var err error
-		if subs, err = s.subscriptionsIn(tx, f, u.ID, nil); err != nil { // store_subscriptions.go
+		if subs, err = s.subscriptionsIn(tx, f, u.ID, nil, listSubscribers); err != nil { // store_subscriptions.go
 			return err
 		}
 		lists = make([][]channelView, len(filters))
@@ -226,6 +230,7 @@ func (s *store) visibleChannelsIn(tx *bbolt.Tx, figs *figures, u user, f channel
 		}
 		var wanted bool
 		switch {
+		case ch.Archived && !f.Archived:
 		case f.All:
 			wanted = s.canSeeMetadata(tx, u, ch)
 		case f.ContentAccess:
@@ -253,7 +258,7 @@ func (s *store) channelFor(u user, id uint64) (channelView, error) {
 		if err != nil {
 			return err
 		}
-		if !s.canSeeMetadata(tx, u, ch) {
+		if ch.Archived || !s.canSeeMetadata(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
 			return errNoSuchChannel
 		}
 		v, err = s.channelFigures(tx).view(ch)
@@ -283,7 +288,7 @@ func (s *store) channelTopics(u user, channelID uint64) ([]topicSummary, error) 
 		if err != nil {
 			return err
 		}
-		if !s.canAccess(tx, u, ch) {
+		if ch.Archived || !s.canAccess(tx, u, ch) {
 			return errNoSuchChannel
 		}
 		prefix := itob(ch.ID)

@@ -137,12 +137,17 @@ func isResolve(from, to string) bool {
 }
 
 // readForEdit reads the message to edit, for rendering new content
-// before the write: the message must be one the user may read.
-func (s *store) readForEdit(u user, id uint64) (message, channel, error) {
+// before the write: the message must be one the user may modify (or,
+// for its history, only read: modifying false).
+func (s *store) readForEdit(u user, id uint64, modifying bool) (message, channel, error) {
 	var m message
 	var ch channel
 	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
+		if !modifying {
+			m, ch, err = s.readableMessage(tx, u, id)
+			return err
+		}
 		m, ch, err = s.reactableMessage(tx, u, id)
 		return err
 	})
@@ -154,7 +159,7 @@ func (s *store) readForEdit(u user, id uint64) (message, channel, error) {
 // the others its propagate mode takes along (their history, indexes,
 // unread state and flags), in one transaction.
 func (s *store) editMessage(u user, e messageEdit) (int, error) {
-	orig, origCh, err := s.readForEdit(u, e.MessageID)
+	orig, origCh, err := s.readForEdit(u, e.MessageID, true)
 	if err != nil {
 		return 0, err
 	}
@@ -196,7 +201,7 @@ func (s *store) editMessage(u user, e messageEdit) (int, error) {
 		}
 		to := from
 		if e.ChannelID != nil && *e.ChannelID != from.ID {
-			if to, err = s.channelByID(tx, *e.ChannelID); err != nil || !s.canAccess(tx, u, to) {
+			if to, err = s.channelByID(tx, *e.ChannelID); err != nil || to.Archived || !s.canAccess(tx, u, to) { // access_stream_by_id_for_message wants an active channel
 				return errNoSuchChannelID
 			}
 		}
@@ -598,24 +603,8 @@ func (s *store) deleteMessage(u user, id uint64) error {
 			olderThan(s.now().Unix(), m.Timestamp, defaultMessageLimitSeconds) {
 			return errDeleteTimeLimit
 		}
-		// Out of the channel's index first: forgetInChannel then keeps
-		// rule 1 over the messages that remain.
-		if err := unindexMessage(tx, m, true); err != nil {
-			return err
-		}
-		subs := subscriberIDs(tx, ch.ID)
-		for _, uid := range subs {
-			if err := forgetInChannel(tx, uid, ch.ID, []uint64{id}); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bucketFlags).Delete(append(itob(uid), itob(id)...)); err != nil {
-				return err
-			}
-		}
-		if err := tx.Bucket(bucketMessages).Delete(itob(id)); err != nil {
-			return err
-		}
-		if err := dropReactionsAndLinks(tx, m); err != nil {
+		subs, err := deleteChannelMessages(tx, ch, []message{m}) // store_channel_admin.go
+		if err != nil {
 			return err
 		}
 		audience := subs
@@ -643,7 +632,7 @@ func (s *store) canDelete(u user, m message, ch channel) bool {
 // messageHistory is a message's edit history for GET
 // /messages/{id}/history, with the message as it is now.
 func (s *store) messageHistory(u user, id uint64) (message, error) {
-	m, _, err := s.readForEdit(u, id)
+	m, _, err := s.readForEdit(u, id, false)
 	return m, err
 }
 

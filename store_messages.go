@@ -120,7 +120,7 @@ func (s *store) checkChannelSend(tx *bbolt.Tx, sender user, ch channel, topic st
 	if !s.canPost(sender, ch) {
 		return errCannotPost
 	}
-	if ch.Private && !s.canAccess(tx, sender, ch) {
+	if ch.Archived || ch.Private && !s.canAccess(tx, sender, ch) { // Zulip's access_stream_for_send_message
 		return errChannelForbidden.about(ch.Name)
 	}
 	return checkTopicsPolicy(ch.topicsPolicy(), topic)
@@ -228,7 +228,7 @@ func (s *store) markChannelRead(u user, channelID uint64) error {
 		if err != nil {
 			return err
 		}
-		if !s.canAccess(tx, u, ch) {
+		if ch.Archived || !s.canAccess(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
 			return errNoSuchChannel
 		}
 		m, ok := loadMark(tx, u.ID, ch.ID)
@@ -243,7 +243,7 @@ func (s *store) markChannelRead(u user, channelID uint64) error {
 		if err != nil {
 			return err
 		}
-		if !s.canAccess(tx, u, ch) {
+		if ch.Archived || !s.canAccess(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
 			return errNoSuchChannel
 		}
 		change := flagsChanged{User: u, Change: flagChange{Flag: "read", Add: true}}
@@ -412,7 +412,7 @@ func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64,
 		if err != nil {
 			return err
 		}
-		if !s.canAccess(tx, u, ch) {
+		if ch.Archived || !s.canAccess(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
 			return errNoSuchChannel
 		}
 		var ids []uint64

@@ -10,6 +10,8 @@ package main
 
 import (
 	"encoding/binary"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -76,8 +78,9 @@ type presenceTable struct {
 	loadErr  error
 	mu       sync.Mutex
 	entries  map[uint64]*presenceEntry
-	seq      uint64 // the last update id handed out
-	reserved uint64 // ids up to this one are reserved in the store
+	ids      []uint64 // the entries' user ids, in order: answers are by id
+	seq      uint64   // the last update id handed out
+	reserved uint64   // ids up to this one are reserved in the store
 	flushing sync.Mutex
 }
 
@@ -117,6 +120,7 @@ func (t *presenceTable) loaded() error {
 		})
 		t.mu.Lock()
 		t.entries, t.seq, t.reserved = entries, seq, seq
+		t.ids = slices.Sorted(maps.Keys(entries))
 		t.mu.Unlock()
 		if t.loadErr == nil {
 			go t.writer()
@@ -178,7 +182,11 @@ func (t *presenceTable) report(userID uint64, active bool, now time.Time) (prese
 		return presenceNews{}, err
 	}
 	e.UpdateID, e.dirty = id, true
-	t.entries[userID] = e
+	if creating {
+		t.entries[userID] = e
+		i, _ := slices.BinarySearch(t.ids, userID)
+		t.ids = slices.Insert(t.ids, i, userID)
+	}
 	return presenceNews{Record: e.presenceRecord, Appeared: creating || becameOnline}, nil
 }
 
@@ -285,7 +293,7 @@ type presenceQuery struct {
 }
 
 // presences answers the presence rows of active human accounts that the
-// query selects, and the largest update id among them (Zulip's
+// query selects, by user id, and the largest update id among them (Zulip's
 // presence_last_update_id: -1 when none was asked for and none found,
 // the client's own when nothing changed since).
 func (s *store) presences(q presenceQuery) ([]presenceRow, int64, error) {
@@ -293,7 +301,7 @@ func (s *store) presences(q presenceQuery) ([]presenceRow, int64, error) {
 		return nil, 0, err
 	}
 	picked := s.presence.pick(q)
-	var rows []presenceRow
+	rows := make([]presenceRow, 0, len(picked))
 	lastID := int64(-1)
 	if q.AfterID != nil {
 		lastID = *q.AfterID
@@ -303,12 +311,23 @@ func (s *store) presences(q presenceQuery) ([]presenceRow, int64, error) {
 		if q.AfterID != nil {
 			lastID = *q.AfterID
 		}
-		found := false
-		for _, row := range picked {
-			u, err := lookUpUser(tx, row.UserID)
-			if err != nil || !u.Active || u.Bot {
+		// The accounts come from the directory, decoded once per change
+		// of any: an answer of every row decoded each row's account,
+		// which, with everyone reporting every minute in an
+		// organisation of 3,000, was a third of the server's work.
+		users, _, _, err := s.directory.of(tx)
+		if err != nil {
+			return err
+		}
+		found, i := false, 0
+		for _, row := range picked { // both by id: one walk along the accounts
+			for i < len(users) && users[i].ID < row.UserID {
+				i++
+			}
+			if i == len(users) || users[i].ID != row.UserID || !users[i].Active || users[i].Bot {
 				continue
 			}
+			u := &users[i]
 			row.Email = u.Email
 			if row.Active == 0 {
 				row.Active = u.Joined
@@ -327,27 +346,28 @@ func (s *store) presences(q presenceQuery) ([]presenceRow, int64, error) {
 	return rows, lastID, err
 }
 
-// pick is the rows the query selects, as the table holds them: without
-// e-mails, and with the times never set.
+// pick is the rows the query selects, as the table holds them (by user
+// id): without e-mails, and with the times never set.
 func (t *presenceTable) pick(q presenceQuery) []presenceRow {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var picked []presenceRow
-	for id, e := range t.entries {
-		switch {
-		case q.OnlyUser != 0:
-			if id != q.OnlyUser {
-				continue
-			}
-		case q.NoHistory:
+	switch {
+	case q.OnlyUser != 0:
+		if e := t.entries[q.OnlyUser]; e != nil {
+			return []presenceRow{{UserID: q.OnlyUser, Active: e.Active, Connected: e.Connected, UpdateID: e.UpdateID}}
+		}
+		return nil
+	case q.NoHistory:
+		return nil
+	}
+	picked := make([]presenceRow, 0, len(t.ids))
+	for _, id := range t.ids {
+		e := t.entries[id]
+		if q.AfterID != nil && int64(e.UpdateID) <= *q.AfterID {
 			continue
-		default:
-			if q.AfterID != nil && int64(e.UpdateID) <= *q.AfterID {
-				continue
-			}
-			if (q.AfterID == nil || *q.AfterID <= 0) && e.Connected < q.Since.Unix() {
-				continue
-			}
+		}
+		if (q.AfterID == nil || *q.AfterID <= 0) && e.Connected < q.Since.Unix() {
+			continue
 		}
 		picked = append(picked, presenceRow{UserID: id, Active: e.Active, Connected: e.Connected, UpdateID: e.UpdateID})
 	}

@@ -7,14 +7,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
 
 	"go.etcd.io/bbolt"
 
 	"zulite/internal/emoji"
 )
 
-// Zulip's reaction types. zulite has no custom emoji, so no
-// realm_emoji reaction can be made.
+// Zulip's reaction types; a realm_emoji reaction's code is the custom
+// emoji's id (store_realm_emoji.go).
 const (
 	reactionUnicode    = "unicode_emoji"
 	reactionRealm      = "realm_emoji"
@@ -68,9 +69,20 @@ func attachReactions(tx *bbolt.Tx, page []pagedMessage) {
 	}
 }
 
-// reactableMessage is a message the user may react to: one of a channel
-// they may read (Zulip's access_message).
+// reactableMessage is a message the user may react to, edit, delete or
+// add a submessage to: one of a channel they may read that is not
+// archived (Zulip's access_message with is_modifying_message=True).
 func (s *store) reactableMessage(tx *bbolt.Tx, u user, messageID uint64) (message, channel, error) {
+	m, ch, err := s.readableMessage(tx, u, messageID)
+	if err == nil && ch.Archived { // "You can't access messages in deactivated streams"
+		return m, channel{}, errInvalidMessageIDs
+	}
+	return m, ch, err
+}
+
+// readableMessage is a message the user may read: one of a channel they
+// may read, archived or not (Zulip's access_message).
+func (s *store) readableMessage(tx *bbolt.Tx, u user, messageID uint64) (message, channel, error) {
 	m, err := messageByID(tx, messageID)
 	if err != nil {
 		return m, channel{}, errInvalidMessageIDs
@@ -88,8 +100,12 @@ func (s *store) reactableMessage(tx *bbolt.Tx, u user, messageID uint64) (messag
 	return m, ch, nil
 }
 
-// emojiFor is Zulip's get_emoji_data: a name's code and type.
-func emojiFor(name string) (code, kind string, err error) {
+// emojiFor is Zulip's get_emoji_data: a name's code and type, an active
+// custom emoji first.
+func emojiFor(custom realmEmojiSet, name string) (code, kind string, err error) {
+	if e, ok := custom.active(name); ok {
+		return strconv.FormatUint(e.ID, 10), reactionRealm, nil
+	}
 	if name == emoji.Zulip {
 		return emoji.Zulip, reactionZulipExtra, nil
 	}
@@ -101,10 +117,18 @@ func emojiFor(name string) (code, kind string, err error) {
 
 // checkEmoji is Zulip's check_emoji_request: a name, code and type that
 // name one emoji.
-func checkEmoji(name, code, kind string) error {
+func checkEmoji(custom realmEmojiSet, name, code, kind string) error {
 	switch kind {
 	case reactionRealm:
-		return errInvalidCustomEmoji // zulite has no custom emoji
+		e, ok := custom.byID(code)
+		switch {
+		case !ok:
+			return errInvalidCustomEmoji
+		case e.Name != name:
+			return errInvalidCustomEmojiName
+		case e.Deactivated:
+			return errCustomEmojiDeactivated
+		}
 	case reactionZulipExtra:
 		if code != emoji.Zulip {
 			return errInvalidEmojiCode
@@ -149,7 +173,7 @@ func (s *store) addReaction(u user, messageID uint64, req reactionRequest) error
 		}
 		r := storedReaction{UserID: u.ID, EmojiName: *req.Name}
 		if req.Code == nil || req.Type == nil {
-			code, kind, err := emojiFor(*req.Name)
+			code, kind, err := emojiFor(s.customEmoji(), *req.Name)
 			if err != nil {
 				return err
 			}
@@ -171,7 +195,7 @@ func (s *store) addReaction(u user, messageID uint64, req reactionRequest) error
 			return e.EmojiCode == r.EmojiCode && e.ReactionType == r.ReactionType
 		}); i >= 0 {
 			r.EmojiName = existing[i].EmojiName
-		} else if err := checkEmoji(r.EmojiName, r.EmojiCode, r.ReactionType); err != nil {
+		} else if err := checkEmoji(s.customEmoji(), r.EmojiName, r.EmojiCode, r.ReactionType); err != nil {
 			return err
 		}
 		b := tx.Bucket(bucketReactions)
@@ -205,7 +229,7 @@ func (s *store) removeReaction(u user, messageID uint64, req reactionRequest) er
 			if req.Name == nil {
 				return errEmojiArgumentMissing
 			}
-			if code, _, err = emojiFor(*req.Name); err != nil {
+			if code, _, err = emojiFor(s.customEmoji(), *req.Name); err != nil {
 				return err
 			}
 		}

@@ -40,7 +40,7 @@ func (s *store) channelTyping(sender user, channelID uint64) ([]uint64, error) {
 			return refusal(errTypingOffForChannels)
 		}
 		ch, err := s.channelByID(tx, channelID)
-		if err != nil || !s.canAccess(tx, sender, ch) {
+		if err != nil || ch.Archived || !s.canAccess(tx, sender, ch) { // access_stream_by_id_for_message wants an active channel
 			return refusal(errInvalidChannelID)
 		}
 		if !s.canPost(sender, ch) {

@@ -344,11 +344,14 @@ func (s *store) retireBlob(sum string) {
 	}
 }
 
-// blobUsed tells whether an avatar or a record uses a blob. The records
+// blobUsed tells whether an avatar, a custom emoji or a record uses a blob. The records
 // have no index by blob, so they are all read: only an upload refused as
 // it is recorded, or an avatar change, asks.
 func blobUsed(tx *bbolt.Tx, sum string) bool {
 	if k, _ := tx.Bucket(bucketAvatarBlobs).Cursor().Seek([]byte(sum)); k != nil && bytes.HasPrefix(k, []byte(sum)) {
+		return true
+	}
+	if emojiBlobUsed(tx, sum) {
 		return true
 	}
 	quoted := []byte(`"` + sum + `"`)
@@ -679,6 +682,9 @@ func (s *store) sweepUploads(now time.Time, grace time.Duration) (records, blobs
 			}
 		}
 		records = len(gone)
+		for _, e := range readRealmEmoji(tx) { // store_realm_emoji.go
+			live[e.File] = true
+		}
 		return tx.Bucket(bucketAvatarBlobs).ForEach(func(k, _ []byte) error {
 			if len(k) > 64 {
 				live[string(k[:64])] = true

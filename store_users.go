@@ -22,33 +22,45 @@ func (s *store) createUser(email, fullName string, role int, bot bool) (user, st
 func (s *store) createAccount(email, fullName string, role int, bot bool, passwordHash string) (user, string, error) {
 	key := newAPIKey()
 	var u user
-	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
-		emails := tx.Bucket(bucketUserEmails)
-		if emails.Get(emailKey(email)) != nil {
-			return errEmailTaken
-		}
-		users := tx.Bucket(bucketUsers)
-		id, err := users.NextSequence()
-		if err != nil {
+	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) (err error) {
+		if u, err = s.createAccountTx(tx, report, email, fullName, role, bot, passwordHash, key); err != nil {
 			return err
 		}
-		u = user{ID: id, Email: email, FullName: fullName, Role: role, Bot: bot, Active: true, Joined: s.now().Unix()}
-		if err := putUser(tx, u); err != nil {
-			return err
-		}
-		if err := emails.Put(emailKey(email), itob(id)); err != nil {
-			return err
-		}
-		if passwordHash != "" {
-			if err := tx.Bucket(bucketPasswords).Put(itob(id), []byte(passwordHash)); err != nil {
-				return err
-			}
-		}
-		report(accountChanged{Email: email, UserID: id})
-		report(accountCreated{User: u})
-		return s.putKey(tx, id, key)
+		return s.joinDefaultChannels(tx, u, report) // store_channel_admin.go
 	})
 	return u, key, err
+}
+
+// createAccountTx is createAccount's transaction, which an accepted
+// invitation runs with its own writes (store_invites.go).
+func (s *store) createAccountTx(tx *bbolt.Tx, report func(any), email, fullName string, role int, bot bool, passwordHash, key string) (user, error) {
+	emails := tx.Bucket(bucketUserEmails)
+	if emails.Get(emailKey(email)) != nil {
+		return user{}, errEmailTaken
+	}
+	users := tx.Bucket(bucketUsers)
+	id, err := users.NextSequence()
+	if err != nil {
+		return user{}, err
+	}
+	u := user{ID: id, Email: email, FullName: fullName, Role: role, Bot: bot, Active: true, Joined: s.now().Unix()}
+	if err := putUser(tx, u); err != nil {
+		return user{}, err
+	}
+	if err := emails.Put(emailKey(email), itob(id)); err != nil {
+		return user{}, err
+	}
+	if err := startWithDefaults(tx, id); err != nil { // store_people.go
+		return user{}, err
+	}
+	if passwordHash != "" {
+		if err := tx.Bucket(bucketPasswords).Put(itob(id), []byte(passwordHash)); err != nil {
+			return user{}, err
+		}
+	}
+	report(accountChanged{Email: email, UserID: id})
+	report(accountCreated{User: u})
+	return u, s.putKey(tx, id, key)
 }
 
 // setPassword replaces the account's password hash.
@@ -251,9 +263,13 @@ func (s *store) changeActive(email string, active bool, allowed func(*bbolt.Tx, 
 				return err
 			}
 		}
-		u.Active = active
-		report(accountChanged{Email: u.Email, UserID: u.ID, EndsSessions: !active})
-		return putUser(tx, u)
+		if err := s.putActive(tx, report, u, active); err != nil { // store_people.go
+			return err
+		}
+		if !active {
+			return expireInvitesOf(tx, u.ID, s.now().Unix(), report) // store_invites.go
+		}
+		return nil
 	})
 }
 

@@ -194,7 +194,7 @@ func TestWeb_JSONTwinsNeedTheSessionAndItsCSRFToken(t *testing.T) {
 		if !ok || rest == "fetch_api_key" || rest == "server_settings" {
 			continue
 		}
-		path := "/json/" + strings.NewReplacer("{stream_id}", "1", "{message_id}", "1", "{user}", "me", "{realm_id}", "2", "{path...}", "a/b.txt").Replace(rest)
+		path := "/json/" + strings.NewReplacer("{stream_id}", "1", "{message_id}", "1", "{user}", "me", "{user_id}", "1", "{field_id}", "1", "{realm_id}", "2", "{path...}", "a/b.txt").Replace(rest)
 		if method == http.MethodGet && strings.HasSuffix(route, "/{user}/presence") || strings.HasSuffix(route, "/{user}/status") && method == http.MethodGet {
 			path = strings.Replace(path, "/me/", "/1/", 1)
 		}

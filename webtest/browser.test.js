@@ -497,3 +497,70 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     assert.deepEqual(problems, []);
   });
 });
+
+// Issue 33: a newcomer joins by a reusable invitation link, on zulite's
+// own sign-up page, found by its visible text and roles, and lands in
+// the web client logged in. The link is made with Alice's API key (her
+// password is the one the first block set last, or her first).
+test('a newcomer signs up by an invitation link', { timeout: 60_000 }, async (t) => {
+  let key;
+  for (const password of ['a-new-password-1', alice.password]) {
+    const r = await fetch(`${site}/api/v1/fetch_api_key`, { method: 'POST', body: new URLSearchParams({ username: alice.email, password }) });
+    if (r.ok) { key = (await r.json()).api_key; break; }
+  }
+  assert.ok(key, 'Alice logs in to the API');
+  const auth = { Authorization: 'Basic ' + Buffer.from(`${alice.email}:${key}`).toString('base64') };
+  const made = await (await fetch(`${site}/api/v1/invites/multiuse`, { method: 'POST', headers: auth, body: new URLSearchParams({ invite_as: '400' }) })).json();
+  assert.equal(made.result, 'success', JSON.stringify(made));
+  assert.match(made.invite_link, /\/join\/[a-z2-7]{24}\/$/);
+  const link = made.invite_link.replace(/^https?:\/\/[^/]+/, site);
+
+  const browser = await puppeteer.launch({ executablePath: process.env.CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  t.after(() => browser.close());
+  const page = await (await browser.createBrowserContext()).newPage();
+  page.setDefaultTimeout(timeout);
+  const problems = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  // A refused form answers 400, which the browser logs as a failed load.
+  page.on('console', (m) => { if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()}`); });
+  await page.goto(link, { waitUntil: 'load' });
+  await page.waitForSelector(named('Join zulite', 'heading'));
+
+  for (const theme of ['light', 'dark']) {
+    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: theme }]);
+    await page.evaluate(axeSource);
+    const found = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+      .filter((v) => v.impact === 'critical' || v.impact === 'serious')
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 2).map((n) => n.target.join(' ')).join('; ')}`));
+    assert.deepEqual(found, [], `the sign-up page, ${theme} theme`);
+  }
+  await page.emulateMediaFeatures([]);
+  if (out) writeFileSync(join(out, 'signup.png'), await page.screenshot());
+
+  // A taken address is refused with Zulip's words, the form kept.
+  await page.locator(named('E-mail', 'textbox')).fill(bob.email);
+  await page.locator(named('Full name', 'textbox')).fill('Newcomer');
+  await page.locator(named('Password')).fill('carols-password-1');
+  await Promise.all([page.waitForNavigation(), page.click(named('Sign up', 'button'))]);
+  await page.waitForSelector(`[role=alert]${byText(`${bob.email} already has an account`)}`);
+
+  await page.locator(named('E-mail', 'textbox')).fill('newcomer@example.com');
+  await page.locator(named('Password')).fill('carols-password-1');
+  await Promise.all([page.waitForNavigation(), page.click(named('Sign up', 'button'))]);
+  const refused = await page.evaluate(() => document.querySelector('[role=alert]')?.textContent ?? '');
+  assert.equal(refused, '', 'the sign-up is refused');
+  await page.waitForSelector('#app-view:not([hidden])');
+  const me = await page.evaluate(async () => (await (await fetch('/accounts/session')).json()).email);
+  assert.equal(me, 'newcomer@example.com', 'the newcomer is logged in');
+
+  // Revoked, the link opens Zulip's page for a dead link.
+  const list = await (await fetch(`${site}/api/v1/invites`, { headers: auth })).json();
+  const mine = list.invites.find((i) => i.link_url === made.invite_link);
+  assert.ok(mine, 'the link is listed');
+  const revoked = await (await fetch(`${site}/api/v1/invites/multiuse/${mine.id}`, { method: 'DELETE', headers: auth })).json();
+  assert.equal(revoked.result, 'success');
+  const dead = await (await browser.createBrowserContext()).newPage();
+  await dead.goto(link, { waitUntil: 'load' });
+  await dead.waitForSelector(named('Whoops. The confirmation link has expired or been deactivated.', 'heading'));
+  assert.deepEqual(problems, []);
+});

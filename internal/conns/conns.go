@@ -53,6 +53,9 @@ type trackedConn struct {
 	// client sent after that request, read again first.
 	parked  atomic.Bool
 	pending []byte
+	// watched: it is in the close watcher's epoll set (watcher_linux.go),
+	// from its first watch until it is closed.
+	watched atomic.Bool
 }
 
 func (c *trackedConn) Read(b []byte) (int, error) {

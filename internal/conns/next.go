@@ -36,7 +36,7 @@ const nextRequestWait = 100 * time.Millisecond
 // awaitingRequest is an answered connection in the watcher's set.
 type awaitingRequest struct {
 	mu   sync.Mutex
-	id   uint32
+	id   uint64
 	idle *time.Timer // closes the connection after the idle timeout
 }
 

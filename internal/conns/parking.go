@@ -127,7 +127,7 @@ type Parked struct {
 	tracked *trackedConn // conn, or what the TLS connection runs over
 	head    []byte       // the header lines set before it was taken (X-Request-Id, rate limits)
 	close   bool         // the client asked for the connection to end after the answer
-	watchID uint32       // its place in the close watcher; 0 when not watched
+	watchID uint64       // its place in the close watcher; 0 when not watched
 }
 
 // WatchGone has gone run when the client goes away (or sends anything),

@@ -19,8 +19,8 @@ type closeWatcher struct {
 	closed chan struct{}
 
 	mu      sync.Mutex
-	next    uint32
-	watches map[uint32]watch
+	next    uint64 // the last id given; never given again
+	watches map[uint64]watch
 }
 
 // watch is a connection watched, and what to do when it is ready;
@@ -39,7 +39,7 @@ func newCloseWatcher() (*closeWatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &closeWatcher{epfd: fd, closed: make(chan struct{}), watches: map[uint32]watch{}}
+	w := &closeWatcher{epfd: fd, closed: make(chan struct{}), watches: map[uint64]watch{}}
 	go w.run()
 	return w, nil
 }
@@ -47,7 +47,15 @@ func newCloseWatcher() (*closeWatcher, error) {
 // watch adds the connection to the set: ready runs (on the watcher's
 // goroutine: it must not wait) when the client sends something or goes
 // away. It answers the watch's id, for unwatch.
-func (w *closeWatcher) watch(conn *trackedConn, awaiting bool, ready func()) (uint32, error) {
+//
+// A connection, once added, stays in the set until it is closed (which
+// takes it out): each watch is one shot, and the next one re-arms it
+// with its own id (EPOLL_CTL_MOD), so a delivery's cycle (parked,
+// answered, its next request, parked) costs two epoll calls, not four.
+// An id is never used twice, so a one shot left armed by an unwatch
+// that did not disarm it tells of nothing but a forgotten id, which the
+// watcher drops.
+func (w *closeWatcher) watch(conn *trackedConn, awaiting bool, ready func()) (uint64, error) {
 	select {
 	case <-w.closed: // its epoll fd may be closed, its number another file's
 		return 0, errors.New("the watcher is closed")
@@ -63,14 +71,27 @@ func (w *closeWatcher) watch(conn *trackedConn, awaiting bool, ready func()) (ui
 	}
 	w.mu.Lock()
 	w.next++
-	for _, taken := w.watches[w.next]; taken || w.next == 0; _, taken = w.watches[w.next] {
-		w.next++
-	}
 	id := w.next
 	w.watches[id] = watch{conn, ready, awaiting}
 	w.mu.Unlock()
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(id)}
-	if cerr := rc.Control(func(fd uintptr) { err = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev) }); cerr != nil {
+	// The id is the event's 64 bits of data (Fd and Pad on every Linux
+	// port's EpollEvent).
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(uint32(id)), Pad: int32(uint32(id >> 32))}
+	if cerr := rc.Control(func(fd uintptr) {
+		// ADD the first time, MOD after; the other when the first says
+		// it is not (EEXIST: a watch that fired before it marked the
+		// connection; ENOENT: not expected).
+		add, mod := syscall.EPOLL_CTL_ADD, syscall.EPOLL_CTL_MOD
+		if conn.watched.Load() {
+			add, mod = mod, add
+		}
+		if err = syscall.EpollCtl(w.epfd, add, int(fd), &ev); err == syscall.EEXIST || err == syscall.ENOENT {
+			err = syscall.EpollCtl(w.epfd, mod, int(fd), &ev)
+		}
+		if err == nil {
+			conn.watched.Store(true)
+		}
+	}); cerr != nil {
 		err = cerr
 	}
 	if err != nil {
@@ -80,30 +101,15 @@ func (w *closeWatcher) watch(conn *trackedConn, awaiting bool, ready func()) (ui
 	return id, nil
 }
 
-// unwatch takes the connection out of the set; false when its watch was
-// told already (or is being told).
-func (w *closeWatcher) unwatch(id uint32) bool {
-	wt, ok := w.forget(id)
-	if !ok {
-		return false
-	}
-	select {
-	case <-w.closed:
-		return true
-	default:
-	}
-	w.remove(wt.conn)
-	return true
+// unwatch ends the watch; false when it was told already (or is being
+// told). The connection stays in the set, its one shot perhaps still
+// armed with the forgotten id (watch).
+func (w *closeWatcher) unwatch(id uint64) bool {
+	_, ok := w.forget(id)
+	return ok
 }
 
-// remove takes the connection out of the epoll set.
-func (w *closeWatcher) remove(conn *trackedConn) {
-	if rc, err := conn.Conn.(syscall.Conn).SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil) })
-	}
-}
-
-func (w *closeWatcher) forget(id uint32) (watch, bool) {
+func (w *closeWatcher) forget(id uint64) (watch, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wt, ok := w.watches[id]
@@ -129,10 +135,9 @@ func (w *closeWatcher) run() {
 			continue
 		}
 		for _, ev := range events[:n] {
-			// The connection stays in the set, told no more (one shot),
-			// until whoever it is handed to takes it out.
-			if wt, ok := w.forget(uint32(ev.Fd)); ok {
-				w.remove(wt.conn)
+			// The connection stays in the set, told no more (one shot)
+			// until its next watch re-arms it.
+			if wt, ok := w.forget(uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32); ok {
 				wt.ready()
 			}
 		}

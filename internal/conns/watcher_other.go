@@ -15,9 +15,9 @@ func newCloseWatcher() (*closeWatcher, error) {
 	return nil, errors.New("parking needs Linux")
 }
 
-func (*closeWatcher) watch(*trackedConn, bool, func()) (uint32, error) {
+func (*closeWatcher) watch(*trackedConn, bool, func()) (uint64, error) {
 	return 0, errors.New("parking needs Linux")
 }
-func (*closeWatcher) unwatch(uint32) bool           { return false }
+func (*closeWatcher) unwatch(uint64) bool           { return false }
 func (*closeWatcher) awaitingConns() []*trackedConn { return nil }
 func (*closeWatcher) close()                        {}

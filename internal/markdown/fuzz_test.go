@@ -35,6 +35,7 @@ func FuzzMarkdown(f *testing.F) {
 		"#**general** #**general>lunch** #**a\"b<c>t** #**general>lunch@1** @**Bob <script>|2** :zulip:",
 		"[t](http://x.com \"ti\\\"tle\") [u](<http://a.b> 'q') [v](data:text/html,<script>) ![img](http://i.png)",
 		"<time:Jun 5th 2017, 10:30PM> <time:<b>> <time:1496701800.5> <time:10:00 +05:30 (IST)> :) (: <3 ;)b",
+		"#12 javascript:alert(1) data:x !<b>! :party: #**general** see #3, (#4)",
 	} {
 		f.Add(s)
 	}
@@ -42,11 +43,28 @@ func FuzzMarkdown(f *testing.F) {
 		users:      []User{{ID: 1, FullName: "Alice", Active: true}, {ID: 2, FullName: "Bob <script>", Active: true}},
 		channels:   map[string]uint64{"general": 3, `a"b<c`: 4},
 		topicStart: func(uint64, string) (uint64, bool) { return 9, true }}
+	// Linkifiers and custom emoji too, with templates that would make
+	// unsafe links if expansion or the scheme check were wrong.
+	var linkifiers []*Linkifier
+	for _, l := range [][2]string{{`#(?P<id>[0-9]+)`, "https://x.test/{id}"}, {`(?P<s>[a-z]+):(?P<r>\S+)`, "{s}:{+r}"}, {`!(?P<q>.+?)!`, "https://q.test/?q={q}{&q}"}} {
+		c, err := CompileLinkifier(l[0], l[1])
+		if err != nil {
+			f.Fatal(err)
+		}
+		linkifiers = append(linkifiers, c)
+	}
+	custom := func(name string) (string, bool) {
+		return "/user_avatars/2/emoji/images/" + name + "\"<x>.png", name == "party"
+	}
 	f.Fuzz(func(t *testing.T, content string) {
 		if len(content) > maxMessageLength {
 			return
 		}
-		res, err := RenderWith(content, "http://zulite.test", in, Options{TranslateEmoticons: len(content)%2 == 0, Now: fuzzNow})
+		opts := Options{TranslateEmoticons: len(content)%2 == 0, Now: fuzzNow}
+		if len(content)%3 == 0 {
+			opts.Linkifiers, opts.RealmEmoji = linkifiers, custom
+		}
+		res, err := RenderWith(content, "http://zulite.test", in, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,18 +50,39 @@ type patternMatch struct {
 	start, end int
 	parts      []string
 	flag       bool
+	caps       []int // a linkifier's submatches (linkifiers.go)
 }
 
 type inliner struct {
-	r     *renderer
-	stash []inlineNode
+	r        *renderer
+	stash    []inlineNode
+	patterns []inlinePattern // inlinePatterns with the rendering's linkifiers
+	// linkifyBudget is the matcher steps the linkifiers have left;
+	// linkified the links they made (linkifiers.go).
+	linkifyBudget, linkified int
 }
 
-func newInliner(r *renderer) *inliner { return &inliner{r: r} }
+func newInliner(r *renderer) *inliner {
+	in := &inliner{r: r, patterns: inlinePatterns, linkifyBudget: LinkifyBudget}
+	if len(r.opts.Linkifiers) > 0 {
+		// Zulip registers linkifiers at priority 45: after autolink (55),
+		// before entity (40), in their order.
+		at := linkifierPlace + 1
+		in.patterns = append([]inlinePattern(nil), inlinePatterns[:at]...)
+		for _, l := range r.opts.Linkifiers {
+			in.patterns = append(in.patterns, linkifierPattern(l))
+		}
+		in.patterns = append(in.patterns, inlinePatterns[at:]...)
+	}
+	return in
+}
 
 // inlinePatterns is Zulip's registry, highest priority first (tex and
-// linkifiers are left out: their text stays as it is).
+// the organisation's linkifiers come after autolink, at linkifierPlace).
 var inlinePatterns []inlinePattern
+
+// linkifierPlace is autolink's index in inlinePatterns.
+const linkifierPlace = 9
 
 func init() {
 	inlinePatterns = []inlinePattern{
@@ -90,14 +111,14 @@ func init() {
 // matches no more.
 func (in *inliner) handle(data string, idx int) string {
 	from := 0
-	for idx < len(inlinePatterns) {
+	for idx < len(in.patterns) {
 		var matched bool
 		var at int
 		data, matched, at = in.apply(idx, data, from)
 		from = 0
 		if !matched {
 			idx++
-		} else if inlinePatterns[idx].resumes {
+		} else if in.patterns[idx].resumes {
 			from = at
 		}
 	}
@@ -108,7 +129,7 @@ func (in *inliner) handle(data string, idx int) string {
 // replaced by a placeholder, its node's text worked on by the patterns
 // after it.
 func (in *inliner) apply(idx int, data string, from int) (string, bool, int) {
-	p := inlinePatterns[idx]
+	p := in.patterns[idx]
 	if p.streams {
 		return in.stream(idx, data), false, 0
 	}
@@ -135,7 +156,7 @@ func (in *inliner) apply(idx int, data string, from int) (string, bool, int) {
 
 // stream replaces every match of a streaming pattern in one pass.
 func (in *inliner) stream(idx int, data string) string {
-	p := inlinePatterns[idx]
+	p := in.patterns[idx]
 	var b strings.Builder
 	done, from := 0, 0
 	for {
@@ -574,22 +595,34 @@ func findEmoji(_ *inliner, data string, from int) (patternMatch, bool) {
 }
 
 // handleEmoji is Zulip's Emoji pattern: a known name becomes its emoji
-// (:zulip: Zulip's image); an unknown one stays text.
-func handleEmoji(_ *inliner, data string, m patternMatch) (inlineNode, int, int, bool) {
+// (an active custom emoji first, then :zulip: Zulip's image, then the
+// Unicode ones); an unknown one stays text.
+func handleEmoji(in *inliner, data string, m patternMatch) (inlineNode, int, int, bool) {
 	syntax, name := data[m.start:m.end], m.parts[0]
+	if custom := in.r.opts.RealmEmoji; custom != nil {
+		if src, ok := custom(name); ok {
+			return inlineNode{el: realmEmojiImage(src, syntax)}, m.start, m.end, true
+		}
+	}
 	if name == emoji.Zulip {
-		img := &mdElement{tag: "img", atomic: true}
-		img.set("src", "/static/generated/emoji/images/emoji/unicode/zulip.png")
-		img.set("class", "emoji")
-		img.set("alt", syntax)
-		img.set("title", strings.ReplaceAll(name, "_", " "))
-		return inlineNode{el: img}, m.start, m.end, true
+		return inlineNode{el: realmEmojiImage("/static/generated/emoji/images/emoji/unicode/zulip.png", syntax)}, m.start, m.end, true
 	}
 	code, ok := emoji.CodeForName(name)
 	if !ok {
 		return textNode(syntax), m.start, m.end, true
 	}
 	return inlineNode{el: emojiSpan(code, syntax)}, m.start, m.end, true
+}
+
+// realmEmojiImage is make_realm_emoji: a custom emoji (or :zulip:) as
+// its image.
+func realmEmojiImage(src, syntax string) *mdElement {
+	img := &mdElement{tag: "img", atomic: true}
+	img.set("src", src)
+	img.set("class", "emoji")
+	img.set("alt", syntax)
+	img.set("title", strings.ReplaceAll(syntax[1:len(syntax)-1], "_", " "))
+	return img
 }
 
 // emojiSpan is make_emoji.
@@ -690,4 +723,10 @@ func handleUnicodeEmoji(_ *inliner, data string, m patternMatch) (inlineNode, in
 	}
 	name, _ := emoji.CanonicalName(code)
 	return inlineNode{el: emojiSpan(code, ":"+name+":")}, m.start, m.end, true
+}
+
+func init() {
+	if inlinePatterns[linkifierPlace].name != "autolink" {
+		panic("markdown: linkifierPlace is not autolink's index")
+	}
 }

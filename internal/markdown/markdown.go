@@ -176,6 +176,13 @@ type Options struct {
 	// Now is the moment of rendering, which fills in what a global time
 	// leaves out (<time:10:30> is today's); the zero Time is time.Now().
 	Now time.Time
+	// RealmEmoji answers the image of the organisation's active custom
+	// emoji of a name (Zulip's active_realm_emoji), which :name: shows
+	// before any built-in emoji of the name; nil: there are none.
+	RealmEmoji func(name string) (src string, ok bool)
+	// Linkifiers are the organisation's linkifiers, in their order
+	// (linkifiers.go); nil: none.
+	Linkifiers []*Linkifier
 }
 
 // Render renders a message's content as Zulip would, in a realm

@@ -86,5 +86,6 @@ type (
 		S3Path        string `json:"s3_path"`
 		UserProfileID uint64 `json:"user_profile_id"`
 		ContentType   string `json:"content_type"`
+		FileName      string `json:"file_name"` // a custom emoji's (emoji/records.json)
 	}
 )

@@ -78,6 +78,13 @@ type (
 		// image under the path it makes from the user's id and this
 		// version, which must be the user's avatar_version.
 		AvatarVersion int `json:"avatar_version,omitempty"`
+		// A custom emoji's record (emoji/records.json) names its file, its
+		// author and whether it is deactivated, as Zulip's exporter writes
+		// them (the importer's process_emojis reads them).
+		FileName    string `json:"file_name,omitempty"`
+		Name        string `json:"name,omitempty"`
+		Author      uint64 `json:"author,omitempty"`
+		Deactivated *bool  `json:"deactivated,omitempty"`
 	}
 )
 
