@@ -579,3 +579,34 @@ func TestUserGroups_ExportSaysTheyDoNotGoOver(t *testing.T) {
 	}
 	checkZulipImportable(t, dir)
 }
+
+// TestUserGroups_ChannelAdministrationTakesThem: PATCH /streams/{id}
+// (main's channel administration) takes a user group as a channel
+// setting's value, named or as an anonymous group's subgroup, as Zulip's
+// access_user_group_for_setting does: a member of the group posts and a
+// non-member is refused, and a member of a user group that administers
+// the channel may change it.
+func TestUserGroups_ChannelAdministrationTakesThem(t *testing.T) {
+	e := newTestEnv(t)
+	posters := e.createGroup(t, &e.admin, "posters", []uint64{e.bob.ID}, nil)
+	general := channelPath(e.general)
+	post := func(a *account) response {
+		return e.request(t, http.MethodPost, "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"t"}, "content": {"x"}}, a)
+	}
+	wantAPISuccess(t, e.request(t, http.MethodPatch, general, url.Values{"can_send_message_group": {fmt.Sprintf(`{"new":%d}`, posters)}}, &e.admin))
+	wantAPISuccess(t, post(&e.bob))
+	wantAPIError(t, post(&e.alice), 400, "BAD_REQUEST", "You do not have permission to post in this channel.")
+	anonymous := fmt.Sprintf(`{"new":{"direct_members":[],"direct_subgroups":[%d]}}`, posters)
+	wantAPISuccess(t, e.request(t, http.MethodPatch, general, url.Values{"can_send_message_group": {anonymous}}, &e.admin))
+	wantAPISuccess(t, post(&e.bob))
+	wantAPIError(t, post(&e.alice), 400, "BAD_REQUEST", "You do not have permission to post in this channel.")
+	// A member of the administering user group may change the channel;
+	// one outside it may not.
+	wantAPISuccess(t, e.request(t, http.MethodPatch, general, url.Values{"can_administer_channel_group": {fmt.Sprintf(`{"new":%d}`, posters)}}, &e.admin))
+	wantAPIError(t, e.request(t, http.MethodPatch, general, url.Values{"description": {"alice's"}}, &e.alice), 400, "BAD_REQUEST", "You do not have permission to administer this channel.")
+	wantAPISuccess(t, e.request(t, http.MethodPatch, general, url.Values{"description": {"bob's"}}, &e.bob))
+	// A deactivated user group is refused.
+	gone := e.createGroup(t, &e.admin, "gone", nil, nil)
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/user_groups/"+strconv.Itoa(gone)+"/deactivate", nil, &e.admin))
+	wantAPIError(t, e.request(t, http.MethodPatch, general, url.Values{"can_send_message_group": {fmt.Sprintf(`{"new":%d}`, gone)}}, &e.admin), 400, "BAD_REQUEST", "User group is deactivated.")
+}
