@@ -610,3 +610,53 @@ func TestUserGroups_ChannelAdministrationTakesThem(t *testing.T) {
 	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/user_groups/"+strconv.Itoa(gone)+"/deactivate", nil, &e.admin))
 	wantAPIError(t, e.request(t, http.MethodPatch, general, url.Values{"can_send_message_group": {fmt.Sprintf(`{"new":%d}`, gone)}}, &e.admin), 400, "BAD_REQUEST", "User group is deactivated.")
 }
+
+// TestUserGroups_InvitationsAddTheInviteeToThem: POST /invites/multiuse
+// (and /invites) takes group_ids as Zulip 11's
+// access_user_groups_for_invite does: each a user group the caller may
+// add members to (can_add_members_group, or managing it or every
+// group), a system group "Insufficient permission", an id of no group
+// "Invalid user group", a deactivated one "User group is deactivated.";
+// a refused request stores nothing. The newcomer joins the groups on
+// sign-up, told as user_group add_members.
+func TestUserGroups_InvitationsAddTheInviteeToThem(t *testing.T) {
+	e := newTestEnv(t)
+	team := e.createGroup(t, &e.admin, "team", nil, nil) // the administrator may add its members (its creator)
+	bobs := e.createGroup(t, &e.bob, "bobs", nil, nil)
+	gone := e.createGroup(t, &e.admin, "gone", nil, nil)
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/user_groups/"+strconv.Itoa(gone)+"/deactivate", nil, &e.admin))
+	link := func(a *account, ids ...int) response {
+		return e.request(t, http.MethodPost, "/api/v1/invites/multiuse", url.Values{"group_ids": {toJSON(t, ids)}}, a)
+	}
+	wantAPIError(t, link(&e.admin, team, 99), 400, "BAD_REQUEST", "Invalid user group")
+	wantAPIError(t, link(&e.admin, 5), 400, "BAD_REQUEST", "Insufficient permission")
+	wantAPIError(t, link(&e.admin, bobs), 400, "BAD_REQUEST", "Insufficient permission")
+	wantAPIError(t, link(&e.admin, gone), 400, "BAD_REQUEST", "User group is deactivated.")
+	if list := listInvitesOf(t, e, &e.owner); len(list) != 0 {
+		t.Fatalf("refused requests stored %v", list)
+	}
+	wantAPISuccess(t, link(&e.owner, bobs)) // the owner manages every group (can_manage_all_groups)
+
+	queue := e.registerQueue(t, &e.alice, url.Values{"event_types": {`["user_group"]`}}).str("queue_id")
+	r := link(&e.admin, team, team)
+	wantAPISuccess(t, r)
+	path := strings.TrimPrefix(r.str("invite_link"), "http://zulite.test")
+	if got := e.signupRequest(t, "POST", path, url.Values{"email": {"carol@example.com"}, "full_name": {"Carol"}, "password": {"carols-password"}}); got.StatusCode != http.StatusSeeOther {
+		t.Fatalf("POST %s: got %d %s", path, got.StatusCode, pageText(t, got))
+	}
+	carol, err := e.st.userByEmail("carol@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := e.request(t, http.MethodGet, "/api/v1/user_groups/"+strconv.Itoa(team)+"/members/"+strconv.FormatUint(carol.ID, 10), nil, &e.alice)
+	if wantAPISuccess(t, member); member.body["is_user_group_member"] != true {
+		t.Errorf("carol in team: got %s", member.raw)
+	}
+	var got []string
+	for _, ev := range e.pollNow(t, &e.alice, queue, -1) {
+		got = append(got, fmt.Sprint(ev["op"], " ", ev["group_id"], " ", ev["user_ids"]))
+	}
+	if want := []string{fmt.Sprintf("add_members %d [%d]", team, carol.ID)}; !slices.Equal(got, want) {
+		t.Errorf("alice's user_group events: got %q, want %q", got, want)
+	}
+}
