@@ -660,3 +660,32 @@ func TestUserGroups_InvitationsAddTheInviteeToThem(t *testing.T) {
 		t.Errorf("alice's user_group events: got %q, want %q", got, want)
 	}
 }
+
+// TestUserGroups_PeopleAdministrationTellsThem: main's people
+// administration still tells a role change as the system groups left
+// and joined, and a reactivation tells, as Zulip's do_reactivate_user
+// does over user_profile.direct_groups, every named group the person is
+// a direct member of, the user groups after the system ones; a
+// deactivated user group is left out. The person is back in the group
+// at once.
+func TestUserGroups_PeopleAdministrationTellsThem(t *testing.T) {
+	e := newTestEnv(t)
+	team := e.createGroup(t, &e.owner, "team", []uint64{e.alice.ID}, nil)
+	gone := e.createGroup(t, &e.owner, "gone", []uint64{e.alice.ID}, nil)
+	wantAPISuccess(t, e.request(t, http.MethodPost, "/api/v1/user_groups/"+strconv.Itoa(gone)+"/deactivate", nil, &e.owner))
+	queue := e.registerQueue(t, &e.bob, nil).str("queue_id")
+	alice, id := userPath(e.alice), e.alice.ID
+	wantAPISuccess(t, e.request(t, http.MethodPatch, alice, url.Values{"role": {"300"}}, &e.admin))
+	wantAPISuccess(t, e.request(t, http.MethodDelete, alice, nil, &e.admin))
+	wantAPISuccess(t, e.request(t, http.MethodPost, alice+"/reactivate", nil, &e.admin))
+	_, groups := e.personUpdates(t, &e.bob, queue)
+	want := []string{fmt.Sprintf("remove_members 5 [%d]", id), fmt.Sprintf("add_members 3 [%d]", id), fmt.Sprintf("remove_members 4 [%d]", id),
+		fmt.Sprintf("add_members 3 [%d]", id), fmt.Sprintf("add_members %d [%d]", team, id)}
+	if !slices.Equal(groups, want) {
+		t.Errorf("bob's user_group events: got %q, want %q", groups, want)
+	}
+	member := e.request(t, http.MethodGet, "/api/v1/user_groups/"+strconv.Itoa(team)+"/members/"+strconv.FormatUint(id, 10), nil, &e.bob)
+	if wantAPISuccess(t, member); member.body["is_user_group_member"] != true {
+		t.Errorf("alice in team after reactivation: got %s", member.raw)
+	}
+}
