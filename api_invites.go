@@ -109,19 +109,6 @@ func checkInviteRole(caller user, as int) error {
 	return nil
 }
 
-// groupsRefusal is access_user_groups_for_invite: zulite's groups are
-// the system groups, which nobody adds members to ("Insufficient
-// permission"); any other id names no group.
-func groupsRefusal(ids []int64) error {
-	for _, id := range ids {
-		if id >= groupOwners && id <= groupNobody {
-			return refusal(errInsufficientPermission)
-		}
-		return refusal(badRequest("Invalid user group"))
-	}
-	return nil
-}
-
 // sendInvites serves POST /api/v1/invites: one invitation per address,
 // mailed once stored.
 func (s *server) sendInvites(r *apiRequest) (any, error) {
@@ -145,7 +132,7 @@ func (s *server) sendInvites(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !inGroup(r.user, s.store.realmGroup(realmCanInviteUsersGroup)) {
+	if !s.store.allowed(r.user, realmCanInviteUsersGroup) {
 		return nil, errInsufficientPermission
 	}
 	if err := checkInviteRole(r.user, ip.as); err != nil {
@@ -213,9 +200,8 @@ func containsString(list []string, s string) bool {
 // inviteRequest is what both kinds of invitation hand the store.
 func (s *server) inviteRequest(caller user, ip inviteParams, channels []int64, welcome *string) inviteRequest {
 	req := inviteRequest{Caller: caller, As: ip.as, Minutes: ip.minutes, Defaults: ip.defaults, Welcome: welcome, Channels: channels,
-		ChannelRefusal: errInviteChannel, SubscribeRefusal: refusal(errCannotSubscribe)}
-	req.LateRefusal = groupsRefusal(ip.groups)
-	if req.LateRefusal == nil && welcome != nil && !caller.isAdmin() {
+		Groups: ip.groups, ChannelRefusal: errInviteChannel, SubscribeRefusal: refusal(errCannotSubscribe)}
+	if welcome != nil && !caller.isAdmin() {
 		req.LateRefusal = refusal(errInviteNeedsAdmin)
 	}
 	return req
@@ -238,7 +224,7 @@ func (s *server) createInviteLink(r *apiRequest) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !inGroup(r.user, s.store.realmGroup(realmCreateMultiuseInviteGroup)) {
+	if !s.store.allowed(r.user, realmCreateMultiuseInviteGroup) {
 		return nil, errInsufficientPermission
 	}
 	if err := checkInviteRole(r.user, ip.as); err != nil {

@@ -98,7 +98,7 @@ func (s *server) reactivateUser(r *apiRequest) (any, error) {
 		return nil, err
 	}
 	actor := r.user
-	mayCreateBots := inGroup(actor, s.store.realmGroup(realmCanCreateBotsGroup))
+	mayCreateBots := s.store.allowed(actor, realmCanCreateBotsGroup)
 	return nil, s.store.setActiveByID(id, true, func(target user, _ []user) error {
 		if !actor.isAdmin() || (target.Bot && !mayCreateBots) {
 			return errPermissionDenied
@@ -212,10 +212,20 @@ func (s *server) publishAccountEdited(c accountEdited) {
 func isUserID(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
 
 // publishGroupsRejoined tells everyone that a reactivated person is back
-// in their system groups (do_reactivate_user's add_members, after its
-// peer_add events).
+// in the named groups they are a direct member of, by id: their system
+// groups, then the user groups (do_reactivate_user's add_members over
+// user_profile.direct_groups, after its peer_add events). A deactivated
+// user group is left out, as joining one is refused.
 func (s *server) publishGroupsRejoined(c groupsRejoined) {
-	for _, g := range directGroups(c.User) {
+	tell := func(g int) {
 		s.events.tellEveryone("user_group", nil, event{"type": "user_group", "op": "add_members", "group_id": g, "user_ids": []uint64{c.User.ID}})
+	}
+	for _, g := range directGroups(c.User) {
+		tell(g)
+	}
+	for _, g := range s.store.groups().groups {
+		if _, ok := slices.BinarySearch(g.Members, c.User.ID); ok && !g.Deactivated {
+			tell(g.ID)
+		}
 	}
 }

@@ -13,12 +13,15 @@ var realmChangeable = []realmPermission{realmCanCreatePublicChannelGroup, realmC
 	realmCanMoveMessagesBetweenTopicsGroup, realmCanResolveTopicsGroup,
 	realmDirectMessagePermissionGroup, realmDirectMessageInitiatorGroup, // who may send direct messages (store_dms.go)
 	realmCanAddCustomEmojiGroup,                              // who may add custom emoji (api_realm_emoji.go)
-	realmCanInviteUsersGroup, realmCreateMultiuseInviteGroup} // who may invite (api_invites.go)
+	realmCanInviteUsersGroup, realmCreateMultiuseInviteGroup, // who may invite (api_invites.go)
+	realmCanCreateGroups, realmCanManageAllGroups} // who may create user groups and manage every one (api_user_groups.go)
 
 // updateRealm serves PATCH /api/v1/realm for administrators. A group
 // setting's value is Zulip's {"new": value, "old": value} (old
-// optional), the new value a system group's id; zulite has no other
-// groups, so an anonymous group ({"direct_members": ...}) is refused.
+// optional), the new value a named group's id, a system group or a
+// user group (user_groups.go); an anonymous group ({"direct_members":
+// ...}) is refused, as zulite holds organisation settings as named
+// groups only.
 func (s *server) updateRealm(r *apiRequest) (any, error) {
 	type change struct {
 		setting realmPermission
@@ -47,7 +50,7 @@ func (s *server) updateRealm(r *apiRequest) (any, error) {
 		if !isInt {
 			return nil, asAPIError(errPermissionDenied) // an anonymous group: zulite holds none
 		}
-		if err := checkRealmGroup(setting, int(id)); err != nil {
+		if err := s.store.checkRealmGroup(setting, int(id)); err != nil {
 			return nil, err
 		}
 		if old, given := obj["old"]; given {
@@ -65,24 +68,6 @@ func (s *server) updateRealm(r *apiRequest) (any, error) {
 	return nil, nil
 }
 
-// checkRealmGroup is Zulip's check of a realm group setting's value:
-// an existing system group that the setting allows.
-func checkRealmGroup(setting realmPermission, id int) error {
-	p := &realmPermissionSettings[setting]
-	name := p.name
-	switch {
-	case id < groupOwners || id > groupNobody:
-		return asAPIError(errNoSuchGroup)
-	case id == groupInternet:
-		return errGroupNotAllowed(name, "role:internet")
-	case id == groupEveryone && !p.allowEveryoneGroup:
-		return errGroupNotAllowed(name, "role:everyone")
-	case id == groupNobody && !p.allowNobodyGroup:
-		return errGroupNotAllowed(name, "role:nobody")
-	}
-	return nil
-}
-
 // publishRealmGroup tells every queue that hears realm events that an
 // organisation permission setting changed (Zulip's realm update_dict).
 func (s *server) publishRealmGroup(c realmGroupChanged) {
@@ -97,5 +82,5 @@ func (s *server) mayCreateChannels(u user, private bool) bool {
 	if private {
 		setting = realmCanCreatePrivateChannelGroup
 	}
-	return inGroup(u, s.store.realmGroup(setting))
+	return s.store.allowed(u, setting)
 }

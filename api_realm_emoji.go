@@ -123,7 +123,7 @@ func (s *server) receiveEmoji(w http.ResponseWriter, r *http.Request, u user) ([
 	if err := checkEmojiName(name); err != nil {
 		return nil, err
 	}
-	if !inGroup(u, s.store.realmGroup(realmCanAddCustomEmojiGroup)) {
+	if !s.store.allowed(u, realmCanAddCustomEmojiGroup) {
 		return nil, errInsufficientPermission
 	}
 	if _, taken := s.store.customEmoji().active(name); taken {

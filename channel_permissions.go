@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"strconv"
 
 	"go.etcd.io/bbolt"
 )
@@ -74,17 +73,11 @@ func (g groupSetting) equal(o groupSetting) bool {
 	return g.Anonymous == o.Anonymous && g.Group == o.Group && slices.Equal(g.Members, o.Members) && slices.Equal(g.Subgroups, o.Subgroups)
 }
 
-// includes tells whether the user is in the group the value describes
-// (inGroup for its named groups). Deactivated users are in no group, as
-// in Zulip.
-func (g groupSetting) includes(u user) bool {
-	if !u.Active {
-		return false
-	}
-	if !g.Anonymous {
-		return inGroup(u, g.Group)
-	}
-	return slices.Contains(g.Members, u.ID) || slices.ContainsFunc(g.Subgroups, func(id int) bool { return inGroup(u, id) })
+// includes tells whether the user is in the group a setting's value
+// describes, by the groups as last committed (store.groups): the one
+// question every permission asks.
+func (s *store) includes(g groupSetting, u user) bool {
+	return s.groups().includes(g, u)
 }
 
 // groupChannelCreator stands for Zulip's "channel_creator" default: an
@@ -116,34 +109,15 @@ func (ch channel) groupSetting(p channelPermission) groupSetting {
 	return defaultGroupSetting(setting.value, ch.CreatorID)
 }
 
-// checkGroupSetting is Zulip's check of a setting's value
-// (access_user_group_for_setting): the groups exist, the users exist and
-// are active, and the setting allows the group. Then, for a setting
-// zulite does not act on, only its default passes.
+// checkGroupSetting is Zulip's check of a channel setting's value
+// (access_user_group_for_setting, checkSettingValue): the groups exist
+// and are active, system or user-defined, the users exist and are
+// active, and the setting allows the group. Then, for a setting zulite
+// does not act on, only its default passes.
 func checkGroupSetting(tx *bbolt.Tx, p channelPermission, g groupSetting) error {
 	setting := &channelPermissionSettings[p]
-	if !g.Anonymous {
-		if g.Group < groupOwners || g.Group > groupNobody {
-			return errNoSuchGroup
-		}
-	}
-	for _, id := range g.Subgroups {
-		if id < groupOwners || id > groupNobody {
-			return errNoSuchGroupID.about(strconv.Itoa(id))
-		}
-	}
-	for _, id := range g.Members {
-		if u, err := lookUpUser(tx, id); err != nil || !u.Active {
-			return errNoSuchUserID.about(strconv.FormatUint(id, 10))
-		}
-	}
-	if !g.Anonymous {
-		switch {
-		case g.Group == groupInternet:
-			return errGroupNotAllowed(setting.name, "role:internet")
-		case g.Group == groupEveryone && !setting.allowEveryoneGroup:
-			return errGroupNotAllowed(setting.name, "role:everyone")
-		}
+	if err := checkSettingValue(tx, setting, g); err != nil {
+		return err
 	}
 	if !setting.honoured && !g.equal(defaultGroupSetting(setting.value, 0)) {
 		return errPermissionDenied
@@ -161,7 +135,7 @@ func isSubscribed(tx *bbolt.Tx, userID, channelID uint64) bool {
 // every member but guests; a private one (and, for guests, any one) to
 // its subscribers, and, since its history is public to subscribers, to
 // the members of its can_add_subscribers_group and can_subscribe_group.
-func canAccess(tx *bbolt.Tx, u user, ch channel) bool {
+func (s *store) canAccess(tx *bbolt.Tx, u user, ch channel) bool {
 	if !ch.Private && u.Role != roleGuest {
 		return true
 	}
@@ -171,42 +145,42 @@ func canAccess(tx *bbolt.Tx, u user, ch channel) bool {
 	if u.Role == roleGuest {
 		return false
 	}
-	return ch.groupSetting(channelCanAddSubscribersGroup).includes(u) || ch.groupSetting(channelCanSubscribeGroup).includes(u)
+	return s.includes(ch.groupSetting(channelCanAddSubscribersGroup), u) || s.includes(ch.groupSetting(channelCanSubscribeGroup), u)
 }
 
 // canSeeMetadata is Zulip's metadata access (a channel's name and
 // settings): content access, or for a private channel an administrator,
 // or a member of a group that may administer it or add subscribers.
-func canSeeMetadata(tx *bbolt.Tx, u user, ch channel) bool {
-	if canAccess(tx, u, ch) {
+func (s *store) canSeeMetadata(tx *bbolt.Tx, u user, ch channel) bool {
+	if s.canAccess(tx, u, ch) {
 		return true
 	}
 	if u.Role == roleGuest {
 		return false
 	}
-	return u.isAdmin() || ch.groupSetting(channelCanAdministerChannelGroup).includes(u)
+	return u.isAdmin() || s.includes(ch.groupSetting(channelCanAdministerChannelGroup), u)
 }
 
 // canPost is Zulip's can_send_message_group check.
-func canPost(u user, ch channel) bool {
-	return ch.groupSetting(channelCanSendMessageGroup).includes(u)
+func (s *store) canPost(u user, ch channel) bool {
+	return s.includes(ch.groupSetting(channelCanSendMessageGroup), u)
 }
 
 // mayRemoveOthers is Zulip's bulk_can_remove_subscribers_from_streams:
 // administrators may; otherwise administering every channel, or seeing
 // every channel and being in each one's can_remove_subscribers_group.
-func mayRemoveOthers(tx *bbolt.Tx, caller user, channels []channel) bool {
+func (s *store) mayRemoveOthers(tx *bbolt.Tx, caller user, channels []channel) bool {
 	if caller.isAdmin() {
 		return true
 	}
 	if caller.Role == roleGuest {
 		return false
 	}
-	if !slices.ContainsFunc(channels, func(ch channel) bool { return !ch.groupSetting(channelCanAdministerChannelGroup).includes(caller) }) {
+	if !slices.ContainsFunc(channels, func(ch channel) bool { return !s.includes(ch.groupSetting(channelCanAdministerChannelGroup), caller) }) {
 		return true
 	}
 	for _, ch := range channels {
-		if !canSeeMetadata(tx, caller, ch) || !ch.groupSetting(channelCanRemoveSubscribersGroup).includes(caller) {
+		if !s.canSeeMetadata(tx, caller, ch) || !s.includes(ch.groupSetting(channelCanRemoveSubscribersGroup), caller) {
 			return false
 		}
 	}

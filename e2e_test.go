@@ -56,6 +56,7 @@ func TestEndToEnd_SPECStory(t *testing.T) {
 	for _, sh := range []e2eShape{e2eZulipJS, e2ePython} {
 		t.Run(sh.String(), func(t *testing.T) {
 			e2eWalkStory(t, sh, alice, bob, admin.channelID)
+			e2eWalkUserGroups(t, sh, alice, bob)
 		})
 	}
 
@@ -705,6 +706,41 @@ func e2eInt(t *testing.T, what string, body map[string]any, name string) int64 {
 // ---- the story ----
 
 // e2eWalkStory is SPEC §1, steps 3 to 6, as clients of one shape send it.
+// e2eWalkUserGroups makes a user group as the Python bindings do
+// (create_user_group, get_user_groups, update_user_group_members: lists
+// JSON-encoded by json.dumps, with its spaces) and as zulip-js would.
+func e2eWalkUserGroups(t *testing.T, sh e2eShape, alice, bob *client) {
+	var ids [2]int64
+	for i, c := range []*client{alice, bob} {
+		_, me, _ := c.do(t, "GET", "/api/v1/users/me", nil, sh)
+		ids[i] = e2eInt(t, c.email+" users/me", me, "user_id")
+	}
+	name := "support " + sh.String()
+	status, body, _ := alice.do(t, "POST", "/api/v1/user_groups/create", url.Values{"name": {name}, "description": {"Support team"},
+		"members": {fmt.Sprintf("[%d, %d]", ids[0], ids[1])}}, sh)
+	e2eWantSuccess(t, "create_user_group", status, body)
+	group := e2eInt(t, "create_user_group", body, "group_id")
+	status, body, _ = bob.do(t, "GET", "/api/v1/user_groups", nil, sh)
+	e2eWantSuccess(t, "get_user_groups", status, body)
+	found := false
+	for _, g := range body["user_groups"].([]any) {
+		if o := g.(map[string]any); o["name"] == name {
+			found = fmt.Sprint(o["members"]) == fmt.Sprint([]any{float64(ids[0]), float64(ids[1])})
+		}
+	}
+	if !found {
+		t.Errorf("get_user_groups: got %v, want %q with both members", body["user_groups"], name)
+	}
+	path := "/api/v1/user_groups/" + strconv.FormatInt(group, 10) + "/members"
+	status, body, _ = alice.do(t, "POST", path, url.Values{"delete": {fmt.Sprintf("[%d]", ids[1])}}, sh)
+	e2eWantSuccess(t, "update_user_group_members", status, body)
+	status, body, _ = bob.do(t, "GET", path, nil, sh)
+	e2eWantSuccess(t, "get_user_group_members", status, body)
+	if got := fmt.Sprint(body["members"]); got != fmt.Sprint([]any{float64(ids[0])}) {
+		t.Errorf("get_user_group_members: got %s, want alice alone", got)
+	}
+}
+
 func e2eWalkStory(t *testing.T, sh e2eShape, alice, bob *client, channelID int64) {
 	anonymous := e2eNewClient(alice.base, "", "")
 

@@ -265,14 +265,42 @@ var rejectionWords = map[*rejection]func(name string) *apiError{
 	errEmptyTopicNotAllowed: always(topicsPolicyError("Sending messages to the " + emptyTopicDisplayName + " is not allowed in this channel.")),
 	errTopicsNotAllowed:     always(topicsPolicyError("Only the " + emptyTopicDisplayName + " topic is allowed in this channel.")),
 
-	errPermissionDenied:       always(errInsufficientPermission),
-	errNoSuchInvite:           always(errInviteNoSuchInvite),
-	errInviteRevokedAlready:   always(errInviteAlreadyGone),
-	errInvitesFull:            always(errTooManyInvites),
-	errInviteExpired:          always(badRequest("The confirmation link has expired or been deactivated.")),
-	errNoSuchGroup:            always(badRequest("Invalid user group")),
-	errNoSuchGroupID:          func(id string) *apiError { return badRequest("Invalid user group ID: " + echoed(id)) },
-	errNoSuchUserID:           func(id string) *apiError { return badRequest("Invalid user ID: " + echoed(id)) },
+	errPermissionDenied:     always(errInsufficientPermission),
+	errNoSuchInvite:         always(errInviteNoSuchInvite),
+	errInviteRevokedAlready: always(errInviteAlreadyGone),
+	errInvitesFull:          always(errTooManyInvites),
+	errInviteExpired:        always(badRequest("The confirmation link has expired or been deactivated.")),
+	errNoSuchGroup:          always(badRequest("Invalid user group")),
+	errNoSuchGroupID:        func(id string) *apiError { return badRequest("Invalid user group ID: " + echoed(id)) },
+	errNoSuchUserID:         func(id string) *apiError { return badRequest("Invalid user ID: " + echoed(id)) },
+
+	// User groups (zerver/lib/user_groups.py, zerver/views/user_groups.py,
+	// zerver/actions/user_groups.py, zerver/lib/exceptions.py's
+	// SystemGroupRequiredError, zerver/actions/message_send.py's
+	// check_user_group_mention_allowed).
+	errGroupDeactivated:       always(badRequest("User group is deactivated.")),
+	errGroupExists:            func(name string) *apiError { return badRequest("User group '" + name + "' already exists.") },
+	errGroupDeactivatedRename: always(badRequest("You can only change name of deactivated user groups")),
+	errGroupNameEmpty:         always(badRequest("User group name can't be empty!")),
+	errGroupNameTooLong:       always(badRequest("User group name cannot exceed " + strconv.Itoa(maxGroupNameLength) + " characters.")),
+	errGroupNamePrefixed: func(prefix string) *apiError {
+		return badRequest("User group name cannot start with '" + prefix + "'.")
+	},
+	errAlreadyGroupMember: func(id string) *apiError { return badRequest("User " + id + " is already a member of this group") },
+	errNotGroupMember:     func(id string) *apiError { return badRequest("There is no member '" + id + "' in this user group") },
+	errAlreadySubgroup: func(id string) *apiError {
+		return badRequest("User group " + id + " is already a subgroup of this group.")
+	},
+	errNotSubgroup: func(id string) *apiError { return badRequest("User group " + id + " is not a subgroup of this group.") },
+	errSubgroupCycle: func(id string) *apiError {
+		return badRequest("User group " + id + " is already a subgroup of one of the passed subgroups.")
+	},
+	errSystemGroupNeeded: func(setting string) *apiError {
+		return &apiError{status: http.StatusBadRequest, code: "SYSTEM_GROUP_REQUIRED", msg: "'" + setting + "' must be a system user group."}
+	},
+	errGroupMentionForbidden: func(name string) *apiError {
+		return badRequest("You are not allowed to mention user group '" + name + "'.")
+	},
 	errUserDeactivated:        always(badRequest("User is deactivated")),
 	errNotSubscribedToChannel: func(id string) *apiError { return badRequest("Not subscribed to channel ID " + echoed(id)) },
 	errCannotPost:             always(badRequest("You do not have permission to post in this channel.")),
@@ -525,6 +553,21 @@ var (
 //
 //go:noinline
 func refusal(e *apiError) error { return &rejection{text: e.msg, told: e} }
+
+// User groups' routes (zerver/views/user_groups.py).
+var (
+	errNothingToDoMembers = badRequest(`Nothing to do. Specify at least one of "add", "delete", "add_subgroups" or "delete_subgroups".`)
+	errNoNewData          = badRequest("No new data supplied")
+	// zulite's bound (user_groups.go's maxUserGroups); Zulip sets none.
+	errTooManyUserGroups = badRequest("Too many user groups (limit: " + strconv.Itoa(maxUserGroups) + ").")
+)
+
+// errGroupInUse is Zulip's CannotDeactivateGroupInUseError, with the
+// objections that keep the group from being deactivated.
+func errGroupInUse(objections []map[string]any) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "CANNOT_DEACTIVATE_GROUP_IN_USE", msg: "Cannot deactivate user group in use.",
+		extra: []field{{"objections", objections}}}
+}
 
 // An organisation setting (zerver/views/realm.py).
 var errRealmSettingChanged = badRequest("'old' value does not match the expected value.")

@@ -88,6 +88,10 @@ type eventQueue struct {
 	// bulkMessageDeletion: the client declared bulk_message_deletion, so
 	// it hears of deleted messages in one event with message_ids.
 	bulkMessageDeletion bool
+	// includeDeactivatedGroups: the client declared
+	// include_deactivated_groups, so it keeps deactivated user groups
+	// (hears their deactivation as an update, not a remove).
+	includeDeactivatedGroups bool
 	// archivedChannels: the client declared archived_channels, so it
 	// hears of archived channels (is_archived updates) where the others
 	// hear of their deletion and creation.

@@ -24,7 +24,8 @@ package main
 // It is written the way Zulip's converters from other products write it
 // (zerver/data_import/), not as a Zulip server's own export: an
 // import_source of its own, no user groups (the importer makes the system
-// groups and puts each user in their role's), no audit log (it records
+// groups and puts each user in their role's; the organisation's own
+// groups are counted in the report as not exported), no audit log (it records
 // the subscriptions), ids kept as zulite's, which the importer renumbers.
 // A converter runs on the importing server and writes that server's
 // migrations into migration_status.json; zulite, which cannot know them,
@@ -184,6 +185,9 @@ type exportReport struct {
 	// Scheduled messages go over (zerver_scheduledmessage) but for those
 	// to a group that has no conversation yet (store_scheduled_messages.go).
 	Scheduled, ScheduledLeftOut int
+	// UserGroups: the organisation's own groups do not go over (the
+	// export writes no groups; the importer makes the system ones).
+	UserGroups int
 	// Custom emoji (with their images), linkifiers and code playgrounds.
 	Emoji, Linkifiers, Playgrounds int
 	// Custom profile fields and their values go over.
@@ -210,6 +214,9 @@ func (r exportReport) String() string {
 	}
 	if r.Scheduled > 0 || r.ScheduledLeftOut > 0 {
 		fmt.Fprintf(&b, "scheduled messages: %d exported, %d not (to a group with no message yet, which Zulip's export would need)\n", r.Scheduled, r.ScheduledLeftOut)
+	}
+	if r.UserGroups > 0 {
+		fmt.Fprintf(&b, "not exported either: %d user groups (the export writes no groups: Zulip's import makes the system groups and puts each user in their role's)\n", r.UserGroups)
 	}
 	fmt.Fprintf(&b, "import on a Zulip %s.x server: ./manage.py import SUBDOMAIN DIR (see https://zulip.readthedocs.io/en/latest/production/export-and-import.html); it warns that the export lists no migrations of its apps, as zulite cannot know the server's\n",
 		strings.Split(zulipexport.ZulipVersion, ".")[0])
@@ -512,7 +519,7 @@ func (x *exporter) messageFile(batch []message, subscribersOf func(uint64) []exp
 					}
 					channels[m.ChannelID] = ch
 				}
-				if canAccess(x.tx, h.user, ch) {
+				if x.s.canAccess(x.tx, h.user, ch) {
 					addRow(h.user.ID, m.ID, zulipFlags(h.flags, true)|zulipexport.FlagHistorical)
 					x.report.Historical++
 				}
@@ -785,6 +792,7 @@ func (x *exporter) savedSnippets(tx *bbolt.Tx) ([]map[string]any, error) {
 	})
 	x.report.SavedSnippets = len(rows)
 	x.report.Drafts = tx.Bucket(bucketDrafts).Stats().KeyN
+	x.report.UserGroups = tx.Bucket(bucketUserGroups).Stats().KeyN
 	return rows, err
 }
 

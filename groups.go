@@ -69,35 +69,39 @@ func directGroups(u user) []int {
 }
 
 // userGroupObject is Zulip's user group object, as register's
-// realm_user_groups lists it. A system group's own permission settings
-// are all role:nobody, as Zulip sets them (default_for_system_groups).
+// realm_user_groups and GET /user_groups list it. A system group's own
+// permission settings are all role:nobody, as Zulip sets them
+// (default_for_system_groups).
 type userGroupObject struct {
-	ID                    int      `json:"id"`
-	Name                  string   `json:"name"`
-	CreatorID             *uint64  `json:"creator_id"`
-	DateCreated           *int64   `json:"date_created"`
-	Description           string   `json:"description"`
-	Members               []uint64 `json:"members"`
-	DirectSubgroupIDs     []int    `json:"direct_subgroup_ids"`
-	IsSystemGroup         bool     `json:"is_system_group"`
-	CanAddMembersGroup    int      `json:"can_add_members_group"`
-	CanJoinGroup          int      `json:"can_join_group"`
-	CanLeaveGroup         int      `json:"can_leave_group"`
-	CanManageGroup        int      `json:"can_manage_group"`
-	CanMentionGroup       int      `json:"can_mention_group"`
-	CanRemoveMembersGroup int      `json:"can_remove_members_group"`
-	Deactivated           bool     `json:"deactivated"`
+	ID                    int          `json:"id"`
+	Name                  string       `json:"name"`
+	CreatorID             *uint64      `json:"creator_id"`
+	DateCreated           *int64       `json:"date_created"`
+	Description           string       `json:"description"`
+	Members               []uint64     `json:"members"`
+	DirectSubgroupIDs     []int        `json:"direct_subgroup_ids"`
+	IsSystemGroup         bool         `json:"is_system_group"`
+	CanAddMembersGroup    groupSetting `json:"can_add_members_group"`
+	CanJoinGroup          groupSetting `json:"can_join_group"`
+	CanLeaveGroup         groupSetting `json:"can_leave_group"`
+	CanManageGroup        groupSetting `json:"can_manage_group"`
+	CanMentionGroup       groupSetting `json:"can_mention_group"`
+	CanRemoveMembersGroup groupSetting `json:"can_remove_members_group"`
+	Deactivated           bool         `json:"deactivated"`
 }
 
 // newRealmUserGroups is realm_user_groups: every system group with its
-// direct members, active users only (as Zulip since feature level 303),
-// sorted by id. zulite's groups have no creator and no creation date.
-func newRealmUserGroups(users []user) []userGroupObject {
+// direct members, then the user-defined groups (the deactivated ones
+// only for includeDeactivated, Zulip's include_deactivated_groups),
+// active users only (as Zulip since feature level 303), sorted by id.
+// The system groups have no creator and no creation date.
+func newRealmUserGroups(users []user, d *groupDirectory, includeDeactivated bool) []userGroupObject {
 	list := make([]userGroupObject, 0, len(systemGroups))
+	nobody := systemGroupSetting(groupNobody)
 	for _, g := range systemGroups {
 		o := userGroupObject{ID: g.id, Name: g.name, Description: g.description, Members: []uint64{}, DirectSubgroupIDs: []int{},
-			IsSystemGroup: true, CanAddMembersGroup: groupNobody, CanJoinGroup: groupNobody, CanLeaveGroup: groupNobody,
-			CanManageGroup: groupNobody, CanMentionGroup: groupNobody, CanRemoveMembersGroup: groupNobody}
+			IsSystemGroup: true, CanAddMembersGroup: nobody, CanJoinGroup: nobody, CanLeaveGroup: nobody,
+			CanManageGroup: nobody, CanMentionGroup: nobody, CanRemoveMembersGroup: nobody}
 		if g.subgroup != 0 {
 			o.DirectSubgroupIDs = append(o.DirectSubgroupIDs, g.subgroup)
 		}
@@ -109,13 +113,39 @@ func newRealmUserGroups(users []user) []userGroupObject {
 		slices.Sort(o.Members)
 		list = append(list, o)
 	}
+	if d == nil {
+		return list
+	}
+	active := activeOf(users)
+	for i := range d.groups {
+		if g := &d.groups[i]; includeDeactivated || !g.Deactivated {
+			list = append(list, g.object(active))
+		}
+	}
 	return list
 }
 
+// activeOf answers whether an id is of an active account among users
+// (sorted by id, as the directory holds them).
+func activeOf(users []user) func(uint64) bool {
+	return func(id uint64) bool {
+		i, ok := slices.BinarySearchFunc(users, id, func(u user, id uint64) int {
+			switch {
+			case u.ID < id:
+				return -1
+			case u.ID > id:
+				return 1
+			}
+			return 0
+		})
+		return ok && users[i].Active
+	}
+}
+
 // inGroup tells whether a user belongs to a system group, directly or
-// through its subgroups: Zulip's is_user_in_group, which every
-// permission asks, the organisation's settings and a channel's alike
-// (groupSetting.includes). A role's group holds every higher role, so a
+// through its subgroups: Zulip's is_user_in_group for the groups that
+// follow from roles (groupDirectory.has asks it for those, and for the
+// system groups below a user-defined group). A role's group holds every higher role, so a
 // moderator is in role:moderators and the groups below it, never in
 // role:administrators. A deactivated user is in no group, and no user
 // is in a group that does not exist.
@@ -189,11 +219,11 @@ func (p realmPermission) name() string { return realmPermissionSettings[p].name 
 // realmPermissionSettings are Zulip 11.0's Realm.REALM_PERMISSION_GROUP_SETTINGS,
 // with Zulip's defaults. zulite holds a permission with Zulip's default
 // group where it has the feature, and with role:nobody where it does
-// not: nobody can create bots or groups, or summarize topics. Members
-// add custom emoji (api_realm_emoji.go) and invite by e-mail, and
-// administrators make reusable invitation links (store_invites.go);
-// members create channels, subscribe others and move
-// messages between channels; everyone sends direct messages, deletes
+// not: nobody can create bots or summarize topics. Members add custom
+// emoji (api_realm_emoji.go) and invite by e-mail, and administrators
+// make reusable invitation links (store_invites.go); members create
+// channels and user groups, subscribe others and move messages between
+// channels; owners manage every user group; everyone sends direct messages, deletes
 // their own messages, moves them between topics and resolves topics;
 // administrators delete anyone's (store_message_edit.go) and may use
 // wildcard mentions in large channels and topics (mentions.go). An
@@ -208,7 +238,7 @@ var realmPermissionSettings = [realmPermissionCount]permissionSetting{
 	realmCanAddSubscribersGroup:       {name: "can_add_subscribers_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},  // members subscribe others (principals)
 	realmCanAddCustomEmojiGroup:       {name: "can_add_custom_emoji_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"}, // api_realm_emoji.go
 	realmCanCreateBotsGroup:           {name: "can_create_bots_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
-	realmCanCreateGroups:              {name: "can_create_groups", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:members"},
+	realmCanCreateGroups:              {name: "can_create_groups", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	realmCanCreatePublicChannelGroup:  {name: "can_create_public_channel_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	realmCanCreatePrivateChannelGroup: {name: "can_create_private_channel_group", value: groupMembers, allowNobodyGroup: true, defaultGroupName: "role:members"},
 	realmCanCreateWebPublicChannelGroup: {name: "can_create_web_public_channel_group", value: groupNobody, requireSystemGroup: true, allowNobodyGroup: true, defaultGroupName: "role:owners",
@@ -272,14 +302,17 @@ var channelPermissionSettings = [channelPermissionCount]permissionSetting{
 	channelCanResolveTopicsGroup:             {name: "can_resolve_topics_group", value: groupNobody, honoured: true, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:nobody"},
 }
 
-// groupPermissionSettings are Zulip 11.0's NamedUserGroup.GROUP_PERMISSION_SETTINGS.
-var groupPermissionSettings = []permissionSetting{
-	{name: "can_add_members_group", allowNobodyGroup: true, defaultGroupName: "group_creator", defaultForSystemGroups: "role:nobody"},
-	{name: "can_join_group", allowNobodyGroup: true, defaultGroupName: "role:nobody", defaultForSystemGroups: "role:nobody"},
-	{name: "can_leave_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone", defaultForSystemGroups: "role:nobody"},
-	{name: "can_manage_group", allowNobodyGroup: true, defaultGroupName: "group_creator", defaultForSystemGroups: "role:nobody"},
-	{name: "can_mention_group", allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone", defaultForSystemGroups: "role:nobody"},
-	{name: "can_remove_members_group", allowNobodyGroup: true, defaultGroupName: "role:nobody", defaultForSystemGroups: "role:nobody"},
+// groupPermissionSettings are Zulip 11.0's NamedUserGroup.GROUP_PERMISSION_SETTINGS,
+// by groupPermission, each with the value a new group takes
+// (groupChannelCreator standing for Zulip's "group_creator": an
+// anonymous group of the group's creator).
+var groupPermissionSettings = [groupPermissionCount]permissionSetting{
+	groupCanAddMembers:    {name: "can_add_members_group", value: groupChannelCreator, allowNobodyGroup: true, defaultGroupName: "group_creator", defaultForSystemGroups: "role:nobody"},
+	groupCanJoin:          {name: "can_join_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:nobody", defaultForSystemGroups: "role:nobody"},
+	groupCanLeave:         {name: "can_leave_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone", defaultForSystemGroups: "role:nobody"},
+	groupCanManage:        {name: "can_manage_group", value: groupChannelCreator, allowNobodyGroup: true, defaultGroupName: "group_creator", defaultForSystemGroups: "role:nobody"},
+	groupCanMention:       {name: "can_mention_group", value: groupEveryone, allowNobodyGroup: true, allowEveryoneGroup: true, defaultGroupName: "role:everyone", defaultForSystemGroups: "role:nobody"},
+	groupCanRemoveMembers: {name: "can_remove_members_group", value: groupNobody, allowNobodyGroup: true, defaultGroupName: "role:nobody", defaultForSystemGroups: "role:nobody"},
 }
 
 // supportedPermissionSettings is register's server_supported_permission_settings.
@@ -306,7 +339,7 @@ func supportedPermissionSettings() map[string]map[string]any {
 	return map[string]map[string]any{
 		"realm":  describe(realmPermissionSettings[:]),
 		"stream": describe(channelPermissionSettings[:]),
-		"group":  describe(groupPermissionSettings),
+		"group":  describe(groupPermissionSettings[:]),
 	}
 }
 

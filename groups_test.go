@@ -31,11 +31,11 @@ func TestInGroup_RolesAsZulipNestsThem(t *testing.T) {
 			if got := inGroup(u, group); got != want {
 				t.Errorf("role %d in group %d: got %v, want %v", role, group, got, want)
 			}
-			if got := systemGroupSetting(group).includes(u); got != want {
+			if got := (&groupDirectory{}).includes(systemGroupSetting(group), u); got != want {
 				t.Errorf("role %d in a setting of group %d: got %v, want %v", role, group, got, want)
 			}
 			u.Active = false
-			if inGroup(u, group) || systemGroupSetting(group).includes(u) {
+			if inGroup(u, group) || (&groupDirectory{}).includes(systemGroupSetting(group), u) {
 				t.Errorf("deactivated role %d in group %d", role, group)
 			}
 		}
@@ -70,7 +70,7 @@ func TestRoleModerators_OrganisationAndChannelSettingsAgree(t *testing.T) {
 // Every permission constant has its row, with a name of its own, so no
 // setting is looked up by a name that is not there.
 func TestPermissionSettings_OneNamedRowEach(t *testing.T) {
-	for name, table := range map[string][]permissionSetting{"realm": realmPermissionSettings[:], "channel": channelPermissionSettings[:], "group": groupPermissionSettings} {
+	for name, table := range map[string][]permissionSetting{"realm": realmPermissionSettings[:], "channel": channelPermissionSettings[:], "group": groupPermissionSettings[:]} {
 		seen := map[string]bool{}
 		for i, p := range table {
 			if p.name == "" || seen[p.name] {

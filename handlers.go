@@ -203,6 +203,14 @@ func (s *server) routes() http.Handler {
 	handle("GET /api/v1/users/me/alert_words", s.api(s.listAlertWords))
 	handle("POST /api/v1/users/me/alert_words", s.api(s.addAlertWords))
 	handle("DELETE /api/v1/users/me/alert_words", s.api(s.removeAlertWords))
+	handle("GET /api/v1/user_groups", s.api(s.listUserGroups, membersOnly))
+	handle("POST /api/v1/user_groups/create", s.api(s.createUserGroup, membersOnly))
+	handle("POST /api/v1/user_groups/{user_group_id}/deactivate", s.api(s.deactivateUserGroup))
+	handle("GET /api/v1/user_groups/{user_group_id}/members", s.api(s.userGroupMembers, membersOnly))
+	handle("POST /api/v1/user_groups/{user_group_id}/members", s.api(s.updateGroupMembers, membersOnly))
+	handle("GET /api/v1/user_groups/{user_group_id}/members/{user_id}", s.api(s.isUserGroupMember, membersOnly))
+	handle("GET /api/v1/user_groups/{user_group_id}/subgroups", s.api(s.userGroupSubgroups, membersOnly))
+	handle("POST /api/v1/user_groups/{user_group_id}/subgroups", s.api(s.updateGroupSubgroups, membersOnly))
 	handle("GET /api/v1/realm/emoji", s.api(s.listEmoji))
 	handle("POST /api/v1/realm/emoji/{emoji_name}", s.uploadEmoji())
 	handle("DELETE /api/v1/realm/emoji/{emoji_name}", s.api(s.deactivateEmoji))
@@ -251,6 +259,13 @@ func (s *server) routes() http.Handler {
 	for _, prefix := range []string{"/api/v1", "/json"} {
 		mux.Handle(prefix+"/messages/{message_id}", byMethod(map[string]http.Handler{
 			http.MethodGet: s.api(s.getMessage), http.MethodPatch: s.api(s.updateMessage), http.MethodDelete: s.api(s.deleteMessage)}))
+	}
+	// PATCH /api/v1/user_groups/{user_group_id}: one pattern, which
+	// answers 405 itself (a method pattern would conflict with the 405
+	// pattern of /api/v1/user_groups/create).
+	s.patterns = append(s.patterns, "PATCH /api/v1/user_groups/{user_group_id}")
+	for _, prefix := range []string{"/api/v1", "/json"} {
+		mux.Handle(prefix+"/user_groups/{user_group_id}", byMethod(map[string]http.Handler{http.MethodPatch: s.api(s.updateUserGroup, membersOnly)}))
 	}
 	// POST /api/v1/invites/multiuse and DELETE /api/v1/invites/{invite_id},
 	// then DELETE /api/v1/invites/multiuse/{invite_id} and POST

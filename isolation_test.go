@@ -65,6 +65,9 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	later := strconv.FormatInt(e.st.now().Unix()+7200, 10)
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/alert_words", url.Values{"alert_words": {`["plans"]`}}, &e.alice))
 	wantAPISuccess(t, e.request(t, "POST", "/api/v1/users/me/muted_users/"+strconv.FormatUint(e.owner.ID, 10), nil, &e.alice))
+	// Alice's user group, which she manages alone (Zulip's defaults).
+	herGroup := e.createGroup(t, &e.alice, "alices", []uint64{e.alice.ID}, nil)
+	herGroupPath := "/api/v1/user_groups/" + strconv.Itoa(herGroup)
 	// Her custom emoji; the administrators' linkifier and playground.
 	wantAPISuccess(t, e.upload(t, &e.alice, "/api/v1/realm/emoji/hers", uploadPart{"f", "h.png", "image/png", pngOf(t, 8, 8)}))
 	linkifierID := strconv.FormatUint(mustID(t, e.request(t, "POST", "/api/v1/realm/filters", url.Values{"pattern": {`#(?P<id>\d+)`}, "url_template": {"https://x.test/{id}"}}, &e.admin)), 10)
@@ -143,6 +146,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8, err9); err != nil {
 			t.Fatal(err)
 		}
+		group, _ := e.st.groups().group(herGroup)
 		fields := e.request(t, "GET", "/api/v1/realm/profile_fields", nil, &e.alice).raw
 		var defaults string
 		e.st.view(func(tx *bbolt.Tx) error {
@@ -151,7 +155,8 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		})
 		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, plainJSON(me), reactions, unread, topics,
 			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders), plainJSON(channels),
-			e.st.customEmoji(), linkifiersJSON(e.st.allLinkifiers()), e.st.allPlaygrounds(), invites, fields, defaults)
+			e.st.customEmoji(), linkifiersJSON(e.st.allLinkifiers()), e.st.allPlaygrounds(), invites, fields, defaults,
+			plainJSON(group), len(e.st.groups().groups))
 	}
 
 	type attempt struct {
@@ -172,7 +177,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"POST /api/v1/realm/playgrounds", "DELETE /api/v1/realm/playgrounds/{playground_id}",
 		"POST /api/v1/messages/{message_id}/reactions", "DELETE /api/v1/messages/{message_id}/reactions",
 		"PATCH /api/v1/messages/{message_id}", "DELETE /api/v1/messages/{message_id}", "GET /api/v1/messages/{message_id}/history", "GET /api/v1/messages/{message_id}",
-		"POST /api/v1/submessage", "PATCH /api/v1/drafts/{draft_id}", "DELETE /api/v1/drafts/{draft_id}",
+		"POST /api/v1/submessage", "POST /api/v1/user_groups/create", "PATCH /api/v1/user_groups/{user_group_id}", "POST /api/v1/user_groups/{user_group_id}/deactivate", "POST /api/v1/user_groups/{user_group_id}/members", "POST /api/v1/user_groups/{user_group_id}/subgroups", "PATCH /api/v1/drafts/{draft_id}", "DELETE /api/v1/drafts/{draft_id}",
 		"PATCH /api/v1/saved_snippets/{saved_snippet_id}", "DELETE /api/v1/saved_snippets/{saved_snippet_id}",
 		"GET /api/v1/messages/{message_id}/read_receipts", "POST /api/v1/messages/{message_id}/typing",
 		"DELETE /api/v1/attachments/{attachment_id}", "POST /api/v1/mobile_push/test_notification",
@@ -316,6 +321,21 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"delete": {`["secret","general"]`}, "principals": {`["` + e.alice.Email + `"]`}}},
 			{"PATCH", "/api/v1/users/me/subscriptions", url.Values{"add": {`[{"name":"bobs-own"}]`}, "delete": {`["general"]`}, "principals": {"[" + strconv.FormatUint(e.alice.ID, 10) + "]"}}}},
 		"GET /api/v1/users/{user_id}/subscriptions/{stream_id}": {{"GET", "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10) + "/subscriptions/" + secretID, nil}},
+		// User groups: bob may read them, but not administer alice's, nor
+		// make one (a refused create makes nothing: the count is in her
+		// state; his own would be, so his attempt names a missing member).
+		"GET /api/v1/user_groups":                                   {{"GET", "/api/v1/user_groups", url.Values{"include_deactivated_groups": {"true"}}}},
+		"POST /api/v1/user_groups/create":                           {{"POST", "/api/v1/user_groups/create", url.Values{"name": {"bobs"}, "members": {"[999]"}, "description": {""}}}},
+		"GET /api/v1/user_groups/{user_group_id}/members":           {{"GET", herGroupPath + "/members", nil}},
+		"GET /api/v1/user_groups/{user_group_id}/members/{user_id}": {{"GET", herGroupPath + "/members/" + strconv.FormatUint(e.alice.ID, 10), nil}},
+		"GET /api/v1/user_groups/{user_group_id}/subgroups":         {{"GET", herGroupPath + "/subgroups", nil}},
+		"PATCH /api/v1/user_groups/{user_group_id}": {{"PATCH", herGroupPath, url.Values{"name": {"bobs now"}}},
+			{"PATCH", herGroupPath, url.Values{"can_manage_group": {`{"new":5}`}}}},
+		"POST /api/v1/user_groups/{user_group_id}/deactivate": {{"POST", herGroupPath + "/deactivate", nil}},
+		"POST /api/v1/user_groups/{user_group_id}/members": {{"POST", herGroupPath + "/members", url.Values{"add": {"[" + strconv.FormatUint(e.bob.ID, 10) + "]"}}},
+			{"POST", herGroupPath + "/members", url.Values{"delete": {"[" + strconv.FormatUint(e.alice.ID, 10) + "]"}}},
+			{"POST", herGroupPath + "/members", url.Values{"add_subgroups": {"[5]"}}}},
+		"POST /api/v1/user_groups/{user_group_id}/subgroups": {{"POST", herGroupPath + "/subgroups", url.Values{"add": {"[5]"}}}},
 		// Administering her private channel, and the public one, as a
 		// member who administers neither (issue 33).
 		"PATCH /api/v1/streams/{stream_id}": {{"PATCH", "/api/v1/streams/" + secretID, url.Values{"new_name": {"bobs"}}},

@@ -50,6 +50,9 @@ type mentionSet struct {
 	// Alerted are the users whose alert words the message holds, sorted
 	// (store_mutes.go's usersAlerted).
 	Alerted []uint64
+	// Groups are the user groups mentioned, not silently; their members
+	// (but the sender) are among UserIDs.
+	Groups []int
 }
 
 // flagsFor is the mention flags of one recipient.
@@ -94,7 +97,13 @@ func (s *store) renderForSend(sender user, msg outgoingMessage) (messageRenderin
 		if err != nil {
 			return err
 		}
-		out = messageRendering{HTML: r.HTML, Mentions: mentionSet{UserIDs: r.MentionedIDs, Channel: r.ChannelWildcard, Topic: r.TopicWildcard}}
+		out = messageRendering{HTML: r.HTML, Mentions: mentionSet{UserIDs: r.MentionedIDs, Channel: r.ChannelWildcard, Topic: r.TopicWildcard,
+			Groups: r.MentionedGroupIDs}}
+		if len(r.MentionedGroupIDs) > 0 {
+			if out.Mentions.UserIDs, err = s.groupMentioned(tx, sender, r.MentionedIDs, r.MentionedGroupIDs); err != nil {
+				return err
+			}
+		}
 		if out.Mentions.Alerted, err = usersAlerted(tx, r.AlertText); err != nil {
 			return err
 		}
@@ -141,11 +150,64 @@ func (m *mentionResolver) Users(names map[string]bool, ids map[uint64]bool) ([]m
 	return users, nil
 }
 
+// UserGroups answers the active user groups of these names (Zulip's
+// MentionData.get_user_group), for @*group* mentions.
+func (m *mentionResolver) UserGroups(names map[string]bool) ([]markdown.UserGroup, error) {
+	var groups []markdown.UserGroup
+	for _, g := range m.s.groups().groups {
+		if !g.Deactivated && names[strings.ToLower(g.Name)] {
+			groups = append(groups, markdown.UserGroup{ID: g.ID, Name: g.Name})
+		}
+	}
+	return groups, nil
+}
+
+// groupMentioned is who a message mentions: those it names, and every
+// active member of the groups it mentions, recursively, but the sender
+// (Zulip's mentions_user_ids with each group's members), sorted.
+func (s *store) groupMentioned(tx *bbolt.Tx, sender user, named []uint64, groups []int) ([]uint64, error) {
+	users, _, _, err := s.directory.of(tx)
+	if err != nil {
+		return nil, err
+	}
+	d := s.groups()
+	ids := slices.Clone(named)
+	for _, g := range groups {
+		for _, id := range d.members(g, users, false) {
+			if id != sender.ID {
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// checkGroupMentions is Zulip's check_user_group_mention_allowed: the
+// sender may mention each group the message mentions loudly, by its
+// can_mention_group (anyone when that is role:everyone).
+func (s *store) checkGroupMentions(sender user, m mentionSet) error {
+	d := s.groups()
+	setting := &groupPermissionSettings[groupCanMention]
+	for _, id := range m.Groups {
+		g, ok := d.group(id)
+		if !ok {
+			continue
+		}
+		v := g.setting(groupCanMention)
+		if !v.Anonymous && v.Group == groupEveryone || d.permits(setting, v, sender) {
+			continue
+		}
+		return errGroupMentionForbidden.about(g.Name)
+	}
+	return nil
+}
+
 // ChannelID answers the channel of exactly this name if the sender may
 // read it.
 func (m *mentionResolver) ChannelID(name string) (uint64, bool) {
 	ch, err := m.s.channelByName(m.tx, name)
-	if err == nil && ch.Name == name && canAccess(m.tx, m.sender, ch) {
+	if err == nil && ch.Name == name && m.s.canAccess(m.tx, m.sender, ch) {
 		return ch.ID, true
 	}
 	return 0, false
@@ -187,22 +249,22 @@ func topicParticipants(tx *bbolt.Tx, channelID uint64, topic string, senderID ui
 // checkRendering refuses a rendering too large to keep, and applies
 // Zulip's rule for wildcard mentions: in a channel of more than
 // wildcardMentionThreshold subscribers (a topic of more participants),
-// only members of can_mention_many_users_group may notify everyone.
+// only members of can_mention_many_users_group may notify everyone;
+// then the sender must be allowed to mention each group it mentions.
 func (s *store) checkRendering(tx *bbolt.Tx, sender user, ch channel, r messageRendering) error {
 	if len(r.HTML) > maxRenderedLength {
 		return errUnableToRender
 	}
 	m := r.Mentions
-	if (!m.Channel && !m.Topic) || inGroup(sender, s.realmGroup(realmCanMentionManyUsersGroup)) {
-		return nil
+	if (m.Channel || m.Topic) && !s.allowed(sender, realmCanMentionManyUsersGroup) {
+		if m.Channel && len(subscriberIDs(tx, ch.ID)) > wildcardMentionThreshold {
+			return errChannelWildcardMentionNotAllowed
+		}
+		if m.Topic && len(m.Participants) > wildcardMentionThreshold {
+			return errTopicWildcardMentionNotAllowed
+		}
 	}
-	if m.Channel && len(subscriberIDs(tx, ch.ID)) > wildcardMentionThreshold {
-		return errChannelWildcardMentionNotAllowed
-	}
-	if m.Topic && len(m.Participants) > wildcardMentionThreshold {
-		return errTopicWildcardMentionNotAllowed
-	}
-	return nil
+	return s.checkGroupMentions(sender, m)
 }
 
 // setMentionFlags records the mention flags of a stored message of the

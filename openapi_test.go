@@ -661,6 +661,18 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	e.mustUpload(t, &e.alice, "doomed.txt", "doomed")
 	attachments, _, _ = e.st.ownAttachments(e.alice.user)
 	doomedUpload := "/api/v1/attachments/" + strconv.FormatUint(attachments[len(attachments)-1].ID, 10)
+	// Issue 33's user groups: user_group events of each op in alice's
+	// queue (which, without include_deactivated_groups, hears a
+	// deactivation as a remove).
+	contractGroup := e.createGroup(t, &e.alice, "contract-group", []uint64{e.bob.ID}, url.Values{"subgroups": {"[3]"}})
+	groupPath := "/api/v1/user_groups/" + strconv.Itoa(contractGroup)
+	wantAPISuccess(t, e.request(t, "PATCH", groupPath, url.Values{"name": {"contract group"}, "can_mention_group": {`{"new":{"direct_members":[` + strconv.FormatUint(e.alice.ID, 10) + `],"direct_subgroups":[2]}}`}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "POST", groupPath+"/members", url.Values{"add": {jsonIDs(e.alice.ID)}, "delete": {jsonIDs(e.bob.ID)}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "POST", groupPath+"/subgroups", url.Values{"delete": {"[3]"}}, &e.alice))
+	wantAPISuccess(t, e.request(t, "POST", "/api/v1/user_groups/"+strconv.Itoa(e.createGroup(t, &e.alice, "contract-gone", nil, nil))+"/deactivate", nil, &e.alice))
+	inUse := "/api/v1/user_groups/" + strconv.Itoa(e.createGroup(t, &e.alice, "contract-in-use", nil, nil))
+	wantAPISuccess(t, e.request(t, "POST", groupPath+"/subgroups", url.Values{"add": {"[" + strings.TrimPrefix(inUse, "/api/v1/user_groups/") + "]"}}, &e.alice))
+	doomedGroup := "/api/v1/user_groups/" + strconv.Itoa(e.createGroup(t, &e.alice, "contract-doomed", nil, nil))
 	// Issue 33's custom emoji, linkifiers and playgrounds: realm_emoji and
 	// realm_playgrounds events in alice's queue, realm_linkifiers in a
 	// queue of hers that declared linkifier_url_template.
@@ -734,6 +746,25 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 		{false, "DELETE", "/api/v1/default_streams", url.Values{"stream_id": {general}}, &e.admin},
 		{true, "DELETE", "/api/v1/default_streams", url.Values{"stream_id": {secret}}, &e.bob},
 		{false, "GET", "/api/v1/server_settings", nil, nil},
+		{false, "GET", "/api/v1/user_groups", url.Values{"include_deactivated_groups": {"true"}}, &e.alice},
+		{true, "GET", "/api/v1/user_groups", nil, &e.bot},
+		{false, "POST", "/api/v1/user_groups/create", url.Values{"name": {"contract-new"}, "members": {"[]"}, "description": {""}, "can_join_group": {"5"}}, &e.alice},
+		{true, "POST", "/api/v1/user_groups/create", url.Values{"members": {"[]"}, "description": {""}}, &e.alice},
+		{false, "PATCH", groupPath, url.Values{"description": {"changed"}}, &e.alice},
+		{true, "PATCH", groupPath, nil, &e.alice},
+		{false, "POST", doomedGroup + "/deactivate", nil, &e.alice},
+		{true, "POST", doomedGroup + "/deactivate", nil, &e.alice},
+		{true, "POST", inUse + "/deactivate", nil, &e.alice},
+		{false, "GET", groupPath + "/members", url.Values{"direct_member_only": {"false"}}, &e.bob},
+		{true, "GET", "/api/v1/user_groups/999/members", nil, &e.bob},
+		{false, "POST", groupPath + "/members", url.Values{"add": {jsonIDs(e.bob.ID)}}, &e.alice},
+		{true, "POST", groupPath + "/members", url.Values{"add": {jsonIDs(e.bob.ID)}}, &e.alice},
+		{false, "GET", groupPath + "/members/" + strconv.FormatUint(e.bob.ID, 10), nil, &e.bob},
+		{true, "GET", groupPath + "/members/999999", nil, &e.bob},
+		{false, "GET", groupPath + "/subgroups", nil, &e.bob},
+		{true, "GET", "/api/v1/user_groups/999/subgroups", nil, &e.bob},
+		{false, "POST", groupPath + "/subgroups", url.Values{"add": {"[3]"}}, &e.alice},
+		{true, "POST", groupPath + "/subgroups", url.Values{"add": {"[3]"}}, &e.alice},
 		{false, "POST", "/api/v1/fetch_api_key", url.Values{"username": {e.alice.Email}, "password": {"alice-password"}}, nil},
 		{true, "POST", "/api/v1/fetch_api_key", url.Values{"username": {e.alice.Email}}, nil},
 		{true, "POST", "/api/v1/fetch_api_key", url.Values{"username": {e.alice.Email}, "password": {"wrong"}}, nil},

@@ -36,7 +36,8 @@ func (s *server) register(r *apiRequest) (any, error) {
 		clientGravatar: o.clientGravatar, allPublic: o.allPublic, userSettingsObject: o.capabilities.userSettingsObject,
 		emptyTopicName: o.capabilities.emptyTopicName, simplifiedPresence: o.capabilities.simplifiedPresenceEvents,
 		streamTyping: o.capabilities.streamTypingNotifications, bulkMessageDeletion: o.capabilities.bulkMessageDeletion,
-		archivedChannels: o.capabilities.archivedChannels, linkifierURLTemplate: o.capabilities.linkifierURLTemplate}
+		includeDeactivatedGroups: o.capabilities.includeDeactivatedGroups,
+		archivedChannels:         o.capabilities.archivedChannels, linkifierURLTemplate: o.capabilities.linkifierURLTemplate}
 	s.events.register(q)
 	if err := s.takeListing(r); err != nil {
 		s.events.remove(q.userID, q.id)
@@ -250,6 +251,8 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishSubscriptions(c)
 	case realmGroupChanged:
 		s.publishRealmGroup(c)
+	case userGroupChanged:
+		s.publishUserGroup(c) // api_user_groups.go
 	case accountCreated:
 		s.publishAccountCreated(c)
 	case invitesChanged:

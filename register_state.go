@@ -8,6 +8,7 @@ package main
 import (
 	"net/url"
 	"slices"
+	"strconv"
 
 	"zulite/internal/emoji"
 )
@@ -158,7 +159,12 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 		}
 	}
 	if want("realm_user_groups") {
-		groups, err := s.sharedUsers.get(usersVersion, "realm_user_groups", func() any { return newRealmUserGroups(users) })
+		// The user groups are part of the key: a write of groups counts
+		// up users_version too, and the directory's own version names
+		// the groups it holds.
+		d, deactivated := s.store.groups(), o.capabilities.includeDeactivatedGroups
+		name := "realm_user_groups:" + strconv.FormatUint(d.version, 10) + ":" + strconv.FormatBool(deactivated)
+		groups, err := s.sharedUsers.get(usersVersion, name, func() any { return newRealmUserGroups(users, d, deactivated) })
 		if err != nil {
 			return nil, err
 		}
@@ -332,14 +338,14 @@ func (s *server) addRealmUserState(state map[string]any, u user, users []user, u
 	}
 	state["cross_realm_bots"] = []registerUser{} // zulite has no system bots
 	avatarState(state, u)
-	canCreatePrivate := inGroup(u, s.store.realmGroup(realmCanCreatePrivateChannelGroup))
-	canCreatePublic := inGroup(u, s.store.realmGroup(realmCanCreatePublicChannelGroup))
-	canCreateWebPublic := inGroup(u, s.store.realmGroup(realmCanCreateWebPublicChannelGroup))
+	canCreatePrivate := s.store.allowed(u, realmCanCreatePrivateChannelGroup)
+	canCreatePublic := s.store.allowed(u, realmCanCreatePublicChannelGroup)
+	canCreateWebPublic := s.store.allowed(u, realmCanCreateWebPublicChannelGroup)
 	state["can_create_private_streams"] = canCreatePrivate
 	state["can_create_public_streams"] = canCreatePublic
 	state["can_create_web_public_streams"] = canCreateWebPublic
 	state["can_create_streams"] = canCreatePrivate || canCreatePublic || canCreateWebPublic
-	state["can_invite_others_to_realm"] = inGroup(u, s.store.realmGroup(realmCanInviteUsersGroup))
+	state["can_invite_others_to_realm"] = s.store.allowed(u, realmCanInviteUsersGroup)
 	state["is_admin"] = u.isAdmin()
 	state["is_owner"] = u.Role == roleOwner
 	state["is_moderator"] = u.Role <= roleModerator // administrators too, since feature level 380

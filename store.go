@@ -6,8 +6,9 @@ package main
 //	meta             "schema_version" → uint64
 //	                 "key_secret"     → 32 random bytes, the BLAKE2b key for API keys
 //	                 "realm_groups"   → organisation permission settings changed by
-//	                                    an administrator: setting name → system group id (JSON)
+//	                                    an administrator: setting name → named group id (JSON)
 //	                 "users_version"  → uint64, counted up by every write of users (putUser)
+//	                                    and of user groups (putGroup)
 //	                 "realm_user_defaults" → the settings new users start with that differ
 //	                                    from Zulip's defaults, as user_settings keeps a user's (JSON)
 //	users            user id → user (JSON, with the user's custom profile field values:
@@ -109,6 +110,10 @@ package main
 //	scheduled_due    due time (Unix seconds, uint64) ‖ scheduled message id → user id (uint64):
 //	                 those still to be sent, earliest first (scheduler.go); a sent one leaves both
 //	                 buckets in the send's transaction, a failed one leaves this one
+//	user_groups      user group id → userGroup (JSON: name, description, creator, creation
+//	                 time, direct members and subgroups, its six permission settings,
+//	                 deactivated); ids follow the system groups' (the bucket's sequence +
+//	                 8); every write counts up meta's "users_version" (store_user_groups.go)
 //	realm_emoji      emoji id → realmEmoji (JSON: name, the SHA-256 of its 64-pixel PNG in
 //	                 DB.uploads/, author id, created, deactivated); the bucket's sequence
 //	                 numbers them; a deactivated one stays (store_realm_emoji.go)
@@ -239,6 +244,7 @@ var (
 		bucketDrafts, bucketSavedSnippets,
 		bucketMutedUsers, bucketMutedBy, bucketAlertWords,
 		bucketScheduledMessages, bucketScheduledDue,
+		bucketUserGroups,
 		bucketRealmEmoji, bucketLinkifiers, bucketPlaygrounds,
 		bucketInvites, bucketInviteLinks, bucketInviteKeys,
 		bucketProfileFields,
@@ -398,6 +404,9 @@ type store struct {
 	// realmGroups are the organisation permission settings an
 	// administrator changed (meta's realm_groups), by setting name.
 	realmGroups atomic.Pointer[map[string]int]
+	// userGroups is the user-defined groups as last committed, with
+	// what their membership reaches (store_user_groups.go).
+	userGroups atomic.Pointer[groupDirectory]
 	// realmEmoji, linkifiers and playgrounds are the organisation's
 	// custom emoji, linkifiers and code playgrounds, read at open and
 	// replaced after each change (store_realm_emoji.go, store_linkifiers.go).
@@ -549,6 +558,7 @@ func (s *store) load(tx *bbolt.Tx) {
 	s.keys.open(slices.Clone(tx.Bucket(bucketMeta).Get(keyKeySecret)), s)
 	s.maxID.Store(tx.Bucket(bucketMessages).Sequence())
 	s.loadRealmGroups(tx)
+	s.loadUserGroups(tx)
 	s.loadRealmEmoji(tx)
 	s.loadLinkifiers(tx)
 }
@@ -599,8 +609,11 @@ func (s *store) updateReporting(fn func(tx *bbolt.Tx, report func(change any)) e
 		return err
 	}, func() {
 		for _, c := range changes {
-			if a, ok := c.(accountChanged); ok {
-				s.keys.forget(a.Email)
+			switch c := c.(type) {
+			case accountChanged:
+				s.keys.forget(c.Email)
+			case groupsRebuilt:
+				s.placeGroups(c.directory) // store_user_groups.go
 			}
 		}
 		if len(changes) > 0 {
@@ -836,6 +849,21 @@ var (
 	errTopicWildcardMentionNotAllowed   = &rejection{text: "topic wildcard mention not allowed"}
 
 	errUnableToRender = &rejection{text: "unable to render"}
+
+	// User groups (store_user_groups.go).
+	errGroupDeactivated       = &rejection{text: "user group deactivated"}
+	errGroupExists            = &rejection{text: "user group name taken"}
+	errGroupDeactivatedRename = &rejection{text: "only a deactivated group's name may change"}
+	errGroupNameEmpty         = &rejection{text: "empty user group name"}
+	errGroupNameTooLong       = &rejection{text: "user group name too long"}
+	errGroupNamePrefixed      = &rejection{text: "user group name has a reserved prefix"}
+	errAlreadyGroupMember     = &rejection{text: "already a member"}
+	errNotGroupMember         = &rejection{text: "not a member"}
+	errAlreadySubgroup        = &rejection{text: "already a subgroup"}
+	errNotSubgroup            = &rejection{text: "not a subgroup"}
+	errSubgroupCycle          = &rejection{text: "subgroup cycle"}
+	errSystemGroupNeeded      = &rejection{text: "system group required"}
+	errGroupMentionForbidden  = &rejection{text: "may not mention user group"}
 
 	errReactionExists         = &rejection{text: "reaction exists"}
 	errReactionDoesNotExist   = &rejection{text: "reaction does not exist"}

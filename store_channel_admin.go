@@ -93,14 +93,14 @@ type defaultChannelsChanged struct {
 // administrator, or a member of the channel's can_administer_channel_group
 // with metadata access, may; someone who can read it is told they may
 // not; anyone else is told it does not exist.
-func checkAdminister(tx *bbolt.Tx, u user, ch channel) error {
+func (s *store) checkAdminister(tx *bbolt.Tx, u user, ch channel) error {
 	if u.isAdmin() {
 		return nil
 	}
-	if u.Role != roleGuest && ch.groupSetting(channelCanAdministerChannelGroup).includes(u) && canSeeMetadata(tx, u, ch) {
+	if u.Role != roleGuest && s.includes(ch.groupSetting(channelCanAdministerChannelGroup), u) && s.canSeeMetadata(tx, u, ch) {
 		return nil
 	}
-	if canAccess(tx, u, ch) {
+	if s.canAccess(tx, u, ch) {
 		return refusal(errCannotAdministerChannel)
 	}
 	return errNoSuchChannelID
@@ -108,10 +108,10 @@ func checkAdminister(tx *bbolt.Tx, u user, ch channel) error {
 
 // metadataAudience is Zulip's can_access_stream_metadata_user_ids: the
 // active users who may see the channel, sorted.
-func metadataAudience(tx *bbolt.Tx, users []user, ch channel) []uint64 {
+func (s *store) metadataAudience(tx *bbolt.Tx, users []user, ch channel) []uint64 {
 	var ids []uint64
 	for _, u := range users {
-		if u.Active && canSeeMetadata(tx, u, ch) {
+		if u.Active && s.canSeeMetadata(tx, u, ch) {
 			ids = append(ids, u.ID)
 		}
 	}
@@ -167,7 +167,7 @@ func (s *store) updateChannel(u user, c channelUpdate) error {
 		if err != nil {
 			return errNoSuchChannelID
 		}
-		if err := checkAdminister(tx, u, ch); err != nil {
+		if err := s.checkAdminister(tx, u, ch); err != nil {
 			return err
 		}
 		private := ch.Private
@@ -191,9 +191,9 @@ func (s *store) updateChannel(u user, c channelUpdate) error {
 			return refusal(errInvalidParameters)
 		case private && isDefault:
 			return refusal(errDefaultChannelPrivate)
-		case c.Private != nil && !canAccess(tx, u, ch):
+		case c.Private != nil && !s.canAccess(tx, u, ch):
 			return refusal(errContentAccessRequired)
-		case c.Private != nil && !inGroup(u, s.realmGroup(map[bool]realmPermission{true: realmCanCreatePrivateChannelGroup, false: realmCanCreatePublicChannelGroup}[private])):
+		case c.Private != nil && !s.allowed(u, map[bool]realmPermission{true: realmCanCreatePrivateChannelGroup, false: realmCanCreatePublicChannelGroup}[private]):
 			return refusal(errInsufficientPermission)
 		case webPublic:
 			return refusal(errWebPublicNotEnabled)
@@ -212,7 +212,7 @@ func (s *store) updateChannel(u user, c channelUpdate) error {
 			return refusal(errChannelNotArchived)
 		case c.Unarchive && ch.Private && len(subscriberIDs(tx, ch.ID)) == 0:
 			return refusal(errArchivedPrivateEmpty)
-		case c.TopicsPolicy != nil && !inGroup(u, s.realmGroup(realmCanSetTopicsPolicyGroup)):
+		case c.TopicsPolicy != nil && !s.allowed(u, realmCanSetTopicsPolicyGroup):
 			return refusal(errInsufficientPermission)
 		}
 		next := ch
@@ -237,7 +237,7 @@ func (s *store) updateChannel(u user, c channelUpdate) error {
 				// by one they may not, which they are not told of
 				// (PermissionDeniedError).
 				switch taken, err := s.channelByName(tx, name); {
-				case err == nil && !canSeeMetadata(tx, u, taken):
+				case err == nil && !s.canSeeMetadata(tx, u, taken):
 					return refusal(errInsufficientPermission)
 				case err == nil:
 					return errChannelExists.about(name)
@@ -259,7 +259,7 @@ func (s *store) updateChannel(u user, c channelUpdate) error {
 			if g.New.equal(current) {
 				continue
 			}
-			if (g.Setting == channelCanAddSubscribersGroup || g.Setting == channelCanSubscribeGroup) && !canAccess(tx, u, ch) {
+			if (g.Setting == channelCanAddSubscribersGroup || g.Setting == channelCanSubscribeGroup) && !s.canAccess(tx, u, ch) {
 				return refusal(errContentAccessRequired)
 			}
 			if err := checkGroupSetting(tx, g.Setting, g.New); err != nil {
@@ -276,7 +276,7 @@ func (s *store) updateChannel(u user, c channelUpdate) error {
 		if err != nil {
 			return err
 		}
-		before := metadataAudience(tx, users, ch)
+		before := s.metadataAudience(tx, users, ch)
 		var props []channelProperty
 		prop := func(name, property string, value any, extra ...[2]any) {
 			props = append(props, channelProperty{name, property, value, extra})
@@ -338,7 +338,7 @@ func (s *store) updateChannel(u user, c channelUpdate) error {
 				return err
 			}
 		}
-		after := metadataAudience(tx, users, next)
+		after := s.metadataAudience(tx, users, next)
 		view, err := s.channelFigures(tx).view(next)
 		if err != nil {
 			return err
@@ -373,7 +373,7 @@ func (s *store) updateChannel(u user, c channelUpdate) error {
 // stays role:nobody.
 func (s *store) checkDeletePolicy(u user, p channelPermission, g groupSetting) error {
 	if (p == channelCanDeleteAnyMessageGroup || p == channelCanDeleteOwnMessageGroup) && !g.equal(systemGroupSetting(groupNobody)) &&
-		!inGroup(u, s.realmGroup(realmCanSetDeleteMessagePolicyGroup)) {
+		!s.allowed(u, realmCanSetDeleteMessagePolicyGroup) {
 		return refusal(errInsufficientPermission)
 	}
 	return nil
@@ -404,7 +404,7 @@ func (s *store) archiveChannel(u user, channelID uint64) error {
 		if err != nil {
 			return errNoSuchChannelID
 		}
-		if err := checkAdminister(tx, u, ch); err != nil {
+		if err := s.checkAdminister(tx, u, ch); err != nil {
 			return err
 		}
 		if ch.Archived {
@@ -414,7 +414,7 @@ func (s *store) archiveChannel(u user, channelID uint64) error {
 		if err != nil {
 			return err
 		}
-		audience := metadataAudience(tx, users, ch) // before, as Zulip takes it
+		audience := s.metadataAudience(tx, users, ch) // before, as Zulip takes it
 		wasDefault := ch.Default
 		ch.Archived, ch.Default = true, false
 		if err := putChannel(tx, ch); err != nil {
@@ -446,7 +446,7 @@ func (s *store) setDefaultChannel(u user, channelID uint64, add bool) error {
 		if err != nil || ch.Archived {
 			return errNoSuchChannelID
 		}
-		if add && !canAccess(tx, u, ch) || !add && !canSeeMetadata(tx, u, ch) {
+		if add && !s.canAccess(tx, u, ch) || !add && !s.canSeeMetadata(tx, u, ch) {
 			return errNoSuchChannelID
 		}
 		if add && ch.Private {
@@ -478,7 +478,7 @@ func (s *store) channelMembers(u user, channelID uint64) ([]uint64, error) {
 	var ids []uint64
 	err := s.view(func(tx *bbolt.Tx) error {
 		ch, err := s.channelByID(tx, channelID)
-		if err != nil || ch.Archived || !canSeeMetadata(tx, u, ch) {
+		if err != nil || ch.Archived || !s.canSeeMetadata(tx, u, ch) {
 			return errNoSuchChannelID
 		}
 		ids, err = activeSubscribers(tx, ch.ID)
@@ -506,7 +506,7 @@ func (s *store) deleteTopic(u user, channelID uint64, topic string, deadline tim
 		err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 			done = false
 			ch, err := s.channelByID(tx, channelID)
-			if err != nil || ch.Archived || !canAccess(tx, u, ch) {
+			if err != nil || ch.Archived || !s.canAccess(tx, u, ch) {
 				return errNoSuchChannelID
 			}
 			ids := newestInTopic(tx, ch.ID, topic, topicDeleteBatch)

@@ -137,7 +137,7 @@ func (s *store) accessibleChannel(u user, name string) (channel, error) {
 	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
 		ch, err = s.channelByName(tx, name)
-		if err == nil && !canAccess(tx, u, ch) {
+		if err == nil && !s.canAccess(tx, u, ch) {
 			err = errNoSuchChannel.about(name)
 		}
 		return err
@@ -232,9 +232,9 @@ func (s *store) visibleChannelsIn(tx *bbolt.Tx, figs *figures, u user, f channel
 		switch {
 		case ch.Archived && !f.Archived:
 		case f.All:
-			wanted = canSeeMetadata(tx, u, ch)
+			wanted = s.canSeeMetadata(tx, u, ch)
 		case f.ContentAccess:
-			wanted = canAccess(tx, u, ch)
+			wanted = s.canAccess(tx, u, ch)
 		default:
 			wanted = (f.Public && !ch.Private && u.Role != roleGuest) || (f.Subscribed && isSubscribed(tx, u.ID, ch.ID))
 		}
@@ -258,7 +258,7 @@ func (s *store) channelFor(u user, id uint64) (channelView, error) {
 		if err != nil {
 			return err
 		}
-		if ch.Archived || !canSeeMetadata(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
+		if ch.Archived || !s.canSeeMetadata(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
 			return errNoSuchChannel
 		}
 		v, err = s.channelFigures(tx).view(ch)
@@ -288,7 +288,7 @@ func (s *store) channelTopics(u user, channelID uint64) ([]topicSummary, error) 
 		if err != nil {
 			return err
 		}
-		if ch.Archived || !canAccess(tx, u, ch) {
+		if ch.Archived || !s.canAccess(tx, u, ch) {
 			return errNoSuchChannel
 		}
 		prefix := itob(ch.ID)

@@ -193,7 +193,7 @@ func TestGroupSetting_JSONAndCanonicalForm(t *testing.T) {
 		{groupSetting{Anonymous: true, Subgroups: []int{groupOwners}}, owner, true},
 		{systemGroupSetting(groupEveryone), user{ID: 4, Role: roleMember}, false}, // deactivated
 	} {
-		if got := c.g.includes(c.u); got != c.want {
+		if got := (&groupDirectory{}).includes(c.g, c.u); got != c.want {
 			t.Errorf("%+v includes %+v: got %v, want %v", c.g, c.u, got, c.want)
 		}
 	}

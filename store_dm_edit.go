@@ -62,6 +62,9 @@ func (s *store) editDirect(u user, e messageEdit, orig message) (int, error) {
 	if len(rendering.HTML) > maxRenderedLength {
 		return 0, errUnableToRender
 	}
+	if err := s.checkGroupMentions(u, rendering.Mentions); err != nil {
+		return 0, err
+	}
 	err = s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		m, _, err := s.reactableMessage(tx, u, orig.ID) // deleted, or its sender's, since the read above?
 		if err != nil {
@@ -114,8 +117,8 @@ func (s *store) editDirect(u user, e messageEdit, orig message) (int, error) {
 // participant's dm_messages entry, unread exceptions and flags, its
 // reactions and its upload links; the participants hear of it.
 func (s *store) deleteDirect(tx *bbolt.Tx, u user, m message, report func(any)) error {
-	if !inGroup(u, s.realmGroup(realmCanDeleteAnyMessageGroup)) {
-		if m.SenderID != u.ID || !inGroup(u, s.realmGroup(realmCanDeleteOwnMessageGroup)) {
+	if !s.allowed(u, realmCanDeleteAnyMessageGroup) {
+		if m.SenderID != u.ID || !s.allowed(u, realmCanDeleteOwnMessageGroup) {
 			return errCannotDeleteMessage
 		}
 		if olderThan(s.now().Unix(), m.Timestamp, defaultMessageLimitSeconds) {

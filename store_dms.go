@@ -193,6 +193,9 @@ func (s *store) postDirect(sender user, out outgoingDirect) (directSent, error) 
 		if len(rendering.HTML) > maxRenderedLength {
 			return errUnableToRender
 		}
+		if err := s.checkGroupMentions(sender, rendering.Mentions); err != nil {
+			return err
+		}
 		if out.Also != nil {
 			if err := out.Also(tx, report); err != nil {
 				return err
@@ -286,14 +289,14 @@ func (s *store) checkDirectPermission(sender user, recipients []user, exists boo
 	if sender.Bot || !slices.ContainsFunc(recipients, func(u user) bool { return !u.Bot && u.ID != sender.ID }) {
 		return nil
 	}
-	g := s.realmGroup(realmDirectMessagePermissionGroup)
-	if !inGroup(sender, g) && !slices.ContainsFunc(recipients, func(u user) bool { return inGroup(u, g) }) {
+	g, groups := s.realmGroup(realmDirectMessagePermissionGroup), s.groups()
+	if !groups.has(sender, g) && !slices.ContainsFunc(recipients, func(u user) bool { return groups.has(u, g) }) {
 		if g == groupNobody {
 			return errDMsDisabled
 		}
 		return errDMNotAuthorized
 	}
-	if exists || inGroup(sender, s.realmGroup(realmDirectMessageInitiatorGroup)) {
+	if exists || s.allowed(sender, realmDirectMessageInitiatorGroup) {
 		return nil
 	}
 	return errDMInitiation

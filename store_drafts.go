@@ -160,7 +160,7 @@ func (s *store) validDraft(tx *bbolt.Tx, u user, in draftInput) (storedDraft, er
 			return storedDraft{}, refusal(errInvalidChannelID)
 		}
 		ch, err := s.channelByID(tx, uint64(in.To[0]))
-		if err != nil || !canAccess(tx, u, ch) {
+		if err != nil || !s.canAccess(tx, u, ch) {
 			return storedDraft{}, refusal(errInvalidChannelID)
 		}
 		d.Type, d.To, d.Topic = "stream", []uint64{ch.ID}, topic

@@ -56,6 +56,9 @@ type invite struct {
 	Expires  int64    `json:"expires,omitempty"` // Unix seconds; 0: never
 	Key      string   `json:"key"`
 	Channels []uint64 `json:"channels,omitempty"`
+	// Groups: the user groups the newcomer joins (Zulip's
+	// PreregistrationUser.groups and MultiuseInvite.groups).
+	Groups []int `json:"groups,omitempty"`
 	// Defaults: the newcomer also joins the organisation's default
 	// channels (include_realm_default_subscriptions).
 	Defaults bool    `json:"defaults,omitempty"`
@@ -115,6 +118,7 @@ type inviteRequest struct {
 	As       int
 	Minutes  *int64  // nil: never expires
 	Channels []int64 // as given: an id of no channel is refused
+	Groups   []int64 // group_ids as given: each a user group the caller may add members to
 	Defaults bool
 	Notify   bool
 	Welcome  *string
@@ -151,7 +155,7 @@ func (s *store) createInvites(req inviteRequest) (made []invite, skipped []skipp
 				return req.ChannelRefusal(id)
 			}
 			ch, err := s.channelByID(tx, uint64(id))
-			if err != nil || !canAccess(tx, req.Caller, ch) {
+			if err != nil || !s.canAccess(tx, req.Caller, ch) {
 				return req.ChannelRefusal(id)
 			}
 			if !slices.Contains(channels, ch.ID) {
@@ -166,6 +170,10 @@ func (s *store) createInvites(req inviteRequest) (made []invite, skipped []skipp
 			if !mayInviteTo(tx, s, req.Caller, ch) {
 				return req.SubscribeRefusal
 			}
+		}
+		groups, err := s.groupsForInvite(tx, req.Caller, req.Groups)
+		if err != nil {
+			return err
 		}
 		if req.LateRefusal != nil {
 			return req.LateRefusal
@@ -202,7 +210,7 @@ func (s *store) createInvites(req inviteRequest) (made []invite, skipped []skipp
 			return errInvitesFull
 		}
 		iv := invite{Multiuse: req.Multiuse, Referrer: req.Caller.ID, As: req.As, Invited: now, Expires: inviteExpiry(now, req.Minutes),
-			Channels: channels, Defaults: req.Defaults, Notify: req.Notify, Welcome: req.Welcome}
+			Channels: channels, Groups: groups, Defaults: req.Defaults, Notify: req.Notify, Welcome: req.Welcome}
 		if req.Multiuse {
 			todo = []string{""}
 		}
@@ -219,14 +227,66 @@ func (s *store) createInvites(req inviteRequest) (made []invite, skipped []skipp
 	return made, skipped, err
 }
 
+// groupsForInvite is Zulip's access_user_groups_for_invite: each id a
+// user group the caller may add members to (access_user_group_for_update
+// with can_add_members_group; a system group is "Insufficient
+// permission", an id of no group "Invalid user group"), checked in the
+// order given; the groups once each, as Zulip's many-to-many keeps them.
+func (s *store) groupsForInvite(tx *bbolt.Tx, caller user, ids []int64) ([]int, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	d, err := groupsIn(tx)
+	if err != nil {
+		return nil, err
+	}
+	var groups []int
+	for _, id := range ids {
+		if id <= 0 || id > math.MaxInt32 {
+			return nil, errNoSuchGroup
+		}
+		if _, err := s.groupForUpdate(tx, d, caller, int(id), groupCanAddMembers, false); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(groups, int(id)) {
+			groups = append(groups, int(id))
+		}
+	}
+	return groups, nil
+}
+
+// joinInvitedGroups puts a newcomer in the user groups their invitation
+// names (Zulip's set_up_streams_and_groups_for_new_human_user,
+// bulk_add_members_to_user_groups: a user_group add_members event a
+// group). A group deactivated since is left out: zulite adds nobody to
+// a deactivated group, and queues without include_deactivated_groups
+// have forgotten it.
+func joinInvitedGroups(tx *bbolt.Tx, report func(any), u user, ids []int) error {
+	for _, id := range ids {
+		g, err := userGroupByID(tx, id)
+		if err != nil || g.Deactivated {
+			continue
+		}
+		if _, ok := slices.BinarySearch(g.Members, u.ID); ok {
+			continue
+		}
+		g.Members = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(g.Members), u.ID))))
+		if err := putGroup(tx, g); err != nil {
+			return err
+		}
+		report(userGroupChanged{Op: "add_members", GroupID: id, UserIDs: []uint64{u.ID}})
+	}
+	return nil
+}
+
 // mayInviteTo is Zulip's get_streams_to_which_user_cannot_add_subscribers
 // for one channel the caller can reach: the organisation's
 // can_add_subscribers_group, an administrator, or the channel's
 // can_administer_channel_group or can_add_subscribers_group. (zulite
 // has no default channels, which Zulip also lets through.)
 func mayInviteTo(tx *bbolt.Tx, s *store, u user, ch channel) bool {
-	return u.isAdmin() || inGroup(u, s.realmGroup(realmCanAddSubscribersGroup)) ||
-		ch.groupSetting(channelCanAdministerChannelGroup).includes(u) || ch.groupSetting(channelCanAddSubscribersGroup).includes(u)
+	return u.isAdmin() || s.allowed(u, realmCanAddSubscribersGroup) ||
+		s.includes(ch.groupSetting(channelCanAdministerChannelGroup), u) || s.includes(ch.groupSetting(channelCanAddSubscribersGroup), u)
 }
 
 // putInvite stores an invitation, numbering it when fresh.
@@ -446,7 +506,7 @@ type signup struct {
 func (s *store) acceptInvite(in signup) (user, error) {
 	var u user
 	key := newAPIKey()
-	err := s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
+	err := s.updateGroups(func(tx *bbolt.Tx, report func(any)) error { // the invited groups: store_user_groups.go
 		now := s.now().Unix()
 		iv, err := inviteOfKey(tx, in.Key)
 		if err != nil {
@@ -493,6 +553,9 @@ func (s *store) acceptInvite(in signup) (user, error) {
 				return err
 			}
 			report(change)
+		}
+		if err := joinInvitedGroups(tx, report, u, iv.Groups); err != nil {
+			return err
 		}
 		if !iv.Multiuse {
 			iv.Status, iv.Closed = inviteUsed, now

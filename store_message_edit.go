@@ -97,30 +97,30 @@ func isModerator(u user) bool { return u.isAdmin() }
 // can_move_messages_between_topics_group, or the channel's (either end)
 // can_move_messages_within_channel_group, or its administrators.
 func (s *store) canEditTopic(u user, from, to channel) bool {
-	if inGroup(u, s.realmGroup(realmCanMoveMessagesBetweenTopicsGroup)) {
+	if s.allowed(u, realmCanMoveMessagesBetweenTopicsGroup) {
 		return true
 	}
 	within := func(ch channel) bool {
-		return u.isAdmin() || ch.groupSetting(channelCanAdministerChannelGroup).includes(u) ||
-			ch.groupSetting(channelCanMoveMessagesWithinChannelGroup).includes(u)
+		return u.isAdmin() || s.includes(ch.groupSetting(channelCanAdministerChannelGroup), u) ||
+			s.includes(ch.groupSetting(channelCanMoveMessagesWithinChannelGroup), u)
 	}
 	return within(from) || (from.ID != to.ID && within(to))
 }
 
 // canResolveTopics is Zulip's can_resolve_topics.
 func (s *store) canResolveTopics(u user, from, to channel) bool {
-	if inGroup(u, s.realmGroup(realmCanResolveTopicsGroup)) {
+	if s.allowed(u, realmCanResolveTopicsGroup) {
 		return true
 	}
-	return from.groupSetting(channelCanResolveTopicsGroup).includes(u) ||
-		(from.ID != to.ID && to.groupSetting(channelCanResolveTopicsGroup).includes(u))
+	return s.includes(from.groupSetting(channelCanResolveTopicsGroup), u) ||
+		(from.ID != to.ID && s.includes(to.groupSetting(channelCanResolveTopicsGroup), u))
 }
 
 // canMoveOutOf is Zulip's can_move_messages_out_of_channel.
 func (s *store) canMoveOutOf(u user, ch channel) bool {
-	return u.isAdmin() || inGroup(u, s.realmGroup(realmCanMoveMessagesBetweenChannelsGroup)) ||
-		ch.groupSetting(channelCanAdministerChannelGroup).includes(u) ||
-		ch.groupSetting(channelCanMoveMessagesOutOfChannelGroup).includes(u)
+	return u.isAdmin() || s.allowed(u, realmCanMoveMessagesBetweenChannelsGroup) ||
+		s.includes(ch.groupSetting(channelCanAdministerChannelGroup), u) ||
+		s.includes(ch.groupSetting(channelCanMoveMessagesOutOfChannelGroup), u)
 }
 
 // olderThan says whether a message sent at sent is past a limit of
@@ -201,7 +201,7 @@ func (s *store) editMessage(u user, e messageEdit) (int, error) {
 		}
 		to := from
 		if e.ChannelID != nil && *e.ChannelID != from.ID {
-			if to, err = s.channelByID(tx, *e.ChannelID); err != nil || to.Archived || !canAccess(tx, u, to) { // access_stream_by_id_for_message wants an active channel
+			if to, err = s.channelByID(tx, *e.ChannelID); err != nil || to.Archived || !s.canAccess(tx, u, to) { // access_stream_by_id_for_message wants an active channel
 				return errNoSuchChannelID
 			}
 		}
@@ -260,7 +260,7 @@ func (s *store) editMessage(u user, e messageEdit) (int, error) {
 			if !s.canMoveOutOf(u, from) {
 				return errCannotMoveMessage
 			}
-			if !canPost(u, to) {
+			if !s.canPost(u, to) {
 				return errCannotPost
 			}
 			if !isModerator(u) && olderThan(now, m.Timestamp, defaultMoveLimitSeconds+editLimitBuffer) {
@@ -599,7 +599,7 @@ func (s *store) deleteMessage(u user, id uint64) error {
 		if !s.canDelete(u, m, ch) {
 			return errCannotDeleteMessage
 		}
-		if !inGroup(u, s.realmGroup(realmCanDeleteAnyMessageGroup)) && !ch.groupSetting(channelCanDeleteAnyMessageGroup).includes(u) &&
+		if !s.allowed(u, realmCanDeleteAnyMessageGroup) && !s.includes(ch.groupSetting(channelCanDeleteAnyMessageGroup), u) &&
 			olderThan(s.now().Unix(), m.Timestamp, defaultMessageLimitSeconds) {
 			return errDeleteTimeLimit
 		}
@@ -620,13 +620,13 @@ func (s *store) deleteMessage(u user, id uint64) error {
 // limit: anyone in can_delete_any_message_group (the realm's or the
 // channel's), or the sender when in can_delete_own_message_group.
 func (s *store) canDelete(u user, m message, ch channel) bool {
-	if inGroup(u, s.realmGroup(realmCanDeleteAnyMessageGroup)) || ch.groupSetting(channelCanDeleteAnyMessageGroup).includes(u) {
+	if s.allowed(u, realmCanDeleteAnyMessageGroup) || s.includes(ch.groupSetting(channelCanDeleteAnyMessageGroup), u) {
 		return true
 	}
 	if m.SenderID != u.ID {
 		return false
 	}
-	return inGroup(u, s.realmGroup(realmCanDeleteOwnMessageGroup)) || ch.groupSetting(channelCanDeleteOwnMessageGroup).includes(u)
+	return s.allowed(u, realmCanDeleteOwnMessageGroup) || s.includes(ch.groupSetting(channelCanDeleteOwnMessageGroup), u)
 }
 
 // messageHistory is a message's edit history for GET

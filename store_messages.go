@@ -116,11 +116,11 @@ func (ch channel) topicsPolicy() string { return topicsPolicyInherit }
 // checkChannelSend is a channel send's checks, in Zulip's order: the
 // channel's can_send_message_group, access to a private channel, and
 // the topics policy (a send now, or one scheduled: checkScheduled).
-func checkChannelSend(tx *bbolt.Tx, sender user, ch channel, topic string) error {
-	if !canPost(sender, ch) {
+func (s *store) checkChannelSend(tx *bbolt.Tx, sender user, ch channel, topic string) error {
+	if !s.canPost(sender, ch) {
 		return errCannotPost
 	}
-	if ch.Archived || ch.Private && !canAccess(tx, sender, ch) { // Zulip's access_stream_for_send_message
+	if ch.Archived || ch.Private && !s.canAccess(tx, sender, ch) { // Zulip's access_stream_for_send_message
 		return errChannelForbidden.about(ch.Name)
 	}
 	return checkTopicsPolicy(ch.topicsPolicy(), topic)
@@ -152,7 +152,7 @@ func (s *store) postMessage(sender user, out outgoingMessage) (sentMessage, erro
 		if err != nil {
 			return err
 		}
-		if err := checkChannelSend(tx, sender, ch, out.Topic); err != nil {
+		if err := s.checkChannelSend(tx, sender, ch, out.Topic); err != nil {
 			return err
 		}
 		if out.Widget.Refused != nil {
@@ -228,7 +228,7 @@ func (s *store) markChannelRead(u user, channelID uint64) error {
 		if err != nil {
 			return err
 		}
-		if ch.Archived || !canAccess(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
+		if ch.Archived || !s.canAccess(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
 			return errNoSuchChannel
 		}
 		m, ok := loadMark(tx, u.ID, ch.ID)
@@ -243,7 +243,7 @@ func (s *store) markChannelRead(u user, channelID uint64) error {
 		if err != nil {
 			return err
 		}
-		if ch.Archived || !canAccess(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
+		if ch.Archived || !s.canAccess(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
 			return errNoSuchChannel
 		}
 		change := flagsChanged{User: u, Change: flagChange{Flag: "read", Add: true}}
@@ -333,7 +333,7 @@ func (s *store) updateFlags(u user, ids []uint64, change flagChange) (changed, u
 				continue
 			}
 			ch, err := s.channelByID(tx, m.ChannelID)
-			if err != nil || !canAccess(tx, u, ch) {
+			if err != nil || !s.canAccess(tx, u, ch) {
 				return errInvalidMessageIDs
 			}
 			byChannel[ch.ID] = append(byChannel[ch.ID], id)
@@ -412,7 +412,7 @@ func (s *store) markTopicRead(u user, channelID uint64, topic string) ([]uint64,
 		if err != nil {
 			return err
 		}
-		if ch.Archived || !canAccess(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
+		if ch.Archived || !s.canAccess(tx, u, ch) { // Zulip's access_stream_by_id wants an active channel
 			return errNoSuchChannel
 		}
 		var ids []uint64

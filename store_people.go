@@ -386,7 +386,7 @@ func (s *store) roleSight(tx *bbolt.Tx, before, after user) (subscriptionsChange
 		if err := json.Unmarshal(v, &ch); err != nil {
 			return err
 		}
-		saw, sees := canSeeMetadata(tx, before, ch), canSeeMetadata(tx, after, ch)
+		saw, sees := s.canSeeMetadata(tx, before, ch), s.canSeeMetadata(tx, after, ch)
 		if saw == sees {
 			return nil
 		}
@@ -504,7 +504,7 @@ func (s *store) reactivationPeers(tx *bbolt.Tx, u user) ([]peerNews, error) {
 		}
 		var audience []uint64
 		for _, other := range users {
-			if other.Active && other.ID != u.ID && canSeeMetadata(tx, other, ch) {
+			if other.Active && other.ID != u.ID && s.canSeeMetadata(tx, other, ch) {
 				audience = append(audience, other.ID)
 			}
 		}

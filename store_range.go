@@ -134,7 +134,7 @@ func (s *store) updateFlagsInRange(u user, q messageRange, change flagChange) (f
 				continue
 			}
 			ch, err := s.channelByID(tx, channelID)
-			if err != nil || !canAccess(tx, u, ch) && !(change.Flag == "read" && change.Add) {
+			if err != nil || !s.canAccess(tx, u, ch) && !(change.Flag == "read" && change.Add) {
 				continue // gone, or no longer the user's to flag (reading what was unread is always fine)
 			}
 			if change.Flag == "read" && !change.Add && !isSubscribed(tx, u.ID, channelID) {
@@ -433,7 +433,7 @@ func (r *rangeReader) canSee(channelID uint64) bool {
 		return ok
 	}
 	ch, err := r.store.channelByID(r.tx, channelID)
-	ok := err == nil && canAccess(r.tx, r.user, ch)
+	ok := err == nil && r.store.canAccess(r.tx, r.user, ch)
 	r.channels[channelID], r.access[channelID] = ch, ok
 	return ok
 }

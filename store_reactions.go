@@ -94,7 +94,7 @@ func (s *store) readableMessage(tx *bbolt.Tx, u user, messageID uint64) (message
 		return m, channel{}, nil
 	}
 	ch, err := s.channelByID(tx, m.ChannelID)
-	if err != nil || !canAccess(tx, u, ch) {
+	if err != nil || !s.canAccess(tx, u, ch) {
 		return m, channel{}, errInvalidMessageIDs
 	}
 	return m, ch, nil

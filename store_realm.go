@@ -8,7 +8,7 @@ import (
 
 // The store's organisation settings that an administrator changes.
 
-// realmGroup is the system group an organisation permission setting
+// realmGroup is the named group an organisation permission setting
 // holds: an administrator's choice (PATCH /realm; zulite lets the
 // channel-creation settings be changed), else zulite's default
 // (realmPermissionSettings).
@@ -19,6 +19,23 @@ func (s *store) realmGroup(p realmPermission) int {
 		}
 	}
 	return realmPermissionSettings[p].value
+}
+
+// allowed tells whether the user holds an organisation permission:
+// is in the group its setting names (a system or a user-defined group;
+// Zulip's user_has_permission_for_group_setting, which refuses guests
+// a permission that may not be everyone's).
+func (s *store) allowed(u user, p realmPermission) bool {
+	return s.groups().permits(&realmPermissionSettings[p], systemGroupSetting(s.realmGroup(p)), u)
+}
+
+// checkRealmGroup is Zulip's check of a realm group setting's value:
+// an existing, active named group that the setting allows
+// (checkSettingValue).
+func (s *store) checkRealmGroup(p realmPermission, id int) error {
+	return s.view(func(tx *bbolt.Tx) error {
+		return checkSettingValue(tx, &realmPermissionSettings[p], systemGroupSetting(id))
+	})
 }
 
 // setRealmGroup stores an organisation permission setting.

@@ -153,7 +153,7 @@ func (s *store) checkScheduled(tx *bbolt.Tx, sender user, m storedScheduled) err
 		if err != nil {
 			return refusal(noSuchChannel(channelRef{ID: m.ChannelID}))
 		}
-		err = checkChannelSend(tx, sender, ch, m.Topic)
+		err = s.checkChannelSend(tx, sender, ch, m.Topic)
 		if errors.Is(err, errChannelForbidden) {
 			return refusal(errNotAuthorizedToSend(ch.Name))
 		}

@@ -236,7 +236,7 @@ func (s *store) subscribingUsers(req subscribeRequest, res *subscribeResult) fun
 		res.Created = len(create)
 		var authorized []channel
 		for _, ch := range existing {
-			if canAccess(tx, req.Caller, ch) {
+			if s.canAccess(tx, req.Caller, ch) {
 				authorized = append(authorized, ch)
 				continue
 			}
@@ -415,7 +415,7 @@ func (s *store) unsubscribingUsers(caller user, names []string, principalIDs []u
 			}
 			channels = append(channels, ch)
 		}
-		if slices.ContainsFunc(users, func(o user) bool { return o.ID != caller.ID }) && !mayRemoveOthers(tx, caller, channels) {
+		if slices.ContainsFunc(users, func(o user) bool { return o.ID != caller.ID }) && !s.mayRemoveOthers(tx, caller, channels) {
 			return errPermissionDenied
 		}
 		if len(missing) > 0 {
@@ -546,7 +546,7 @@ func (s *store) audiences(tx *bbolt.Tx, change *subscriptionsChanged, created []
 		v.SubscriberCount = 0
 		var audience []uint64
 		for _, u := range users {
-			if u.Active && canSeeMetadata(tx, u, ch) {
+			if u.Active && s.canSeeMetadata(tx, u, ch) {
 				audience = append(audience, u.ID)
 			}
 		}
@@ -568,8 +568,8 @@ func (s *store) audiences(tx *bbolt.Tx, change *subscriptionsChanged, created []
 			}
 			// Seen from the other side of the change: before joining (or
 			// after leaving), could the user see the channel?
-			outside := u.Role == roleGuest || (ch.Private && !u.isAdmin() && !ch.groupSetting(channelCanAdministerChannelGroup).includes(u) &&
-				!ch.groupSetting(channelCanAddSubscribersGroup).includes(u) && !ch.groupSetting(channelCanSubscribeGroup).includes(u))
+			outside := u.Role == roleGuest || (ch.Private && !u.isAdmin() && !s.includes(ch.groupSetting(channelCanAdministerChannelGroup), u) &&
+				!s.includes(ch.groupSetting(channelCanAddSubscribersGroup), u) && !s.includes(ch.groupSetting(channelCanSubscribeGroup), u))
 			switch {
 			case outside && change.Op == "add":
 				revealed = append(revealed, id)
@@ -592,7 +592,7 @@ func (s *store) audiences(tx *bbolt.Tx, change *subscriptionsChanged, created []
 			if !u.Active || slices.Contains(altered[ch.ID], u.ID) {
 				continue
 			}
-			if canSeeMetadata(tx, u, ch) { // those who may see the channel see its subscribers
+			if s.canSeeMetadata(tx, u, ch) { // those who may see the channel see its subscribers
 				audience = append(audience, u.ID)
 			}
 		}
@@ -618,7 +618,7 @@ func (s *store) setSubscriptionProperties(u user, changes []subscriptionProperty
 	return s.updateReporting(func(tx *bbolt.Tx, report func(any)) error {
 		for _, c := range changes {
 			ch, err := s.channelByID(tx, c.ChannelID)
-			if err != nil || !canAccess(tx, u, ch) {
+			if err != nil || !s.canAccess(tx, u, ch) {
 				return errNoSuchChannel
 			}
 			if !isSubscribed(tx, u.ID, ch.ID) {
@@ -689,7 +689,7 @@ func (s *store) subscriptionStatus(caller user, userID, channelID uint64) (bool,
 		if err != nil {
 			return err
 		}
-		if !canSeeMetadata(tx, caller, ch) {
+		if !s.canSeeMetadata(tx, caller, ch) {
 			return errNoSuchChannel
 		}
 		subscribed = isSubscribed(tx, target.ID, ch.ID)

@@ -40,10 +40,10 @@ func (s *store) channelTyping(sender user, channelID uint64) ([]uint64, error) {
 			return refusal(errTypingOffForChannels)
 		}
 		ch, err := s.channelByID(tx, channelID)
-		if err != nil || ch.Archived || !canAccess(tx, sender, ch) { // access_stream_by_id_for_message wants an active channel
+		if err != nil || ch.Archived || !s.canAccess(tx, sender, ch) { // access_stream_by_id_for_message wants an active channel
 			return refusal(errInvalidChannelID)
 		}
-		if !canPost(sender, ch) {
+		if !s.canPost(sender, ch) {
 			return errCannotPost
 		}
 		audience = channelTypingAudience(tx, ch.ID)

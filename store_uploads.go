@@ -498,7 +498,7 @@ func (s *store) canSeeLinked(tx *bbolt.Tx, u user, pathID string) bool {
 		if m.isDirect() && isParticipant(tx, u.ID, m.ConversationID) { // store_dms.go
 			return true
 		}
-		if ch, err := s.channelByID(tx, m.ChannelID); err == nil && canAccess(tx, u, ch) {
+		if ch, err := s.channelByID(tx, m.ChannelID); err == nil && s.canAccess(tx, u, ch) {
 			return true
 		}
 	}

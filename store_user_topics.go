@@ -194,7 +194,7 @@ func (s *store) setUserTopic(u user, t topicTarget) error {
 		} else {
 			ch, err = s.channelByID(tx, t.ChannelID)
 		}
-		if err != nil || t.Policy != policyInherit && !canAccess(tx, u, ch) {
+		if err != nil || t.Policy != policyInherit && !s.canAccess(tx, u, ch) {
 			return t.Missing
 		}
 		return s.setUserTopicTx(tx, u, ch, t.Topic, t.Policy, true, report)
@@ -352,7 +352,7 @@ func (s *store) moveTopicPolicies(tx *bbolt.Tx, from, to channel, orig, target s
 			continue
 		}
 		origPolicy, targetPolicy := topicPolicy(tx, uid, from.ID, orig), topicPolicy(tx, uid, to.ID, target)
-		if origPolicy != policyInherit && from.ID != to.ID && !canAccess(tx, u, to) {
+		if origPolicy != policyInherit && from.ID != to.ID && !s.canAccess(tx, u, to) {
 			// The topic is gone for them: its policy goes, and only a
 			// policy of their own for the new topic is weighed.
 			if err := s.setUserTopicTx(tx, u, from, orig, policyInherit, true, report); err != nil {

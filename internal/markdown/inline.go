@@ -78,12 +78,11 @@ func newInliner(r *renderer) *inliner {
 }
 
 // inlinePatterns is Zulip's registry, highest priority first (tex and
-// user-group mentions are left out: their text stays as it is; the
-// organisation's linkifiers come after autolink, at linkifierPlace).
+// the organisation's linkifiers come after autolink, at linkifierPlace).
 var inlinePatterns []inlinePattern
 
 // linkifierPlace is autolink's index in inlinePatterns.
-const linkifierPlace = 8
+const linkifierPlace = 9
 
 func init() {
 	inlinePatterns = []inlinePattern{
@@ -94,6 +93,7 @@ func init() {
 		{name: "topic", newStyle: true, resumes: true, find: findChannelTopicLink, handle: handleChannelTopicLink},
 		{name: "stream", newStyle: true, resumes: true, find: findChannelLink, handle: handleChannelLink},
 		{name: "timestamp", resumes: true, find: findTimestamp, handle: handleTimestamp},
+		{name: "usergroupmention", newStyle: true, resumes: true, find: findGroupMention, handle: handleGroupMention},
 		{name: "link", newStyle: true, resumes: true, find: findLink, handle: handleLink},
 		{name: "autolink", find: findAutolink, handle: handleAutolink},
 		{name: "entity", newStyle: true, resumes: true, find: findEntity, handle: handleEntity},

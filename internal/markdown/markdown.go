@@ -111,6 +111,19 @@ type Resolver interface {
 	TopicStart(channelID uint64, topic string) (uint64, bool)
 }
 
+// GroupResolver is what a Resolver answers, if it can, for user-group
+// mentions (@*group*): the active user groups whose lower-cased name is
+// in names. A Resolver without it renders group mentions as text.
+type GroupResolver interface {
+	UserGroups(names map[string]bool) ([]UserGroup, error)
+}
+
+// UserGroup is a user group a mention may name.
+type UserGroup struct {
+	ID   int
+	Name string
+}
+
 // User is an account a mention may name.
 type User struct {
 	ID       uint64
@@ -123,6 +136,9 @@ type Result struct {
 	HTML string
 	// MentionedIDs are the users mentioned by name, not silently.
 	MentionedIDs []uint64
+	// MentionedGroupIDs are the user groups mentioned, not silently
+	// (Zulip's mentions_user_group_ids), sorted.
+	MentionedGroupIDs []int
 	// ChannelWildcard: @**all**, @**everyone**, @**channel** or
 	// @**stream**; TopicWildcard: @**topic** (neither silent).
 	ChannelWildcard bool
@@ -146,7 +162,8 @@ type renderer struct {
 		byName map[string]User // lower-cased full name
 		byID   map[uint64]User
 	}
-	channels map[string]uint64 // by exact name, those the resolver knew
+	channels map[string]uint64    // by exact name, those the resolver knew
+	groups   map[string]UserGroup // by lower-cased name, those the resolver knew
 	opts     Options
 }
 
@@ -191,6 +208,8 @@ func RenderWith(content, realmURL string, resolver Resolver, opts Options) (Resu
 	r.result.HTML = r.convert(content)
 	slices.Sort(r.result.MentionedIDs)
 	r.result.MentionedIDs = slices.Compact(r.result.MentionedIDs)
+	slices.Sort(r.result.MentionedGroupIDs)
+	r.result.MentionedGroupIDs = slices.Compact(r.result.MentionedGroupIDs)
 	return r.result, nil
 }
 

@@ -255,3 +255,47 @@ func BenchmarkRenderMarkdown(b *testing.B) {
 		}
 	})
 }
+
+// groupResolver is fixedResolver that knows user groups too.
+type groupResolver struct {
+	fixedResolver
+	groups []UserGroup
+}
+
+func (g groupResolver) UserGroups(names map[string]bool) ([]UserGroup, error) {
+	var out []UserGroup
+	for _, group := range g.groups {
+		if names[strings.ToLower(group.Name)] {
+			out = append(out, group)
+		}
+	}
+	return out, nil
+}
+
+// TestMarkdown_UserGroupMentions: @*group* and silent @_*group* as
+// Zulip's UserGroupMentionPattern renders them (its markdown fixtures:
+// `<span class="user-group-mention" data-user-group-id="2">@Backend</span>`),
+// a name no group has is left to the patterns after it, and only a loud mention counts.
+func TestMarkdown_UserGroupMentions(t *testing.T) {
+	in := groupResolver{groups: []UserGroup{{ID: 9, Name: "Backend"}, {ID: 10, Name: "hamletcharacters"}}}
+	for _, c := range []struct {
+		content, want string
+		mentioned     []int
+	}{
+		{"User group mention: @*backend*", `<p>User group mention: <span class="user-group-mention" data-user-group-id="9">@Backend</span></p>`, []int{9}},
+		{"silent: @_*hamletcharacters*", `<p>silent: <span class="user-group-mention silent" data-user-group-id="10">hamletcharacters</span></p>`, nil},
+		{"@*nobody here*", `<p>@<em>nobody here</em></p>`, nil}, // not a group: the emphasis pattern has it
+		{"mail@*backend*", `<p>mail@<em>backend</em></p>`, nil},
+		{"> @*backend*", "<blockquote>\n<p><span class=\"user-group-mention silent\" data-user-group-id=\"9\">Backend</span></p>\n</blockquote>", nil},
+		{"**see @*backend***", `<p><strong>see <span class="user-group-mention" data-user-group-id="9">@Backend</span></strong></p>`, []int{9}}, // inside strong
+		{"(@*Backend*)", `<p>(<span class="user-group-mention" data-user-group-id="9">@Backend</span>)</p>`, []int{9}},
+	} {
+		r, err := Render(c.content, "http://zulite.test", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.HTML != c.want || !slices.Equal(r.MentionedGroupIDs, c.mentioned) {
+			t.Errorf("%q rendered %q mentioning %v, want %q mentioning %v", c.content, r.HTML, r.MentionedGroupIDs, c.want, c.mentioned)
+		}
+	}
+}

@@ -73,6 +73,26 @@ func (r *renderer) resolve(content string) error {
 			r.users.byID[u.ID] = u
 		}
 	}
+	if gr, ok := r.resolver.(GroupResolver); ok && strings.Contains(content, "@") {
+		groupNames := map[string]bool{}
+		for i := 0; i < len(content); i++ {
+			if content[i] == '@' && mentionMayStart(content, i) {
+				if _, name, ok := groupMentionAt(content, i); ok {
+					groupNames[strings.ToLower(name)] = true
+				}
+			}
+		}
+		if len(groupNames) > 0 {
+			groups, err := gr.UserGroups(groupNames)
+			if err != nil {
+				return err
+			}
+			r.groups = make(map[string]UserGroup, len(groups))
+			for _, g := range groups {
+				r.groups[strings.ToLower(g.Name)] = g
+			}
+		}
+	}
 	for i := strings.Index(content, "#**"); i >= 0; {
 		if inner, _, ok := channelLinkAt(content, i); ok {
 			for _, name := range []string{inner, strings.SplitN(inner, ">", 2)[0]} {
@@ -194,6 +214,41 @@ func silenceMentions(line string) string {
 		i++
 	}
 	return b.String()
+}
+
+// findGroupMention is USER_GROUP_MENTIONS_RE: @*name* or, silent,
+// @_*name*, after a character a mention may follow.
+func findGroupMention(_ *inliner, data string, from int) (patternMatch, bool) {
+	for i := from; i < len(data); i++ {
+		if data[i] != '@' || !mentionMayStart(data, i) {
+			continue
+		}
+		if end, name, ok := groupMentionAt(data, i); ok {
+			return patternMatch{start: i, end: end, parts: []string{name}, flag: data[i+1] == '_'}, true
+		}
+	}
+	return patternMatch{}, false
+}
+
+// handleGroupMention is Zulip's UserGroupMentionPattern: a group the
+// resolver knew becomes its mention (user-group-mention, and silent for
+// @_*name*); any other name stays text.
+func handleGroupMention(in *inliner, _ string, m patternMatch) (inlineNode, int, int, bool) {
+	g, found := in.r.groups[strings.ToLower(m.parts[0])]
+	if !found {
+		return inlineNode{}, 0, 0, false
+	}
+	span := &mdElement{tag: "span", atomic: true}
+	span.set("class", "user-group-mention")
+	span.set("data-user-group-id", strconv.Itoa(g.ID))
+	span.text = "@" + g.Name
+	if m.flag {
+		span.set("class", "user-group-mention silent")
+		span.text = g.Name
+	} else {
+		in.r.result.MentionedGroupIDs = append(in.r.result.MentionedGroupIDs, g.ID)
+	}
+	return inlineNode{el: span}, m.start, m.end, true
 }
 
 // groupMentionAt is USER_GROUP_MENTIONS_RE at i: @*name* or @_*name*.
