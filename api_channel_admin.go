@@ -67,27 +67,17 @@ func (s *server) updateChannel(r *apiRequest) (any, error) {
 	}
 	for p := range channelPermissionCount {
 		name := p.name()
-		raw, ok := r.params.lookup(name)
-		if !ok {
-			continue
-		}
-		parsed, err := decodeJSON(name, raw)
+		next, old, ok, err := groupChangeParam(r.params, name)
 		if err != nil {
 			return nil, err
-		}
-		obj, isDict := parsed.(map[string]any)
-		if !isDict {
-			return nil, errNotDict(name)
-		}
-		next, present := obj["new"]
-		if !present {
-			return nil, errKeyMissing("new", name)
+		} else if !ok {
+			continue
 		}
 		g := groupChange{Setting: p}
 		if g.New, err = groupSettingOf(name+`["new"]`, next); err != nil {
 			return nil, err
 		}
-		if old, given := obj["old"]; given {
+		if old != nil {
 			o, err := groupSettingOf(name+`["old"]`, old)
 			if err != nil {
 				return nil, err

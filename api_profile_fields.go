@@ -276,13 +276,9 @@ func (s *server) removeOwnProfileData(r *apiRequest) (any, error) {
 // of ints} with Zulip's check_dict_only texts (the admin's profile_data
 // also takes null, which removes the value, as an empty value does).
 func readProfileUpdates(p *params, name string, admin bool) ([]profileUpdate, error) {
-	raw, err := p.requiredJSON(name)
+	list, err := requiredList(p, name)
 	if err != nil {
 		return nil, err
-	}
-	list, ok := raw.([]any)
-	if !ok {
-		return nil, errNotList(name)
 	}
 	updates := make([]profileUpdate, 0, len(list))
 	for i, item := range list {

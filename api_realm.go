@@ -30,21 +30,11 @@ func (s *server) updateRealm(r *apiRequest) (any, error) {
 	var changes []change
 	for _, setting := range realmChangeable {
 		name := setting.name()
-		raw, ok := r.params.lookup(name)
-		if !ok {
-			continue
-		}
-		parsed, err := decodeJSON(name, raw)
+		next, old, ok, err := groupChangeParam(r.params, name)
 		if err != nil {
 			return nil, err
-		}
-		obj, isDict := parsed.(map[string]any)
-		if !isDict {
-			return nil, errNotDict(name)
-		}
-		next, present := obj["new"]
-		if !present {
-			return nil, errKeyMissing("new", name)
+		} else if !ok {
+			continue
 		}
 		id, isInt := jsonInt(next)
 		if !isInt {
@@ -53,7 +43,7 @@ func (s *server) updateRealm(r *apiRequest) (any, error) {
 		if err := s.store.checkRealmGroup(setting, int(id)); err != nil {
 			return nil, err
 		}
-		if old, given := obj["old"]; given {
+		if old != nil {
 			if oldID, ok := jsonInt(old); !ok || int(oldID) != s.store.realmGroup(setting) {
 				return nil, errRealmSettingChanged
 			}

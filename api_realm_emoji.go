@@ -241,15 +241,8 @@ func (s *server) serveEmoji() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		named(w, r)
 		name, ok := strings.CutSuffix(r.PathValue("file"), ".png")
-		if ok && r.PathValue("realm") == uploadRealmID && isBlobName(name) && s.store.isEmojiBlob(name) {
-			if f, err := s.store.openBlob(name); err == nil {
-				defer f.Close()
-				w.Header().Set("Content-Type", "image/png")
-				w.Header().Set("X-Content-Type-Options", "nosniff")
-				w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-				http.ServeContent(w, r, "", time.Time{}, f)
-				return
-			}
+		if ok && r.PathValue("realm") == uploadRealmID && isBlobName(name) && s.store.isEmojiBlob(name) && s.serveImageBlob(w, r, name) { // avatars.go
+			return
 		}
 		writeError(w, s.log, r, errNotFound)
 	})

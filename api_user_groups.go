@@ -138,27 +138,17 @@ func (s *server) updateUserGroup(r *apiRequest) (any, error) {
 	given := e.Name != nil || e.Description != nil
 	for p := range groupPermissionCount {
 		name := groupPermissionSettings[p].name
-		raw, ok := r.params.lookup(name)
-		if !ok {
-			continue
-		}
-		parsed, err := decodeJSON(name, raw)
+		next, old, ok, err := groupChangeParam(r.params, name)
 		if err != nil {
 			return nil, err
-		}
-		obj, isDict := parsed.(map[string]any)
-		if !isDict {
-			return nil, errNotDict(name)
-		}
-		next, present := obj["new"]
-		if !present {
-			return nil, errKeyMissing("new", name)
+		} else if !ok {
+			continue
 		}
 		c := &groupSettingChange{}
 		if c.New, err = groupSettingOf(name+`["new"]`, next); err != nil {
 			return nil, err
 		}
-		if old, given := obj["old"]; given && old != nil {
+		if old != nil {
 			v, err := groupSettingOf(name+`["old"]`, old)
 			if err != nil {
 				return nil, err

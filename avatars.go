@@ -240,19 +240,28 @@ func (s *server) serveAvatar() http.Handler {
 			png.Encode(w, defaultAvatar(id))
 			return
 		case ok && realm == uploadRealmID && isBlobName(name) && s.store.isAvatarBlob(name):
-			f, err := s.store.openBlob(name)
-			if err != nil {
-				break
+			if s.serveImageBlob(w, r, name) {
+				return
 			}
-			defer f.Close()
-			w.Header().Set("Content-Type", "image/png")
-			w.Header().Set("X-Content-Type-Options", "nosniff")
-			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-			http.ServeContent(w, r, "", time.Time{}, f)
-			return
 		}
 		writeError(w, s.log, r, errNotFound)
 	})
+}
+
+// serveImageBlob serves a stored PNG (an avatar's, a custom emoji's) by
+// its name, which is its content's hash, so it never changes: false when
+// it cannot be opened.
+func (s *server) serveImageBlob(w http.ResponseWriter, r *http.Request, name string) bool {
+	f, err := s.store.openBlob(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	http.ServeContent(w, r, "", time.Time{}, f)
+	return true
 }
 
 // defaultAvatar draws a user's default avatar: a symmetric 5×5 pattern

@@ -322,9 +322,8 @@ func stringList(p *params, name string) ([]string, error) {
 	return jsonList(p, name, func(v any) (string, bool) { s, ok := v.(string); return s, ok }, errNotString)
 }
 
-// jsonList reads a required JSON list whose every element convert
-// accepts; the first it refuses is named in Zulip's words by refuse.
-func jsonList[T any](p *params, name string, convert func(any) (T, bool), refuse func(string) *apiError) ([]T, error) {
+// requiredList reads a required JSON list, its elements as decoded.
+func requiredList(p *params, name string) ([]any, error) {
 	raw, err := p.requiredJSON(name)
 	if err != nil {
 		return nil, err
@@ -332,6 +331,16 @@ func jsonList[T any](p *params, name string, convert func(any) (T, bool), refuse
 	list, ok := raw.([]any)
 	if !ok {
 		return nil, errNotList(name)
+	}
+	return list, nil
+}
+
+// jsonList reads a required JSON list whose every element convert
+// accepts; the first it refuses is named in Zulip's words by refuse.
+func jsonList[T any](p *params, name string, convert func(any) (T, bool), refuse func(string) *apiError) ([]T, error) {
+	list, err := requiredList(p, name)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]T, 0, len(list))
 	for i, item := range list {
@@ -359,4 +368,27 @@ func optionalBoolPtr(p *params, name string) (*bool, error) {
 	}
 	b, err := p.optionalBool(name, false)
 	return &b, err
+}
+
+// groupChangeParam reads a group setting's change as Zulip's PATCH routes
+// take it, {"new": value, "old": value} with old optional: ok is false
+// when the parameter is absent; old is nil when not given (or null).
+func groupChangeParam(p *params, name string) (next, old any, ok bool, err error) {
+	raw, present := p.lookup(name)
+	if !present {
+		return nil, nil, false, nil
+	}
+	parsed, err := decodeJSON(name, raw)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	obj, isDict := parsed.(map[string]any)
+	if !isDict {
+		return nil, nil, false, errNotDict(name)
+	}
+	next, present = obj["new"]
+	if !present {
+		return nil, nil, false, errKeyMissing("new", name)
+	}
+	return next, obj["old"], true, nil
 }

@@ -545,22 +545,7 @@ func (s *store) updateRealmUserDefaults(changes []settingChange) error {
 		if err := realmUserDefaultsTx(tx, defaults); err != nil {
 			return err
 		}
-		var changed []settingChange
-		for _, c := range changes {
-			current, ok := defaults[c.Name]
-			if !ok {
-				current = c.Default
-			}
-			if bytes.Equal(current, c.Value) {
-				continue
-			}
-			if bytes.Equal(c.Value, c.Default) {
-				delete(defaults, c.Name)
-			} else {
-				defaults[c.Name] = c.Value
-			}
-			changed = append(changed, c)
-		}
+		changed := applySettingChanges(defaults, changes) // store_users.go
 		if len(changed) == 0 {
 			return nil
 		}

@@ -386,6 +386,30 @@ func (s *store) userSettings(userID uint64) (map[string]json.RawMessage, error) 
 	return overrides, err
 }
 
+// applySettingChanges applies the changes in order to the stored values
+// (a user's overrides, or the organisation's defaults for new users):
+// a value equal to its default is not kept. It answers the changes that
+// changed a value, which are all Zulip tells of.
+func applySettingChanges(values map[string]json.RawMessage, changes []settingChange) []settingChange {
+	var changed []settingChange
+	for _, c := range changes {
+		current, ok := values[c.Name]
+		if !ok {
+			current = c.Default
+		}
+		if bytes.Equal(current, c.Value) {
+			continue
+		}
+		if bytes.Equal(c.Value, c.Default) {
+			delete(values, c.Name)
+		} else {
+			values[c.Name] = c.Value
+		}
+		changed = append(changed, c)
+	}
+	return changed
+}
+
 // updateUserSettings applies the changes in order and reports those that
 // change a value (userSettingsChanged), as Zulip only tells of a setting
 // that differs from before. A value equal to its default is not stored.
@@ -401,21 +425,8 @@ func (s *store) updateUserSettings(u user, changes []settingChange) error {
 				return err
 			}
 		}
-		var changed []settingChange
-		for _, c := range changes {
-			current, ok := overrides[c.Name]
-			if !ok {
-				current = c.Default
-			}
-			if bytes.Equal(current, c.Value) {
-				continue
-			}
-			if bytes.Equal(c.Value, c.Default) {
-				delete(overrides, c.Name)
-			} else {
-				overrides[c.Name] = c.Value
-			}
-			changed = append(changed, c)
+		changed := applySettingChanges(overrides, changes)
+		for _, c := range changed {
 			if c.Name == "enable_drafts_synchronization" && string(c.Value) == "false" {
 				if err := dropDrafts(tx, u.ID); err != nil { // store_drafts.go
 					return err
