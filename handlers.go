@@ -204,6 +204,9 @@ func (s *server) routes() http.Handler {
 	handle("DELETE /api/v1/realm/filters/{filter_id}", s.api(s.removeLinkifier, adminsOnly))
 	handle("POST /api/v1/realm/playgrounds", s.api(s.addPlayground, adminsOnly))
 	handle("DELETE /api/v1/realm/playgrounds/{playground_id}", s.api(s.removePlayground, adminsOnly))
+	handle("POST /api/v1/export/realm", s.api(s.startRealmExport, adminsOnly))
+	handle("GET /api/v1/export/realm", s.api(s.listRealmExports, adminsOnly))
+	handle("DELETE /api/v1/export/realm/{export_id}", s.api(s.deleteRealmExport, adminsOnly))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
@@ -272,10 +275,23 @@ func (s *server) routes() http.Handler {
 	}
 	// Files, outside /api/v1 as in Zulip: each pattern answers 405 itself
 	// (the temporary URL's path is also an upload's path).
+	// /user_avatars/{realm}/emoji/images/{file} and
+	// /user_avatars/exports/{realm_id}/{token}/{file} (api_realm_export.go)
+	// share one pattern, which tells them apart (theirs would conflict).
 	s.patterns = append(s.patterns, "GET /user_uploads/{realm_id}/{path...}", "GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}",
-		"GET /user_avatars/{realm}/emoji/images/{file}")
+		"GET /user_avatars/{realm}/emoji/images/{file}", "GET /user_avatars/exports/{realm_id}/{token}/{file}")
 	mux.Handle("/user_avatars/{realm}/{file}", onlyGET(s.serveAvatar()))
-	mux.Handle("/user_avatars/{realm}/emoji/images/{file}", onlyGET(s.serveEmoji()))
+	emojiImages := s.serveEmoji()
+	mux.Handle("/user_avatars/{realm}/{first}/{second}/{file}", onlyGET(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.PathValue("realm") == "exports":
+			s.serveRealmExport(w, r)
+		case r.PathValue("first") == "emoji" && r.PathValue("second") == "images":
+			emojiImages.ServeHTTP(w, r)
+		default:
+			notFound.ServeHTTP(w, r)
+		}
+	})))
 	mux.Handle("/user_uploads/{realm_id}/{path...}", onlyGET(s.serveUpload()))
 	mux.Handle("/user_uploads/temporary/{token}/{filename}", onlyGET(s.serveTemporaryUpload()))
 	mux.Handle("/", s.notFound())

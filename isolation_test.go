@@ -73,6 +73,11 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	// while bob listens.
 	bobQueue := e.registerQueue(t, &e.bob, nil).str("queue_id")
 	dmID := strconv.FormatUint(e.sendDM(t, &e.owner, jsonIDs(e.alice.ID), secretText), 10)
+	// The administrators' data export, made (issue 33, item 6).
+	exportID := mustID(t, e.request(t, "POST", "/api/v1/export/realm", nil, &e.admin))
+	exportURL, _ := e.waitForExport(t, exportID)["export_url"].(string)
+	exportPath := strings.TrimPrefix(exportURL, "http://zulite.test")
+	exportToken := strings.Split(exportPath, "/")[4]
 
 	aliceState := func() string {
 		tokens := mustPushTokens(t, e.st, e.alice.ID)
@@ -125,7 +130,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		}
 		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, me, reactions, unread, topics,
 			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders), plainJSON(channels),
-			e.st.customEmoji(), linkifiersJSON(e.st.allLinkifiers()), e.st.allPlaygrounds())
+			e.st.customEmoji(), linkifiersJSON(e.st.allLinkifiers()), e.st.allPlaygrounds(), plainJSON(mustRealmExports(t, e.st)))
 	}
 
 	type attempt struct {
@@ -153,7 +158,8 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"PATCH /api/v1/scheduled_messages/{scheduled_message_id}", "DELETE /api/v1/scheduled_messages/{scheduled_message_id}",
 		"POST /api/v1/reminders", "DELETE /api/v1/reminders/{reminder_id}",
 		"PATCH /api/v1/streams/{stream_id}", "DELETE /api/v1/streams/{stream_id}", "POST /api/v1/streams/{stream_id}/delete_topic",
-		"GET /api/v1/streams/{stream_id}/members", "POST /api/v1/default_streams", "DELETE /api/v1/default_streams"} {
+		"GET /api/v1/streams/{stream_id}/members", "POST /api/v1/default_streams", "DELETE /api/v1/default_streams",
+		"POST /api/v1/export/realm", "GET /api/v1/export/realm", "DELETE /api/v1/export/realm/{export_id}", "GET /user_avatars/exports/{realm_id}/{token}/{file}"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -310,8 +316,14 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"DELETE /api/v1/realm/filters/{filter_id}":         {{"DELETE", "/api/v1/realm/filters/" + linkifierID, nil}},
 		"POST /api/v1/realm/playgrounds":                   {{"POST", "/api/v1/realm/playgrounds", url.Values{"name": {"Go"}, "pygments_language": {"go"}, "url_template": {"https://go.test/?c={code}"}}}},
 		"DELETE /api/v1/realm/playgrounds/{playground_id}": {{"DELETE", "/api/v1/realm/playgrounds/" + playgroundID, nil}},
+		// A member neither starts, lists, deletes nor downloads the
+		// administrators' data exports.
+		"POST /api/v1/export/realm":                           {{"POST", "/api/v1/export/realm", nil}, {"POST", "/api/v1/export/realm", url.Values{"export_type": {"2"}}}},
+		"GET /api/v1/export/realm":                            {{"GET", "/api/v1/export/realm", nil}},
+		"DELETE /api/v1/export/realm/{export_id}":             {{"DELETE", "/api/v1/export/realm/" + strconv.FormatUint(exportID, 10), nil}},
+		"GET /user_avatars/exports/{realm_id}/{token}/{file}": {{"GET", exportPath, nil}},
 	}
-	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):]} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
+	leaks := []string{secretText, exportToken, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):]} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()
 	for _, route := range e.server.routeList() {
 		attempts, ok := cases[route]

@@ -111,6 +111,10 @@ package main
 //	                 bucket's sequence numbers them (store_linkifiers.go)
 //	playgrounds      playground id → playground (JSON: name, pygments_language,
 //	                 url_template); the bucket's sequence numbers them (store_linkifiers.go)
+//	realm_exports    export id → realmExport (JSON: acting user, export_type, status, the
+//	                 times it was requested, succeeded, failed, deleted, and its tarball's
+//	                 path under DB.exports/); the bucket's sequence numbers them
+//	                 (store_realm_export.go, api_realm_export.go)
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push
@@ -227,6 +231,7 @@ var (
 		bucketMutedUsers, bucketMutedBy, bucketAlertWords,
 		bucketScheduledMessages, bucketScheduledDue,
 		bucketRealmEmoji, bucketLinkifiers, bucketPlaygrounds,
+		bucketRealmExports,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.
