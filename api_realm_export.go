@@ -210,3 +210,16 @@ func (s *server) serveRealmExport(w http.ResponseWriter, r *http.Request) {
 func (s *server) publishRealmExports(c realmExportsChanged) {
 	s.events.tell("realm_export", usersAudience(c.Admins...), event{"type": "realm_export", "exports": s.realmExportsJSON(c.All)}, nil)
 }
+
+// exportConsents serves GET /api/v1/export/realm/consents (feature level
+// 295). Zulip 12 (feature level 430) adds email_address_visibility to
+// each; Zulip 11 has not.
+func (s *server) exportConsents(r *apiRequest) (any, error) {
+	consents, err := s.store.exportConsents()
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Consents []exportConsent `json:"export_consents"`
+	}{consents}, nil
+}

@@ -275,3 +275,30 @@ func mustRealmExports(t *testing.T, st *store) []realmExport {
 	}
 	return all
 }
+
+// TestRealmExport_ConsentsAreEachHumansSetting: GET /export/realm/consents
+// gives an administrator each active human's allow_private_data_export,
+// as Zulip's get_users_export_consents; a member is refused.
+func TestRealmExport_ConsentsAreEachHumansSetting(t *testing.T) {
+	e := newTestEnv(t)
+	// PATCH /settings does not change it (zulite makes no export with
+	// consent); an imported organisation brings it.
+	if err := e.st.updateUserSettings(e.bob.user, []settingChange{{Name: "allow_private_data_export", Value: []byte("true"), Default: []byte("false")}}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.request(t, http.MethodGet, "/api/v1/export/realm/consents", nil, &e.admin)
+	wantAPISuccess(t, r)
+	got := map[float64]any{}
+	for _, v := range asList(r.body["export_consents"]) {
+		c := object(v)
+		got[c["user_id"].(float64)] = c["consented"]
+	}
+	want := map[float64]any{float64(e.owner.ID): false, float64(e.admin.ID): false, float64(e.alice.ID): false, float64(e.bob.ID): true}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("export_consents: got %v, want %v (no bot)", got, want)
+	}
+	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/export/realm/consents", nil, &e.alice), 400, "UNAUTHORIZED_PRINCIPAL", "Must be an organization administrator")
+	if r := e.request(t, http.MethodPost, "/api/v1/export/realm/consents", nil, &e.admin); r.status != http.StatusMethodNotAllowed {
+		t.Errorf("POST /export/realm/consents: got %d, want 405", r.status)
+	}
+}

@@ -206,7 +206,6 @@ func (s *server) routes() http.Handler {
 	handle("DELETE /api/v1/realm/playgrounds/{playground_id}", s.api(s.removePlayground, adminsOnly))
 	handle("POST /api/v1/export/realm", s.api(s.startRealmExport, adminsOnly))
 	handle("GET /api/v1/export/realm", s.api(s.listRealmExports, adminsOnly))
-	handle("DELETE /api/v1/export/realm/{export_id}", s.api(s.deleteRealmExport, adminsOnly))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
@@ -225,6 +224,22 @@ func (s *server) routes() http.Handler {
 	for _, prefix := range []string{"/api/v1", "/json"} {
 		mux.Handle(prefix+"/messages/{message_id}", byMethod(map[string]http.Handler{
 			http.MethodGet: s.api(s.getMessage), http.MethodPatch: s.api(s.updateMessage), http.MethodDelete: s.api(s.deleteMessage)}))
+	}
+	// DELETE /api/v1/export/realm/{export_id} and GET
+	// /api/v1/export/realm/consents: one pattern, which tells them apart
+	// and answers 405 itself (their own would conflict with each other's
+	// 405 pattern).
+	s.patterns = append(s.patterns, "DELETE /api/v1/export/realm/{export_id}", "GET /api/v1/export/realm/consents")
+	exportItem := byMethod(map[string]http.Handler{http.MethodDelete: s.api(s.deleteRealmExport, adminsOnly)})
+	exportConsents := onlyGET(s.api(s.exportConsents, adminsOnly))
+	for _, prefix := range []string{"/api/v1", "/json"} {
+		mux.Handle(prefix+"/export/realm/{export_id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.PathValue("export_id") == "consents" {
+				exportConsents.ServeHTTP(w, r)
+				return
+			}
+			exportItem.ServeHTTP(w, r)
+		}))
 	}
 	// POST /api/v1/users/me/X and GET /api/v1/users/{user}/X: one pattern
 	// each, for the same reason, that serves "me" with POST and anyone

@@ -159,7 +159,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"POST /api/v1/reminders", "DELETE /api/v1/reminders/{reminder_id}",
 		"PATCH /api/v1/streams/{stream_id}", "DELETE /api/v1/streams/{stream_id}", "POST /api/v1/streams/{stream_id}/delete_topic",
 		"GET /api/v1/streams/{stream_id}/members", "POST /api/v1/default_streams", "DELETE /api/v1/default_streams",
-		"POST /api/v1/export/realm", "GET /api/v1/export/realm", "DELETE /api/v1/export/realm/{export_id}", "GET /user_avatars/exports/{realm_id}/{token}/{file}"} {
+		"POST /api/v1/export/realm", "GET /api/v1/export/realm", "DELETE /api/v1/export/realm/{export_id}", "GET /user_avatars/exports/{realm_id}/{token}/{file}", "GET /api/v1/export/realm/consents"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -322,6 +322,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"GET /api/v1/export/realm":                            {{"GET", "/api/v1/export/realm", nil}},
 		"DELETE /api/v1/export/realm/{export_id}":             {{"DELETE", "/api/v1/export/realm/" + strconv.FormatUint(exportID, 10), nil}},
 		"GET /user_avatars/exports/{realm_id}/{token}/{file}": {{"GET", exportPath, nil}},
+		"GET /api/v1/export/realm/consents":                   {{"GET", "/api/v1/export/realm/consents", nil}},
 	}
 	leaks := []string{secretText, exportToken, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):]} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()

@@ -233,3 +233,38 @@ func (s *store) realmExportFile(file string) bool {
 	})
 	return found
 }
+
+// exportConsent is one user's allow_private_data_export.
+type exportConsent struct {
+	UserID    uint64 `json:"user_id"`
+	Consented bool   `json:"consented"`
+}
+
+// exportConsents is get_users_export_consents: each active human's
+// allow_private_data_export setting (default false).
+func (s *store) exportConsents() ([]exportConsent, error) {
+	out := []exportConsent{}
+	err := s.view(func(tx *bbolt.Tx) error {
+		out = out[:0]
+		users, _, _, err := s.directory.of(tx)
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if !u.Active || u.Bot {
+				continue
+			}
+			var settings struct {
+				Consented bool `json:"allow_private_data_export"`
+			}
+			if v := tx.Bucket(bucketUserSettings).Get(itob(u.ID)); v != nil {
+				if err := json.Unmarshal(v, &settings); err != nil {
+					return err
+				}
+			}
+			out = append(out, exportConsent{u.ID, settings.Consented})
+		}
+		return nil
+	})
+	return out, err
+}
