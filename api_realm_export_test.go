@@ -282,7 +282,7 @@ func mustRealmExports(t *testing.T, st *store) []realmExport {
 func TestRealmExport_ConsentsAreEachHumansSetting(t *testing.T) {
 	e := newTestEnv(t)
 	// PATCH /settings does not change it (zulite makes no export with
-	// consent); an imported organisation brings it.
+	// consent), so the test sets it in the store.
 	if err := e.st.updateUserSettings(e.bob.user, []settingChange{{Name: "allow_private_data_export", Value: []byte("true"), Default: []byte("false")}}); err != nil {
 		t.Fatal(err)
 	}
