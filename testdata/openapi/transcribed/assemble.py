@@ -16,13 +16,14 @@ paths.update(load('paths_scheduled.yaml'))
 paths.update(load('paths_reminders.yaml'))
 paths.update(load('paths_channels.yaml'))
 paths.update(load('paths_realm.yaml'))
+paths.update(load('paths_export.yaml'))
 for path, item in load('paths_own.yaml').items():  # new path items, or methods of existing ones
     paths.setdefault(path, {}).update(item)
 for path, item in load('paths_subs.yaml').items():  # methods of paths_a.yaml's path items
     paths[path].update(item)
 for path, item in load('paths_channels_item.yaml').items():  # methods of paths.yaml's path items
     paths[path].update(item)
-for f in ('components_a.yaml', 'components_own.yaml'):
+for f in ('components_a.yaml', 'components_own.yaml', 'components_export.yaml'):
     extra = load(f)
     assert not set(extra) & set(comps), set(extra) & set(comps)
     comps.update(extra)
@@ -33,6 +34,7 @@ events += load('events_scheduled.yaml')
 events += load('events_reminders.yaml')
 events += load('events_channels.yaml')
 events += load('events_realm.yaml')
+events += load('events_export.yaml')
 items = paths['/events']['get']['responses']['200']['content']['application/json']['schema']['allOf'][1]['properties']['events']['items']
 assert items == {'oneOf': 'EVENTS'}
 items['oneOf'] = events
