@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -300,5 +301,82 @@ func TestRealmExport_ConsentsAreEachHumansSetting(t *testing.T) {
 	wantAPIError(t, e.request(t, http.MethodGet, "/api/v1/export/realm/consents", nil, &e.alice), 400, "UNAUTHORIZED_PRINCIPAL", "Must be an organization administrator")
 	if r := e.request(t, http.MethodPost, "/api/v1/export/realm/consents", nil, &e.admin); r.status != http.StatusMethodNotAllowed {
 		t.Errorf("POST /export/realm/consents: got %d, want 405", r.status)
+	}
+}
+
+// TestRealmExport_ThroughTheBinary: the real server makes an export in
+// the background and serves its tarball to the owner, an export that
+// Zulip's importer takes; one left pending by a server that stopped
+// (killed while exporting) is marked failed when the server starts.
+func TestRealmExport_ThroughTheBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	bin := e2eBuildBinary(t)
+	db := filepath.Join(t.TempDir(), "z.db")
+	srv := e2eStartServer(t, bin, db, "--rate-limit", "off")
+	owner := e2eNewClient(srv.baseURL, srv.ownerEmail, srv.ownerKey)
+	status, body, _ := owner.do(t, "POST", "/api/v1/users/me/subscriptions", url.Values{"subscriptions": {`[{"name":"general"}]`}}, e2ePython)
+	e2eWantSuccess(t, "subscribe", status, body)
+	status, body, _ = owner.do(t, "POST", "/api/v1/messages", url.Values{"type": {"stream"}, "to": {"general"}, "topic": {"hello"}, "content": {"the first message"}}, e2ePython)
+	e2eWantSuccess(t, "send", status, body)
+	status, body, _ = owner.do(t, "POST", "/api/v1/export/realm", nil, e2ePython)
+	e2eWantSuccess(t, "POST /export/realm", status, body)
+	var exportURL string
+	for deadline := time.Now().Add(30 * time.Second); exportURL == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the export is still pending after 30s")
+		}
+		_, body, _ := owner.do(t, "GET", "/api/v1/export/realm", nil, e2ePython)
+		if list := asList(body["exports"]); len(list) == 1 && object(list[0])["pending"] == false {
+			if exportURL, _ = object(list[0])["export_url"].(string); exportURL == "" {
+				t.Fatalf("the export ended without a URL: %v", list[0])
+			}
+		}
+	}
+	req, _ := http.NewRequest("GET", exportURL, nil)
+	if !strings.HasPrefix(exportURL, srv.baseURL+"/user_avatars/exports/") {
+		t.Fatalf("export_url %q is not under %s/user_avatars/exports/", exportURL, srv.baseURL)
+	}
+	req.SetBasicAuth(srv.ownerEmail, srv.ownerKey)
+	resp, err := owner.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarball, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the tarball: got %d %v", resp.StatusCode, err)
+	}
+	dir, err := zulipexport.Unpack(bytes.NewReader(tarball), t.TempDir(), func(int64) error { return nil })
+	if err != nil {
+		t.Fatalf("unpack the tarball: %v", err)
+	}
+	checkZulipImportable(t, dir)
+	if err := srv.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+
+	st, err := openStore(db, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.userByEmail(srv.ownerEmail)
+	if err == nil {
+		_, err = st.requestRealmExport(u, exportPublic, time.Now())
+	}
+	st.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = e2eRestartServer(t, bin, db, "--rate-limit", "off")
+	owner = e2eNewClient(srv.baseURL, owner.email, owner.key)
+	_, body, _ = owner.do(t, "GET", "/api/v1/export/realm", nil, e2ePython)
+	list := asList(body["exports"])
+	if len(list) != 2 || object(list[1])["pending"] != false || object(list[1])["failed_timestamp"] == nil || !strings.HasSuffix(exportURL, object(list[0])["export_url"].(string)[len(srv.baseURL):]) {
+		t.Errorf("the exports after a restart: got %v, want the second failed and the first kept", list)
+	}
+	if logs := srv.logs(); !strings.Contains(logs, "marked failed") {
+		t.Errorf("the server's log: got %q, want a line saying the pending export is marked failed", logs)
 	}
 }
