@@ -136,6 +136,14 @@ func (s *server) packRealmExport(e realmExport) (string, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return "", err
 	}
+	// Room for the copy and the export of it (about the database's size
+	// each, and the uploads linked), above the disk reserve that the
+	// database keeps for its own writes (--upload-disk-reserve-mib).
+	if fi, err := os.Stat(s.store.path); err == nil {
+		if free, ok := diskFree(root); ok && free-2*fi.Size() < s.uploads.reserve {
+			return "", fmt.Errorf("%d bytes free, the database is %d and %d are kept free: no room for an export", free, fi.Size(), s.uploads.reserve)
+		}
+	}
 	work, err := os.MkdirTemp(root, ".work-")
 	if err != nil {
 		return "", err

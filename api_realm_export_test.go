@@ -380,3 +380,23 @@ func TestRealmExport_ThroughTheBinary(t *testing.T) {
 		t.Errorf("the server's log: got %q, want a line saying the pending export is marked failed", logs)
 	}
 }
+
+// TestRealmExport_NoRoomAboveTheDiskReserveFails: an export that would
+// leave less than the disk reserve (--upload-disk-reserve-mib) free is
+// not made: it fails, and the disk keeps its room for the database.
+func TestRealmExport_NoRoomAboveTheDiskReserveFails(t *testing.T) {
+	if !diskFreeChecked {
+		t.Skip("the free disk space is not read on this system")
+	}
+	e := newTestEnv(t)
+	e.server.uploads.reserve = 1 << 62
+	r := e.request(t, http.MethodPost, "/api/v1/export/realm", nil, &e.admin)
+	wantAPISuccess(t, r)
+	if x := e.waitForExport(t, mustID(t, r)); x["failed_timestamp"] == nil || x["export_url"] != nil {
+		t.Fatalf("the export with no room: got %v, want it failed", x)
+	}
+	entries, _ := os.ReadDir(exportsDir(e.st.path))
+	if len(entries) != 0 {
+		t.Errorf("%s after the failed export: got %d entries, want none", exportsDir(e.st.path), len(entries))
+	}
+}
