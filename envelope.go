@@ -1039,3 +1039,16 @@ func errNotURL(name string) *apiError  { return badRequest(name + " is not a URL
 func errNotChoice(value, field string) *apiError {
 	return badRequest("'" + echoed(value) + "' is not a valid choice for '" + field + "'.")
 }
+
+// Data exports (zerver/views/realm_export.py). "Invalid export_type" is
+// Zulip's check_int_in_validator text for a value not offered; zulite
+// also answers it for 2, the standard export with consent, which it does
+// not make (README).
+var (
+	errExportRateLimit     = badRequest("Exceeded rate limit.")
+	errExportInProgress    = badRequest("Export still in progress")
+	errNoSuchExport        = badRequest("Invalid data export ID")
+	errExportDeleted       = badRequest("Export already deleted")
+	errExportFailedNothing = badRequest("Export failed, nothing to delete")
+	errInvalidExportType   = badRequest("Invalid export_type")
+)

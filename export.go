@@ -231,8 +231,19 @@ func (r exportReport) String() string {
 // importRemapFiles files (remapFile), so that the pages read are
 // unmapped and resident memory does not grow with the database.
 func (s *store) export(dir, blobs string) (exportReport, error) {
+	return s.exportOf(dir, blobs, false)
+}
+
+// exportOf is export, or with publicOnly Zulip's public export
+// (RealmExport.EXPORT_PUBLIC, POST /export/realm's export_type 1): only
+// the messages of public channels, with their user-message rows and
+// reactions, and only the uploaded files they link; no direct message,
+// no private channel's message, no scheduled message and no saved
+// snippet. Users, channels and subscriptions go over whole, as in
+// Zulip's public export.
+func (s *store) exportOf(dir, blobs string, publicOnly bool) (exportReport, error) {
 	var r exportReport
-	x := exporter{s: s, dir: dir, blobs: blobs, report: &r, links: map[string][]uint64{}}
+	x := exporter{s: s, dir: dir, blobs: blobs, report: &r, links: map[string][]uint64{}, publicOnly: publicOnly}
 	return r, x.run()
 }
 
@@ -260,6 +271,8 @@ type exporter struct {
 	links map[string][]uint64
 	// out writes the export's files.
 	out *zulipexport.Writer
+	// publicOnly: Zulip's public export (exportOf).
+	publicOnly bool
 }
 
 func (x *exporter) run() error {
@@ -354,6 +367,7 @@ func (x *exporter) messages() error {
 		return err
 	}
 	for after, files, more := uint64(0), 0, true; more; files++ {
+		more = false
 		if files > 0 && files%importRemapFiles == 0 {
 			if err := x.s.remapFile(); err != nil {
 				return err
@@ -366,10 +380,11 @@ func (x *exporter) messages() error {
 				if err := json.Unmarshal(v, &m); err != nil {
 					return fmt.Errorf("message %d: %w", btoi(k), err)
 				}
+				after, more = m.ID, true
+				if x.publicOnly && !x.publicMessage(m) {
+					continue
+				}
 				batch = append(batch, m)
-			}
-			if more = len(batch) > 0; more {
-				after = batch[len(batch)-1].ID
 			}
 			return flush()
 		})
@@ -377,7 +392,20 @@ func (x *exporter) messages() error {
 			return err
 		}
 	}
+	if x.report.Files == 0 { // import_realm.py reads messages-000001.json, however few messages there are
+		x.report.Files++
+		return x.out.WriteMessages([]zulipexport.MessageRow{}, []zulipexport.UserMessageRow{})
+	}
 	return nil
+}
+
+// publicMessage tells a message of a public channel.
+func (x *exporter) publicMessage(m message) bool {
+	if m.isDirect() {
+		return false
+	}
+	ch, err := x.s.channelByID(x.tx, m.ChannelID)
+	return err == nil && !ch.Private
 }
 
 // flagHolders are the users who hold a personal flag on some message:
@@ -686,6 +714,9 @@ func (x *exporter) realm() error {
 	snippets, err := x.savedSnippets(tx)
 	if err != nil {
 		return err
+	}
+	if x.publicOnly {
+		scheduled, snippets = []scheduledRow{}, nil
 	}
 	userTopics, mutes, alertWords, err := ownViews(tx)
 	if err != nil {

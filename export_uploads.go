@@ -25,6 +25,9 @@ func (x *exporter) attachments() error {
 		if err := json.Unmarshal(v, &a); err != nil {
 			return fmt.Errorf("attachment %s: %w", k, err)
 		}
+		if x.publicOnly && len(x.links[a.PathID]) == 0 { // linked from no exported message
+			continue
+		}
 		if err := x.out.CopyFile("uploads", a.PathID, blobPath(x.blobs, a.SHA256)); err != nil {
 			return fmt.Errorf("attachment %s: %w", a.PathID, err)
 		}

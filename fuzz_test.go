@@ -181,6 +181,9 @@ func FuzzRequest(f *testing.F) {
 	f.Add(route("POST /api/v1/scheduled_messages"), "type=stream&to=1&topic=t&content=c&scheduled_delivery_timestamp=1", "application/x-www-form-urlencoded", "", uint8(2))
 	f.Fuzz(func(t *testing.T, route uint8, body, contentType, query string, who uint8) {
 		r := routes[int(route)%len(routes)]
+		if r == "POST /api/v1/export/realm" {
+			return // its export changes the database later, in the background, under another request's digest
+		}
 		method, path, _ := strings.Cut(r, " ")
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		req.URL.RawQuery = query

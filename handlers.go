@@ -230,6 +230,8 @@ func (s *server) routes() http.Handler {
 	handle("PATCH /api/v1/realm/profile_fields/{field_id}", s.api(s.updateProfileField, adminsOnly))
 	handle("DELETE /api/v1/realm/profile_fields/{field_id}", s.api(s.deleteProfileField, adminsOnly))
 	handle("PATCH /api/v1/realm/user_settings_defaults", s.api(s.updateRealmUserDefaults, adminsOnly))
+	handle("POST /api/v1/export/realm", s.api(s.startRealmExport, adminsOnly))
+	handle("GET /api/v1/export/realm", s.api(s.listRealmExports, adminsOnly))
 
 	for p, methods := range allowed {
 		mux.Handle(p, methodNotAllowed(methods))
@@ -300,6 +302,22 @@ func (s *server) routes() http.Handler {
 			}
 		}))
 	}
+	// DELETE /api/v1/export/realm/{export_id} and GET
+	// /api/v1/export/realm/consents: one pattern, which tells them apart
+	// and answers 405 itself (their own would conflict with each other's
+	// 405 pattern).
+	s.patterns = append(s.patterns, "DELETE /api/v1/export/realm/{export_id}", "GET /api/v1/export/realm/consents")
+	exportItem := byMethod(map[string]http.Handler{http.MethodDelete: s.api(s.deleteRealmExport, adminsOnly)})
+	exportConsents := onlyGET(s.api(s.exportConsents, adminsOnly))
+	for _, prefix := range []string{"/api/v1", "/json"} {
+		mux.Handle(prefix+"/export/realm/{export_id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.PathValue("export_id") == "consents" {
+				exportConsents.ServeHTTP(w, r)
+				return
+			}
+			exportItem.ServeHTTP(w, r)
+		}))
+	}
 	// POST /api/v1/users/me/X and GET /api/v1/users/{user}/X: one pattern
 	// each, for the same reason, that serves "me" with POST and anyone
 	// else with GET.
@@ -349,10 +367,23 @@ func (s *server) routes() http.Handler {
 	}
 	// Files, outside /api/v1 as in Zulip: each pattern answers 405 itself
 	// (the temporary URL's path is also an upload's path).
+	// /user_avatars/{realm}/emoji/images/{file} and
+	// /user_avatars/exports/{realm_id}/{token}/{file} (api_realm_export.go)
+	// share one pattern, which tells them apart (theirs would conflict).
 	s.patterns = append(s.patterns, "GET /user_uploads/{realm_id}/{path...}", "GET /user_uploads/temporary/{token}/{filename}", "GET /user_avatars/{realm}/{file}",
-		"GET /user_avatars/{realm}/emoji/images/{file}")
+		"GET /user_avatars/{realm}/emoji/images/{file}", "GET /user_avatars/exports/{realm_id}/{token}/{file}")
 	mux.Handle("/user_avatars/{realm}/{file}", onlyGET(s.serveAvatar()))
-	mux.Handle("/user_avatars/{realm}/emoji/images/{file}", onlyGET(s.serveEmoji()))
+	emojiImages := s.serveEmoji()
+	mux.Handle("/user_avatars/{realm}/{first}/{second}/{file}", onlyGET(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.PathValue("realm") == "exports":
+			s.serveRealmExport(w, r)
+		case r.PathValue("first") == "emoji" && r.PathValue("second") == "images":
+			emojiImages.ServeHTTP(w, r)
+		default:
+			notFound.ServeHTTP(w, r)
+		}
+	})))
 	mux.Handle("/user_uploads/{realm_id}/{path...}", onlyGET(s.serveUpload()))
 	mux.Handle("/user_uploads/temporary/{token}/{filename}", onlyGET(s.serveTemporaryUpload()))
 	mux.Handle("/", s.notFound())

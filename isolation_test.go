@@ -95,6 +95,11 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 	herPath := "/api/v1/users/" + strconv.FormatUint(e.alice.ID, 10)
 	bobQueue := e.registerQueue(t, &e.bob, nil).str("queue_id")
 	dmID := strconv.FormatUint(e.sendDM(t, &e.owner, jsonIDs(e.alice.ID), secretText), 10)
+	// The administrators' data export, made (issue 33, item 6).
+	exportID := mustID(t, e.request(t, "POST", "/api/v1/export/realm", nil, &e.admin))
+	exportURL, _ := e.waitForExport(t, exportID)["export_url"].(string)
+	exportPath := strings.TrimPrefix(exportURL, "http://zulite.test")
+	exportToken := strings.Split(exportPath, "/")[4]
 
 	aliceState := func() string {
 		tokens := mustPushTokens(t, e.st, e.alice.ID)
@@ -156,7 +161,7 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		return fmt.Sprint(tokens, len(subs), unreadGeneral, unreadSecret, e.starred(t, e.alice), queued, len(users), settings, status, plainJSON(me), reactions, unread, topics,
 			drafts, snippets, words, mutes, attachments, plainJSON(scheduled), plainJSON(reminders), plainJSON(channels),
 			e.st.customEmoji(), linkifiersJSON(e.st.allLinkifiers()), e.st.allPlaygrounds(), invites, fields, defaults,
-			plainJSON(group), len(e.st.groups().groups))
+			plainJSON(group), len(e.st.groups().groups), plainJSON(mustRealmExports(t, e.st)))
 	}
 
 	type attempt struct {
@@ -189,7 +194,8 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"DELETE /api/v1/invites/multiuse/{invite_id}", "POST /api/v1/invites/{invite_id}/resend",
 		"PATCH /api/v1/users/{user_id}", "DELETE /api/v1/users/{user_id}", "POST /api/v1/users/{user_id}/reactivate",
 		"POST /api/v1/realm/profile_fields", "PATCH /api/v1/realm/profile_fields", "PATCH /api/v1/realm/profile_fields/{field_id}",
-		"DELETE /api/v1/realm/profile_fields/{field_id}", "PATCH /api/v1/realm/user_settings_defaults"} {
+		"DELETE /api/v1/realm/profile_fields/{field_id}", "PATCH /api/v1/realm/user_settings_defaults",
+		"POST /api/v1/export/realm", "GET /api/v1/export/realm", "DELETE /api/v1/export/realm/{export_id}", "GET /user_avatars/exports/{realm_id}/{token}/{file}", "GET /api/v1/export/realm/consents"} {
 		refused[r] = true
 	}
 	cases := map[string][]attempt{
@@ -392,8 +398,15 @@ func TestIsolation_NoRouteLetsBobSeeOrTouchAlicesThings(t *testing.T) {
 		"PATCH /api/v1/realm/profile_fields/{field_id}":  {{"PATCH", "/api/v1/realm/profile_fields/" + fieldID, url.Values{"name": {"Bob's"}}}},
 		"DELETE /api/v1/realm/profile_fields/{field_id}": {{"DELETE", "/api/v1/realm/profile_fields/" + fieldID, nil}},
 		"PATCH /api/v1/realm/user_settings_defaults":     {{"PATCH", "/api/v1/realm/user_settings_defaults", url.Values{"enter_sends": {"true"}}}},
+		// A member neither starts, lists, deletes nor downloads the
+		// administrators' data exports.
+		"POST /api/v1/export/realm":                           {{"POST", "/api/v1/export/realm", nil}, {"POST", "/api/v1/export/realm", url.Values{"export_type": {"2"}}}},
+		"GET /api/v1/export/realm":                            {{"GET", "/api/v1/export/realm", nil}},
+		"DELETE /api/v1/export/realm/{export_id}":             {{"DELETE", "/api/v1/export/realm/" + strconv.FormatUint(exportID, 10), nil}},
+		"GET /user_avatars/exports/{realm_id}/{token}/{file}": {{"GET", exportPath, nil}},
+		"GET /api/v1/export/realm/consents":                   {{"GET", "/api/v1/export/realm/consents", nil}},
 	}
-	leaks := []string{secretText, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):], "friend@example.com", herInvites[0].Key, links[0].Key} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
+	leaks := []string{secretText, exportToken, e.alice.key, "aa11bb22", "alice-fcm-token", plan[len("/user_uploads/"):], "friend@example.com", herInvites[0].Key, links[0].Key} // the queue id is echoed in BAD_EVENT_QUEUE_ID, as bob sent it
 	before := aliceState()
 	for _, route := range e.server.routeList() {
 		attempts, ok := cases[route]

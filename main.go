@@ -159,6 +159,11 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}()
 
 	s := newServer(st, log, baseURL, o.RealmName)
+	if n, err := st.failPendingExports(time.Now()); err != nil {
+		return err
+	} else if n > 0 {
+		log.Warn("data exports left pending by the last run are marked failed", "exports", n)
+	}
 	s.requestLog = &requestLog{out: logOut, json: o.LogFormat == "json"}
 	s.events.idleTimeout = o.QueueIdle
 	s.presenceEventsLimit = o.PresenceEventsLimit

@@ -54,10 +54,11 @@ var zuliteOnlyRoutes = map[string]string{
 	"DELETE /api/v1/users/me/avatar": "a Zulip route that zulip.yaml does not document",
 	// Files, outside /api/v1 (bytes, not JSON); uploads_test.go and
 	// avatars_test.go test them.
-	"GET /user_uploads/{realm_id}/{path...}":         "a file, not an API route",
-	"GET /user_uploads/temporary/{token}/{filename}": "a file, not an API route",
-	"GET /user_avatars/{realm}/{file}":               "a file, not an API route",
-	"GET /user_avatars/{realm}/emoji/images/{file}":  "a file, not an API route (api_realm_emoji_test.go tests it)",
+	"GET /user_uploads/{realm_id}/{path...}":              "a file, not an API route",
+	"GET /user_uploads/temporary/{token}/{filename}":      "a file, not an API route",
+	"GET /user_avatars/{realm}/{file}":                    "a file, not an API route",
+	"GET /user_avatars/{realm}/emoji/images/{file}":       "a file, not an API route (api_realm_emoji_test.go tests it)",
+	"GET /user_avatars/exports/{realm_id}/{token}/{file}": "a file, not an API route (api_realm_export_test.go tests it)",
 	// The sign-up page an invitation opens (signup.go): HTML, as
 	// Zulip's registration pages are; api_invites_test.go tests it.
 	"GET /join/{key}/{$}":             "the sign-up page of a reusable invitation link",
@@ -731,7 +732,25 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 	archivedPath := "/api/v1/streams/" + strconv.FormatUint(archived.ID, 10)
 	wantAPISuccess(t, e.request(t, "DELETE", archivedPath, nil, &e.admin))
 	wantAPISuccess(t, e.request(t, "PATCH", archivedPath, url.Values{"is_archived": {"false"}}, &e.admin))
+	// Issue 33's data exports: one made, its realm_export events in an
+	// administrator's queue, downloaded and deleted.
+	exportQueue := e.registerQueue(t, &e.admin, url.Values{"event_types": {`["realm_export"]`}}).str("queue_id")
+	exportID := mustID(t, e.request(t, "POST", "/api/v1/export/realm", nil, &e.admin))
+	exportURL, _ := e.waitForExport(t, exportID)["export_url"].(string)
+	if rec := e.fetch(t, &e.admin, strings.TrimPrefix(exportURL, "http://zulite.test")); rec.Code != http.StatusOK {
+		t.Fatalf("the export's tarball: got %d", rec.Code)
+	}
+	exportItem := "/api/v1/export/realm/" + strconv.FormatUint(exportID, 10)
 	cases := []contractCase{
+		{false, "GET", "/api/v1/export/realm", nil, &e.admin},
+		{true, "GET", "/api/v1/export/realm", nil, &e.alice},
+		{true, "POST", "/api/v1/export/realm", url.Values{"export_type": {"2"}}, &e.admin},
+		{false, "GET", "/api/v1/export/realm/consents", nil, &e.admin},
+		{true, "GET", "/api/v1/export/realm/consents", nil, &e.bob},
+		{false, "DELETE", exportItem, nil, &e.admin},
+		{true, "DELETE", exportItem, nil, &e.admin}, // already deleted
+		{false, "GET", "/api/v1/events", url.Values{"queue_id": {exportQueue}, "last_event_id": {"-1"}, "dont_block": {"true"}}, &e.admin},
+		{false, "POST", "/api/v1/export/realm", nil, &e.admin}, // made in the background: waited for below
 		{false, "PATCH", generalPath, url.Values{"description": {"Contract again"}}, &e.admin},
 		{false, "DELETE", "/api/v1/streams/" + strconv.FormatUint(mustCreateChannel(t, e.st, "contract-gone", false).ID, 10), nil, &e.admin},
 		{false, "POST", "/api/v1/default_streams", url.Values{"stream_id": {general}}, &e.admin},
@@ -1081,6 +1100,11 @@ func TestOpenAPI_EveryRouteMatchesZulipsContract(t *testing.T) {
 			cov[i] = true
 			covered["POST /api/v1/realm/emoji/{emoji_name}"] = cov
 		}
+	}
+	// The last case's export, made in the background, ends before the
+	// test's directory goes.
+	if all := mustRealmExports(t, e.st); len(all) > 0 {
+		e.waitForExport(t, all[len(all)-1].ID)
 	}
 	for _, route := range routes {
 		if _, ok := zuliteOnlyRoutes[route]; ok {

@@ -289,6 +289,8 @@ func (s *server) publishChange(change any, release func()) {
 		s.publishLinkifiers(c) // api_linkifiers.go
 	case playgroundsChanged:
 		s.publishPlaygrounds(c)
+	case realmExportsChanged:
+		s.publishRealmExports(c) // api_realm_export.go
 	case reactionChanged:
 		s.publishReaction(c)
 	case submessageAdded:

@@ -129,6 +129,10 @@ package main
 //	                 Zulip's MultiuseInvite, numbered apart from e-mail invitations as Zulip's are
 //	invite_keys      confirmation key (24 characters) → 'e' or 'm' ‖ invitation id (uint64): the
 //	                 invitation a link /accounts/do_confirm/KEY or /join/KEY/ opens
+//	realm_exports    export id → realmExport (JSON: acting user, export_type, status, the
+//	                 times it was requested, succeeded, failed, deleted, and its tarball's
+//	                 path under DB.exports/); the bucket's sequence numbers them
+//	                 (store_realm_export.go, api_realm_export.go)
 //
 // meta also holds "presence_update_id" → uint64, the presence update ids
 // reserved so far (store_presence.go), and "push_bouncer" → the push
@@ -248,6 +252,7 @@ var (
 		bucketRealmEmoji, bucketLinkifiers, bucketPlaygrounds,
 		bucketInvites, bucketInviteLinks, bucketInviteKeys,
 		bucketProfileFields,
+		bucketRealmExports,
 	}
 
 	// retiredBuckets are older schemas' buckets that migrate removes.

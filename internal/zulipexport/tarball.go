@@ -142,3 +142,114 @@ func unpackEntry(root *os.Root, tr *tar.Reader, hdr *tar.Header, name string, ro
 	}
 	return nil
 }
+
+// Pack writes the export in dir to w as `manage.py export` leaves it: a
+// .tar.gz holding one directory, top, with the export's files. Only
+// files and directories are taken (an export holds nothing else); any
+// other entry is refused, naming it. The tar is written by hand, POSIX
+// ustar with GNU's long names (what GNU tar, Python's tarfile and
+// archive/tar read): archive/tar's writer would add more to the binary
+// than the whole feature is allowed.
+func Pack(w io.Writer, dir, top string) error {
+	zw := gzip.NewWriter(w)
+	err := filepath.WalkDir(dir, func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, name)
+		if err != nil {
+			return err
+		}
+		entry := path.Join(top, filepath.ToSlash(rel))
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.IsDir():
+			return writeTarHeader(zw, entry+"/", tar.TypeDir, 0o700, 0, fi.ModTime().Unix())
+		case fi.Mode().IsRegular():
+			f, err := os.Open(name)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			size := fi.Size()
+			if err := writeTarHeader(zw, entry, tar.TypeReg, 0o600, size, fi.ModTime().Unix()); err != nil {
+				return err
+			}
+			if _, err := io.CopyN(zw, f, size); err != nil {
+				return err
+			}
+			_, err = zw.Write(make([]byte, (512-size%512)%512))
+			return err
+		}
+		return fmt.Errorf("%s: neither a file nor a directory", entry)
+	})
+	if err == nil {
+		_, err = zw.Write(make([]byte, 1024)) // the end: two empty blocks
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	return err
+}
+
+// writeTarHeader writes a ustar header; a name over 100 bytes that no
+// slash splits into ustar's prefix and name goes first as a GNU long
+// name entry.
+func writeTarHeader(w io.Writer, name string, kind byte, mode, size, mtime int64) error {
+	if size >= 1<<33 {
+		return fmt.Errorf("%s: over 8 GiB", name)
+	}
+	prefix, short, gnu := "", name, false
+	if len(name) > 100 {
+		for i := len(name) - 1; i > 0; i-- {
+			if name[i] == '/' && i <= 155 && len(name)-i-1 <= 100 && len(name)-i-1 > 0 {
+				prefix, short = name[:i], name[i+1:]
+				break
+			}
+		}
+		if prefix == "" {
+			if err := writeTarHeader1(w, "././@LongLink", tar.TypeGNULongName, 0o644, int64(len(name)+1), 0, "", true); err != nil {
+				return err
+			}
+			long := make([]byte, (len(name)+1+511)/512*512)
+			copy(long, name)
+			if _, err := w.Write(long); err != nil {
+				return err
+			}
+			short, gnu = name[:100], true
+		}
+	}
+	return writeTarHeader1(w, short, kind, mode, size, mtime, prefix, gnu)
+}
+
+func writeTarHeader1(w io.Writer, name string, kind byte, mode, size, mtime int64, prefix string, gnu bool) error {
+	var h [512]byte
+	copy(h[0:100], name)
+	octal := func(field []byte, v int64) {
+		digits := fmt.Sprintf("%0*o", len(field)-1, v)
+		copy(field, digits)
+	}
+	octal(h[100:108], mode)
+	octal(h[108:116], 0)
+	octal(h[116:124], 0)
+	octal(h[124:136], size)
+	octal(h[136:148], mtime)
+	h[156] = kind
+	if gnu {
+		copy(h[257:265], "ustar  \x00")
+	} else {
+		copy(h[257:265], "ustar\x0000")
+		copy(h[345:500], prefix)
+	}
+	copy(h[148:156], "        ")
+	sum := 0
+	for _, b := range h {
+		sum += int(b)
+	}
+	copy(h[148:155], fmt.Sprintf("%06o\x00", sum))
+	_, err := w.Write(h[:])
+	return err
+}

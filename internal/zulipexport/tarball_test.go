@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -182,4 +184,57 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestPack_UnpacksToTheSameFiles: what Pack writes, archive/tar (Unpack)
+// and GNU tar read back as the same files, a long name and a name no
+// slash splits into ustar's fields among them.
+func TestPack_UnpacksToTheSameFiles(t *testing.T) {
+	src := t.TempDir()
+	want := map[string]string{
+		"realm.json":           `{"zerver_realm":[]}`,
+		"messages-000001.json": "",
+		filepath.Join("uploads", "1", "ab", "tokentokentokentokentoken", strings.Repeat("long-name-", 12)+".txt"): "a long name",
+		filepath.Join("uploads", strings.Repeat("x", 130)+".bin"):                                                 strings.Repeat("z", 1500),
+	}
+	for name, body := range want {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, name)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := Pack(&buf, src, "zulip-export-abcdefgh"); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	top, err := Unpack(bytes.NewReader(buf.Bytes()), dst, func(int64) error { return nil })
+	if err != nil {
+		t.Fatalf("Unpack: %v", err)
+	}
+	if got := filepath.Base(top); got != "zulip-export-abcdefgh" {
+		t.Errorf("got top %q, want zulip-export-abcdefgh", got)
+	}
+	for name, body := range want {
+		got, err := os.ReadFile(filepath.Join(top, name))
+		if err != nil || string(got) != body {
+			t.Errorf("%s: got %q (%v), want %q", name, got, err, body)
+		}
+	}
+	if tarPath, err := exec.LookPath("tar"); err == nil {
+		gnu := t.TempDir()
+		cmd := exec.Command(tarPath, "-xzf", "-", "-C", gnu)
+		cmd.Stdin = bytes.NewReader(buf.Bytes())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("tar -xzf: %v: %s", err, out)
+		}
+		for name, body := range want {
+			got, err := os.ReadFile(filepath.Join(gnu, "zulip-export-abcdefgh", name))
+			if err != nil || string(got) != body {
+				t.Errorf("tar: %s: got %q (%v), want %q", name, got, err, body)
+			}
+		}
+	}
 }

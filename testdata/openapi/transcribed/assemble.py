@@ -18,6 +18,7 @@ paths.update(load('paths_groups.yaml'))
 paths.update(load('paths_channels.yaml'))
 paths.update(load('paths_realm.yaml'))
 paths.update(load('paths_invites.yaml'))
+paths.update(load('paths_export.yaml'))
 for path, item in load('paths_own.yaml').items():  # new path items, or methods of existing ones
     paths.setdefault(path, {}).update(item)
 for path, item in load('paths_subs.yaml').items():  # methods of paths_a.yaml's path items
@@ -26,7 +27,7 @@ for path, item in load('paths_channels_item.yaml').items():  # methods of paths.
     paths[path].update(item)
 for path, item in load('paths_people.yaml').items():  # new path items, or methods of existing ones
     paths.setdefault(path, {}).update(item)
-for f in ('components_a.yaml', 'components_own.yaml', 'components_invites.yaml'):
+for f in ('components_a.yaml', 'components_own.yaml', 'components_invites.yaml', 'components_export.yaml'):
     extra = load(f)
     assert not set(extra) & set(comps), set(extra) & set(comps)
     comps.update(extra)
@@ -40,6 +41,7 @@ events += load('events_channels.yaml')
 events += load('events_realm.yaml')
 events += load('events_invites.yaml')
 events += load('events_people.yaml')
+events += load('events_export.yaml')
 items = paths['/events']['get']['responses']['200']['content']['application/json']['schema']['allOf'][1]['properties']['events']['items']
 assert items == {'oneOf': 'EVENTS'}
 items['oneOf'] = events
