@@ -54,7 +54,7 @@ func FuzzMarkdown(f *testing.F) {
 		linkifiers = append(linkifiers, c)
 	}
 	custom := func(name string) (string, bool) {
-		return "/user_avatars/2/emoji/images/" + name + "\"<x>.png", name == "party"
+		return customEmojiSrc, name == "party"
 	}
 	f.Fuzz(func(t *testing.T, content string) {
 		if len(content) > maxMessageLength {
@@ -74,6 +74,10 @@ func FuzzMarkdown(f *testing.F) {
 		}
 	})
 }
+
+// customEmojiSrc is the fuzz harness's custom emoji's URL, with the
+// characters an unescaped attribute would break on.
+const customEmojiSrc = "/user_avatars/2/emoji/images/party\"<x>.png"
 
 // renderedAttrs are the attributes zulite's HTML may carry, by tag.
 var renderedAttrs = map[string][]string{
@@ -136,7 +140,10 @@ func checkRenderedAttr(tag string, a html.Attribute) error {
 			return fmt.Errorf("href %q", a.Val)
 		}
 	case "src":
-		if a.Val != "/static/generated/emoji/images/emoji/unicode/zulip.png" {
+		// :zulip:, or the harness's custom emoji, whose URL the resolver
+		// makes hostile on purpose: the tokenizer must read back exactly
+		// what it gave, escaped, never markup.
+		if a.Val != "/static/generated/emoji/images/emoji/unicode/zulip.png" && a.Val != customEmojiSrc {
 			return fmt.Errorf("src %q", a.Val)
 		}
 	case "style":
