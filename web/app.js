@@ -49,12 +49,22 @@ async function boot() {
 function showLogin() {
   $('app-view').hidden = true;
   $('login-view').hidden = false;
-  $('login-email').focus();
+  const again = sessionStorage.getItem('zulite-relogin');
+  sessionStorage.removeItem('zulite-relogin');
+  if (again) {
+    // The person changed their password on the settings page.
+    $('login-email').value = again;
+    $('login-note').textContent = 'Your password is changed. Log in again with the new one.';
+    $('login-password').focus();
+  } else {
+    $('login-email').focus();
+  }
 }
 
 $('login-form').addEventListener('submit', async (e) => {
   e.preventDefault();
   $('login-error').textContent = '';
+  $('login-note').textContent = '';
   try {
     state.me = await login($('login-email').value, $('login-password').value);
     $('login-password').value = '';

@@ -128,6 +128,25 @@ function profile(body) {
   const status = state.registered?.user_status?.[state.me.user_id] || {};
   body.append(
     el('p', {}, el('strong', { text: me.full_name || state.me.full_name }), ` (${state.me.email})`),
+    el('section', { 'aria-label': 'Name' }, el('h3', { text: 'Name' }),
+      form('Change your name', [field('Full name', { name: 'full_name', required: true, maxlength: 100, value: me.full_name || state.me.full_name, autocomplete: 'name' })],
+        'Save name', (f) => api('PATCH', '/settings', { full_name: f.elements.full_name.value }), 'Name saved.')),
+    el('section', { 'aria-label': 'Password' }, el('h3', { text: 'Password' }),
+      form('Change your password', [
+        field('Old password', { name: 'old_password', type: 'password', required: true, autocomplete: 'current-password' }),
+        field('New password', { name: 'new_password', type: 'password', required: true, autocomplete: 'new-password' }),
+      ], 'Change password', async (f) => {
+        // A new password ends every session of the account, this one
+        // too: the page comes back at the login form, which says why.
+        sessionStorage.setItem('zulite-relogin', state.me.email);
+        try {
+          await api('PATCH', '/settings', { old_password: f.elements.old_password.value, new_password: f.elements.new_password.value });
+        } catch (err) {
+          sessionStorage.removeItem('zulite-relogin');
+          throw err;
+        }
+        location.reload();
+      }, 'Password changed.')),
     el('section', { 'aria-label': 'Avatar' }, el('h3', { text: 'Avatar' }), avatar,
       form('Upload an avatar', [el('label', {}, 'Image ', file)], 'Upload avatar', async () => {
         if (!file.files[0]) throw new Error('Choose an image first.');

@@ -589,6 +589,40 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await narrowTo(b, 'general');
   });
 
+  await t.test('own name and password: refusals show Zulip\'s error, a new password logs the page in again', async () => {
+    const c = await open(browser, { email: 'carol@example.com', password: 'carol-password-1' });
+    await openSettings(c, 'Profile');
+    await c.locator(named('Full name')).fill('Carol @ home');
+    await c.locator(named('Save name', 'button')).click();
+    await c.waitForSelector(byText('Invalid characters in name!'));
+    await c.locator(named('Full name')).fill('Carol Jones');
+    await c.locator(named('Save name', 'button')).click();
+    await c.waitForSelector(byText('Name saved.'));
+    await a.waitForFunction(async () => (await (await import('/web/api.js')).api('GET', '/users')).members.some((u) => u.full_name === 'Carol Jones'), { timeout });
+    await c.locator(named('Old password')).fill('not-her-password');
+    await c.locator(named('New password')).fill('carol-password-2');
+    await c.locator(named('Change password', 'button')).click();
+    await c.waitForSelector(byText('Wrong password!'));
+    await c.locator(named('Old password')).fill('carol-password-1');
+    await c.locator(named('New password')).fill('short');
+    await c.locator(named('Change password', 'button')).click();
+    await c.waitForSelector(byText('New password is too weak!'));
+    await c.locator(named('Old password')).fill('carol-password-1');
+    await c.locator(named('New password')).fill('carol-password-2');
+    await c.locator(named('Change password', 'button')).click();
+    // The new password ended this session too: the page asks for it.
+    await c.waitForSelector('#login-form:not([hidden])');
+    await c.waitForSelector(byText('Your password is changed. Log in again with the new one.'));
+    assert.equal(await c.$eval('#login-email', (n) => n.value), 'carol@example.com');
+    await c.locator('#login-password').fill('carol-password-1');
+    await c.click('#login-form button[type=submit]');
+    await c.waitForSelector(byText('Your username or password is incorrect'));
+    await c.locator('#login-password').fill('carol-password-2');
+    await c.click('#login-form button[type=submit]');
+    await c.waitForSelector('#app-view:not([hidden]) #channels li');
+    await c.browserContext().close();
+  });
+
   await t.test('organization settings: a permission is changed, and a refusal shows Zulip\'s error', async () => {
     await openSettings(a, 'Permissions');
     const setting = named('Who can create public channels');
@@ -607,7 +641,7 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
   });
 
   await t.test('no serious accessibility violation on the inbox and the settings pages, light and dark', async () => {
-    for (const where of ['#inbox', '#settings/channels', '#organization/permissions']) {
+    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions']) {
       await a.evaluate((h) => { location.hash = h; }, where);
       await a.waitForFunction((h) => (h === '#inbox' ? !document.querySelector('#inbox').hidden : document.querySelector(`.settings-tabs [aria-current=page][href="${h}"]`)), { timeout }, where);
       for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(a, theme), [], `${where}, ${theme} theme`);
