@@ -306,9 +306,13 @@ function realmPermissions(body) {
   }));
 }
 
-function users(body) {
-  const people = [...state.users.values()].filter((u) => !u.is_bot).sort((a, b) => a.full_name.localeCompare(b.full_name));
-  const roles = { 100: 'Owner', 200: 'Administrator', 300: 'Moderator', 400: 'Member', 600: 'Guest' };
+// Zulip's role names (settings_config.user_role_values).
+const roleNames = [[100, 'Organization owner'], [200, 'Organization administrator'], [300, 'Moderator'], [400, 'Member'], [600, 'Guest']];
+const roleName = (role) => roleNames.find(([r]) => r === role)?.[1] ?? 'Member';
+
+async function users(body) {
+  const { members } = await api('GET', '/users');
+  const people = members.filter((u) => !u.is_bot).sort((a, b) => a.full_name.localeCompare(b.full_name));
   body.append(
     form('Add a person', [field('Name', { name: 'full_name', required: true }), field('E-mail', { name: 'email', type: 'email', required: true }),
       field('Password', { name: 'password', type: 'password', required: true, minlength: 6, autocomplete: 'new-password' })],
@@ -318,9 +322,20 @@ function users(body) {
       f.reset();
       f.dataset.added = name;
     }, 'Added: they can now log in.'),
-    el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Name' }), el('th', { text: 'E-mail' }), el('th', { text: 'Role' }))),
-      el('tbody', {}, people.map((u) => el('tr', {}, el('td', { text: u.full_name + (u.is_active === false ? ' (deactivated)' : '') }),
-        el('td', { text: u.email }), el('td', { text: roles[u.role] || (u.is_admin ? 'Administrator' : 'Member') })))))); 
+    el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Name' }), el('th', { text: 'E-mail' }), el('th', { text: 'Role' }), el('th', { text: 'Actions' }))),
+      el('tbody', {}, people.map((u) => {
+        const role = el('select', { 'aria-label': `Role of ${u.full_name}`, disabled: !u.is_active || u.user_id === state.me.user_id },
+          roleNames.map(([r, label]) => el('option', { value: r, text: label, selected: r === u.role })));
+        role.addEventListener('change', () => api('PATCH', `/users/${u.user_id}`, { role: role.value }).then(redraw, (err) => {
+          role.value = u.role;
+          role.after(el('span', { class: 'error', role: 'alert', text: ` ${err.message}` }));
+        }));
+        return el('tr', {}, el('td', { text: u.full_name + (u.is_active ? '' : ' (deactivated)') }),
+          el('td', { text: u.email }), el('td', {}, role),
+          el('td', {}, u.user_id === state.me.user_id ? null : u.is_active
+            ? action(`Deactivate ${u.full_name}`, () => api('DELETE', `/users/${u.user_id}`).then(redraw), { class: 'danger' })
+            : action(`Reactivate ${u.full_name}`, () => api('POST', `/users/${u.user_id}/reactivate`).then(redraw))));
+      }))));
 }
 
 function adminChannels(body) {

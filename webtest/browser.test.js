@@ -96,7 +96,7 @@ async function narrowTo(page, channel) {
   await page.waitForFunction((c) => document.querySelector('#narrow-title').textContent === `#${c}` && !document.querySelector('#messages[aria-busy]'), { timeout }, channel);
 }
 
-test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
+test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
   const browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM,
     headless: true,
@@ -640,8 +640,23 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await a.waitForSelector(byText('Saved.'));
   });
 
+  await t.test('organization people: a role, a refusal with Zulip\'s error, deactivate and reactivate', async () => {
+    await openSettings(a, 'Users');
+    const role = named('Role of Carol Jones');
+    await a.waitForSelector(role);
+    await a.select(role, '100');
+    await a.waitForSelector(byText('Must be an organization owner'));
+    await a.select(role, '300');
+    await a.waitForFunction(async () => (await (await import('/web/api.js')).api('GET', '/users')).members.find((u) => u.full_name === 'Carol Jones').role === 300, { timeout });
+    await a.locator(named('Deactivate Carol Jones', 'button')).click();
+    await a.waitForSelector('::-p-aria([name="Carol Jones (deactivated)"][role="cell"])');
+    await a.locator(named('Reactivate Carol Jones', 'button')).click();
+    await a.waitForSelector(named('Deactivate Carol Jones', 'button'));
+    await a.waitForSelector('::-p-aria([name="Carol Jones"][role="cell"])');
+  });
+
   await t.test('no serious accessibility violation on the inbox and the settings pages, light and dark', async () => {
-    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions']) {
+    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions', '#organization/users']) {
       await a.evaluate((h) => { location.hash = h; }, where);
       await a.waitForFunction((h) => (h === '#inbox' ? !document.querySelector('#inbox').hidden : document.querySelector(`.settings-tabs [aria-current=page][href="${h}"]`)), { timeout }, where);
       for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(a, theme), [], `${where}, ${theme} theme`);
