@@ -338,18 +338,60 @@ async function users(body) {
       }))));
 }
 
-function adminChannels(body) {
-  const all = [...state.channels.values(), ...[...state.joinable.values()].filter((c) => !state.channels.has(c.stream_id))]
-    .sort((a, b) => a.name.localeCompare(b.name));
+// The channel permissions of Zulip's channel settings, with its labels.
+const channelPermissions = [
+  ['can_send_message_group', 'Who can post to this channel'],
+  ['can_administer_channel_group', 'Who can administer this channel'],
+  ['can_subscribe_group', 'Who can subscribe to this channel'],
+  ['can_add_subscribers_group', 'Who can subscribe anyone to this channel'],
+  ['can_remove_subscribers_group', 'Who can unsubscribe anyone from this channel'],
+  ['can_move_messages_within_channel_group', 'Who can move messages inside this channel'],
+  ['can_move_messages_out_of_channel_group', 'Who can move messages out of this channel'],
+  ['can_resolve_topics_group', 'Who can resolve topics in this channel'],
+  ['can_delete_any_message_group', 'Who can delete any message in this channel'],
+  ['can_delete_own_message_group', 'Who can delete their own messages in this channel'],
+];
+
+// groupSelect offers the system groups for a group setting; a value
+// that is not one of them (a set of people) shows as Custom.
+function groupSelect(name, label, value) {
+  const groups = (state.registered?.realm_user_groups || []).filter((g) => g.is_system_group && groupLabels[g.name]);
+  const custom = typeof value !== 'number';
+  return el('label', { class: 'row' }, label, ' ', el('select', { name },
+    custom ? el('option', { value: '', text: 'Custom', selected: true }) : null,
+    groups.map((g) => el('option', { value: g.id, text: groupLabels[g.name], selected: g.id === value }))));
+}
+
+async function adminChannels(body) {
+  const { streams } = await api('GET', '/streams');
+  const all = streams.sort((a, b) => a.name.localeCompare(b.name));
   body.append(
     form('Create a channel', [field('New channel', { name: 'name', required: true, maxlength: 60 }), field('Description', { name: 'description', maxlength: 1024 })],
       'Create channel', async (f) => {
         const name = f.elements.name.value.trim();
         await api('POST', '/users/me/subscriptions', { subscriptions: [{ name, description: f.elements.description.value.trim() }] });
         f.reset();
+        redraw();
       }, 'Channel created.'),
-    el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Channel' }), el('th', { text: 'Description' }), el('th', { text: 'Subscribed' }))),
-      el('tbody', {}, all.map((c) => el('tr', {}, el('td', { text: `#${c.name}` }), el('td', { text: c.description || '' }),
-        el('td', { text: state.channels.has(c.stream_id) ? 'Yes' : 'No' }))))));
+    el('ul', { class: 'rows' }, all.map((c) => el('li', { class: 'channel-row', 'aria-label': `#${c.name}` },
+      el('h3', { text: `#${c.name}` }),
+      form(`Settings of #${c.name}`, [
+        field('Channel name', { name: 'new_name', required: true, maxlength: 60, value: c.name }),
+        field('Channel description', { name: 'description', maxlength: 1024, value: c.description || '' }),
+        ...channelPermissions.map(([name, label]) => groupSelect(name, label, c[name])),
+      ], 'Save channel', async (f) => {
+        const changed = {};
+        if (f.elements.new_name.value.trim() !== c.name) changed.new_name = f.elements.new_name.value.trim();
+        if (f.elements.description.value.trim() !== (c.description || '')) changed.description = f.elements.description.value.trim();
+        for (const [name] of channelPermissions) {
+          const v = f.elements[name].value;
+          if (v !== '' && Number(v) !== c[name]) changed[name] = JSON.stringify({ new: Number(v) });
+        }
+        if (!Object.keys(changed).length) return;
+        await api('PATCH', `/streams/${c.stream_id}`, changed);
+        redraw();
+      }, 'Channel saved.'),
+      action(`Archive #${c.name}`, () => api('DELETE', `/streams/${c.stream_id}`).then(redraw), { class: 'danger' })))),
+    all.length ? null : el('p', { class: 'empty', text: 'No channels.' }));
 }
 

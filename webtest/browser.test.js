@@ -655,8 +655,30 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.waitForSelector('::-p-aria([name="Carol Jones"][role="cell"])');
   });
 
+  await t.test('organization channels: rename, describe, a permission with a refusal, archive', async () => {
+    await openSettings(a, 'Channels');
+    const settings = (c) => `::-p-aria([name="Settings of #${c}"][role="form"])`;
+    const post = (c) => `${settings(c)} ::-p-aria([name="Who can post to this channel"])`;
+    const idOf = (c, label) => a.$eval(post(c), (s, l) => [...s.options].find((o) => o.textContent === l).value, label);
+    await a.waitForSelector(settings('random'));
+    await a.select(post('random'), await idOf('random', 'Everyone on the internet'));
+    await a.click(`${settings('random')} ::-p-aria([name="Save channel"][role="button"])`);
+    await a.waitForSelector(byText("'can_send_message_group' setting cannot be set to 'role:internet' group."));
+    await a.select(post('random'), await idOf('random', 'Administrators'));
+    await a.locator(`${settings('random')} ::-p-aria([name="Channel name"])`).fill('open water');
+    await a.locator(`${settings('random')} ::-p-aria([name="Channel description"])`).fill('Sculling on the lake');
+    await a.click(`${settings('random')} ::-p-aria([name="Save channel"][role="button"])`);
+    await a.waitForSelector(settings('open water'));
+    const channel = (await call(a, 'GET', '/streams')).streams.find((c) => c.name === 'open water');
+    assert.equal(channel.description, 'Sculling on the lake');
+    assert.equal(String(channel.can_send_message_group), await idOf('open water', 'Administrators'));
+    await a.locator(named('Archive #open water', 'button')).click();
+    await a.waitForFunction(() => !document.querySelector('.settings-page').textContent.includes('#open water'), { timeout });
+    assert.ok(!(await call(a, 'GET', '/streams')).streams.some((c) => c.name === 'open water'), 'archived');
+  });
+
   await t.test('no serious accessibility violation on the inbox and the settings pages, light and dark', async () => {
-    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions', '#organization/users']) {
+    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions', '#organization/users', '#organization/channels']) {
       await a.evaluate((h) => { location.hash = h; }, where);
       await a.waitForFunction((h) => (h === '#inbox' ? !document.querySelector('#inbox').hidden : document.querySelector(`.settings-tabs [aria-current=page][href="${h}"]`)), { timeout }, where);
       for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(a, theme), [], `${where}, ${theme} theme`);
