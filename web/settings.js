@@ -41,6 +41,7 @@ const adminTabs = [
   ['organization/permissions', 'Permissions'],
   ['organization/users', 'Users'],
   ['organization/channels', 'Channels'],
+  ['organization/invites', 'Invitations'],
 ];
 
 const pages = {
@@ -54,6 +55,7 @@ const pages = {
   'organization/permissions': realmPermissions,
   'organization/users': users,
   'organization/channels': adminChannels,
+  'organization/invites': invites,
 };
 
 // renderSettings draws a tab into root: the tab list, then the page.
@@ -395,3 +397,40 @@ async function adminChannels(body) {
     all.length ? null : el('p', { class: 'empty', text: 'No channels.' }));
 }
 
+// Zulip's invitation roles and expiry choices (settings_config).
+const inviteRoles = [[400, 'Members'], [300, 'Moderators'], [200, 'Organization administrators'], [100, 'Organization owners'], [600, 'Guests']];
+const expiries = [[1440, '1 day'], [2 * 1440, '2 days'], [10 * 1440, '10 days'], [30 * 1440, '30 days'], ['null', 'Never expires']];
+
+async function invites(body) {
+  const { invites: list } = await api('GET', '/invites');
+  const link = el('input', { readonly: true, 'aria-label': 'Invitation link', class: 'link', hidden: true });
+  const copy = el('button', { type: 'button', text: 'Copy link', hidden: true });
+  copy.addEventListener('click', () => {
+    link.select();
+    navigator.clipboard?.writeText(link.value).catch(() => {});
+  });
+  body.append(
+    form('Create an invitation link', [
+      el('label', {}, 'Users who join will be ', el('select', { name: 'invite_as' }, inviteRoles.map(([r, label]) => el('option', { value: r, text: label })))),
+      el('label', {}, 'Link expires after ', el('select', { name: 'expires' }, expiries.map(([m, label]) => el('option', { value: m, text: label, selected: m === 10 * 1440 })))),
+    ], 'Create link', async (f) => {
+      const r = await api('POST', '/invites/multiuse', { invite_as: f.elements.invite_as.value, invite_expires_in_minutes: f.elements.expires.value });
+      sessionStorage.setItem('zulite-new-invite', r.invite_link);
+      redraw();
+    }, 'Link created.'),
+    el('p', {}, link, ' ', copy),
+    list.length ? el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Invitation' }), el('th', { text: 'Role' }), el('th', { text: 'Expires' }), el('th', { text: 'Actions' }))),
+      el('tbody', {}, list.sort((a, b) => b.invited - a.invited).map((i) => el('tr', {},
+        el('td', { text: i.is_multiuse ? i.link_url : i.email }),
+        el('td', { text: inviteRoles.find(([r]) => r === i.invited_as)?.[1] ?? '' }),
+        el('td', { text: i.expiry_date ? new Date(i.expiry_date * 1000).toLocaleString() : 'Never' }),
+        el('td', {}, action(i.is_multiuse ? 'Revoke link' : `Revoke ${i.email}`,
+          () => api('DELETE', i.is_multiuse ? `/invites/multiuse/${i.id}` : `/invites/${i.id}`).then(redraw), { class: 'danger' }))))))
+      : el('p', { class: 'empty', text: 'No invitations.' }));
+  const fresh = sessionStorage.getItem('zulite-new-invite');
+  sessionStorage.removeItem('zulite-new-invite');
+  if (fresh) {
+    link.value = fresh;
+    link.hidden = copy.hidden = false;
+  }
+}

@@ -677,8 +677,23 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     assert.ok(!(await call(a, 'GET', '/streams')).streams.some((c) => c.name === 'open water'), 'archived');
   });
 
+  await t.test('invitation links: create with a role and an expiry, copy, list and revoke', async () => {
+    await openSettings(a, 'Invitations');
+    await a.select(named('Users who join will be'), '300');
+    await a.select(named('Link expires after'), '1440');
+    await a.locator(named('Create link', 'button')).click();
+    await a.waitForSelector(byText('Link created.'));
+    await a.waitForFunction(() => document.querySelector('input[aria-label="Invitation link"]')?.value.includes('/join/'), { timeout });
+    const link = await valueOf(a, 'Invitation link');
+    await a.waitForSelector(named('Copy link', 'button'));
+    await a.waitForSelector(`::-p-aria([name=${JSON.stringify(link)}][role="cell"])`);
+    await a.waitForSelector('::-p-aria([name="Moderators"][role="cell"])');
+    await a.locator(named('Revoke link', 'button')).click();
+    await a.waitForSelector(byText('No invitations.'));
+  });
+
   await t.test('no serious accessibility violation on the inbox and the settings pages, light and dark', async () => {
-    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions', '#organization/users', '#organization/channels']) {
+    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions', '#organization/users', '#organization/channels', '#organization/invites']) {
       await a.evaluate((h) => { location.hash = h; }, where);
       await a.waitForFunction((h) => (h === '#inbox' ? !document.querySelector('#inbox').hidden : document.querySelector(`.settings-tabs [aria-current=page][href="${h}"]`)), { timeout }, where);
       for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(a, theme), [], `${where}, ${theme} theme`);
