@@ -42,6 +42,7 @@ const adminTabs = [
   ['organization/users', 'Users'],
   ['organization/channels', 'Channels'],
   ['organization/invites', 'Invitations'],
+  ['organization/emoji-settings', 'Custom emoji'],
 ];
 
 const pages = {
@@ -56,6 +57,7 @@ const pages = {
   'organization/users': users,
   'organization/channels': adminChannels,
   'organization/invites': invites,
+  'organization/emoji-settings': customEmoji,
 };
 
 // renderSettings draws a tab into root: the tab list, then the page.
@@ -433,4 +435,33 @@ async function invites(body) {
     link.value = fresh;
     link.hidden = copy.hidden = false;
   }
+}
+
+// postFile sends a form with a file, as api cannot.
+async function postFile(path, data) {
+  const r = await fetch('/json' + path, { method: 'POST', body: data, headers: { 'X-CSRFToken': csrf() }, credentials: 'same-origin' });
+  const answer = await r.json().catch(() => ({}));
+  if (!r.ok || answer.result !== 'success') throw new Error(answer.msg || `HTTP ${r.status}`);
+  return answer;
+}
+
+async function customEmoji(body) {
+  const { emoji } = await api('GET', '/realm/emoji');
+  const active = Object.values(emoji).filter((e) => !e.deactivated).sort((a, b) => a.name.localeCompare(b.name));
+  const file = el('input', { type: 'file', accept: 'image/png,image/jpeg,image/gif,image/webp', name: 'file' });
+  body.append(
+    form('Add a custom emoji', [field('Emoji name', { name: 'name', required: true, placeholder: 'e.g. boathouse' }), el('label', {}, 'Emoji image ', file)],
+      'Add emoji', async (f) => {
+        if (!file.files[0]) throw new Error('Choose an image first.');
+        const data = new FormData();
+        data.append('file', file.files[0]);
+        await postFile(`/realm/emoji/${encodeURIComponent(f.elements.name.value.trim())}`, data);
+        redraw();
+      }, 'Emoji added.'),
+    active.length ? el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Name' }), el('th', { text: 'Image' }), el('th', { text: 'Author' }), el('th', { text: 'Actions' }))),
+      el('tbody', {}, active.map((e) => el('tr', {}, el('td', { text: `:${e.name}:` }),
+        el('td', {}, el('img', { src: e.source_url, alt: `:${e.name}:`, width: 25, height: 25 })),
+        el('td', { text: e.author_id ? userName(e.author_id) : '' }),
+        el('td', {}, action(`Deactivate :${e.name}:`, () => api('DELETE', `/realm/emoji/${encodeURIComponent(e.name)}`).then(redraw), { class: 'danger' }))))))
+      : el('p', { class: 'empty', text: 'No custom emoji.' }));
 }

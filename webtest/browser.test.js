@@ -692,8 +692,22 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.waitForSelector(byText('No invitations.'));
   });
 
+  await t.test('custom emoji: a refused name shows Zulip\'s error, upload, list, deactivate', async () => {
+    await openSettings(a, 'Custom emoji');
+    await (await a.$('::-p-aria([name="Add a custom emoji"][role="form"]) input[type=file]')).uploadFile(join(out, 'boathouse.png'));
+    await a.locator(named('Emoji name')).fill('Boathouse');
+    await a.locator(named('Add emoji', 'button')).click();
+    await a.waitForSelector(byText('Emoji names must contain only lowercase English letters, digits, spaces, dashes, and underscores.'));
+    await a.locator(named('Emoji name')).fill('boathouse');
+    await a.locator(named('Add emoji', 'button')).click();
+    await a.waitForSelector('::-p-aria([name=":boathouse:"][role="cell"])');
+    await a.waitForFunction(() => { const i = document.querySelector('img[alt=":boathouse:"]'); return i?.complete && i.naturalWidth > 0; }, { timeout });
+    await a.locator(named('Deactivate :boathouse:', 'button')).click();
+    await a.waitForSelector(byText('No custom emoji.'));
+  });
+
   await t.test('no serious accessibility violation on the inbox and the settings pages, light and dark', async () => {
-    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions', '#organization/users', '#organization/channels', '#organization/invites']) {
+    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions', '#organization/users', '#organization/channels', '#organization/invites', '#organization/emoji-settings']) {
       await a.evaluate((h) => { location.hash = h; }, where);
       await a.waitForFunction((h) => (h === '#inbox' ? !document.querySelector('#inbox').hidden : document.querySelector(`.settings-tabs [aria-current=page][href="${h}"]`)), { timeout }, where);
       for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(a, theme), [], `${where}, ${theme} theme`);
