@@ -43,6 +43,7 @@ const adminTabs = [
   ['organization/channels', 'Channels'],
   ['organization/invites', 'Invitations'],
   ['organization/emoji-settings', 'Custom emoji'],
+  ['organization/linkifier-settings', 'Linkifiers'],
 ];
 
 const pages = {
@@ -58,6 +59,7 @@ const pages = {
   'organization/channels': adminChannels,
   'organization/invites': invites,
   'organization/emoji-settings': customEmoji,
+  'organization/linkifier-settings': linkifiers,
 };
 
 // renderSettings draws a tab into root: the tab list, then the page.
@@ -464,4 +466,23 @@ async function customEmoji(body) {
         el('td', { text: e.author_id ? userName(e.author_id) : '' }),
         el('td', {}, action(`Deactivate :${e.name}:`, () => api('DELETE', `/realm/emoji/${encodeURIComponent(e.name)}`).then(redraw), { class: 'danger' }))))))
       : el('p', { class: 'empty', text: 'No custom emoji.' }));
+}
+
+async function linkifiers(body) {
+  const { linkifiers: list } = await api('GET', '/realm/linkifiers');
+  const fields = (l = {}) => [field('Pattern', { name: 'pattern', required: true, value: l.pattern || '', placeholder: '#(?P<id>[0-9]+)' }),
+    field('URL template', { name: 'url_template', required: true, value: l.url_template || '', placeholder: 'https://github.com/zulip/zulip/issues/{id}' })];
+  const values = (f) => ({ pattern: f.elements.pattern.value.trim(), url_template: f.elements.url_template.value.trim() });
+  body.append(
+    form('Add a linkifier', fields(), 'Add linkifier', async (f) => {
+      await api('POST', '/realm/filters', values(f));
+      redraw();
+    }, 'Linkifier added.'),
+    list.length ? el('ul', { class: 'rows' }, list.map((l) => el('li', { 'aria-label': l.pattern },
+      form(`Linkifier ${l.pattern}`, fields(l), 'Save linkifier', async (f) => {
+        await api('PATCH', `/realm/filters/${l.id}`, values(f));
+        redraw();
+      }, 'Linkifier saved.'),
+      action(`Remove ${l.pattern}`, () => api('DELETE', `/realm/filters/${l.id}`).then(redraw), { class: 'danger' }))))
+      : el('p', { class: 'empty', text: 'No linkifiers.' }));
 }

@@ -706,8 +706,26 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.waitForSelector(byText('No custom emoji.'));
   });
 
+  await t.test('linkifiers: a refusal shows Zulip\'s error, add, edit, remove', async () => {
+    await openSettings(a, 'Linkifiers');
+    const add = '::-p-aria([name="Add a linkifier"][role="form"])';
+    await a.locator(`${add} ::-p-aria([name="Pattern"])`).fill('#(?P<id>[0-9]+)');
+    await a.locator(`${add} ::-p-aria([name="URL template"])`).fill('https://tracker.example/{num}');
+    await a.locator(named('Add linkifier', 'button')).click();
+    await a.waitForSelector(byText("Group 'num' in URL template is not present in linkifier pattern."));
+    await a.locator(`${add} ::-p-aria([name="URL template"])`).fill('https://tracker.example/{id}');
+    await a.locator(named('Add linkifier', 'button')).click();
+    const row = '::-p-aria([name="Linkifier #(?P<id>[0-9]+)"][role="form"])';
+    await a.waitForSelector(row);
+    await a.locator(`${row} ::-p-aria([name="URL template"])`).fill('https://tracker.example/issues/{id}');
+    await a.locator(named('Save linkifier', 'button')).click();
+    await a.waitForFunction(async () => (await (await import('/web/api.js')).api('GET', '/realm/linkifiers')).linkifiers[0]?.url_template === 'https://tracker.example/issues/{id}', { timeout });
+    await a.locator(named('Remove #(?P<id>[0-9]+)', 'button')).click();
+    await a.waitForSelector(byText('No linkifiers.'));
+  });
+
   await t.test('no serious accessibility violation on the inbox and the settings pages, light and dark', async () => {
-    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions', '#organization/users', '#organization/channels', '#organization/invites', '#organization/emoji-settings']) {
+    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions', '#organization/users', '#organization/channels', '#organization/invites', '#organization/emoji-settings', '#organization/linkifier-settings']) {
       await a.evaluate((h) => { location.hash = h; }, where);
       await a.waitForFunction((h) => (h === '#inbox' ? !document.querySelector('#inbox').hidden : document.querySelector(`.settings-tabs [aria-current=page][href="${h}"]`)), { timeout }, where);
       for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(a, theme), [], `${where}, ${theme} theme`);
