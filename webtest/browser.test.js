@@ -669,12 +669,15 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.locator(`${settings('random')} ::-p-aria([name="Channel description"])`).fill('Sculling on the lake');
     await a.click(`${settings('random')} ::-p-aria([name="Save channel"][role="button"])`);
     await a.waitForSelector(settings('open water'));
+    // The sidebar follows the rename, and the archiving below.
+    await a.waitForSelector('#channels li[data-channel="open water"]');
     const channel = (await call(a, 'GET', '/streams')).streams.find((c) => c.name === 'open water');
     assert.equal(channel.description, 'Sculling on the lake');
     assert.equal(String(channel.can_send_message_group), await idOf('open water', 'Administrators'));
     await a.locator(named('Archive #open water', 'button')).click();
     await a.waitForFunction(() => !document.querySelector('.settings-page').textContent.includes('#open water'), { timeout });
     assert.ok(!(await call(a, 'GET', '/streams')).streams.some((c) => c.name === 'open water'), 'archived');
+    await a.waitForFunction(() => !document.querySelector('#channels li[data-channel="open water"]'), { timeout });
   });
 
   await t.test('invitation links: create with a role and an expiry, copy, list and revoke', async () => {
