@@ -5,7 +5,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
 	"slices"
+	"time"
+	"unicode/utf8"
 )
 
 // settingGroup says where, besides user_settings, Zulip also answers a
@@ -169,12 +174,77 @@ func addLegacySettings(state map[string]any, values map[string]any, display, not
 // updateSettings serves PATCH /api/v1/settings (humans only, as Zulip's
 // human_users_only): every parameter is checked, in Zulip's order,
 // before any is applied; a setting that keeps its value sends nothing.
+//
+// full_name, old_password and new_password are Zulip's
+// json_change_settings (zerver/views/user_settings.py): the old password
+// is checked as a login is (failures count against the account and the
+// address), then the new one's strength, then the name (check_full_name,
+// stripped); all are checked before any is applied. Zulip keeps the
+// request's own session on a password change (update_session_auth_hash);
+// zulite's setPassword ends every session and event queue of the
+// account, the page's too, so the page logs in again with the new
+// password. Zulip 11's user_settings.py is not in the stored copy of
+// Zulip's source (only an older one is): the texts are those of that
+// copy and of Zulip 11 as released ("New password is too weak!", the
+// rate limit's).
 func (s *server) updateSettings(r *apiRequest) (any, error) {
+	var hash string
+	if newPassword, ok := r.params.lookup("new_password"); ok {
+		oldPassword, _ := r.params.lookup("old_password")
+		if _, err := s.passwordLogin(r.Request, r.user.Email, oldPassword); err != nil {
+			return nil, wrongPassword(err)
+		}
+		if utf8.RuneCountInString(newPassword) < minPasswordLength {
+			return nil, errNewPasswordTooWeak
+		}
+		var err error
+		if hash, err = s.passwords.hash(r.Context(), newPassword); err != nil {
+			if errors.Is(err, errHasherBusy) {
+				return nil, rateLimited(time.Second)
+			}
+			return nil, err
+		}
+	}
+	var rename string
+	if name, ok := r.params.lookup("full_name"); ok && name != r.user.FullName {
+		// Zulip's check_change_full_name: a blank name is refused.
+		if _, err := checkFullName(name); err != nil {
+			return nil, err
+		}
+		rename = name
+	}
 	changes, err := readSettingChanges(r.params)
-	if err != nil || len(changes) == 0 {
+	if err != nil {
 		return nil, err
 	}
+	if hash != "" {
+		if err := s.store.setPassword(r.user.Email, hash); err != nil {
+			return nil, err
+		}
+	}
+	if rename != "" {
+		if err := s.store.editAccount(r.user, r.user.ID, accountEdit{FullName: rename}, true); err != nil {
+			return nil, err
+		}
+	}
+	if len(changes) == 0 {
+		return nil, nil
+	}
 	return nil, s.store.updateUserSettings(r.user, changes)
+}
+
+// wrongPassword is how PATCH /settings answers an old password that does
+// not log in: Zulip's "Wrong password!", or its own text for the rate
+// limit of password attempts.
+func wrongPassword(err error) error {
+	var e *apiError
+	switch {
+	case errors.Is(err, errLoginFailed), errors.Is(err, errLoginDeactivated):
+		return errWrongPassword
+	case errors.As(err, &e) && e.status == http.StatusTooManyRequests:
+		return badRequest(fmt.Sprintf("You're making too many attempts! Try again in %d seconds.", e.retryAfter))
+	}
+	return err
 }
 
 // readSettingChanges reads the changeable settings among the parameters,

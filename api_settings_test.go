@@ -3,7 +3,9 @@ package main
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 )
 
 // settingsOf is the user_settings register answers the account now.
@@ -122,9 +124,9 @@ func TestUpdateSettings_RefusalsChangeNothing(t *testing.T) {
 	wantAPIError(t, r, 400, "BAD_REQUEST", "This endpoint does not accept bot requests.")
 
 	// Settings for server features zulite lacks are not taken.
-	r = e.request(t, http.MethodPatch, "/api/v1/settings", url.Values{"enable_digest_emails": {"false"}, "full_name": {"Alice"}, "enter_sends": {"true"}}, &e.alice)
+	r = e.request(t, http.MethodPatch, "/api/v1/settings", url.Values{"enable_digest_emails": {"false"}, "email": {"alice@example.org"}, "enter_sends": {"true"}}, &e.alice)
 	wantAPISuccess(t, r)
-	if !jsonEqual(r.body["ignored_parameters_unsupported"], []string{"enable_digest_emails", "full_name"}) {
+	if !jsonEqual(r.body["ignored_parameters_unsupported"], []string{"email", "enable_digest_emails"}) {
 		t.Errorf("ignored_parameters_unsupported: got %v", r.body["ignored_parameters_unsupported"])
 	}
 	settings := e.settingsOf(t, &e.alice)
@@ -140,4 +142,62 @@ func firstString(vs ...any) string {
 		}
 	}
 	return ""
+}
+
+// TestUpdateSettings_NameAndPassword changes one's own name and password
+// as Zulip's json_change_settings does: the old password must log in, the
+// new one be long enough, the name pass check_full_name; a refusal
+// changes nothing, and a new password ends the account's web sessions.
+func TestUpdateSettings_NameAndPassword(t *testing.T) {
+	e := loginEnv(t)
+	names := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["realm_user"]`}}).str("queue_id")
+	for _, c := range []struct {
+		rule   string
+		params url.Values
+		msg    string
+	}{
+		{"the old password must be right", url.Values{"old_password": {"guess"}, "new_password": {"long-new-password"}}, "Wrong password!"},
+		{"the old password must be given", url.Values{"new_password": {"long-new-password"}}, "Wrong password!"},
+		{"the new password must be long enough", url.Values{"old_password": {"alice-password"}, "new_password": {"abc"}}, "New password is too weak!"},
+		{"a bad name refuses the password too", url.Values{"old_password": {"alice-password"}, "new_password": {"long-new-password"}, "full_name": {"  "}}, "Name too short!"},
+		{"a name has no mention syntax", url.Values{"full_name": {"Alice @ work"}}, "Invalid characters in name!"},
+		{"a name is at most 100 characters", url.Values{"full_name": {strings.Repeat("a", 101)}}, "Name too long!"},
+		{"a bad setting refuses the name too", url.Values{"full_name": {"Alicia"}, "emojiset": {"apple"}}, "Invalid emojiset: Value error, Not in the list of possible values"},
+	} {
+		r := e.request(t, http.MethodPatch, "/api/v1/settings", c.params, &e.alice)
+		wantAPIError(t, r, 400, "BAD_REQUEST", c.msg)
+		if r, _ := e.webLogin(t, "alice@example.com", "alice-password"); r.status != 200 {
+			t.Errorf("%s: the refusal changed the password (login: %s)", c.rule, r.raw)
+		}
+		if u, _ := e.st.userByID(e.alice.ID); u.FullName != e.alice.FullName {
+			t.Errorf("%s: the refusal renamed alice to %q", c.rule, u.FullName)
+		}
+	}
+
+	r := e.request(t, http.MethodPatch, "/api/v1/settings", url.Values{"full_name": {"  Alicia Smith "}}, &e.alice)
+	wantAPISuccess(t, r)
+	if u, _ := e.st.userByID(e.alice.ID); u.FullName != "Alicia Smith" {
+		t.Errorf("after the rename: full_name %q, want the name stripped", u.FullName)
+	}
+	var renamed bool
+	for _, ev := range e.pollNow(t, &e.bob, names, -1) {
+		person := object(ev["person"])
+		renamed = renamed || ev["op"] == "update" && person["full_name"] == "Alicia Smith"
+	}
+	if !renamed {
+		t.Error("bob heard no realm_user update of alice's name")
+	}
+
+	_, cookie := e.webLogin(t, "alice@example.com", "alice-password")
+	r = e.request(t, http.MethodPatch, "/api/v1/settings", url.Values{"old_password": {"alice-password"}, "new_password": {"alice-new-password"}}, &e.alice)
+	wantAPISuccess(t, r)
+	if r, _ := e.webLogin(t, "alice@example.com", "alice-password"); r.status == 200 {
+		t.Error("the old password still logs in")
+	}
+	if r, _ := e.webLogin(t, "alice@example.com", "alice-new-password"); r.status != 200 {
+		t.Errorf("the new password does not log in: %s", r.raw)
+	}
+	if _, _, err := e.st.sessionUser(cookie.Value, time.Now()); err == nil {
+		t.Error("alice's web session outlived her new password")
+	}
 }

@@ -496,6 +496,9 @@ var (
 	errNameTooLong       = badRequest("Name too long!")
 	errNameFormat        = badRequest("Invalid format!")
 	errPasswordTooWeak   = badRequest("The password is too weak.")
+	// PATCH /settings (zerver/views/user_settings.py json_change_settings).
+	errWrongPassword      = badRequest("Wrong password!")
+	errNewPasswordTooWeak = badRequest("New password is too weak!")
 )
 
 func errEmailInUse(email string) *apiError {

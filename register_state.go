@@ -502,7 +502,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"move_messages_within_stream_limit_seconds":      defaultMoveLimitSeconds,
 		"message_retention_days":                         -1, // messages are kept forever
 		"name":                                           s.realmName,
-		"name_changes_disabled":                          true, // nor rename users,
+		"name_changes_disabled":                          false, // PATCH settings takes full_name
 		"push_notifications_enabled":                     s.pusher != nil,
 		"require_e2ee_push_notifications":                false,
 		"require_unique_names":                           false,
@@ -569,7 +569,7 @@ func (s *server) addRealmState(state map[string]any, users []user) {
 		"server_inline_url_embed_preview":                  false,
 		"server_thumbnail_formats":                         []struct{}{},
 		"server_avatar_changes_disabled":                   false,
-		"server_name_changes_disabled":                     true,
+		"server_name_changes_disabled":                     false,
 		"server_web_public_streams_enabled":                false,
 		"giphy_rating_options":                             giphyRatingOptions,
 		"server_emoji_data_url":                            s.baseURL + emojiDataPath,

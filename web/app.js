@@ -49,12 +49,22 @@ async function boot() {
 function showLogin() {
   $('app-view').hidden = true;
   $('login-view').hidden = false;
-  $('login-email').focus();
+  const again = sessionStorage.getItem('zulite-relogin');
+  sessionStorage.removeItem('zulite-relogin');
+  if (again) {
+    // The person changed their password on the settings page.
+    $('login-email').value = again;
+    $('login-note').textContent = 'Your password is changed. Log in again with the new one.';
+    $('login-password').focus();
+  } else {
+    $('login-email').focus();
+  }
 }
 
 $('login-form').addEventListener('submit', async (e) => {
   e.preventDefault();
   $('login-error').textContent = '';
+  $('login-note').textContent = '';
   try {
     state.me = await login($('login-email').value, $('login-password').value);
     $('login-password').value = '';
@@ -533,7 +543,23 @@ function onEvent(e) {
       break;
     case 'stream':
       if (e.op === 'create') for (const c of e.streams) state.joinable.set(c.stream_id, c);
-      if (e.op === 'delete') for (const c of e.streams) state.joinable.delete(c.stream_id);
+      if (e.op === 'delete') {
+        // An archived channel leaves the sidebar, subscribed or not.
+        for (const c of e.streams) {
+          state.joinable.delete(c.stream_id);
+          state.channels.delete(c.stream_id);
+        }
+      }
+      if (e.op === 'update') {
+        // A rename, a new description or a permission, from the
+        // channel settings of this page or another.
+        for (const map of [state.channels, state.joinable]) {
+          const c = map.get(e.stream_id);
+          if (c) c[e.property] = e.value;
+          if (c && e.property === 'is_archived' && e.value) map.delete(e.stream_id);
+        }
+      }
+      compose.fill();
       renderSidebar();
       break;
     case 'realm_user':

@@ -41,6 +41,9 @@ const adminTabs = [
   ['organization/permissions', 'Permissions'],
   ['organization/users', 'Users'],
   ['organization/channels', 'Channels'],
+  ['organization/invites', 'Invitations'],
+  ['organization/emoji-settings', 'Custom emoji'],
+  ['organization/linkifier-settings', 'Linkifiers'],
 ];
 
 const pages = {
@@ -54,6 +57,9 @@ const pages = {
   'organization/permissions': realmPermissions,
   'organization/users': users,
   'organization/channels': adminChannels,
+  'organization/invites': invites,
+  'organization/emoji-settings': customEmoji,
+  'organization/linkifier-settings': linkifiers,
 };
 
 // renderSettings draws a tab into root: the tab list, then the page.
@@ -128,6 +134,25 @@ function profile(body) {
   const status = state.registered?.user_status?.[state.me.user_id] || {};
   body.append(
     el('p', {}, el('strong', { text: me.full_name || state.me.full_name }), ` (${state.me.email})`),
+    el('section', { 'aria-label': 'Name' }, el('h3', { text: 'Name' }),
+      form('Change your name', [field('Full name', { name: 'full_name', required: true, maxlength: 100, value: me.full_name || state.me.full_name, autocomplete: 'name' })],
+        'Save name', (f) => api('PATCH', '/settings', { full_name: f.elements.full_name.value }), 'Name saved.')),
+    el('section', { 'aria-label': 'Password' }, el('h3', { text: 'Password' }),
+      form('Change your password', [
+        field('Old password', { name: 'old_password', type: 'password', required: true, autocomplete: 'current-password' }),
+        field('New password', { name: 'new_password', type: 'password', required: true, autocomplete: 'new-password' }),
+      ], 'Change password', async (f) => {
+        // A new password ends every session of the account, this one
+        // too: the page comes back at the login form, which says why.
+        sessionStorage.setItem('zulite-relogin', state.me.email);
+        try {
+          await api('PATCH', '/settings', { old_password: f.elements.old_password.value, new_password: f.elements.new_password.value });
+        } catch (err) {
+          sessionStorage.removeItem('zulite-relogin');
+          throw err;
+        }
+        location.reload();
+      }, 'Password changed.')),
     el('section', { 'aria-label': 'Avatar' }, el('h3', { text: 'Avatar' }), avatar,
       form('Upload an avatar', [el('label', {}, 'Image ', file)], 'Upload avatar', async () => {
         if (!file.files[0]) throw new Error('Choose an image first.');
@@ -287,9 +312,13 @@ function realmPermissions(body) {
   }));
 }
 
-function users(body) {
-  const people = [...state.users.values()].filter((u) => !u.is_bot).sort((a, b) => a.full_name.localeCompare(b.full_name));
-  const roles = { 100: 'Owner', 200: 'Administrator', 300: 'Moderator', 400: 'Member', 600: 'Guest' };
+// Zulip's role names (settings_config.user_role_values).
+const roleNames = [[100, 'Organization owner'], [200, 'Organization administrator'], [300, 'Moderator'], [400, 'Member'], [600, 'Guest']];
+const roleName = (role) => roleNames.find(([r]) => r === role)?.[1] ?? 'Member';
+
+async function users(body) {
+  const { members } = await api('GET', '/users');
+  const people = members.filter((u) => !u.is_bot).sort((a, b) => a.full_name.localeCompare(b.full_name));
   body.append(
     form('Add a person', [field('Name', { name: 'full_name', required: true }), field('E-mail', { name: 'email', type: 'email', required: true }),
       field('Password', { name: 'password', type: 'password', required: true, minlength: 6, autocomplete: 'new-password' })],
@@ -299,23 +328,161 @@ function users(body) {
       f.reset();
       f.dataset.added = name;
     }, 'Added: they can now log in.'),
-    el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Name' }), el('th', { text: 'E-mail' }), el('th', { text: 'Role' }))),
-      el('tbody', {}, people.map((u) => el('tr', {}, el('td', { text: u.full_name + (u.is_active === false ? ' (deactivated)' : '') }),
-        el('td', { text: u.email }), el('td', { text: roles[u.role] || (u.is_admin ? 'Administrator' : 'Member') })))))); 
+    el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Name' }), el('th', { text: 'E-mail' }), el('th', { text: 'Role' }), el('th', { text: 'Actions' }))),
+      el('tbody', {}, people.map((u) => {
+        const role = el('select', { 'aria-label': `Role of ${u.full_name}`, disabled: !u.is_active || u.user_id === state.me.user_id },
+          roleNames.map(([r, label]) => el('option', { value: r, text: label, selected: r === u.role })));
+        role.addEventListener('change', () => api('PATCH', `/users/${u.user_id}`, { role: role.value }).then(redraw, (err) => {
+          role.value = u.role;
+          role.after(el('span', { class: 'error', role: 'alert', text: ` ${err.message}` }));
+        }));
+        return el('tr', {}, el('td', { text: u.full_name + (u.is_active ? '' : ' (deactivated)') }),
+          el('td', { text: u.email }), el('td', {}, role),
+          el('td', {}, u.user_id === state.me.user_id ? null : u.is_active
+            ? action(`Deactivate ${u.full_name}`, () => api('DELETE', `/users/${u.user_id}`).then(redraw), { class: 'danger' })
+            : action(`Reactivate ${u.full_name}`, () => api('POST', `/users/${u.user_id}/reactivate`).then(redraw))));
+      }))));
 }
 
-function adminChannels(body) {
-  const all = [...state.channels.values(), ...[...state.joinable.values()].filter((c) => !state.channels.has(c.stream_id))]
-    .sort((a, b) => a.name.localeCompare(b.name));
+// The channel permissions of Zulip's channel settings, with its labels.
+const channelPermissions = [
+  ['can_send_message_group', 'Who can post to this channel'],
+  ['can_administer_channel_group', 'Who can administer this channel'],
+  ['can_subscribe_group', 'Who can subscribe to this channel'],
+  ['can_add_subscribers_group', 'Who can subscribe anyone to this channel'],
+  ['can_remove_subscribers_group', 'Who can unsubscribe anyone from this channel'],
+  ['can_move_messages_within_channel_group', 'Who can move messages inside this channel'],
+  ['can_move_messages_out_of_channel_group', 'Who can move messages out of this channel'],
+  ['can_resolve_topics_group', 'Who can resolve topics in this channel'],
+  ['can_delete_any_message_group', 'Who can delete any message in this channel'],
+  ['can_delete_own_message_group', 'Who can delete their own messages in this channel'],
+];
+
+// groupSelect offers the system groups for a group setting; a value
+// that is not one of them (a set of people) shows as Custom.
+function groupSelect(name, label, value) {
+  const groups = (state.registered?.realm_user_groups || []).filter((g) => g.is_system_group && groupLabels[g.name]);
+  const custom = typeof value !== 'number';
+  return el('label', { class: 'row' }, label, ' ', el('select', { name },
+    custom ? el('option', { value: '', text: 'Custom', selected: true }) : null,
+    groups.map((g) => el('option', { value: g.id, text: groupLabels[g.name], selected: g.id === value }))));
+}
+
+async function adminChannels(body) {
+  const { streams } = await api('GET', '/streams');
+  const all = streams.sort((a, b) => a.name.localeCompare(b.name));
   body.append(
     form('Create a channel', [field('New channel', { name: 'name', required: true, maxlength: 60 }), field('Description', { name: 'description', maxlength: 1024 })],
       'Create channel', async (f) => {
         const name = f.elements.name.value.trim();
         await api('POST', '/users/me/subscriptions', { subscriptions: [{ name, description: f.elements.description.value.trim() }] });
         f.reset();
+        redraw();
       }, 'Channel created.'),
-    el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Channel' }), el('th', { text: 'Description' }), el('th', { text: 'Subscribed' }))),
-      el('tbody', {}, all.map((c) => el('tr', {}, el('td', { text: `#${c.name}` }), el('td', { text: c.description || '' }),
-        el('td', { text: state.channels.has(c.stream_id) ? 'Yes' : 'No' }))))));
+    el('ul', { class: 'rows' }, all.map((c) => el('li', { class: 'channel-row', 'aria-label': `#${c.name}` },
+      el('h3', { text: `#${c.name}` }),
+      form(`Settings of #${c.name}`, [
+        field('Channel name', { name: 'new_name', required: true, maxlength: 60, value: c.name }),
+        field('Channel description', { name: 'description', maxlength: 1024, value: c.description || '' }),
+        ...channelPermissions.map(([name, label]) => groupSelect(name, label, c[name])),
+      ], 'Save channel', async (f) => {
+        const changed = {};
+        if (f.elements.new_name.value.trim() !== c.name) changed.new_name = f.elements.new_name.value.trim();
+        if (f.elements.description.value.trim() !== (c.description || '')) changed.description = f.elements.description.value.trim();
+        for (const [name] of channelPermissions) {
+          const v = f.elements[name].value;
+          if (v !== '' && Number(v) !== c[name]) changed[name] = JSON.stringify({ new: Number(v) });
+        }
+        if (!Object.keys(changed).length) return;
+        await api('PATCH', `/streams/${c.stream_id}`, changed);
+        redraw();
+      }, 'Channel saved.'),
+      action(`Archive #${c.name}`, () => api('DELETE', `/streams/${c.stream_id}`).then(redraw), { class: 'danger' })))),
+    all.length ? null : el('p', { class: 'empty', text: 'No channels.' }));
 }
 
+// Zulip's invitation roles and expiry choices (settings_config).
+const inviteRoles = [[400, 'Members'], [300, 'Moderators'], [200, 'Organization administrators'], [100, 'Organization owners'], [600, 'Guests']];
+const expiries = [[1440, '1 day'], [2 * 1440, '2 days'], [10 * 1440, '10 days'], [30 * 1440, '30 days'], ['null', 'Never expires']];
+
+async function invites(body) {
+  const { invites: list } = await api('GET', '/invites');
+  const link = el('input', { readonly: true, 'aria-label': 'Invitation link', class: 'link', hidden: true });
+  const copy = el('button', { type: 'button', text: 'Copy link', hidden: true });
+  copy.addEventListener('click', () => {
+    link.select();
+    navigator.clipboard?.writeText(link.value).catch(() => {});
+  });
+  body.append(
+    form('Create an invitation link', [
+      el('label', {}, 'Users who join will be ', el('select', { name: 'invite_as' }, inviteRoles.map(([r, label]) => el('option', { value: r, text: label })))),
+      el('label', {}, 'Link expires after ', el('select', { name: 'expires' }, expiries.map(([m, label]) => el('option', { value: m, text: label, selected: m === 10 * 1440 })))),
+    ], 'Create link', async (f) => {
+      const r = await api('POST', '/invites/multiuse', { invite_as: f.elements.invite_as.value, invite_expires_in_minutes: f.elements.expires.value });
+      sessionStorage.setItem('zulite-new-invite', r.invite_link);
+      redraw();
+    }, 'Link created.'),
+    el('p', {}, link, ' ', copy),
+    list.length ? el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Invitation' }), el('th', { text: 'Role' }), el('th', { text: 'Expires' }), el('th', { text: 'Actions' }))),
+      el('tbody', {}, list.sort((a, b) => b.invited - a.invited).map((i) => el('tr', {},
+        el('td', { text: i.is_multiuse ? i.link_url : i.email }),
+        el('td', { text: inviteRoles.find(([r]) => r === i.invited_as)?.[1] ?? '' }),
+        el('td', { text: i.expiry_date ? new Date(i.expiry_date * 1000).toLocaleString() : 'Never' }),
+        el('td', {}, action(i.is_multiuse ? 'Revoke link' : `Revoke ${i.email}`,
+          () => api('DELETE', i.is_multiuse ? `/invites/multiuse/${i.id}` : `/invites/${i.id}`).then(redraw), { class: 'danger' }))))))
+      : el('p', { class: 'empty', text: 'No invitations.' }));
+  const fresh = sessionStorage.getItem('zulite-new-invite');
+  sessionStorage.removeItem('zulite-new-invite');
+  if (fresh) {
+    link.value = fresh;
+    link.hidden = copy.hidden = false;
+  }
+}
+
+// postFile sends a form with a file, as api cannot.
+async function postFile(path, data) {
+  const r = await fetch('/json' + path, { method: 'POST', body: data, headers: { 'X-CSRFToken': csrf() }, credentials: 'same-origin' });
+  const answer = await r.json().catch(() => ({}));
+  if (!r.ok || answer.result !== 'success') throw new Error(answer.msg || `HTTP ${r.status}`);
+  return answer;
+}
+
+async function customEmoji(body) {
+  const { emoji } = await api('GET', '/realm/emoji');
+  const active = Object.values(emoji).filter((e) => !e.deactivated).sort((a, b) => a.name.localeCompare(b.name));
+  const file = el('input', { type: 'file', accept: 'image/png,image/jpeg,image/gif,image/webp', name: 'file' });
+  body.append(
+    form('Add a custom emoji', [field('Emoji name', { name: 'name', required: true, placeholder: 'e.g. boathouse' }), el('label', {}, 'Emoji image ', file)],
+      'Add emoji', async (f) => {
+        if (!file.files[0]) throw new Error('Choose an image first.');
+        const data = new FormData();
+        data.append('file', file.files[0]);
+        await postFile(`/realm/emoji/${encodeURIComponent(f.elements.name.value.trim())}`, data);
+        redraw();
+      }, 'Emoji added.'),
+    active.length ? el('table', { class: 'grid' }, el('thead', {}, el('tr', {}, el('th', { text: 'Name' }), el('th', { text: 'Image' }), el('th', { text: 'Author' }), el('th', { text: 'Actions' }))),
+      el('tbody', {}, active.map((e) => el('tr', {}, el('td', { text: `:${e.name}:` }),
+        el('td', {}, el('img', { src: e.source_url, alt: `:${e.name}:`, width: 25, height: 25 })),
+        el('td', { text: e.author_id ? userName(e.author_id) : '' }),
+        el('td', {}, action(`Deactivate :${e.name}:`, () => api('DELETE', `/realm/emoji/${encodeURIComponent(e.name)}`).then(redraw), { class: 'danger' }))))))
+      : el('p', { class: 'empty', text: 'No custom emoji.' }));
+}
+
+async function linkifiers(body) {
+  const { linkifiers: list } = await api('GET', '/realm/linkifiers');
+  const fields = (l = {}) => [field('Pattern', { name: 'pattern', required: true, value: l.pattern || '', placeholder: '#(?P<id>[0-9]+)' }),
+    field('URL template', { name: 'url_template', required: true, value: l.url_template || '', placeholder: 'https://github.com/zulip/zulip/issues/{id}' })];
+  const values = (f) => ({ pattern: f.elements.pattern.value.trim(), url_template: f.elements.url_template.value.trim() });
+  body.append(
+    form('Add a linkifier', fields(), 'Add linkifier', async (f) => {
+      await api('POST', '/realm/filters', values(f));
+      redraw();
+    }, 'Linkifier added.'),
+    list.length ? el('ul', { class: 'rows' }, list.map((l) => el('li', { 'aria-label': l.pattern },
+      form(`Linkifier ${l.pattern}`, fields(l), 'Save linkifier', async (f) => {
+        await api('PATCH', `/realm/filters/${l.id}`, values(f));
+        redraw();
+      }, 'Linkifier saved.'),
+      action(`Remove ${l.pattern}`, () => api('DELETE', `/realm/filters/${l.id}`).then(redraw), { class: 'danger' }))))
+      : el('p', { class: 'empty', text: 'No linkifiers.' }));
+}

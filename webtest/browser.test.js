@@ -96,7 +96,7 @@ async function narrowTo(page, channel) {
   await page.waitForFunction((c) => document.querySelector('#narrow-title').textContent === `#${c}` && !document.querySelector('#messages[aria-busy]'), { timeout }, channel);
 }
 
-test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
+test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
   const browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM,
     headless: true,
@@ -592,6 +592,40 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await narrowTo(b, 'general');
   });
 
+  await t.test('own name and password: refusals show Zulip\'s error, a new password logs the page in again', async () => {
+    const c = await open(browser, { email: 'carol@example.com', password: 'carol-password-1' });
+    await openSettings(c, 'Profile');
+    await c.locator(named('Full name')).fill('Carol @ home');
+    await c.locator(named('Save name', 'button')).click();
+    await c.waitForSelector(byText('Invalid characters in name!'));
+    await c.locator(named('Full name')).fill('Carol Jones');
+    await c.locator(named('Save name', 'button')).click();
+    await c.waitForSelector(byText('Name saved.'));
+    await a.waitForFunction(async () => (await (await import('/web/api.js')).api('GET', '/users')).members.some((u) => u.full_name === 'Carol Jones'), { timeout });
+    await c.locator(named('Old password')).fill('not-her-password');
+    await c.locator(named('New password')).fill('carol-password-2');
+    await c.locator(named('Change password', 'button')).click();
+    await c.waitForSelector(byText('Wrong password!'));
+    await c.locator(named('Old password')).fill('carol-password-1');
+    await c.locator(named('New password')).fill('short');
+    await c.locator(named('Change password', 'button')).click();
+    await c.waitForSelector(byText('New password is too weak!'));
+    await c.locator(named('Old password')).fill('carol-password-1');
+    await c.locator(named('New password')).fill('carol-password-2');
+    await c.locator(named('Change password', 'button')).click();
+    // The new password ended this session too: the page asks for it.
+    await c.waitForSelector('#login-form:not([hidden])');
+    await c.waitForSelector(byText('Your password is changed. Log in again with the new one.'));
+    assert.equal(await c.$eval('#login-email', (n) => n.value), 'carol@example.com');
+    await c.locator('#login-password').fill('carol-password-1');
+    await c.click('#login-form button[type=submit]');
+    await c.waitForSelector(byText('Your username or password is incorrect'));
+    await c.locator('#login-password').fill('carol-password-2');
+    await c.click('#login-form button[type=submit]');
+    await c.waitForSelector('#app-view:not([hidden]) #channels li');
+    await c.browserContext().close();
+  });
+
   await t.test('organization settings: a permission is changed, and a refusal shows Zulip\'s error', async () => {
     await openSettings(a, 'Permissions');
     const setting = named('Who can create public channels');
@@ -609,8 +643,95 @@ test('two people chat in the browser', { timeout: 120_000 }, async (t) => {
     await a.waitForSelector(byText('Saved.'));
   });
 
+  await t.test('organization people: a role, a refusal with Zulip\'s error, deactivate and reactivate', async () => {
+    await openSettings(a, 'Users');
+    const role = named('Role of Carol Jones');
+    await a.waitForSelector(role);
+    await a.select(role, '100');
+    await a.waitForSelector(byText('Must be an organization owner'));
+    await a.select(role, '300');
+    await a.waitForFunction(async () => (await (await import('/web/api.js')).api('GET', '/users')).members.find((u) => u.full_name === 'Carol Jones').role === 300, { timeout });
+    await a.locator(named('Deactivate Carol Jones', 'button')).click();
+    await a.waitForSelector('::-p-aria([name="Carol Jones (deactivated)"][role="cell"])');
+    await a.locator(named('Reactivate Carol Jones', 'button')).click();
+    await a.waitForSelector(named('Deactivate Carol Jones', 'button'));
+    await a.waitForSelector('::-p-aria([name="Carol Jones"][role="cell"])');
+  });
+
+  await t.test('organization channels: rename, describe, a permission with a refusal, archive', async () => {
+    await openSettings(a, 'Channels');
+    const settings = (c) => `::-p-aria([name="Settings of #${c}"][role="form"])`;
+    const post = (c) => `${settings(c)} ::-p-aria([name="Who can post to this channel"])`;
+    const idOf = (c, label) => a.$eval(post(c), (s, l) => [...s.options].find((o) => o.textContent === l).value, label);
+    await a.waitForSelector(settings('random'));
+    await a.select(post('random'), await idOf('random', 'Everyone on the internet'));
+    await a.click(`${settings('random')} ::-p-aria([name="Save channel"][role="button"])`);
+    await a.waitForSelector(byText("'can_send_message_group' setting cannot be set to 'role:internet' group."));
+    await a.select(post('random'), await idOf('random', 'Administrators'));
+    await a.locator(`${settings('random')} ::-p-aria([name="Channel name"])`).fill('open water');
+    await a.locator(`${settings('random')} ::-p-aria([name="Channel description"])`).fill('Sculling on the lake');
+    await a.click(`${settings('random')} ::-p-aria([name="Save channel"][role="button"])`);
+    await a.waitForSelector(settings('open water'));
+    // The sidebar follows the rename, and the archiving below.
+    await a.waitForSelector('#channels li[data-channel="open water"]');
+    const channel = (await call(a, 'GET', '/streams')).streams.find((c) => c.name === 'open water');
+    assert.equal(channel.description, 'Sculling on the lake');
+    assert.equal(String(channel.can_send_message_group), await idOf('open water', 'Administrators'));
+    await a.locator(named('Archive #open water', 'button')).click();
+    await a.waitForFunction(() => !document.querySelector('.settings-page').textContent.includes('#open water'), { timeout });
+    assert.ok(!(await call(a, 'GET', '/streams')).streams.some((c) => c.name === 'open water'), 'archived');
+    await a.waitForFunction(() => !document.querySelector('#channels li[data-channel="open water"]'), { timeout });
+  });
+
+  await t.test('invitation links: create with a role and an expiry, copy, list and revoke', async () => {
+    await openSettings(a, 'Invitations');
+    await a.select(named('Users who join will be'), '300');
+    await a.select(named('Link expires after'), '1440');
+    await a.locator(named('Create link', 'button')).click();
+    await a.waitForSelector(byText('Link created.'));
+    await a.waitForFunction(() => document.querySelector('input[aria-label="Invitation link"]')?.value.includes('/join/'), { timeout });
+    const link = await valueOf(a, 'Invitation link');
+    await a.waitForSelector(named('Copy link', 'button'));
+    await a.waitForSelector(`::-p-aria([name=${JSON.stringify(link)}][role="cell"])`);
+    await a.waitForSelector('::-p-aria([name="Moderators"][role="cell"])');
+    await a.locator(named('Revoke link', 'button')).click();
+    await a.waitForSelector(byText('No invitations.'));
+  });
+
+  await t.test('custom emoji: a refused name shows Zulip\'s error, upload, list, deactivate', async () => {
+    await openSettings(a, 'Custom emoji');
+    await (await a.$('::-p-aria([name="Add a custom emoji"][role="form"]) input[type=file]')).uploadFile(join(out, 'boathouse.png'));
+    await a.locator(named('Emoji name')).fill('Boathouse');
+    await a.locator(named('Add emoji', 'button')).click();
+    await a.waitForSelector(byText('Emoji names must contain only lowercase English letters, digits, spaces, dashes, and underscores.'));
+    await a.locator(named('Emoji name')).fill('boathouse');
+    await a.locator(named('Add emoji', 'button')).click();
+    await a.waitForSelector('::-p-aria([name=":boathouse:"][role="cell"])');
+    await a.waitForFunction(() => { const i = document.querySelector('img[alt=":boathouse:"]'); return i?.complete && i.naturalWidth > 0; }, { timeout });
+    await a.locator(named('Deactivate :boathouse:', 'button')).click();
+    await a.waitForSelector(byText('No custom emoji.'));
+  });
+
+  await t.test('linkifiers: a refusal shows Zulip\'s error, add, edit, remove', async () => {
+    await openSettings(a, 'Linkifiers');
+    const add = '::-p-aria([name="Add a linkifier"][role="form"])';
+    await a.locator(`${add} ::-p-aria([name="Pattern"])`).fill('#(?P<id>[0-9]+)');
+    await a.locator(`${add} ::-p-aria([name="URL template"])`).fill('https://tracker.example/{num}');
+    await a.locator(named('Add linkifier', 'button')).click();
+    await a.waitForSelector(byText("Group 'num' in URL template is not present in linkifier pattern."));
+    await a.locator(`${add} ::-p-aria([name="URL template"])`).fill('https://tracker.example/{id}');
+    await a.locator(named('Add linkifier', 'button')).click();
+    const row = '::-p-aria([name="Linkifier #(?P<id>[0-9]+)"][role="form"])';
+    await a.waitForSelector(row);
+    await a.locator(`${row} ::-p-aria([name="URL template"])`).fill('https://tracker.example/issues/{id}');
+    await a.locator(named('Save linkifier', 'button')).click();
+    await a.waitForFunction(async () => (await (await import('/web/api.js')).api('GET', '/realm/linkifiers')).linkifiers[0]?.url_template === 'https://tracker.example/issues/{id}', { timeout });
+    await a.locator(named('Remove #(?P<id>[0-9]+)', 'button')).click();
+    await a.waitForSelector(byText('No linkifiers.'));
+  });
+
   await t.test('no serious accessibility violation on the inbox and the settings pages, light and dark', async () => {
-    for (const where of ['#inbox', '#settings/channels', '#organization/permissions']) {
+    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions', '#organization/users', '#organization/channels', '#organization/invites', '#organization/emoji-settings', '#organization/linkifier-settings']) {
       await a.evaluate((h) => { location.hash = h; }, where);
       await a.waitForFunction((h) => (h === '#inbox' ? !document.querySelector('#inbox').hidden : document.querySelector(`.settings-tabs [aria-current=page][href="${h}"]`)), { timeout }, where);
       for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(a, theme), [], `${where}, ${theme} theme`);
