@@ -17,9 +17,7 @@ import (
 	"errors"
 	"image"
 	"image/png"
-	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -133,44 +131,15 @@ func (s *server) receiveEmoji(w http.ResponseWriter, r *http.Request, u user) ([
 	if r.ContentLength > limit+uploadOverhead {
 		return nil, errEmojiTooLarge
 	}
-	p := &params{used: map[string]bool{}, body: map[string][]string{}}
-	var img []byte
-	var contentType string
-	files := 0
-	if mediaType, mediaParams, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mediaType == "multipart/form-data" && mediaParams["boundary"] != "" {
-		mr := multipart.NewReader(http.MaxBytesReader(w, r.Body, limit+uploadOverhead), mediaParams["boundary"])
-		for {
-			part, err := mr.NextPart()
-			if err == io.EOF {
-				break
-			}
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				return nil, errEmojiTooLarge
-			}
-			if err != nil {
-				return nil, errOneEmojiFile
-			}
-			if part.FileName() == "" {
-				value, _ := io.ReadAll(io.LimitReader(part, defaultMaxBody))
-				p.body[part.FormName()] = append(p.body[part.FormName()], string(value))
-				continue
-			}
-			if files++; files > 1 {
-				return nil, errOneEmojiFile
-			}
-			if img, err = io.ReadAll(io.LimitReader(part, limit+1)); err != nil {
-				if errors.As(err, &tooLarge) {
-					return nil, errEmojiTooLarge
-				}
-				return nil, errOneEmojiFile
-			}
-			contentType = uploadContentType(part.Header.Get("Content-Type"), part.FileName())
-		}
-	}
-	if files != 1 {
+	up, err := readImageUpload(w, r, limit) // avatars.go
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, errEmojiTooLarge
+	case err != nil:
 		return nil, errOneEmojiFile
 	}
+	p, img, contentType := up.params, up.image, up.contentType
 	if _, builtIn := emoji.CodeForName(name); builtIn && !u.isAdmin() { // name_to_codepoint: :zulip: is not among them
 		return nil, errOverrideBuiltInEmoji
 	}

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"image"
 	"image/color"
 	_ "image/gif" // decoders for uploaded avatars
@@ -86,40 +87,14 @@ func (s *server) receiveAvatar(w http.ResponseWriter, r *http.Request, u user) (
 	if r.ContentLength > limit+uploadOverhead {
 		return nil, nil, errAvatarTooLarge
 	}
-	mediaType, mediaParams, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mediaType != "multipart/form-data" || mediaParams["boundary"] == "" {
+	up, err := readImageUpload(w, r, limit)
+	switch {
+	case errors.Is(err, errNotOneImage):
 		return nil, nil, errOneAvatar
+	case err != nil:
+		return nil, nil, uploadBodyError(err, maxAvatarMiB)
 	}
-	mr := multipart.NewReader(http.MaxBytesReader(w, r.Body, limit+uploadOverhead), mediaParams["boundary"])
-	p := &params{used: map[string]bool{}, body: map[string][]string{}}
-	var img []byte
-	var contentType string
-	files := 0
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, nil, uploadBodyError(err, maxAvatarMiB)
-		}
-		if part.FileName() == "" {
-			value, _ := io.ReadAll(io.LimitReader(part, defaultMaxBody))
-			p.body[part.FormName()] = append(p.body[part.FormName()], string(value))
-			continue
-		}
-		files++
-		if files > 1 {
-			return nil, nil, errOneAvatar
-		}
-		if img, err = io.ReadAll(io.LimitReader(part, limit+1)); err != nil {
-			return nil, nil, uploadBodyError(err, maxAvatarMiB)
-		}
-		contentType = uploadContentType(part.Header.Get("Content-Type"), part.FileName())
-	}
-	if files != 1 {
-		return nil, nil, errOneAvatar
-	}
+	p, img, contentType := up.params, up.image, up.contentType
 	if len(img) > limit {
 		return nil, nil, errAvatarTooLarge
 	}
@@ -246,6 +221,55 @@ func (s *server) serveAvatar() http.Handler {
 		}
 		writeError(w, s.log, r, errNotFound)
 	})
+}
+
+// imageUpload is a multipart form of one image file (an avatar, a custom
+// emoji) and its other fields.
+type imageUpload struct {
+	params      *params
+	image       []byte // at most limit+1 bytes: longer is too large
+	contentType string
+}
+
+// errNotOneImage: the body is not a multipart form holding exactly one file.
+var errNotOneImage = errors.New("not one image file")
+
+// readImageUpload reads a multipart form of exactly one file, bounded by
+// limit (and the form's overhead): errNotOneImage, or the reading's
+// error for the caller to name (uploadBodyError).
+func readImageUpload(w http.ResponseWriter, r *http.Request, limit int64) (imageUpload, error) {
+	up := imageUpload{params: &params{used: map[string]bool{}, body: map[string][]string{}}}
+	mediaType, mediaParams, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mediaType != "multipart/form-data" || mediaParams["boundary"] == "" {
+		return up, errNotOneImage
+	}
+	mr := multipart.NewReader(http.MaxBytesReader(w, r.Body, limit+uploadOverhead), mediaParams["boundary"])
+	files := 0
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return up, err
+		}
+		if part.FileName() == "" {
+			value, _ := io.ReadAll(io.LimitReader(part, defaultMaxBody))
+			up.params.body[part.FormName()] = append(up.params.body[part.FormName()], string(value))
+			continue
+		}
+		if files++; files > 1 {
+			return up, errNotOneImage
+		}
+		if up.image, err = io.ReadAll(io.LimitReader(part, limit+1)); err != nil {
+			return up, err
+		}
+		up.contentType = uploadContentType(part.Header.Get("Content-Type"), part.FileName())
+	}
+	if files != 1 {
+		return up, errNotOneImage
+	}
+	return up, nil
 }
 
 // serveImageBlob serves a stored PNG (an avatar's, a custom emoji's) by
