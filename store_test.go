@@ -290,7 +290,7 @@ func TestRejections_EachHasItsWords(t *testing.T) {
 		return f
 	}
 	declared := map[string]bool{}
-	ast.Inspect(parse("store.go"), func(n ast.Node) bool {
+	ast.Inspect(parse("store_rejections.go"), func(n ast.Node) bool {
 		if spec, ok := n.(*ast.ValueSpec); ok {
 			for i, v := range spec.Values {
 				if u, ok := v.(*ast.UnaryExpr); ok {
@@ -314,7 +314,7 @@ func TestRejections_EachHasItsWords(t *testing.T) {
 		return true
 	})
 	if len(declared) < 50 {
-		t.Fatalf("store.go: got %d rejections, want the store's sentinels (50 or more)", len(declared))
+		t.Fatalf("store_rejections.go: got %d rejections, want the store's sentinels (50 or more)", len(declared))
 	}
 	delete(declared, "errMoveTimeLimit")
 	for name := range declared {
@@ -324,7 +324,7 @@ func TestRejections_EachHasItsWords(t *testing.T) {
 	}
 	for name := range worded {
 		if !declared[name] {
-			t.Errorf("rejectionWords[%s]: got words for no rejection of store.go", name)
+			t.Errorf("rejectionWords[%s]: got words for no rejection of store_rejections.go", name)
 		}
 	}
 	if len(rejectionWords) != len(worded) {
