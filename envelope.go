@@ -187,9 +187,13 @@ func newEnvelopeBuffers() *envelopeBuffers {
 
 var envelopes = sync.Pool{New: func() any { return newEnvelopeBuffers() }}
 
+// jsonContentType is the Content-Type of every JSON answer, one slice
+// for all (net/http and conns only read it), not one made per answer.
+var jsonContentType = []string{"application/json"}
+
 func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
@@ -204,7 +208,7 @@ func writeParts(w http.ResponseWriter, envelope []byte, parts encodedParts) {
 		n += len(p)
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
 	h.Set("Content-Length", strconv.Itoa(n))
 	w.WriteHeader(http.StatusOK)
 	w.Write(head)

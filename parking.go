@@ -136,8 +136,24 @@ func pollMembers(events []json.RawMessage, queueID string) encodedMembers {
 		b = append(b, e...)
 	}
 	b = append(b, `],"queue_id":`...)
-	quoted, _ := json.Marshal(queueID) // the id of an existing queue: hex
-	return encodedMembers(append(b, quoted...))
+	if !isPlainID(queueID) {
+		quoted, _ := json.Marshal(queueID)
+		return encodedMembers(append(b, quoted...))
+	}
+	b = append(b, '"')
+	b = append(b, queueID...)
+	return encodedMembers(append(b, '"'))
+}
+
+// isPlainID tells an id (an existing queue's is hex) that JSON quotes as
+// it is.
+func isPlainID(id string) bool {
+	for i := range len(id) {
+		if c := id[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // ---- The hub's side: parked polls on their queues, and the answerers ----
@@ -260,6 +276,7 @@ func (h *eventHub) runJob(job func()) {
 // parkedAnswerWait (a client reading slowly) is finished outside the
 // answerers: another takes its place.
 func (h *eventHub) answerer() {
+	var slow *time.Timer // made once, set again for each job
 	for {
 		h.jobsMu.Lock()
 		if len(h.jobs) == 0 {
@@ -274,7 +291,11 @@ func (h *eventHub) answerer() {
 			h.jobs = nil
 		}
 		h.jobsMu.Unlock()
-		slow := time.AfterFunc(parkedAnswerWait, h.replaceAnswerer)
+		if slow == nil {
+			slow = time.AfterFunc(parkedAnswerWait, h.replaceAnswerer)
+		} else {
+			slow.Reset(parkedAnswerWait)
+		}
 		job()
 		if !slow.Stop() { // replaced: this goroutine is no longer an answerer
 			return

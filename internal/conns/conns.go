@@ -54,8 +54,21 @@ type trackedConn struct {
 	parked  atomic.Bool
 	pending []byte
 	// watched: it is in the close watcher's epoll set (watcher_linux.go),
-	// from its first watch until it is closed.
+	// from its first watch until it is closed; watch is what its watches
+	// reuse.
 	watched atomic.Bool
+	watch   watchState
+	// next serves its next request once it comes (next.go); nextCtx and
+	// remote are that request's context and RemoteAddr; each made once.
+	next    func()
+	nextCtx context.Context
+	remote  string
+	// Deadlines, set and read by whoever holds the connection: inNext
+	// while serveNext serves a request read on it; httpDeadlines when
+	// net/http served the request that parked, and may have left a read
+	// deadline on it; writeBy is the write deadline writeTo set last.
+	inNext, httpDeadlines bool
+	writeBy               time.Time
 }
 
 func (c *trackedConn) Read(b []byte) (int, error) {

@@ -33,44 +33,24 @@ import (
 // take to arrive; a slower one is net/http's to read.
 const nextRequestWait = 100 * time.Millisecond
 
-// awaitingRequest is an answered connection in the watcher's set.
-type awaitingRequest struct {
-	mu   sync.Mutex
-	id   uint64
-	idle *time.Timer // closes the connection after the idle timeout
-}
-
 // awaitRequest watches an answered poll's connection for the client's
 // next request; false when it cannot be (the caller hands it to
 // net/http). A TLS connection goes to net/http when its next bytes come,
-// a plain one is read by serveNext.
+// a plain one is read by serveNext. The watcher closes it after the idle
+// timeout if nothing comes.
 func (p *Parking) awaitRequest(conn net.Conn, tc *trackedConn) bool {
 	if len(tc.pending) > 0 { // a request already read: net/http's
 		return false
 	}
-	next := func() { p.serveNext(tc) }
-	if conn != net.Conn(tc) {
-		next = func() { p.handToNetHTTP(conn) }
-	}
-	a := &awaitingRequest{}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	id, err := p.watcher.watch(tc, true, func() {
-		a.mu.Lock()
-		a.idle.Stop()
-		a.mu.Unlock()
-		p.Run(next)
-	})
-	if err != nil {
-		return false
-	}
-	a.id = id
-	a.idle = time.AfterFunc(p.IdleTimeout, func() {
-		if p.watcher.unwatch(id) {
-			conn.Close()
+	if tc.next == nil {
+		serve := func() { p.serveNext(tc) }
+		if conn != net.Conn(tc) {
+			serve = func() { p.handToNetHTTP(conn) }
 		}
-	})
-	return true
+		tc.next = func() { p.Run(serve) }
+	}
+	_, err := p.watcher.watch(tc, true, p.IdleTimeout, tc.next)
+	return err == nil
 }
 
 var nextBuffers = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
@@ -81,29 +61,44 @@ func (p *Parking) serveNext(tc *trackedConn) {
 	bp := nextBuffers.Get().(*[]byte)
 	defer nextBuffers.Put(bp)
 	buf, n := *bp, 0
-	tc.SetReadDeadline(time.Now().Add(nextRequestWait))
+	// The watcher told that something came, so the first read does not
+	// wait; the rest of a request under way has nextRequestWait.
+	waiting := false
 	for n < len(buf) {
 		k, err := tc.Read(buf[n:])
 		n += k
 		if err != nil || bytes.Contains(buf[max(0, n-k-3):n], []byte("\r\n\r\n")) {
 			break
 		}
+		if !waiting {
+			waiting = true
+			tc.SetReadDeadline(time.Now().Add(nextRequestWait))
+		}
 	}
 	if n == 0 { // the client went away
 		tc.Close()
 		return
 	}
-	tc.SetReadDeadline(time.Time{})
+	if waiting {
+		tc.SetReadDeadline(time.Time{})
+	}
 	req := nextPoll(buf[:n], p.Paths)
 	if req == nil || p.Closing() {
 		tc.pending = slices.Clone(buf[:n])
 		p.handToNetHTTP(tc)
 		return
 	}
-	req.RemoteAddr = tc.RemoteAddr().String()
-	req = req.WithContext(context.WithValue(context.Background(), connKey{}, tc))
+	if tc.nextCtx == nil { // the same for each of its requests
+		tc.remote = tc.RemoteAddr().String()
+		tc.nextCtx = context.WithValue(context.Background(), connKey{}, tc)
+	}
+	req.RemoteAddr = tc.remote
+	req = req.WithContext(tc.nextCtx)
 	w := &pollWriter{Response: Response{header: http.Header{}}, conn: tc}
-	if !p.serveCaught(w, req) {
+	tc.inNext = true
+	served := p.serveCaught(w, req)
+	tc.inNext = false
+	if !served {
 		tc.Close()
 		return
 	}
@@ -167,57 +162,55 @@ func nextPoll(b []byte, paths []string) *http.Request {
 	if end < 0 || end != len(b)-4 { // not ended, or more after it
 		return nil
 	}
-	head := b[:end]
-	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
-	target, ok1 := bytes.CutPrefix(line, []byte("GET "))
-	target, ok2 := bytes.CutSuffix(target, []byte(" HTTP/1.1"))
-	path, _, _ := bytes.Cut(target, []byte("?"))
-	known := false
-	for _, p := range paths {
-		known = known || string(path) == p
-	}
-	if !ok1 || !ok2 || !known {
+	head := string(b[:end]) // one copy: the request's strings are parts of it
+	line, rest, _ := strings.Cut(head, "\r\n")
+	target, ok1 := strings.CutPrefix(line, "GET ")
+	target, ok2 := strings.CutSuffix(target, " HTTP/1.1")
+	path, _, _ := strings.Cut(target, "?")
+	if !ok1 || !ok2 || !slices.Contains(paths, path) {
 		return nil
 	}
-	for _, c := range target {
-		if c <= ' ' || c >= 0x7f {
+	for i := range len(target) {
+		if c := target[i]; c <= ' ' || c >= 0x7f {
 			return nil
 		}
 	}
-	h := make(http.Header, 8)
+	lines := strings.Count(rest, "\r\n") + 1
+	h := make(http.Header, lines)
+	values := make([]string, 0, lines) // each header's one value, sliced from one array
 	host, hosts, closing := "", 0, false
 	for len(rest) > 0 {
-		var l []byte
-		l, rest, _ = bytes.Cut(rest, []byte("\r\n"))
-		name, value, ok := bytes.Cut(l, []byte(":"))
+		var l string
+		l, rest, _ = strings.Cut(rest, "\r\n")
+		name, value, ok := strings.Cut(l, ":")
 		if !ok || len(name) == 0 {
 			return nil
 		}
-		for _, c := range name {
-			if !isTokenChar(c) {
+		for i := range len(name) {
+			if !isTokenChar(name[i]) {
 				return nil
 			}
 		}
-		value = bytes.Trim(value, " \t")
-		for _, c := range value {
-			if (c < ' ' && c != '\t') || c == 0x7f {
+		value = strings.Trim(value, " \t")
+		for i := range len(value) {
+			if c := value[i]; (c < ' ' && c != '\t') || c == 0x7f {
 				return nil
 			}
 		}
-		key := textproto.CanonicalMIMEHeaderKey(string(name))
+		key := textproto.CanonicalMIMEHeaderKey(name)
 		switch key {
 		case "Content-Length", "Transfer-Encoding", "Expect", "Upgrade", "Te", "Trailer", "Http2-Settings":
 			return nil
 		case "Host":
 			hosts++
-			host = string(value)
-			for _, c := range value {
-				if !isTokenChar(c) && !strings.ContainsRune("[]:", rune(c)) {
+			host = value
+			for i := range len(value) {
+				if c := value[i]; !isTokenChar(c) && !strings.ContainsRune("[]:", rune(c)) {
 					return nil
 				}
 			}
 		case "Connection":
-			switch strings.ToLower(string(value)) {
+			switch strings.ToLower(value) {
 			case "close":
 				closing = true
 			case "keep-alive":
@@ -225,19 +218,25 @@ func nextPoll(b []byte, paths []string) *http.Request {
 				return nil
 			}
 		}
-		if key != "Host" { // net/http keeps it in Request.Host only
-			h[key] = append(h[key], string(value))
+		if key == "Host" { // net/http keeps it in Request.Host only
+			continue
 		}
+		if old, ok := h[key]; ok {
+			h[key] = append(old, value)
+			continue
+		}
+		values = append(values, value)
+		h[key] = values[len(values)-1 : len(values) : len(values)]
 	}
 	if hosts != 1 || host == "" {
 		return nil
 	}
-	u, err := url.ParseRequestURI(string(target))
+	u, err := url.ParseRequestURI(target)
 	if err != nil {
 		return nil
 	}
 	return &http.Request{Method: http.MethodGet, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, Host: host,
-		RequestURI: string(target), Body: http.NoBody, Close: closing}
+		RequestURI: target, Body: http.NoBody, Close: closing}
 }
 
 // isTokenChar is RFC 9110's tchar.

@@ -105,6 +105,9 @@ func (p *Parking) Take(w http.ResponseWriter, r *http.Request) *Parked {
 		tc.parked.Store(false)
 		return nil
 	}
+	if tc.httpDeadlines = !tc.inNext; tc.httpDeadlines {
+		tc.writeBy = time.Time{} // net/http's own is set: writeTo sets it again
+	}
 	closing := r.Close
 	if n := buf.Reader.Buffered(); n > 0 { // a pipelined request: net/http reads it next
 		if conn == net.Conn(tc) {
@@ -136,7 +139,7 @@ type Parked struct {
 // cannot be watched, gone never runs; the server's own timeout must end
 // the wait. It is called once, before Write, which ends the watch.
 func (c *Parked) WatchGone(gone func()) {
-	if id, err := c.parking.watcher.watch(c.tracked, false, gone); err == nil {
+	if id, err := c.parking.watcher.watch(c.tracked, false, 0, gone); err == nil {
 		c.watchID = id
 	}
 }
@@ -165,8 +168,16 @@ func (c *Parked) Done(written bool) {
 // it: after an error, when the client asked, at shutdown.
 func (p *Parking) afterAnswer(conn net.Conn, tc *trackedConn, keep bool) {
 	if keep && !p.Closing() {
-		conn.SetDeadline(time.Time{})
-		if p.awaitRequest(conn, tc) || p.listener.handBack(conn) {
+		if tc.httpDeadlines { // serveNext reads without one
+			conn.SetReadDeadline(time.Time{})
+			tc.httpDeadlines = false
+		}
+		if p.awaitRequest(conn, tc) {
+			return
+		}
+		conn.SetDeadline(time.Time{}) // net/http sets its own
+		tc.writeBy = time.Time{}
+		if p.listener.handBack(conn) {
 			return
 		}
 	}
@@ -209,7 +220,9 @@ func (w *Response) writeTo(conn net.Conn, head []byte, closing bool) error {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	b := make([]byte, 0, 256+len(head))
+	bp := headBuffers.Get().(*[]byte)
+	defer func() { *bp = (*bp)[:0]; headBuffers.Put(bp) }()
+	b := *bp
 	b = append(b, "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(w.status), 10)
 	b = append(b, ' ')
@@ -230,19 +243,53 @@ func (w *Response) writeTo(conn net.Conn, head []byte, closing bool) error {
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "Date: "...)
-	b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
+	b = appendDate(b, time.Now())
 	if closing {
 		b = append(b, "\r\nConnection: close"...)
 	}
 	b = append(b, "\r\n\r\n"...)
-	conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	// The write deadline is set again only when less than half of it is
+	// left: an answer has between writeTimeout/2 and writeTimeout, and
+	// a client polling again at once costs no timer change per answer.
+	if tc := trackedOf(conn); tc == nil {
+		conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	} else if now := time.Now(); tc.writeBy.Sub(now) < writeTimeout/2 {
+		tc.writeBy = now.Add(writeTimeout)
+		conn.SetWriteDeadline(tc.writeBy)
+	}
 	if tc, ok := conn.(*trackedConn); ok { // a TCP connection: one writev, the body not copied again
 		out := net.Buffers{b, w.body.Bytes()}
 		_, err := out.WriteTo(tc.Conn)
+		*bp = b
 		return err
 	}
-	_, err := conn.Write(append(b, w.body.Bytes()...)) // TLS: one record
+	b = append(b, w.body.Bytes()...)
+	_, err := conn.Write(b) // TLS: one record
+	if cap(b) <= 64<<10 {
+		*bp = b
+	}
 	return err
+}
+
+// headBuffers hold the status and header lines of answers being written.
+var headBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// dates is the Date header's text of the current second, formatted once
+// a second rather than for each answer.
+var dates struct {
+	mu   sync.Mutex
+	unix int64
+	text []byte
+}
+
+func appendDate(b []byte, now time.Time) []byte {
+	dates.mu.Lock()
+	defer dates.mu.Unlock()
+	if sec := now.Unix(); sec != dates.unix || dates.text == nil {
+		dates.unix = sec
+		dates.text = now.UTC().AppendFormat(dates.text[:0], http.TimeFormat)
+	}
+	return append(b, dates.text...)
 }
 
 // parkingListener is the listener net/http serves: the connections it

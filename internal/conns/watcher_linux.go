@@ -18,17 +18,35 @@ type closeWatcher struct {
 	epfd   int
 	closed chan struct{}
 
-	mu      sync.Mutex
-	next    uint64 // the last id given; never given again
-	watches map[uint64]watch
+	mu       sync.Mutex
+	next     uint64 // the last id given; never given again
+	watches  map[uint64]watch
+	awaiting int // watches of answered connections, which idle out
 }
 
 // watch is a connection watched, and what to do when it is ready;
-// awaiting: an answered one's, waiting for the client's next request.
+// awaiting: an answered one's, waiting for the client's next request,
+// closed by the watcher if none comes by idleBy (zero: never).
 type watch struct {
 	conn     *trackedConn
 	ready    func()
 	awaiting bool
+	idleBy   time.Time
+}
+
+// idleSweepEvery is how often the watcher looks for answered connections
+// past their idle timeout: a sweep of the set, instead of a timer made
+// and stopped for every answer.
+const idleSweepEvery = time.Second
+
+// watchState is what a connection keeps for its watches, made at its
+// first: its raw connection and the epoll call, so that the watch of
+// each answer and each parked request allocates nothing.
+type watchState struct {
+	raw     syscall.RawConn
+	ev      syscall.EpollEvent
+	err     error
+	control func(fd uintptr)
 }
 
 // CanPark tells whether requests can park here: Linux has the epoll set.
@@ -55,44 +73,62 @@ func newCloseWatcher() (*closeWatcher, error) {
 // An id is never used twice, so a one shot left armed by an unwatch
 // that did not disarm it tells of nothing but a forgotten id, which the
 // watcher drops.
-func (w *closeWatcher) watch(conn *trackedConn, awaiting bool, ready func()) (uint64, error) {
+func (w *closeWatcher) watch(conn *trackedConn, awaiting bool, idle time.Duration, ready func()) (uint64, error) {
 	select {
 	case <-w.closed: // its epoll fd may be closed, its number another file's
 		return 0, errors.New("the watcher is closed")
 	default:
 	}
-	raw, ok := conn.Conn.(syscall.Conn)
-	if !ok {
-		return 0, errors.New("not a socket")
+	ws := &conn.watch
+	if ws.raw == nil {
+		raw, ok := conn.Conn.(syscall.Conn)
+		if !ok {
+			return 0, errors.New("not a socket")
+		}
+		rc, err := raw.SyscallConn()
+		if err != nil {
+			return 0, err
+		}
+		ws.raw = rc
+		ws.control = func(fd uintptr) {
+			// ADD the first time, MOD after; the other when the first
+			// says it is not (EEXIST: a watch that fired before it
+			// marked the connection; ENOENT: not expected).
+			add, mod := syscall.EPOLL_CTL_ADD, syscall.EPOLL_CTL_MOD
+			if conn.watched.Load() {
+				add, mod = mod, add
+			}
+			err := syscall.EpollCtl(w.epfd, add, int(fd), &ws.ev)
+			if err == syscall.EEXIST || err == syscall.ENOENT {
+				err = syscall.EpollCtl(w.epfd, mod, int(fd), &ws.ev)
+			}
+			if err == nil {
+				conn.watched.Store(true)
+			}
+			ws.err = err
+		}
 	}
-	rc, err := raw.SyscallConn()
-	if err != nil {
-		return 0, err
+	wt := watch{conn: conn, ready: ready, awaiting: awaiting}
+	if awaiting && idle > 0 {
+		wt.idleBy = time.Now().Add(idle)
 	}
 	w.mu.Lock()
 	w.next++
 	id := w.next
-	w.watches[id] = watch{conn, ready, awaiting}
+	w.watches[id] = wt
+	if awaiting {
+		w.awaiting++
+	}
 	w.mu.Unlock()
 	// The id is the event's 64 bits of data (Fd and Pad on every Linux
-	// port's EpollEvent).
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(uint32(id)), Pad: int32(uint32(id >> 32))}
-	if cerr := rc.Control(func(fd uintptr) {
-		// ADD the first time, MOD after; the other when the first says
-		// it is not (EEXIST: a watch that fired before it marked the
-		// connection; ENOENT: not expected).
-		add, mod := syscall.EPOLL_CTL_ADD, syscall.EPOLL_CTL_MOD
-		if conn.watched.Load() {
-			add, mod = mod, add
-		}
-		if err = syscall.EpollCtl(w.epfd, add, int(fd), &ev); err == syscall.EEXIST || err == syscall.ENOENT {
-			err = syscall.EpollCtl(w.epfd, mod, int(fd), &ev)
-		}
-		if err == nil {
-			conn.watched.Store(true)
-		}
-	}); cerr != nil {
-		err = cerr
+	// port's EpollEvent). A connection is watched by one goroutine at a
+	// time (parked, answered, its next request read, parked again), so
+	// its state needs no lock.
+	ws.ev = syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(uint32(id)), Pad: int32(uint32(id >> 32))}
+	ws.err = nil
+	err := ws.raw.Control(ws.control)
+	if err == nil {
+		err = ws.err
 	}
 	if err != nil {
 		w.forget(id)
@@ -113,20 +149,30 @@ func (w *closeWatcher) forget(id uint64) (watch, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wt, ok := w.watches[id]
-	delete(w.watches, id)
+	if ok {
+		delete(w.watches, id)
+		if wt.awaiting {
+			w.awaiting--
+		}
+	}
 	return wt, ok
 }
 
 func (w *closeWatcher) run() {
 	defer syscall.Close(w.epfd)
 	events := make([]syscall.EpollEvent, 256)
+	swept := time.Now()
 	for {
 		select {
 		case <-w.closed:
 			return
 		default:
 		}
-		n, err := syscall.EpollWait(w.epfd, events, 1000) // a second at most, to see closed
+		if now := time.Now(); now.Sub(swept) >= idleSweepEvery {
+			swept = now
+			w.closeIdle(now)
+		}
+		n, err := syscall.EpollWait(w.epfd, events, int(idleSweepEvery/time.Millisecond)) // to see closed, and to sweep
 		if err == syscall.EINTR {
 			continue
 		}
@@ -144,6 +190,26 @@ func (w *closeWatcher) run() {
 	}
 }
 
+// closeIdle closes the answered connections whose client sent no next
+// request by their idle timeout, as net/http closes an idle one.
+func (w *closeWatcher) closeIdle(now time.Time) {
+	var idle []*trackedConn
+	w.mu.Lock()
+	if w.awaiting > 0 {
+		for id, wt := range w.watches {
+			if wt.awaiting && !wt.idleBy.IsZero() && now.After(wt.idleBy) {
+				idle = append(idle, wt.conn)
+				delete(w.watches, id)
+				w.awaiting--
+			}
+		}
+	}
+	w.mu.Unlock()
+	for _, c := range idle {
+		c.Close()
+	}
+}
+
 // awaitingConns answers the connections watched for a next request, taken
 // out of the set, for shutdown to close.
 func (w *closeWatcher) awaitingConns() []*trackedConn {
@@ -153,6 +219,7 @@ func (w *closeWatcher) awaitingConns() []*trackedConn {
 		if wt.awaiting {
 			conns = append(conns, wt.conn)
 			delete(w.watches, id)
+			w.awaiting--
 		}
 	}
 	w.mu.Unlock()

@@ -2,7 +2,10 @@
 
 package conns
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // CanPark tells whether requests can park here: parking needs to be
 // told when a parked request's client goes away (watcher_linux.go's epoll
@@ -15,7 +18,10 @@ func newCloseWatcher() (*closeWatcher, error) {
 	return nil, errors.New("parking needs Linux")
 }
 
-func (*closeWatcher) watch(*trackedConn, bool, func()) (uint64, error) {
+// watchState is what a connection keeps for its watches: nothing here.
+type watchState struct{}
+
+func (*closeWatcher) watch(*trackedConn, bool, time.Duration, func()) (uint64, error) {
 	return 0, errors.New("parking needs Linux")
 }
 func (*closeWatcher) unwatch(uint64) bool           { return false }
