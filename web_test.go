@@ -314,32 +314,46 @@ func TestWeb_SessionSurvivesARestartAndExpires(t *testing.T) {
 // BenchmarkWeb_OpenMillionMessageChannel is what the page asks when one
 // opens a channel of 1,000,000 messages (1000 topics): its latest page of
 // 50, rendered, through the session and CSRF check, and its topic list
-// for the sidebar. Issue 23's budget: the latest page in under 100 ms.
+// for the sidebar. Issue 23's budget: the latest page in under 100 ms;
+// issue 34's: as fast as a channel without that history.
 func BenchmarkWeb_OpenMillionMessageChannel(b *testing.B) {
 	e := newBenchEnv(b)
+	empty := mustCreateChannel(b, e.st, "empty", false)
+	mustSubscribe(b, e.st, e.alice.user, "empty")
+	small := mustCreateChannel(b, e.st, "small", false)
+	mustSubscribe(b, e.st, e.alice.user, "small")
+	seedChannel(b, e.st, e.alice.user, e.alice.user, small, 1000, 1000)
 	seedChannel(b, e.st, e.alice.user, e.alice.user, e.general, 1_000_000, 1000)
 	if err := e.st.startSession("bench-session", webSession{userID: e.alice.ID, expires: time.Now().Add(time.Hour).Unix(), csrf: "bench-csrf"}); err != nil {
 		b.Fatal(err)
 	}
-	id := strconv.FormatUint(e.general.ID, 10)
-	narrow := url.QueryEscape(`[{"operator":"channel","operand":` + id + `}]`)
-	for _, c := range []struct{ name, path string }{
-		{"latest_page", "/json/messages?anchor=newest&num_before=50&num_after=0&apply_markdown=true&client_gravatar=false&narrow=" + narrow},
-		{"topics", "/json/users/me/" + id + "/topics"},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				req := httptest.NewRequest(http.MethodGet, c.path, nil)
-				req.AddCookie(&http.Cookie{Name: sessionCookieName, Value: "bench-session"})
-				req.Header.Set(csrfHeader, "bench-csrf")
-				rec := httptest.NewRecorder()
-				e.handler.ServeHTTP(rec, req)
-				if rec.Code != http.StatusOK {
-					b.Fatalf("GET %s: got %d %s", c.path, rec.Code, rec.Body)
+	// The same requests, side by side, to the channel of 1,000,000
+	// messages, to one of 1,000 in as many topics (the same page, the
+	// same topic list: what differs is the history), and to an empty one.
+	for _, ch := range []struct {
+		name string
+		id   uint64
+	}{{"million", e.general.ID}, {"thousand", small.ID}, {"empty", empty.ID}} {
+		id := strconv.FormatUint(ch.id, 10)
+		narrow := url.QueryEscape(`[{"operator":"channel","operand":` + id + `}]`)
+		for _, c := range []struct{ name, path string }{
+			{"latest_page", "/json/messages?anchor=newest&num_before=50&num_after=0&apply_markdown=true&client_gravatar=false&narrow=" + narrow},
+			{"topics", "/json/users/me/" + id + "/topics"},
+		} {
+			b.Run(c.name+"/"+ch.name, func(b *testing.B) {
+				for b.Loop() {
+					req := httptest.NewRequest(http.MethodGet, c.path, nil)
+					req.AddCookie(&http.Cookie{Name: sessionCookieName, Value: "bench-session"})
+					req.Header.Set(csrfHeader, "bench-csrf")
+					rec := httptest.NewRecorder()
+					e.handler.ServeHTTP(rec, req)
+					if rec.Code != http.StatusOK {
+						b.Fatalf("GET %s: got %d %s", c.path, rec.Code, rec.Body)
+					}
 				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
-		})
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
+			})
+		}
 	}
 }
 
