@@ -44,6 +44,7 @@ const adminTabs = [
   ['organization/invites', 'Invitations'],
   ['organization/emoji-settings', 'Custom emoji'],
   ['organization/linkifier-settings', 'Linkifiers'],
+  ['organization/user-groups-admin', 'User groups'],
 ];
 
 const pages = {
@@ -60,6 +61,7 @@ const pages = {
   'organization/invites': invites,
   'organization/emoji-settings': customEmoji,
   'organization/linkifier-settings': linkifiers,
+  'organization/user-groups-admin': userGroups,
 };
 
 // renderSettings draws a tab into root: the tab list, then the page.
@@ -485,4 +487,53 @@ async function linkifiers(body) {
       }, 'Linkifier saved.'),
       action(`Remove ${l.pattern}`, () => api('DELETE', `/realm/filters/${l.id}`).then(redraw), { class: 'danger' }))))
       : el('p', { class: 'empty', text: 'No linkifiers.' }));
+}
+
+// The organization's user groups, as Zulip's User groups list has them:
+// not the system groups (the roles), nor the deactivated ones.
+async function userGroups(body) {
+  const { user_groups: all } = await api('GET', '/user_groups');
+  const groups = all.filter((g) => !g.is_system_group).sort((a, b) => a.name.localeCompare(b.name));
+  const people = [...state.users.values()].filter((u) => !u.is_bot && u.is_active !== false).sort((a, b) => a.full_name.localeCompare(b.full_name));
+  body.append(
+    form('Create user group', [...groupInfo(), el('fieldset', {}, el('legend', { text: 'Choose members' }),
+      people.map((u) => el('label', {}, el('input', { type: 'checkbox', name: 'members', value: u.user_id }), ` ${u.full_name}`)))],
+    'Create', async (f) => {
+      const members = [...f.querySelectorAll('[name=members]:checked')].map((c) => Number(c.value));
+      await api('POST', '/user_groups/create', { name: f.elements.name.value.trim(), description: f.elements.description.value.trim(), members });
+      redraw();
+    }, 'User group created.'),
+    groups.length ? el('ul', { class: 'rows' }, groups.map((g) => userGroup(g, people)))
+      : el('p', { class: 'empty', text: 'There are no user groups you can view in this organization.' }));
+}
+
+// groupInfo is the name and description, as Zulip's group info form has them.
+const groupInfo = (g = {}) => [field('User group name', { name: 'name', required: true, maxlength: 100, value: g.name || '', autocomplete: 'off' }),
+  field('User group description', { name: 'description', maxlength: 1024, value: g.description || '', autocomplete: 'off' })];
+
+function userGroup(g, people) {
+  const members = `/user_groups/${g.id}/members`;
+  const outside = people.filter((u) => !g.members.includes(u.user_id));
+  const n = g.members.length;
+  return el('li', { 'aria-label': g.name },
+    el('h3', { text: g.name }), el('p', { class: 'muted', text: g.description || 'No description.' }),
+    el('p', { text: `${n} ${n === 1 ? 'member' : 'members'}` }),
+    form(`Change group info of ${g.name}`, groupInfo(g), 'Save changes', async (f) => {
+      const changed = {};
+      if (f.elements.name.value.trim() !== g.name) changed.name = f.elements.name.value.trim();
+      if (f.elements.description.value.trim() !== g.description) changed.description = f.elements.description.value.trim();
+      if (!Object.keys(changed).length) return;
+      await api('PATCH', `/user_groups/${g.id}`, changed);
+      redraw();
+    }, 'Group info saved.'),
+    outside.length ? form(`Add members to ${g.name}`, [el('label', {}, 'Person ', el('select', { name: 'user' }, outside.map((u) => el('option', { value: u.user_id, text: u.full_name }))))],
+      'Add', async (f) => {
+        await api('POST', members, { add: [Number(f.elements.user.value)] });
+        redraw();
+      }, 'Member added.') : null,
+    n ? el('table', { class: 'grid', 'aria-label': `Members of ${g.name}` }, el('thead', {}, el('tr', {}, el('th', { text: 'Name' }), el('th', { text: 'Email' }), el('th', { text: 'Actions' }))),
+      el('tbody', {}, g.members.map((id) => el('tr', {}, el('td', { text: userName(id) }), el('td', { text: state.users.get(id)?.email ?? '' }),
+        el('td', {}, action(`Remove ${userName(id)}`, () => api('POST', members, { delete: [id] }).then(redraw)))))))
+      : el('p', { class: 'empty', text: 'This group has no members.' }),
+    action(`Deactivate ${g.name}`, () => api('POST', `/user_groups/${g.id}/deactivate`).then(redraw), { class: 'danger' }));
 }

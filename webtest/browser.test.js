@@ -731,7 +731,7 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
   });
 
   await t.test('no serious accessibility violation on the inbox and the settings pages, light and dark', async () => {
-    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions', '#organization/users', '#organization/channels', '#organization/invites', '#organization/emoji-settings', '#organization/linkifier-settings']) {
+    for (const where of ['#inbox', '#settings/profile', '#settings/channels', '#organization/permissions', '#organization/users', '#organization/channels', '#organization/invites', '#organization/emoji-settings', '#organization/linkifier-settings', '#organization/user-groups-admin']) {
       await a.evaluate((h) => { location.hash = h; }, where);
       await a.waitForFunction((h) => (h === '#inbox' ? !document.querySelector('#inbox').hidden : document.querySelector(`.settings-tabs [aria-current=page][href="${h}"]`)), { timeout }, where);
       for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(a, theme), [], `${where}, ${theme} theme`);
@@ -799,6 +799,61 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     assert.ok(search && (await search.boundingBox())?.width > 100, 'search is shown at phone width');
     await a.screenshot({ path: join(out, 'phone-alice-long-names.png') });
     await a.setViewport({ width: 1280, height: 800 });
+  });
+
+  await t.test('user groups: create with a member by keyboard, a refusal shows Zulip\'s error, rename, members, deactivate', async () => {
+    await openSettings(a, 'User groups');
+    await a.waitForSelector(byText('There are no user groups you can view in this organization.'));
+    const create = named('Create user group', 'form');
+    const group = (g) => `::-p-aria([name=${JSON.stringify(g)}][role="listitem"])`;
+    const idOf = (label) => a.$eval(`${group('coaches')} select`, (s, l) => [...s.options].find((o) => o.textContent === l).value, label);
+    // Keyboard only: the member's box by Space, the form sent by Enter.
+    await a.locator(`${create} ::-p-aria([name="User group name"])`).fill('coaches');
+    await a.locator(`${create} ::-p-aria([name="User group description"])`).fill('Coaching staff');
+    await a.focus(`${create} ::-p-aria([name="Bob"][role="checkbox"])`);
+    await a.keyboard.press('Space');
+    await a.focus(`${create} ::-p-aria([name="User group name"])`);
+    await a.keyboard.press('Enter');
+    await a.waitForSelector(`${group('coaches')} ::-p-aria([name="Bob"][role="cell"])`);
+    await a.waitForSelector(`${group('coaches')} ${byText('1 member')}`);
+    await a.locator(`${create} ::-p-aria([name="User group name"])`).fill('coaches');
+    await a.locator(`${create} ::-p-aria([name="Create"][role="button"])`).click();
+    await a.waitForSelector(`${create} ${byText("User group 'coaches' already exists.")}`);
+    await a.select(`${group('coaches')} select`, await idOf('Carol Jones'));
+    await a.locator(`${group('coaches')} ::-p-aria([name="Add"][role="button"])`).click();
+    await a.waitForSelector(`${group('coaches')} ::-p-aria([name="Carol Jones"][role="cell"])`);
+    await a.locator(`${group('coaches')} ::-p-aria([name="Remove Bob"][role="button"])`).click();
+    await a.waitForFunction((s) => !document.querySelector(s)?.textContent.includes('Bob'), { timeout }, 'li[aria-label="coaches"] table');
+    const info = named('Change group info of coaches', 'form');
+    await a.locator(`${info} ::-p-aria([name="User group name"])`).fill('rowing coaches');
+    await a.locator(`${info} ::-p-aria([name="User group description"])`).fill('Coaches of the rowing squad');
+    await a.locator(`${info} ::-p-aria([name="Save changes"][role="button"])`).click();
+    await a.waitForSelector(group('rowing coaches'));
+    const { members } = await call(a, 'GET', '/users');
+    const carol = members.find((u) => u.full_name === 'Carol Jones').user_id;
+    const saved = (await call(a, 'GET', '/user_groups')).user_groups.filter((g) => !g.is_system_group);
+    assert.deepEqual(saved.map((g) => [g.name, g.description, g.members]), [['rowing coaches', 'Coaches of the rowing squad', [carol]]]);
+    for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(a, theme), [], `User groups, ${theme} theme`);
+    await a.emulateMediaFeatures([]);
+    // At phone width, with the long name of the step above among the
+    // people to choose and to add.
+    await a.setViewport({ width: 360, height: 740, isMobile: true, hasTouch: true });
+    await a.waitForSelector(group('rowing coaches')); // a touch screen reloads the page
+    // The settings scroll in their own box: nothing may stick out of it.
+    const overflow = await a.evaluate(() => {
+      const view = document.querySelector('#settings-view');
+      const edge = view.getBoundingClientRect().right + 1;
+      const wide = [...view.querySelectorAll('*')].filter((n) => n.getBoundingClientRect().right > edge);
+      return { page: document.documentElement.scrollWidth, box: view.scrollWidth - view.clientWidth, wide: wide.slice(0, 4).map((n) => n.tagName + (n.getAttribute('aria-label') ? ` ${n.getAttribute('aria-label')}` : '')) };
+    });
+    assert.deepEqual(overflow, { page: 360, box: 0, wide: [] }, 'User groups at 360 px');
+    await a.$eval(group('rowing coaches'), (n) => n.scrollIntoView());
+    await a.screenshot({ path: join(out, 'phone-alice-user-groups.png') });
+    await a.setViewport({ width: 1280, height: 800 });
+    await a.locator(named('Deactivate rowing coaches', 'button')).click();
+    await a.waitForSelector(byText('There are no user groups you can view in this organization.'));
+    const after = (await call(a, 'GET', '/user_groups', { include_deactivated_groups: true })).user_groups.find((g) => g.name === 'rowing coaches');
+    assert.equal(after?.deactivated, true, 'deactivated, and kept');
   });
 
   await t.test('screenshots at desktop and phone widths', async () => {
