@@ -399,10 +399,21 @@ func (s *server) addSubscriptionState(state map[string]any, u user, o registerOp
 		}
 		subscribed = append(subscribed, so)
 	}
-	never := []streamObject{}
+	// A channel never subscribed to lists its subscribers too when asked,
+	// as Zulip's gather_subscriptions_helper does.
+	type neverSubscribed struct {
+		streamObject
+		Subscribers *[]uint64 `json:"subscribers,omitempty"` // [] when it has none
+	}
+	never := []neverSubscribed{}
 	for _, ch := range visible {
 		if !slices.ContainsFunc(subs, func(sc subscribedChannel) bool { return sc.ID == ch.ID }) {
-			never = append(never, newStreamObject(ch))
+			n := neverSubscribed{streamObject: newStreamObject(ch)}
+			if o.includeSubscribers {
+				ids := nonNilIDs(ch.Subscribers)
+				n.Subscribers = &ids
+			}
+			never = append(never, n)
 		}
 	}
 	state["subscriptions"], state["unsubscribed"], state["never_subscribed"] = subscribed, []subscriptionObject{}, never

@@ -418,6 +418,34 @@ func TestRegister_ParametersAsZulipReadsThem(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", c.rule, got, c.want)
 		}
 	}
+	// A channel never subscribed to lists its subscribers too, [] when
+	// it has none, as Zulip's gather_subscriptions_helper does; the
+	// administrator sees the private channel's too.
+	mustCreateChannel(t, e.st, "quiet", false)
+	neverSubscribers := func(r response) map[string]any {
+		found := map[string]any{}
+		for _, s := range items(t, r.body["never_subscribed"]) {
+			found[s["name"].(string)] = s["subscribers"]
+		}
+		return found
+	}
+	for _, c := range []struct {
+		rule   string
+		who    *account
+		params url.Values
+		want   map[string]any
+	}{
+		{"never_subscribed lists subscribers with include_subscribers", &e.bob, url.Values{"include_subscribers": {"true"}},
+			map[string]any{"quiet": []any{}}},
+		{"never_subscribed lists none without it", &e.bob, url.Values{}, map[string]any{"quiet": nil}},
+		{"an administrator's never_subscribed lists a private channel's", &e.admin, url.Values{"include_subscribers": {"true"}},
+			map[string]any{"general": everyone, "secret": []any{float64(e.alice.ID)}, "quiet": []any{}}},
+	} {
+		c.params.Set("fetch_event_types", `["subscription"]`)
+		if got := neverSubscribers(e.registerQueue(t, c.who, c.params)); !jsonEqual(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.rule, got, c.want)
+		}
+	}
 	before := len(e.server.events.queues)
 	for _, c := range []struct {
 		rule   string

@@ -198,8 +198,9 @@ func (s *store) visibleChannels(u user, f channelFilter) ([]channelView, error) 
 // each filter lets them see, read in one transaction whose figures are
 // worked out once: register lists all of them, and counting a big
 // channel's subscribers again for each list cost more than the rest of
-// its channels. The subscriptions list their subscribers when
-// listSubscribers.
+// its channels. The subscriptions and the channels list their
+// subscribers when listSubscribers: every channel a filter lets the user
+// see is one whose metadata, subscribers among it, they may read.
 func (s *store) subscriptionsAndChannels(u user, listSubscribers bool, filters ...channelFilter) ([]subscribedChannel, [][]channelView, error) {
 	var subs []subscribedChannel
 	var lists [][]channelView
@@ -213,6 +214,14 @@ func (s *store) subscriptionsAndChannels(u user, listSubscribers bool, filters .
 		for i, filter := range filters {
 			if lists[i], err = s.visibleChannelsIn(tx, f, u, filter); err != nil {
 				return err
+			}
+			for j := range lists[i] {
+				if !listSubscribers {
+					break
+				}
+				if lists[i][j].Subscribers, err = f.subscribers(lists[i][j].ID); err != nil { // read once for all the lists (figures)
+					return err
+				}
 			}
 		}
 		return nil
