@@ -786,6 +786,9 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.locator(named('Topic')).fill('a topic that goes on and on about nothing in particular, 60');
     assert.equal(await send(a, 'Wide enough?'), '');
     await a.setViewport({ width: 360, height: 740, isMobile: true, hasTouch: true });
+    // A touch screen reloads the page: measure it once it shows the
+    // message again, back in its narrow (its URL), not half loaded.
+    await a.waitForSelector(byText('Wide enough?'), { timeout });
     const overflow = () => a.evaluate(() => {
       const wide = [...document.querySelectorAll('body *')].filter((n) => n.offsetParent && n.getBoundingClientRect().right > innerWidth + 1);
       return { page: document.documentElement.scrollWidth, wide: wide.slice(0, 4).map((n) => n.id || n.className || n.tagName) };
