@@ -41,10 +41,17 @@ type bouncerRegistration struct {
 // server is registered with it (also from an admin command run on the
 // file; a server delivering directly drops them).
 func (s *store) queueBouncerTx(tx *bbolt.Tx, kind string, userID uint64, t pushToken) error {
-	if tx.Bucket(bucketMeta).Get(keyPushBouncer) == nil {
+	if !bouncerRegistered(tx) {
 		return nil
 	}
 	return putJob(tx.Bucket(bucketPushOutbox), pushJob{Kind: kind, UserID: userID, Device: &t})
+}
+
+// bouncerRegistered tells whether the server is registered with the push
+// bouncer, whose queue then hears of every token's registration and
+// removal.
+func bouncerRegistered(tx *bbolt.Tx) bool {
+	return tx.Bucket(bucketMeta).Get(keyPushBouncer) != nil
 }
 
 // unregisterAllTx queues the removal at the bouncer of every token of the

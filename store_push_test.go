@@ -41,6 +41,33 @@ func TestPushTokens_BelongToTheirOwner(t *testing.T) {
 	}
 }
 
+// Without a push bouncer, a removal neither needs nor reads the token's
+// record (the committer looks the key up and deletes it), and a token
+// that only begins with the one named is another token.
+func TestRemovePushToken_LooksUpTheKeyOnly(t *testing.T) {
+	st := mustOpenStore(t)
+	alice, _ := mustCreateUser(t, st, "alice@example.com", roleMember, false)
+	if err := st.addPushToken(alice.ID, pushToken{Kind: pushAPNs, Token: "aabbcc"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.removePushToken(alice.ID, pushAPNs, "aabb"); !errors.Is(err, errTokenNotFound) {
+		t.Errorf("removing aabb while aabbcc is stored: got %v, want errTokenNotFound", err)
+	}
+	mustUpdate(t, st, func(tx *bbolt.Tx) error { // a record this zulite cannot decode
+		return tx.Bucket(bucketPushTokens).Put(pushTokenKey(alice.ID, pushAPNs, "ddee"), []byte("not json"))
+	})
+	if err := st.removePushToken(alice.ID, pushAPNs, "ddee"); err != nil {
+		t.Errorf("removing a token whose record is not JSON, no bouncer: got %v, want nil", err)
+	}
+	mustView(t, st, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketPushTokens)
+		if b.Get(pushTokenKey(alice.ID, pushAPNs, "ddee")) != nil || b.Get(pushTokenKey(alice.ID, pushAPNs, "aabbcc")) == nil {
+			t.Errorf("after the removals: got ddee kept or aabbcc gone, want ddee gone and aabbcc kept")
+		}
+		return nil
+	})
+}
+
 func (s *store) pushTokens(userID uint64) ([]pushToken, error) {
 	var list []pushToken
 	err := s.db.View(func(tx *bbolt.Tx) error {

@@ -75,13 +75,28 @@ type result struct {
 // drive sends n requests with c workers over keep-alive connections and
 // checks every status.
 func drive(t *target, c, n, wantStatus int, build func(i int) *http.Request) result {
+	return driveRange(t, c, 0, n, wantStatus, build).result()
+}
+
+// sample is what a stretch of a scenario's requests answered and cost;
+// stretches of the same scenario add up (sample.add) to one result.
+type sample struct {
+	latencies    []time.Duration
+	elapsed, cpu time.Duration
+	err          error
+}
+
+// driveRange sends requests from to to-1 (build's argument) with c
+// workers and checks every status.
+func driveRange(t *target, c, from, to, wantStatus int, build func(i int) *http.Request) sample {
 	client := t.httpClient()
+	n := to - from
 	latencies := make([]time.Duration, n)
 	var failure atomic.Value
 	cpuBefore := cpuTime(t.pid)
 	start := time.Now()
 	parallel(c, n, func(i int) {
-		req := build(i)
+		req := build(from + i)
 		began := time.Now()
 		resp, err := client.Do(req)
 		if err == nil {
@@ -96,12 +111,27 @@ func drive(t *target, c, n, wantStatus int, build func(i int) *http.Request) res
 			failure.CompareAndSwap(nil, err)
 		}
 	})
-	elapsed := time.Since(start)
-	cpu := cpuTime(t.pid) - cpuBefore
-	slices.Sort(latencies)
-	r := result{rps: float64(n) / elapsed.Seconds(), p50: latencies[n/2], p99: latencies[min(n-1, n*99/100)], cpu: cpu / time.Duration(n)}
+	s := sample{latencies: latencies, elapsed: time.Since(start), cpu: cpuTime(t.pid) - cpuBefore}
 	if err, ok := failure.Load().(error); ok {
-		r.err = err
+		s.err = err
 	}
-	return r
+	return s
+}
+
+func (s *sample) add(o sample) {
+	s.latencies = append(s.latencies, o.latencies...)
+	s.elapsed += o.elapsed
+	s.cpu += o.cpu
+	if s.err == nil {
+		s.err = o.err
+	}
+}
+
+func (s sample) result() result {
+	n := len(s.latencies)
+	if n == 0 {
+		return result{err: s.err}
+	}
+	slices.Sort(s.latencies)
+	return result{rps: float64(n) / s.elapsed.Seconds(), p50: s.latencies[n/2], p99: s.latencies[min(n-1, n*99/100)], cpu: s.cpu / time.Duration(n), err: s.err}
 }

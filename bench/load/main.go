@@ -4,7 +4,9 @@
 // commits one bbolt write per request in groups (the write ceiling), and
 // the real zulite binary on a fresh database with 1,000 users, 100
 // channels and realistic unread state. Each is driven at concurrency 1,
-// 16 and 64 over keep-alive connections, and a table shows requests/s,
+// 16 and 64 over keep-alive connections, the scenarios taking turns in
+// five stretches (so that zulite and its ceiling share the same seconds
+// of a shared machine), and a table shows requests/s,
 // p50 and p99, and zulite's ratio to the matching ceiling, with zulite's
 // peak anonymous memory. Then it compares mark_stream_as_read with
 // 1,000,000 unread messages against 1 (-big-unread), and a send to a
@@ -207,58 +209,102 @@ func run(requests, bigUnread, bigChannel, rounds int, sweepToo bool) error {
 	return nil
 }
 
+// stretches is how many stretches each scenario of a sweep is cut into,
+// the scenarios taking turns stretch by stretch: a ratio then compares
+// a scenario with its ceiling over the same seconds, and a moment of
+// load from elsewhere on the machine falls on both rather than on one
+// (a stretch of 1,000 writes at concurrency 64 lasts some 50 ms).
+const stretches = 5
+
+// phase is one scenario of a sweep at one concurrency.
+type phase struct {
+	t           *target
+	n, want     int
+	build       func(i int) *http.Request
+	groupsOf    string // the key to read the target's commit groups with, if it commits
+	done        sample
+	commits     groups
+	metricsFail error
+}
+
 // sweep drives every scenario at concurrency 1, 16 and 64: one round.
 func sweep(z, plainT, writeT *target, accounts []account, ownerKey string, requests int) []row {
 	writes := max(requests/4, 1)
 	var rows []row
 	for _, c := range []int{1, 16, 64} {
-		ceilRead := drive(plainT, c, requests, 200, func(int) *http.Request {
-			return newRequest(plainT, http.MethodGet, "/api/v1/users/me", nil, "load@example.com", ownerKey)
-		})
-		ceilBefore, err0 := commitGroups(writeT, ownerKey)
-		ceilWrite := drive(writeT, c, writes, 200, func(int) *http.Request {
-			return newRequest(writeT, http.MethodPost, "/api/v1/write", url.Values{"x": {"1"}}, "load@example.com", ownerKey)
-		})
-		ceilAfter, err4 := commitGroups(writeT, ownerKey)
-		if err := errors.Join(err0, err4); err != nil && ceilWrite.err == nil {
-			ceilWrite.err = err
-		}
 		tokenBase := map[int]int{1: 0, 16: writes, 64: 2 * writes}[c]
-		before, err1 := commitGroups(z, ownerKey)
-		deletes := drive(z, c, writes, 200, func(i int) *http.Request {
+		ceilRead := &phase{t: plainT, n: requests, want: 200, build: func(int) *http.Request {
+			return newRequest(plainT, http.MethodGet, "/api/v1/users/me", nil, "load@example.com", ownerKey)
+		}}
+		ceilWrite := &phase{t: writeT, n: writes, want: 200, groupsOf: ownerKey, build: func(int) *http.Request {
+			return newRequest(writeT, http.MethodPost, "/api/v1/write", url.Values{"x": {"1"}}, "load@example.com", ownerKey)
+		}}
+		deletes := &phase{t: z, n: writes, want: 200, groupsOf: ownerKey, build: func(i int) *http.Request {
 			a := accounts[(tokenBase+i)%len(accounts)]
 			return newRequest(z, http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {pushTokenFor(tokenBase + i)}}, a.email, a.key)
-		})
-		afterDeletes, err2 := commitGroups(z, ownerKey)
+		}}
 		// Each mark is of a (user, channel) pair not marked before, which
 		// holds unread messages: every mark does a real write.
-		marks := drive(z, c, writes, 200, func(i int) *http.Request {
+		marks := &phase{t: z, n: writes, want: 200, groupsOf: ownerKey, build: func(i int) *http.Request {
 			pair := tokenBase + i
 			a := accounts[pair%len(accounts)]
 			return newRequest(z, http.MethodPost, "/api/v1/mark_stream_as_read", url.Values{"stream_id": {strconv.Itoa(a.channels[(pair/len(accounts))%len(a.channels)])}}, a.email, a.key)
-		})
-		afterMarks, err3 := commitGroups(z, ownerKey)
-		// A failed scrape of zulite's /metrics fails the run, like any
-		// unexpected answer, rather than printing figures made of zeros.
-		if err := errors.Join(err1, err2, err3); err != nil && deletes.err == nil {
-			deletes.err = err
-		}
-		rejected := drive(z, c, requests, 400, func(i int) *http.Request {
+		}}
+		rejected := &phase{t: z, n: requests, want: 400, build: func(i int) *http.Request {
 			a := accounts[i%len(accounts)]
 			return newRequest(z, http.MethodDelete, "/api/v1/users/me/apns_device_token", url.Values{"token": {"not-hex"}}, a.email, a.key)
-		})
-		reads := drive(z, c, requests, 200, func(i int) *http.Request {
+		}}
+		reads := &phase{t: z, n: requests, want: 200, build: func(i int) *http.Request {
 			a := accounts[i%len(accounts)]
 			return newRequest(z, http.MethodGet, "/api/v1/users/me", nil, a.email, a.key)
-		})
+		}}
+		phases := []*phase{ceilRead, ceilWrite, deletes, marks, rejected, reads}
+		for s := range stretches {
+			for _, p := range phases {
+				p.run(c, p.n*s/stretches, p.n*(s+1)/stretches)
+			}
+		}
+		ceilReadR, ceilWriteR := ceilRead.result(), ceilWrite.result()
 		rows = append(rows,
-			row{"ceiling: Basic check + fixed envelope", c, ceilRead, nil, groups{}},
-			row{"ceiling: group-committed bbolt write", c, ceilWrite, nil, ceilAfter.minus(ceilBefore)},
-			row{"zulite DELETE apns_device_token", c, deletes, &ceilWrite, afterDeletes.minus(before)},
-			row{"zulite POST mark_stream_as_read", c, marks, &ceilWrite, afterMarks.minus(afterDeletes)},
-			row{"zulite rejected (400 Invalid APNS token)", c, rejected, &ceilRead, groups{}},
-			row{"zulite GET users/me", c, reads, &ceilRead, groups{}},
+			row{"ceiling: Basic check + fixed envelope", c, ceilReadR, nil, groups{}},
+			row{"ceiling: group-committed bbolt write", c, ceilWriteR, nil, ceilWrite.commits},
+			row{"zulite DELETE apns_device_token", c, deletes.result(), &ceilWriteR, deletes.commits},
+			row{"zulite POST mark_stream_as_read", c, marks.result(), &ceilWriteR, marks.commits},
+			row{"zulite rejected (400 Invalid APNS token)", c, rejected.result(), &ceilReadR, groups{}},
+			row{"zulite GET users/me", c, reads.result(), &ceilReadR, groups{}},
 		)
 	}
 	return rows
+}
+
+// run drives the phase's requests from to to-1, counting the commit
+// groups they made when the phase's target commits.
+func (p *phase) run(c, from, to int) {
+	if from == to {
+		return
+	}
+	var before groups
+	var err error
+	if p.groupsOf != "" {
+		before, err = commitGroups(p.t, p.groupsOf)
+	}
+	p.done.add(driveRange(p.t, c, from, to, p.want, p.build))
+	if p.groupsOf != "" {
+		after, err2 := commitGroups(p.t, p.groupsOf)
+		p.commits = p.commits.plus(after.minus(before))
+		if err := errors.Join(err, err2); err != nil && p.metricsFail == nil {
+			p.metricsFail = err
+		}
+	}
+}
+
+// result is the phase's figures; a failed scrape of /metrics fails the
+// run, like any unexpected answer, rather than printing figures made of
+// zeros.
+func (p *phase) result() result {
+	r := p.done.result()
+	if r.err == nil {
+		r.err = p.metricsFail
+	}
+	return r
 }

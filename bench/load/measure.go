@@ -24,6 +24,10 @@ func (g groups) minus(h groups) groups {
 	return groups{g.count - h.count, g.writes - h.writes, g.seconds - h.seconds, g.pages - h.pages}
 }
 
+func (g groups) plus(h groups) groups {
+	return groups{g.count + h.count, g.writes + h.writes, g.seconds + h.seconds, g.pages + h.pages}
+}
+
 // commitGroups reads the commit-group counters from a server's /metrics
 // (zulite's, as the owner, an administrator, or the write ceiling's).
 func commitGroups(z *target, key string) (groups, error) {

@@ -51,4 +51,28 @@ func printTable(table [][]row) {
 			pick(func(r row) float64 { return ms(r.result.p99) }), ratio,
 			pick(func(r row) float64 { return float64(r.result.cpu) / float64(time.Microsecond) }), commits)
 	}
+	if len(table) > 1 {
+		printRoundRatios(table)
+	}
+}
+
+// printRoundRatios prints every round's ratio to its ceiling, round by
+// round, and the lowest: a median can pass where a round falls short.
+func printRoundRatios(table [][]row) {
+	fmt.Printf("\nratio to the ceiling in each round (then the lowest)\n")
+	for i, r := range table[0] {
+		if r.ceiling == nil {
+			continue
+		}
+		fmt.Printf("%-42s %5d ", r.name, r.concurrency)
+		lowest := 0.0
+		for j, rows := range table {
+			ratio := rows[i].result.rps / rows[i].ceiling.rps
+			if j == 0 || ratio < lowest {
+				lowest = ratio
+			}
+			fmt.Printf(" %.2f", ratio)
+		}
+		fmt.Printf("   lowest %.2f\n", lowest)
+	}
 }
