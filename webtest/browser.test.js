@@ -233,7 +233,24 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.locator(named('Message')).click();
     await a.keyboard.type('thinking');
     await b.waitForSelector(byText('Alice is typing…'));
+    // Alice turns to another topic and types on: "stop" goes to where
+    // "start" went, then "start" to the new topic, and her typing there
+    // does not show in this topic's view.
+    const told = [];
+    const tell = (r) => r.url().endsWith('/json/typing') && told.push(Object.fromEntries(new URLSearchParams(r.postData() ?? '')));
+    a.on('request', tell);
+    await a.locator(named('Topic')).fill('elsewhere');
+    await a.locator(named('Message')).click();
+    await a.keyboard.type(' more');
+    for (let i = 0; i < 20 && told.length < 2; i++) await pause(100);
+    a.off('request', tell);
+    assert.deepEqual(told.map((t) => `${t.op} ${t.topic}`).slice(0, 2), ['stop greetings', 'start elsewhere'], 'what Alice told of her typing');
+    await b.waitForFunction(() => !document.querySelector('#typing')?.textContent, { timeout: 3000 });
+    await a.keyboard.type(' and more');
+    await pause(1000);
+    assert.equal(await b.$eval('#typing', (n) => n.textContent), '', 'typing in another topic shows in this topic\'s view');
     await a.locator(named('Message')).fill('');
+    await a.locator(named('Topic')).fill('greetings');
     // Moved to another topic, the message leaves this one.
     await call(a, 'PATCH', `/messages/${messageID}`, { topic: 'moved here', propagate_mode: 'change_one' });
     await b.waitForFunction((id) => !document.querySelector(`[role=feed] article[data-id="${id}"]`), { timeout }, messageID);
