@@ -255,6 +255,20 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await call(a, 'PATCH', `/messages/${messageID}`, { topic: 'moved here', propagate_mode: 'change_one' });
     await b.waitForFunction((id) => !document.querySelector(`[role=feed] article[data-id="${id}"]`), { timeout }, messageID);
     await b.waitForSelector(named('moved here', 'button'));
+    // Moved to another channel, a message leaves this channel's view and
+    // is found in the other's.
+    const randomID = (await call(a, 'GET', '/get_stream_id?stream=random')).stream_id;
+    assert.equal(await send(a, 'Off to random'), '');
+    await waitText(a, '[role=feed] article', 'Off to random');
+    const offID = await a.$$eval('[role=feed] article', (ns) => ns.at(-1).dataset.id);
+    await call(a, 'PATCH', `/messages/${offID}`, { stream_id: randomID, propagate_mode: 'change_one' });
+    await a.waitForFunction((id) => !document.querySelector(`[role=feed] article[data-id="${id}"]`), { timeout }, offID);
+    await a.locator(named('#random', 'button')).click();
+    await titled(a, '#random');
+    await waitText(a, `[role=feed] article[data-id="${offID}"]`, 'Off to random');
+    await a.locator(named('#general', 'button')).click();
+    await a.locator(named('greetings', 'button')).click();
+    await titled(a, '#general › greetings');
     // The first mark-as-read fails; it is sent again.
     let failed = 0;
     const fail = (r) => (r.url().includes('/messages/flags') && !failed++ ? r.abort() : r.continue());
