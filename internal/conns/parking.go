@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -220,10 +221,9 @@ func (w *Response) writeTo(conn net.Conn, head []byte, closing bool) error {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	now := time.Now()
 	bp := headBuffers.Get().(*[]byte)
-	defer func() { *bp = (*bp)[:0]; headBuffers.Put(bp) }()
-	b := *bp
-	b = append(b, "HTTP/1.1 "...)
+	b := append((*bp)[:0], "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(w.status), 10)
 	b = append(b, ' ')
 	b = append(b, http.StatusText(w.status)...)
@@ -243,7 +243,7 @@ func (w *Response) writeTo(conn net.Conn, head []byte, closing bool) error {
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "Date: "...)
-	b = appendDate(b, time.Now())
+	b = append(b, dateOf(now)...)
 	if closing {
 		b = append(b, "\r\nConnection: close"...)
 	}
@@ -252,44 +252,46 @@ func (w *Response) writeTo(conn net.Conn, head []byte, closing bool) error {
 	// left: an answer has between writeTimeout/2 and writeTimeout, and
 	// a client polling again at once costs no timer change per answer.
 	if tc := trackedOf(conn); tc == nil {
-		conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	} else if now := time.Now(); tc.writeBy.Sub(now) < writeTimeout/2 {
+		conn.SetWriteDeadline(now.Add(writeTimeout))
+	} else if tc.writeBy.Sub(now) < writeTimeout/2 {
 		tc.writeBy = now.Add(writeTimeout)
 		conn.SetWriteDeadline(tc.writeBy)
 	}
+	var err error
 	if tc, ok := conn.(*trackedConn); ok { // a TCP connection: one writev, the body not copied again
 		out := net.Buffers{b, w.body.Bytes()}
-		_, err := out.WriteTo(tc.Conn)
-		*bp = b
-		return err
+		_, err = out.WriteTo(tc.Conn)
+	} else {
+		b = append(b, w.body.Bytes()...)
+		_, err = conn.Write(b) // TLS: one record
 	}
-	b = append(b, w.body.Bytes()...)
-	_, err := conn.Write(b) // TLS: one record
-	if cap(b) <= 64<<10 {
+	if cap(b) <= 64<<10 { // a TLS answer's body is not kept
 		*bp = b
 	}
+	headBuffers.Put(bp)
 	return err
 }
 
 // headBuffers hold the status and header lines of answers being written.
 var headBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// dates is the Date header's text of the current second, formatted once
-// a second rather than for each answer.
-var dates struct {
-	mu   sync.Mutex
+// date is the Date header's text of one second, formatted once for all
+// the answers written in it.
+type date struct {
 	unix int64
-	text []byte
+	text string
 }
 
-func appendDate(b []byte, now time.Time) []byte {
-	dates.mu.Lock()
-	defer dates.mu.Unlock()
-	if sec := now.Unix(); sec != dates.unix || dates.text == nil {
-		dates.unix = sec
-		dates.text = now.UTC().AppendFormat(dates.text[:0], http.TimeFormat)
+var lastDate atomic.Pointer[date]
+
+func dateOf(now time.Time) string {
+	sec := now.Unix()
+	if d := lastDate.Load(); d != nil && d.unix == sec {
+		return d.text
 	}
-	return append(b, dates.text...)
+	d := &date{sec, now.UTC().Format(http.TimeFormat)}
+	lastDate.Store(d)
+	return d.text
 }
 
 // parkingListener is the listener net/http serves: the connections it
