@@ -200,7 +200,7 @@ func (s *server) initialState(u user, queueID string, o registerOptions) (map[st
 	if want("subscription") || want("stream") {
 		var err error
 		subs, channels, err = s.store.subscriptionsAndChannels(u, o.includeSubscribers, // store_channels.go
-			channelFilter{Public: true, All: u.isAdmin(), Archived: o.capabilities.archivedChannels},
+			channelFilter{Public: true, All: u.isAdmin(), Archived: o.capabilities.archivedChannels, Subscribers: o.includeSubscribers},
 			channelFilter{Public: true, Subscribed: true, All: u.isAdmin(), Archived: o.capabilities.archivedChannels})
 		if err != nil {
 			return nil, err

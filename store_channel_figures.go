@@ -18,8 +18,8 @@ type channelView struct {
 	FirstMessageID  uint64 // 0: no message yet
 	RecentlyActive  bool
 	WeeklyTraffic   *int // nil: too young to say
-	// Subscribers are its active subscribers, listed only when asked
-	// (register's include_subscribers, for never_subscribed); else nil.
+	// Subscribers are its active subscribers, listed only when its
+	// filter asks (channelFilter.Subscribers); else nil.
 	Subscribers []uint64
 }
 

@@ -179,6 +179,10 @@ type channelFilter struct {
 	// Archived: archived channels too (exclude_archived=false, or
 	// register's archived_channels capability).
 	Archived bool
+	// Subscribers: each channel listed with its subscribers (register's
+	// never_subscribed with include_subscribers); every channel a filter
+	// lets the user see is one whose subscribers they may read.
+	Subscribers bool
 }
 
 // visibleChannels lists, sorted by name, the channels the filter asks
@@ -198,9 +202,8 @@ func (s *store) visibleChannels(u user, f channelFilter) ([]channelView, error) 
 // each filter lets them see, read in one transaction whose figures are
 // worked out once: register lists all of them, and counting a big
 // channel's subscribers again for each list cost more than the rest of
-// its channels. The subscriptions and the channels list their
-// subscribers when listSubscribers: every channel a filter lets the user
-// see is one whose metadata, subscribers among it, they may read.
+// its channels. The subscriptions list their subscribers when
+// listSubscribers, a filter's channels when it says so.
 func (s *store) subscriptionsAndChannels(u user, listSubscribers bool, filters ...channelFilter) ([]subscribedChannel, [][]channelView, error) {
 	var subs []subscribedChannel
 	var lists [][]channelView
@@ -214,14 +217,6 @@ func (s *store) subscriptionsAndChannels(u user, listSubscribers bool, filters .
 		for i, filter := range filters {
 			if lists[i], err = s.visibleChannelsIn(tx, f, u, filter); err != nil {
 				return err
-			}
-			for j := range lists[i] {
-				if !listSubscribers {
-					break
-				}
-				if lists[i][j].Subscribers, err = f.subscribers(lists[i][j].ID); err != nil { // read once for all the lists (figures)
-					return err
-				}
 			}
 		}
 		return nil
@@ -251,6 +246,9 @@ func (s *store) visibleChannelsIn(tx *bbolt.Tx, figs *figures, u user, f channel
 			return nil
 		}
 		v, err := figs.view(ch)
+		if err == nil && f.Subscribers {
+			v.Subscribers, err = figs.subscribers(ch.ID) // read once for every list (figures)
+		}
 		list = append(list, v)
 		return err
 	})
