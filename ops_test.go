@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -22,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -447,5 +449,92 @@ func TestTLS_EveryAnswerCarriesStrictTransportSecurity(t *testing.T) {
 		if got := send(http.DefaultClient, r.method, plain.baseURL+r.path, email, plain.ownerKey, login); got.status != r.status || got.hsts != "" {
 			t.Errorf("%s %s over plain HTTP: got %d with Strict-Transport-Security %q; want %d without", r.method, r.path, got.status, got.hsts, r.status)
 		}
+	}
+}
+
+// gatedWriter holds its first write until released, counting writes and
+// keeping what they wrote.
+type gatedWriter struct {
+	mu      sync.Mutex
+	writes  int
+	text    []byte
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedWriter) Write(b []byte) (int, error) {
+	g.mu.Lock()
+	g.writes++
+	first := g.writes == 1
+	g.text = append(g.text, b...)
+	g.mu.Unlock()
+	if first {
+		close(g.entered)
+		<-g.release
+	}
+	return len(b), nil
+}
+
+// The request lines queued behind a write under way go out together, in
+// one write, whole; and a stuck write holds the queue to its bound.
+func TestRequestLog_LinesBehindAWriteGoOutTogether(t *testing.T) {
+	out := &gatedWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	l := &requestLog{out: out}
+	at := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	var wg sync.WaitGroup
+	wg.Go(func() { l.line(at, "GET", "GET /api/v1/events", 200, time.Millisecond, 1, "first") })
+	<-out.entered // the first line's write is under way and held
+	const n = 100
+	for i := range n {
+		wg.Go(func() { l.line(at, "GET", "GET /api/v1/events", 200, time.Millisecond, uint64(i), "r"+strconv.Itoa(i)) })
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		queued := bytes.Count(l.queue, []byte("\n"))
+		l.mu.Unlock()
+		if queued == n { // every line queued, none waiting to be
+			break
+		}
+	}
+	close(out.release)
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(string(out.text), "\n"), "\n")
+	if out.writes != 2 || len(lines) != n+1 {
+		t.Fatalf("%d lines behind a held write: got %d writes of %d lines, want 2 writes of %d", n, out.writes, len(lines), n+1)
+	}
+	seen := map[string]bool{}
+	for _, line := range lines {
+		id := line[strings.LastIndex(line, "request_id=")+len("request_id="):]
+		if !strings.HasPrefix(line, "time=2026-12-02T06:00:00.000Z level=INFO msg=request method=GET route=") || seen[id] {
+			t.Fatalf("a line cut, mixed or repeated: %q", line)
+		}
+		seen[id] = true
+	}
+
+	// Behind a write that never returns, requests wait once the queue
+	// holds its bound, rather than queueing without end.
+	stuck := &gatedWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	l = &requestLog{out: stuck}
+	wg.Go(func() { l.line(at, "GET", "GET /api/v1/events", 200, time.Millisecond, 1, "first") })
+	<-stuck.entered
+	for range 2 * maxQueuedLog / 100 { // lines of about 130 bytes: twice the bound
+		wg.Go(func() { l.line(at, "GET", "GET /api/v1/events", 200, time.Millisecond, 1, "more") })
+	}
+	queued := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.queue)
+	}
+	for deadline := time.Now().Add(5 * time.Second); queued() < maxQueuedLog-200 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // time for the others to queue, were they let
+	if n := queued(); n > maxQueuedLog+200 {
+		t.Errorf("behind a stuck write: %d bytes queued, want at most the bound %d and a line", n, maxQueuedLog)
+	}
+	close(stuck.release)
+	wg.Wait()
+	if got := bytes.Count(stuck.text, []byte("\n")); got != 1+2*maxQueuedLog/100 {
+		t.Errorf("after the stuck write returned: %d lines written, want %d", got, 1+2*maxQueuedLog/100)
 	}
 }
