@@ -65,6 +65,8 @@ func readParams(w http.ResponseWriter, r *http.Request, limit int64) (*params, e
 	return p, nil
 }
 
+const formType = "application/x-www-form-urlencoded"
+
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) (url.Values, error) {
 	if r.ContentLength > limit {
 		return nil, errTooLarge
@@ -74,15 +76,18 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (url.Values, 
 		drain(r, limit)
 		return nil, nil // no body, or none to parse
 	}
-	mediaType, mediaParams, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		drain(r, limit)
-		return url.Values{}, nil // no or unknown body type: no parameters
+	mediaType, mediaParams := formType, map[string]string(nil) // what nearly every client sends, as it is
+	if contentType != formType {
+		var err error
+		if mediaType, mediaParams, err = mime.ParseMediaType(contentType); err != nil {
+			drain(r, limit)
+			return url.Values{}, nil // no or unknown body type: no parameters
+		}
 	}
 	body := http.MaxBytesReader(w, r.Body, limit)
 	switch mediaType {
-	case "application/x-www-form-urlencoded":
-		raw, err := io.ReadAll(body)
+	case formType:
+		raw, err := readSized(body, r.ContentLength)
 		if err != nil {
 			return nil, bodyError(err)
 		}
@@ -99,6 +104,18 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (url.Values, 
 	}
 	drain(r, limit)
 	return url.Values{}, nil
+}
+
+// readSized reads a body whose length is told (at most the limit, checked
+// before) into a buffer of that size, and one of unknown length as
+// io.ReadAll does.
+func readSized(body io.Reader, length int64) ([]byte, error) {
+	if length <= 0 {
+		return io.ReadAll(body)
+	}
+	raw := make([]byte, length)
+	_, err := io.ReadFull(body, raw)
+	return raw, err
 }
 
 // drain reads a body of known length that no parameter comes from, up to
