@@ -54,11 +54,17 @@ func basicCredentials(header string) (email, key string, err error) {
 	if !strings.EqualFold(scheme, "Basic") {
 		return "", "", errNotBasic
 	}
-	decoded, decodeErr := base64.StdEncoding.DecodeString(strings.TrimSpace(encoded))
+	encoded = strings.TrimSpace(encoded)
+	var small [192]byte // an e-mail, a colon and a key decode here, not on the heap
+	decoded := small[:]
+	if n := base64.StdEncoding.DecodedLen(len(encoded)); n > len(small) {
+		decoded = make([]byte, n)
+	}
+	n, decodeErr := base64.StdEncoding.Decode(decoded, []byte(encoded))
 	if decodeErr != nil {
 		return "", "", errBadBasicHeader
 	}
-	email, key, ok := strings.Cut(string(decoded), ":")
+	email, key, ok := strings.Cut(string(decoded[:n]), ":")
 	if !ok {
 		return "", "", errBadBasicHeader
 	}

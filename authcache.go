@@ -80,15 +80,33 @@ func (k *keyring) open(secret []byte, db transactor) {
 
 // hash is the at-rest form of an API key or a session id.
 func (k *keyring) hash(key string) []byte {
-	h, ok := k.hashers.Get().(hash.Hash)
+	var sum [blake2b.Size256]byte
+	k.sum(&sum, key)
+	return sum[:]
+}
+
+// sum writes key's hash into sum, with nothing allocated: every
+// authenticated request hashes its key.
+func (k *keyring) sum(sum *[blake2b.Size256]byte, key string) {
+	h, ok := k.hashers.Get().(*keyHasher)
 	if !ok {
-		h, _ = blake2b.New256(k.secret)
+		h = &keyHasher{}
+		h.Hash, _ = blake2b.New256(k.secret)
 	}
 	h.Reset() // back to the keyed initial state
-	h.Write([]byte(key))
-	sum := h.Sum(nil)
+	h.buf = append(h.buf[:0], key...)
+	h.Write(h.buf)
+	h.buf = h.Sum(h.buf[:0])
+	copy(sum[:], h.buf)
 	k.hashers.Put(h)
-	return sum
+}
+
+// keyHasher is a keyed BLAKE2b state and a buffer for the key it hashes
+// and the sum (a string given to Write as []byte, or a sum given to Sum,
+// would escape to the heap through the interface).
+type keyHasher struct {
+	hash.Hash
+	buf []byte
 }
 
 // forget drops an account's cached credentials after a change to it has
@@ -99,7 +117,9 @@ func (k *keyring) forget(email string) { k.cache.forget(email) }
 // Every key of the account is compared in constant time, and an unknown
 // e-mail does the same hashing and at least one comparison.
 func (k *keyring) authenticate(email, key string) (user, error) {
-	hash := k.hash(key)
+	var sum [blake2b.Size256]byte
+	k.sum(&sum, key)
+	hash := sum[:]
 	lower := strings.ToLower(email)
 	entry, cached, gen := k.cache.get(lower)
 	if !cached {

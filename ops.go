@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -75,7 +76,8 @@ func newRequestIDs() *requestIDs {
 }
 
 func (ids *requestIDs) new() string {
-	return ids.prefix + "-" + strconv.FormatUint(ids.next.Add(1), 36)
+	var b [32]byte // made in one allocation, the string's own
+	return string(strconv.AppendUint(append(append(b[:0], ids.prefix...), '-'), ids.next.Add(1), 36))
 }
 
 // withRequestLog gives each request an id (X-Request-Id), then logs one
@@ -193,7 +195,7 @@ func (l *requestLog) write(b []byte) {
 		l.mu.Unlock()
 		l.out.Write(out)
 		l.mu.Lock()
-		if cap(out) <= 64<<10 { // what an ordinary burst needs, kept for the next
+		if cap(out) <= 256<<10 { // what a send to 2,000 listeners logs, kept for the next
 			l.spare = out[:0]
 		}
 	}
@@ -228,9 +230,15 @@ func (h *histogram) observe(v float64) {
 
 // metrics are zulite's counters, kept under one lock (a scrape is rare,
 // an observation is a few additions).
+// routeStatus keys the request counts: a route pattern and a status.
+type routeStatus struct {
+	route  string
+	status int
+}
+
 type metrics struct {
 	mu          sync.Mutex
-	requests    map[[2]string]uint64 // route, status → count
+	requests    map[routeStatus]uint64
 	latency     map[string]*histogram
 	commitGroup *histogram
 	commitTime  *histogram
@@ -255,14 +263,14 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	return &metrics{requests: map[[2]string]uint64{}, latency: map[string]*histogram{},
+	return &metrics{requests: map[routeStatus]uint64{}, latency: map[string]*histogram{},
 		commitGroup: newHistogram(groupBuckets), commitTime: newHistogram(latencyBuckets)}
 }
 
 func (m *metrics) observeRequest(route string, status int, elapsed time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.requests[[2]string{route, strconv.Itoa(status)}]++
+	m.requests[routeStatus{route, status}]++
 	h := m.latency[route]
 	if h == nil {
 		h = newHistogram(latencyBuckets)
@@ -291,13 +299,13 @@ func (m *metrics) render(b io.Writer, db storeFigures) {
 	defer m.mu.Unlock()
 	fmt.Fprintln(b, "# HELP zulite_http_requests_total API requests answered, by route pattern and status.")
 	fmt.Fprintln(b, "# TYPE zulite_http_requests_total counter")
-	keys := make([][2]string, 0, len(m.requests))
+	keys := make([]routeStatus, 0, len(m.requests))
 	for k := range m.requests {
 		keys = append(keys, k)
 	}
-	sortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+a[1], b[0]+b[1]) })
+	sortFunc(keys, func(a, b routeStatus) int { return cmp.Or(strings.Compare(a.route, b.route), a.status-b.status) })
 	for _, k := range keys {
-		fmt.Fprintf(b, "zulite_http_requests_total{route=%s,status=%q} %d\n", quoteLabel(k[0]), k[1], m.requests[k])
+		fmt.Fprintf(b, "zulite_http_requests_total{route=%s,status=\"%d\"} %d\n", quoteLabel(k.route), k.status, m.requests[k])
 	}
 	fmt.Fprintln(b, "# HELP zulite_http_request_duration_seconds Time to answer API requests, by route pattern.")
 	fmt.Fprintln(b, "# TYPE zulite_http_request_duration_seconds histogram")
