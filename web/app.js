@@ -13,6 +13,7 @@ import { hashOf, narrowOf } from './hash.js';
 let loop = null;
 let view = null;
 let compose = null;
+let recent = null; // recent_view.js, once Recent conversations was opened
 const typers = new Map(); // sender id → {where, expires}
 const topicsLoaded = new Set(); // channels whose topics were asked for since registering
 
@@ -111,8 +112,8 @@ function start() {
   bindKeys({
     compose: () => compose.open('channel'),
     directMessage: () => compose.open('dm'),
-    next: () => view.focusNext(1),
-    previous: () => view.focusNext(-1),
+    next: () => (state.narrow.kind === 'recent' ? recent?.focusNext(1) : view.focusNext(1)),
+    previous: () => (state.narrow.kind === 'recent' ? recent?.focusNext(-1) : view.focusNext(-1)),
     nextUnread,
     escape: () => {
       compose.cancel();
@@ -127,6 +128,7 @@ function start() {
 
 function loadState(s) {
   state.registered = s;
+  recent?.reset();
   state.isAdmin = !!(s.is_admin || s.is_owner);
   state.emptyTopicName = s.realm_empty_topic_display_name ?? state.emptyTopicName;
   state.mandatoryTopics = !!s.realm_mandatory_topics;
@@ -206,6 +208,7 @@ function renderSidebar() {
   const channels = [...state.channels.values()].sort((a, b) => (b.pin_to_top ? 1 : 0) - (a.pin_to_top ? 1 : 0) || a.name.localeCompare(b.name));
   $('channels').replaceChildren(
     navItem('Inbox', state.unread.size, n.kind === 'inbox', () => narrow({ kind: 'inbox' })),
+    navItem('Recent conversations', 0, n.kind === 'recent', () => narrow({ kind: 'recent' })),
     navItem('All messages', state.unread.size, n.kind === 'all', () => narrow({ kind: 'all' })),
     ...channels.map((c) => {
       const open = (n.kind === 'channel' || n.kind === 'topic') && n.channel === c.stream_id;
@@ -235,6 +238,7 @@ function renderSidebar() {
   renderPeople();
   renderTitle();
   if (n.kind === 'inbox') renderInbox();
+  if (n.kind === 'recent') renderRecent();
 }
 
 function fitsNarrow(w, n) {
@@ -277,6 +281,7 @@ function renderTitle() {
     dm: () => dmTitle(n.key),
     search: () => `Search: ${n.text}`,
     inbox: () => 'Inbox',
+    recent: () => 'Recent conversations',
     settings: () => (n.tab.startsWith('organization') ? 'Organization settings' : 'Personal settings'),
   }[n.kind]();
   document.title = `${$('narrow-title').textContent} · ${state.realmName}`;
@@ -303,10 +308,11 @@ async function show(n, near, prefetched) {
   state.narrow = n;
   state.near = near;
   closeMenu();
-  const listed = !['inbox', 'settings'].includes(n.kind);
+  const listed = !['inbox', 'recent', 'settings'].includes(n.kind);
   $('messages').hidden = !listed;
   $('typing').hidden = !listed;
   $('inbox').hidden = n.kind !== 'inbox';
+  $('recent').hidden = n.kind !== 'recent';
   $('settings-view').hidden = n.kind !== 'settings';
   $('compose').hidden = n.kind === 'settings';
   if (n.kind !== 'settings') {
@@ -408,6 +414,17 @@ function renderInbox() {
   $('inbox').replaceChildren(...(sections.length ? sections : [el('p', { class: 'empty', text: 'There are no unread messages in your inbox.' })]));
 }
 
+// renderRecent draws Recent conversations; its module is loaded on
+// first use and from then on follows the messages as they come.
+async function renderRecent() {
+  try {
+    recent = await import('./recent_view.js');
+    if (state.narrow.kind === 'recent') recent.render($('recent'), { narrow, onError: showError });
+  } catch (err) {
+    $('recent').replaceChildren(el('p', { class: 'error', role: 'alert', text: err.message }));
+  }
+}
+
 async function join(name) {
   try {
     await api('POST', '/users/me/subscriptions', { subscriptions: [{ name }] });
@@ -491,6 +508,7 @@ function onEvent(e) {
         if (isNew) compose.fill();
       }
       if (!(e.flags || []).includes('read') && m.sender_id !== state.me.user_id) state.unread.set(m.id, unreadWhere(m));
+      recent?.noteMessage(m);
       view.add(m);
       if (m.sender_id !== state.me.user_id) typers.delete(m.sender_id);
       renderSidebar();
@@ -524,6 +542,7 @@ function onEvent(e) {
     case 'delete_message': {
       const ids = e.message_ids || [e.message_id];
       for (const id of ids) state.unread.delete(id);
+      recent?.deleted(ids);
       view.deleted(ids);
       renderSidebar();
       break;
@@ -640,6 +659,7 @@ function moved(e) {
   const topic = e.subject ?? e.orig_subject;
   for (const id of e.message_ids) if (state.unread.has(id)) state.unread.set(id, { channel, topic });
   noteTopic(channel, topic, Math.max(...e.message_ids));
+  recent?.moved(e.message_ids, channel, topic);
   view.moved(e.message_ids, channel, topic);
   renderSidebar();
 }

@@ -3,7 +3,8 @@
 // link pasted between zulite and Zulip open the same place:
 // #narrow/channel/ID-name/topic/name, #narrow/dm/ID,ID-name,
 // #narrow/search/text, each with /near/ID for one message; #feed for
-// everything, #inbox for what is unread, #settings/... and
+// everything, #inbox for what is unread, #recent for Recent
+// conversations (#recent_topics, its old name, too), #settings/... and
 // #organization/... for the settings pages.
 
 import { state, dmKey } from './state.js';
@@ -42,6 +43,7 @@ export function hashOf(n, near) {
     case 'dm': return `#narrow/dm/${dmSlug(n.key)}${tail}`;
     case 'search': return `#narrow/search/${encodeHashComponent(n.text)}${tail}`;
     case 'inbox': return '#inbox';
+    case 'recent': return '#recent';
     case 'settings': return `#${n.tab}`;
     default: return '#feed';
   }
@@ -54,6 +56,7 @@ export function narrowOf(hash) {
   const parts = hash.replace(/^#/, '').split('/');
   const out = { narrow: { kind: 'all' }, near: 0 };
   if (parts[0] === 'inbox') out.narrow = { kind: 'inbox' };
+  if (parts[0] === 'recent' || parts[0] === 'recent_topics') out.narrow = { kind: 'recent' };
   // Zulip's settings overlays: #settings/profile, #organization/...
   if ((parts[0] === 'settings' || parts[0] === 'organization') && /^[a-z-]*$/.test(parts[1] || '')) {
     out.narrow = { kind: 'settings', tab: `${parts[0]}/${parts[1] || (parts[0] === 'settings' ? 'profile' : 'permissions')}` };

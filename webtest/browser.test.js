@@ -503,6 +503,72 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await b.waitForFunction(() => !document.querySelector('#inbox').textContent.includes('regatta'), { timeout });
   });
 
+  // Issue 34 item 6: Zulip's Recent conversations (#recent), read as a
+  // person reads its table: each row's cells by their text, a
+  // participant's avatar by its name.
+  await t.test('recent conversations: the latest first, live, opened by a click or Enter, kept over a reload', async () => {
+    const recentRows = (page) => page.$$eval('::-p-aria([name="Recent conversations"][role="table"]) tbody tr', (trs) => trs.map((tr) =>
+      [...tr.cells].map((c) => [c.innerText, ...[...c.querySelectorAll('img')].map((i) => i.alt)].join(' ').replace(/\s+/g, ' ').trim())));
+    const waitRows = async (want) => {
+      let got;
+      for (const end = Date.now() + timeout; Date.now() < end; await pause(100)) {
+        got = (await recentRows(b)).slice(0, want.length);
+        if (JSON.stringify(got) === JSON.stringify(want)) return;
+      }
+      assert.deepEqual(got, want, 'Recent conversations, the latest first');
+    };
+    await b.goto(`${site}/#narrow/search/nothing-here`);
+    await b.waitForSelector(named('Recent conversations', 'button'));
+    await call(b, 'POST', '/mark_all_as_read');
+    await b.waitForSelector(named('#general', 'button'));
+    const bobID = (await call(a, 'GET', '/users')).members.find((u) => u.full_name === 'Bob').user_id;
+    await call(a, 'POST', '/messages', { type: 'stream', to: 'general', topic: 'boathouse keys', content: 'Who has the boathouse keys?' });
+    await call(a, 'POST', '/messages', { type: 'direct', to: [bobID], content: 'The keys are with me' });
+    await b.locator(byText('Recent conversations')).click();
+    await titled(b, 'Recent conversations');
+    assert.equal(await b.evaluate(() => location.hash), '#recent');
+    const dm = ['Direct messages', 'Alice 1 unread', 'Alice Bob', 'Just now'];
+    await waitRows([dm, ['general', 'boathouse keys 1 unread', 'Alice', 'Just now']]);
+    // A new message moves its conversation to the top, counted.
+    await call(a, 'POST', '/messages', { type: 'stream', to: 'general', topic: 'boathouse keys', content: 'Try the office' });
+    await waitRows([['general', 'boathouse keys 2 unread', 'Alice', 'Just now'], dm]);
+    // j walks the rows; Enter opens the direct conversation, read there.
+    await b.keyboard.press('j');
+    await b.keyboard.press('j');
+    assert.equal(await b.evaluate(() => document.activeElement.textContent), 'Alice');
+    await b.keyboard.press('Enter');
+    await titled(b, 'Alice');
+    assert.match(await b.evaluate(() => location.hash), /^#narrow\/dm\/\d+-Alice$/);
+    await waitText(b, '[role=feed] article', 'The keys are with me');
+    await b.waitForSelector(named('Alice', 'button')); // read: the sidebar's count is gone
+    await b.goBack();
+    await titled(b, 'Recent conversations');
+    await waitRows([['general', 'boathouse keys 2 unread', 'Alice', 'Just now'], ['Direct messages', 'Alice', 'Alice Bob', 'Just now']]);
+    // A click anywhere on a row opens its conversation.
+    await b.locator('::-p-aria([name="Recent conversations"][role="table"]) ::-p-aria([name="Alice"][role="image"])').click();
+    await titled(b, '#general › boathouse keys');
+    assert.match(await b.evaluate(() => location.hash), /^#narrow\/channel\/\d+-general\/topic\/boathouse\.20keys$/);
+    await waitText(b, '[role=feed] article', 'Try the office');
+    await b.waitForSelector(named('boathouse keys', 'button'));
+    await b.goBack();
+    await waitRows([['general', 'boathouse keys', 'Alice', 'Just now']]);
+    // What was read reaches the server a moment later; then a reload.
+    await b.waitForFunction(async () => (await (await import('/web/api.js')).api('GET', '/messages', { narrow: [{ operator: 'is', operand: 'unread' }], anchor: 'newest', num_before: 10, num_after: 0 })).messages.length === 0, { timeout, polling: 200 });
+    await b.reload({ waitUntil: 'load' });
+    await titled(b, 'Recent conversations');
+    await waitRows([['general', 'boathouse keys', 'Alice', 'Just now'], ['Direct messages', 'Alice', 'Alice Bob', 'Just now']]);
+    for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(b, theme), [], `#recent, ${theme} theme`);
+    await b.emulateMediaFeatures([]);
+    await b.setViewport({ width: 360, height: 740, isMobile: true, hasTouch: true });
+    await titled(b, 'Recent conversations');
+    await waitRows([['general', 'boathouse keys', 'Alice', 'Just now']]);
+    const wide = await b.evaluate(() => [...document.querySelectorAll('body *')].filter((n) => n.offsetParent && n.getBoundingClientRect().right > innerWidth + 1).slice(0, 4).map((n) => n.id || n.className || n.tagName));
+    assert.deepEqual({ page: await b.evaluate(() => document.documentElement.scrollWidth), wide }, { page: 360, wide: [] }, 'Recent conversations at 360 px');
+    await b.screenshot({ path: join(out, 'phone-bob-recent.png') });
+    await b.setViewport({ width: 1280, height: 800 });
+    await titled(b, 'Recent conversations');
+  });
+
   await t.test('the emoji picker offers the whole table, with a search', async () => {
     await narrowTo(b, 'general');
     await b.locator(named('regatta', 'button')).click();
