@@ -174,6 +174,9 @@ func (l *requestLog) line(at time.Time, method, route string, status int, elapse
 }
 
 // write queues whole lines, and writes the queue when no one else is.
+// The request that writes does it once: lines queued meanwhile are
+// written by a goroutine of their own, so that a busy server's log never
+// keeps one request's connection waiting for the next.
 func (l *requestLog) write(b []byte) {
 	l.mu.Lock()
 	if l.drained.L == nil {
@@ -188,19 +191,37 @@ func (l *requestLog) write(b []byte) {
 		return
 	}
 	l.writing = true
-	for len(l.queue) > 0 {
-		out := l.queue
-		l.queue, l.spare = l.spare[:0], nil
-		l.drained.Broadcast()
+	l.writeQueue()
+	if len(l.queue) > 0 {
 		l.mu.Unlock()
-		l.out.Write(out)
-		l.mu.Lock()
-		if cap(out) <= 256<<10 { // what a send to 2,000 listeners logs, kept for the next
-			l.spare = out[:0]
-		}
+		go l.drain()
+		return
 	}
 	l.writing = false
 	l.mu.Unlock()
+}
+
+// drain writes the queue until it is empty.
+func (l *requestLog) drain() {
+	l.mu.Lock()
+	for len(l.queue) > 0 {
+		l.writeQueue()
+	}
+	l.writing = false
+	l.mu.Unlock()
+}
+
+// writeQueue writes what is queued, with l.mu held but for the write.
+func (l *requestLog) writeQueue() {
+	out := l.queue
+	l.queue, l.spare = l.spare[:0], nil
+	l.drained.Broadcast()
+	l.mu.Unlock()
+	l.out.Write(out)
+	l.mu.Lock()
+	if cap(out) <= 256<<10 { // what a send to 2,000 listeners logs, kept for the next
+		l.spare = out[:0]
+	}
 }
 
 // latencyBuckets are the upper bounds, in seconds, of the latency and

@@ -452,38 +452,58 @@ func TestTLS_EveryAnswerCarriesStrictTransportSecurity(t *testing.T) {
 	}
 }
 
-// gatedWriter holds its first write until released, counting writes and
-// keeping what they wrote.
+// gatedWriter holds the writes told (by number, from 1) until released,
+// counting writes and keeping what they wrote.
 type gatedWriter struct {
-	mu      sync.Mutex
-	writes  int
-	text    []byte
-	entered chan struct{}
-	release chan struct{}
+	mu     sync.Mutex
+	writes int
+	text   []byte
+	gates  map[int]*gate
+}
+
+type gate struct{ entered, release chan struct{} }
+
+func newGatedWriter(held ...int) *gatedWriter {
+	g := &gatedWriter{gates: map[int]*gate{}}
+	for _, n := range held {
+		g.gates[n] = &gate{make(chan struct{}), make(chan struct{})}
+	}
+	return g
 }
 
 func (g *gatedWriter) Write(b []byte) (int, error) {
 	g.mu.Lock()
 	g.writes++
-	first := g.writes == 1
+	at := g.gates[g.writes]
 	g.text = append(g.text, b...)
 	g.mu.Unlock()
-	if first {
-		close(g.entered)
-		<-g.release
+	if at != nil {
+		close(at.entered)
+		<-at.release
 	}
 	return len(b), nil
 }
 
+func (g *gatedWriter) lines() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return bytes.Count(g.text, []byte("\n"))
+}
+
 // The request lines queued behind a write under way go out together, in
-// one write, whole; and a stuck write holds the queue to its bound.
+// one write, whole, and not by the request whose write it was: it goes
+// back to its connection. A stuck write holds the queue to its bound.
 func TestRequestLog_LinesBehindAWriteGoOutTogether(t *testing.T) {
-	out := &gatedWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	out := newGatedWriter(1, 2)
 	l := &requestLog{out: out}
 	at := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
 	var wg sync.WaitGroup
-	wg.Go(func() { l.line(at, "GET", "GET /api/v1/events", 200, time.Millisecond, 1, "first") })
-	<-out.entered // the first line's write is under way and held
+	firstDone := make(chan struct{})
+	go func() {
+		l.line(at, "GET", "GET /api/v1/events", 200, time.Millisecond, 1, "first")
+		close(firstDone)
+	}()
+	<-out.gates[1].entered // the first line's write is under way and held
 	const n = 100
 	for i := range n {
 		wg.Go(func() { l.line(at, "GET", "GET /api/v1/events", 200, time.Millisecond, uint64(i), "r"+strconv.Itoa(i)) })
@@ -496,11 +516,24 @@ func TestRequestLog_LinesBehindAWriteGoOutTogether(t *testing.T) {
 			break
 		}
 	}
-	close(out.release)
 	wg.Wait()
-	lines := strings.Split(strings.TrimSuffix(string(out.text), "\n"), "\n")
-	if out.writes != 2 || len(lines) != n+1 {
-		t.Fatalf("%d lines behind a held write: got %d writes of %d lines, want 2 writes of %d", n, out.writes, len(lines), n+1)
+	close(out.gates[1].release)
+	select {
+	case <-firstDone:
+	case <-time.After(5 * time.Second):
+		t.Errorf("the first line's request was still writing the others' lines 5 s after its own write returned")
+	}
+	close(out.gates[2].release)
+	for deadline := time.Now().Add(5 * time.Second); out.lines() < n+1 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	<-firstDone
+	out.mu.Lock()
+	writes, text := out.writes, string(out.text)
+	out.mu.Unlock()
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if writes != 2 || len(lines) != n+1 {
+		t.Fatalf("%d lines behind a held write: got %d writes of %d lines, want 2 writes of %d", n, writes, len(lines), n+1)
 	}
 	seen := map[string]bool{}
 	for _, line := range lines {
@@ -513,10 +546,10 @@ func TestRequestLog_LinesBehindAWriteGoOutTogether(t *testing.T) {
 
 	// Behind a write that never returns, requests wait once the queue
 	// holds its bound, rather than queueing without end.
-	stuck := &gatedWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	stuck := newGatedWriter(1)
 	l = &requestLog{out: stuck}
 	wg.Go(func() { l.line(at, "GET", "GET /api/v1/events", 200, time.Millisecond, 1, "first") })
-	<-stuck.entered
+	<-stuck.gates[1].entered
 	for range 2 * maxQueuedLog / 100 { // lines of about 130 bytes: twice the bound
 		wg.Go(func() { l.line(at, "GET", "GET /api/v1/events", 200, time.Millisecond, 1, "more") })
 	}
@@ -532,9 +565,12 @@ func TestRequestLog_LinesBehindAWriteGoOutTogether(t *testing.T) {
 	if n := queued(); n > maxQueuedLog+200 {
 		t.Errorf("behind a stuck write: %d bytes queued, want at most the bound %d and a line", n, maxQueuedLog)
 	}
-	close(stuck.release)
+	close(stuck.gates[1].release)
 	wg.Wait()
-	if got := bytes.Count(stuck.text, []byte("\n")); got != 1+2*maxQueuedLog/100 {
+	for deadline := time.Now().Add(5 * time.Second); stuck.lines() < 1+2*maxQueuedLog/100 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if got := stuck.lines(); got != 1+2*maxQueuedLog/100 {
 		t.Errorf("after the stuck write returned: %d lines written, want %d", got, 1+2*maxQueuedLog/100)
 	}
 }
