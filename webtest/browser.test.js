@@ -200,6 +200,20 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await b.waitForSelector(named('Alice, mentioning you: message', 'article'));
   });
 
+  await t.test('a message mentioning you stands out from the others, light and dark', async () => {
+    const mention = await b.waitForSelector(named('Alice, mentioning you: message', 'article'));
+    // Read, and nothing focused: only the mention sets it apart.
+    await b.waitForFunction((n) => !n.classList.contains('unread'), { timeout }, mention);
+    await b.evaluate(() => document.activeElement?.blur());
+    for (const theme of ['light', 'dark']) {
+      await b.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: theme }]);
+      const [mentioned, plain] = await b.evaluate((m) => [m, [...document.querySelectorAll('[role=feed] article')].find((n) => n.textContent.includes('Hello Bob, from the browser'))]
+        .map((n) => getComputedStyle(n).backgroundColor), mention);
+      assert.notEqual(mentioned, plain, `the mention's background is an ordinary message's, ${theme} theme`);
+    }
+    await b.emulateMediaFeatures([]);
+  });
+
   await t.test('a reload keeps the place, the conversations and the topics', async () => {
     await narrowTo(a, 'general');
     await a.locator(named('greetings', 'button')).click();
