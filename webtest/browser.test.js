@@ -317,6 +317,39 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     b.removeAllListeners('request');
   });
 
+  await t.test('a queue lost again and again: each registration waits longer than the one before', async () => {
+    // A page loaded afresh, not one still waiting after the step
+    // before, and polling its queue.
+    const polling = b.waitForRequest((r) => r.url().includes('/json/events?') && r.method() === 'GET', { timeout });
+    await b.reload({ waitUntil: 'load' });
+    await polling;
+    await titled(b, '#general › greetings');
+    const registered = [];
+    const lose = (r) => {
+      if (r.url().endsWith('/json/register')) registered.push(Date.now());
+      if (!r.url().includes('/json/events') || r.method() !== 'GET') return r.continue();
+      return r.respond({ status: 400, contentType: 'application/json', body: JSON.stringify({ result: 'error', code: 'BAD_EVENT_QUEUE_ID', msg: 'Bad event queue ID: lost', queue_id: 'lost' }) });
+    };
+    b.on('request', lose);
+    await b.setRequestInterception(true);
+    assert.equal(await send(a, 'This wakes the waiting poll again'), '');
+    for (let i = 0; i < 80 && registered.length < 4; i++) await pause(100);
+    // Let the page through; a request caught as interception ends goes
+    // through without it.
+    const pass = (r) => r.continue().catch(() => {});
+    b.off('request', lose);
+    b.on('request', pass);
+    const waits = registered.slice(1, 4).map((at, i) => at - registered[i]);
+    assert.equal(waits.length, 3, `${registered.length} registrations in 8 s`);
+    // Doubled each time, with jitter: each wait is the one before's or
+    // longer, and the third is well past the first.
+    assert.ok(waits.every((w, i) => i === 0 || w > waits[i - 1] - 100) && waits[2] - waits[0] > 300, `the waits between registrations (ms): ${waits}`);
+    const live = b.waitForResponse((r) => r.url().endsWith('/json/register') && r.ok(), { timeout });
+    await b.setRequestInterception(false);
+    b.off('request', pass);
+    await live;
+  });
+
   await t.test('a direct message both ways (when the server has them)', async (st) => {
     const to = await a.$$eval('#compose-to option', (os) => os.find((o) => o.value.startsWith('d:') && o.textContent === 'Bob')?.value);
     assert.ok(to, 'Bob is among the people one can write to');
