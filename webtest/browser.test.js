@@ -509,6 +509,28 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await titled(b, '#general › rowing schedule');
   });
 
+  await t.test('a run of messages over two days shows each day once, in Zulip\'s words', async () => {
+    // Yesterday's messages in #results were written before the server
+    // started (web_browser_test.go); Alice adds one today.
+    await a.locator(named('Join #results', 'button')).click();
+    await a.locator(named('#results', 'button')).click();
+    await titled(a, '#results');
+    await a.locator(named('Topic')).fill('autumn head');
+    assert.equal(await send(a, 'Training again tomorrow'), '');
+    const days = () => a.$$eval('[role=feed] article', (ns) => ns.map((n) => [
+      [...n.querySelectorAll('.rbar time, .date-line time')].filter((x) => x.checkVisibility()).map((x) => x.textContent).join(', '),
+      n.querySelector('.content').textContent]));
+    const want = [['Yesterday', 'The autumn head is over: we came second'], ['', 'Photos to follow'], ['Today', 'Training again tomorrow']];
+    await waitText(a, '[role=feed] article', 'Training again tomorrow');
+    assert.deepEqual(await days(), want, 'as it arrives');
+    await a.reload({ waitUntil: 'load' });
+    await titled(a, '#results');
+    await waitText(a, '[role=feed] article', 'Training again tomorrow');
+    assert.deepEqual(await days(), want, 'after a reload');
+    await narrowTo(a, 'general');
+    await a.locator(named('Topic')).fill('rowing schedule');
+  });
+
   await t.test('rendered content: emoji, a table, inline code and an uploaded image shown inline', async () => {
     // Set whole: typed, each newline would be an Enter, which sends.
     await a.$eval('#compose-text', (n) => { n.value = ':tada: the `boat` is ready\n\n| Seat | Rower |\n|---|---|\n| 1 | Bob |'; });
