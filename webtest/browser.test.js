@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
+import { crc32, deflateSync } from 'node:zlib';
 import { createRequire } from 'node:module';
 import puppeteer from 'puppeteer-core';
 
@@ -551,6 +552,39 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     assert.equal(await send(a, await valueOf(a, 'Message')), '');
     await b.waitForSelector('[role=feed] .message_inline_image img[alt="boathouse.png"]');
     await b.waitForFunction(() => [...document.querySelectorAll('.message_inline_image img')].some((i) => i.complete && i.naturalWidth === 2), { timeout });
+  });
+
+  await t.test('an uploaded photo shows whole, as a thumbnail in a bounded box', async () => {
+    // A 1200×900 photo: one colour a row, so that it packs small.
+    const row = (y) => Buffer.concat([Buffer.from([0]), Buffer.alloc(1200 * 3, y < 450 ? 0x4a : 0xc8)]);
+    const chunk = (type, data) => {
+      const len = Buffer.alloc(4);
+      len.writeUInt32BE(data.length);
+      const crc = Buffer.alloc(4);
+      crc.writeUInt32BE(crc32(Buffer.concat([Buffer.from(type), data])));
+      return Buffer.concat([len, Buffer.from(type), data, crc]);
+    };
+    const header = Buffer.alloc(13);
+    header.writeUInt32BE(1200, 0);
+    header.writeUInt32BE(900, 4);
+    header.set([8, 2, 0, 0, 0], 8);
+    const photo = join(out, 'course-map.png');
+    writeFileSync(photo, Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), chunk('IHDR', header),
+      chunk('IDAT', deflateSync(Buffer.concat(Array.from({ length: 900 }, (_, y) => row(y))))), chunk('IEND', Buffer.alloc(0))]));
+    await (await a.$('#compose-file')).uploadFile(photo);
+    await a.waitForFunction(() => /\]\(\/user_uploads\/.*course-map\.png\)/.test(document.querySelector('#compose-text').value), { timeout });
+    assert.equal(await send(a, await valueOf(a, 'Message')), '');
+    const img = await b.waitForSelector('[role=feed] img[alt="course-map.png"]');
+    await img.scrollIntoView();
+    await b.waitForFunction((i) => i.complete && i.naturalWidth === 1200, { timeout }, img);
+    const shown = await b.evaluate((i) => {
+      const r = i.getBoundingClientRect();
+      const top = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+      return { width: r.width, height: r.height, seen: i.checkVisibility({ opacityProperty: true, visibilityProperty: true }) && (top === i || i.contains(top)) };
+    }, img);
+    assert.ok(shown.seen, 'the photo is seen, not covered');
+    assert.ok(shown.width >= 100 && shown.width <= 320 && shown.height >= 75 && shown.height <= 240, `shown ${shown.width}×${shown.height}, a thumbnail`);
+    assert.ok(Math.abs(shown.width / shown.height - 4 / 3) < 0.05, `shown ${shown.width}×${shown.height}, not its 4:3`);
   });
 
   await t.test('the inbox lists the unread conversations with their counts', async () => {
