@@ -92,6 +92,23 @@ async function openSettings(page, tab) {
   await page.waitForSelector(`::-p-aria([name=${JSON.stringify(tab)}][role="heading"])`);
 }
 
+// tabTo presses Tab (Shift+Tab when back) until the focus is on one of
+// the controls the selector finds, or on the control holding it.
+async function tabTo(page, selector, back = false) {
+  for (let i = 0; i < 200; i++) {
+    const found = await page.$$(selector);
+    const reached = await page.evaluate((...ns) => {
+      const f = document.activeElement;
+      return f !== document.body && ns.some((n) => n === f || f?.contains(n));
+    }, ...found);
+    if (reached) return;
+    if (back) await page.keyboard.down('Shift');
+    await page.keyboard.press('Tab');
+    if (back) await page.keyboard.up('Shift');
+  }
+  assert.fail(`${selector}: not reached by ${back ? 'Shift+' : ''}Tab`);
+}
+
 async function narrowTo(page, channel) {
   await press(page, `#channels li[data-channel="${channel}"] > button`);
   await page.waitForFunction((c) => document.querySelector('#narrow-title').textContent === `#${c}` && !document.querySelector('#messages[aria-busy]'), { timeout }, channel);
@@ -902,6 +919,34 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
       if (focus && !focus.ok) unseen.push(focus.name);
     }
     assert.deepEqual([...new Set(unseen)], [], 'controls whose focus is not seen');
+  });
+
+  await t.test('by keyboard alone: a channel and a topic opened, a message sent, a reaction and an edit', async () => {
+    await a.evaluate(() => document.activeElement?.blur());
+    await tabTo(a, named('#general', 'button'));
+    await a.keyboard.press('Enter');
+    await titled(a, '#general');
+    await tabTo(a, named('greetings', 'button'));
+    await a.keyboard.press('Enter');
+    await titled(a, '#general › greetings');
+    await tabTo(a, named('Message'), true);
+    await a.keyboard.type('Sent by keyboard alone');
+    await a.keyboard.press('Enter');
+    await waitText(b, '[role=feed] article', 'Sent by keyboard alone');
+    // Back from the box, the first "Add a reaction" is the new message's.
+    await tabTo(a, named('Add a reaction', 'button'), true);
+    await a.keyboard.press('Enter');
+    await a.waitForSelector(named('Search emoji'));
+    await a.keyboard.type('octopus');
+    await a.keyboard.press('Enter');
+    await b.waitForSelector(named('🐙 1 octopus: Alice', 'button'));
+    await tabTo(a, named('Edit', 'button'));
+    await a.keyboard.press('Space');
+    await a.waitForFunction((s) => document.querySelector(s).value === 'Sent by keyboard alone' && document.activeElement === document.querySelector(s), { timeout }, 'textarea[aria-label="Message"]');
+    await a.keyboard.type(', and edited');
+    await a.keyboard.press('Enter');
+    await waitText(b, '[role=feed] article', 'Sent by keyboard alone, and edited');
+    await narrowTo(a, 'general');
   });
 
   await t.test('at 360 px nothing overflows with long names, and search is there', async () => {
