@@ -896,6 +896,47 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.emulateMediaFeatures([]);
   });
 
+  await t.test('no serious accessibility violation with the message actions shown, in a topic, a direct conversation, at 360 px and on the login page', async () => {
+    const check = async (page, where) => {
+      for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(page, theme), [], `${where}, ${theme} theme`);
+      await page.emulateMediaFeatures([]);
+    };
+    // The actions (Edit among them) show while a message is pointed at
+    // or holds the focus: axe measures only what is shown.
+    const edit = () => a.$$(named('Edit', 'button')).then((ns) => ns.at(-1));
+    const opacity = async () => a.evaluate((n) => getComputedStyle(n.closest('.actions')).opacity, await edit());
+    await (await edit()).hover();
+    assert.equal(await opacity(), '1', 'the actions show on hover');
+    await check(a, 'a message pointed at');
+    await (await edit()).focus();
+    await a.mouse.move(0, 0);
+    assert.equal(await opacity(), '1', 'the actions show on focus');
+    await check(a, 'a message\'s Edit focused');
+    await a.locator(named('greetings', 'button')).click();
+    await titled(a, '#general › greetings');
+    await check(a, 'a topic');
+    await a.locator(named('Bob', 'button')).click();
+    await titled(a, 'Bob');
+    await check(a, 'a direct conversation');
+    await a.setViewport({ width: 360, height: 740, isMobile: true, hasTouch: true });
+    await a.waitForSelector('[role=feed] article'); // a touch screen reloads the page
+    await check(a, 'a direct conversation at 360 px');
+    await a.locator(named('Channels and people', 'button')).click();
+    await check(a, 'the menu at 360 px');
+    await a.locator(named('Channels and people', 'button')).click();
+    await a.setViewport({ width: 1280, height: 800 });
+    await a.waitForSelector('[role=feed] article');
+    await narrowTo(a, 'general');
+    const login = await (await browser.createBrowserContext()).newPage();
+    await login.goto(site, { waitUntil: 'load' });
+    await login.waitForSelector(named(`Log in to ${realm}`, 'heading'));
+    await check(login, 'the login page');
+    await login.setViewport({ width: 360, height: 740, isMobile: true, hasTouch: true });
+    await login.waitForSelector(named(`Log in to ${realm}`, 'heading'));
+    await check(login, 'the login page at 360 px');
+    await login.browserContext().close();
+  });
+
   await t.test('the messages are a feed of articles, each control reached by Tab with a visible focus', async () => {
     const feed = await a.$eval('[role=feed]', (n) => [...n.querySelectorAll('article')].map((x) => [x.getAttribute('aria-posinset'), x.getAttribute('aria-setsize')]));
     assert.ok(feed.length > 0, 'the feed holds articles');
