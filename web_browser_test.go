@@ -80,9 +80,20 @@ func TestWeb_Browser(t *testing.T) {
 			t.Fatalf("user add %s: %v\n%s", a.email, err, out)
 		}
 	}
-	if r := e2eRunCLI(t, bin, "channel", "add", "general", "--db", db); r.code != 0 {
-		t.Fatalf("channel add: exit %d: %s", r.code, r.stderr)
+	for _, channel := range []string{"general", "results"} {
+		if r := e2eRunCLI(t, bin, "channel", "add", channel, "--db", db); r.code != 0 {
+			t.Fatalf("channel add %s: exit %d: %s", channel, r.code, r.stderr)
+		}
 	}
+	// The API stamps a message with the time it is sent: yesterday's
+	// messages, for the date line where a run of them reaches today,
+	// are written by the store itself, its clock set back a day, while
+	// the server is down.
+	if err := srv.stop(); err != nil {
+		t.Fatalf("stop the server: %v", err)
+	}
+	seedYesterday(t, db, accounts[0].email, "results", "autumn head", "The autumn head is over: we came second", "Photos to follow")
+	srv = e2eRestartServer(t, bin, db, append([]string{"--addr", addr}, serveArgs...)...)
 
 	out := t.ArtifactDir()
 	node := exec.CommandContext(ctx, "node", "--test-reporter=tap", "browser.test.js")
@@ -148,6 +159,27 @@ func TestWeb_Browser(t *testing.T) {
 		t.Fatalf("browser suite failed (%v):\n%s\nstderr:\n%s\nserver log:\n%s", err, transcript.String(), stderr.String(), current.logs())
 	}
 	t.Logf("screenshots in %s", out)
+}
+
+// seedYesterday posts the contents to the channel's topic as the
+// account, a day ago by the store's clock.
+func seedYesterday(t *testing.T, db, email, channel, topic string, contents ...string) {
+	t.Helper()
+	st, err := openStore(db, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	st.now = func() time.Time { return time.Now().Add(-24 * time.Hour) }
+	sender, err := st.userByEmail(email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, content := range contents {
+		if _, err := st.sendMessage(sender, channelRef{Name: channel}, topic, content, "test"); err != nil {
+			t.Fatalf("post %q a day ago: %v", content, err)
+		}
+	}
 }
 
 // TestWeb_DemoScreenshots takes the README's screenshots: webtest/demo.js

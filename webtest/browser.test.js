@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
+import { crc32, deflateSync } from 'node:zlib';
 import { createRequire } from 'node:module';
 import puppeteer from 'puppeteer-core';
 
@@ -89,6 +90,23 @@ async function openSettings(page, tab) {
   await page.locator(named('Settings', 'link')).click();
   await page.locator(named(tab, 'link')).click();
   await page.waitForSelector(`::-p-aria([name=${JSON.stringify(tab)}][role="heading"])`);
+}
+
+// tabTo presses Tab (Shift+Tab when back) until the focus is on one of
+// the controls the selector finds, or on the control holding it.
+async function tabTo(page, selector, back = false) {
+  for (let i = 0; i < 200; i++) {
+    const found = await page.$$(selector);
+    const reached = await page.evaluate((...ns) => {
+      const f = document.activeElement;
+      return f !== document.body && ns.some((n) => n === f || f?.contains(n));
+    }, ...found);
+    if (reached) return;
+    if (back) await page.keyboard.down('Shift');
+    await page.keyboard.press('Tab');
+    if (back) await page.keyboard.up('Shift');
+  }
+  assert.fail(`${selector}: not reached by ${back ? 'Shift+' : ''}Tab`);
 }
 
 async function narrowTo(page, channel) {
@@ -200,6 +218,20 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await b.waitForSelector(named('Alice, mentioning you: message', 'article'));
   });
 
+  await t.test('a message mentioning you stands out from the others, light and dark', async () => {
+    const mention = await b.waitForSelector(named('Alice, mentioning you: message', 'article'));
+    // Read, and nothing focused: only the mention sets it apart.
+    await b.waitForFunction((n) => !n.classList.contains('unread'), { timeout }, mention);
+    await b.evaluate(() => document.activeElement?.blur());
+    for (const theme of ['light', 'dark']) {
+      await b.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: theme }]);
+      const [mentioned, plain] = await b.evaluate((m) => [m, [...document.querySelectorAll('[role=feed] article')].find((n) => n.textContent.includes('Hello Bob, from the browser'))]
+        .map((n) => getComputedStyle(n).backgroundColor), mention);
+      assert.notEqual(mentioned, plain, `the mention's background is an ordinary message's, ${theme} theme`);
+    }
+    await b.emulateMediaFeatures([]);
+  });
+
   await t.test('a reload keeps the place, the conversations and the topics', async () => {
     await narrowTo(a, 'general');
     await a.locator(named('greetings', 'button')).click();
@@ -301,6 +333,39 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     assert.ok(registers >= 1 && registers <= 8, `${registers} registrations in 3 s`);
     await b.setRequestInterception(false);
     b.removeAllListeners('request');
+  });
+
+  await t.test('a queue lost again and again: each registration waits longer than the one before', async () => {
+    // A page loaded afresh, not one still waiting after the step
+    // before, and polling its queue.
+    const polling = b.waitForRequest((r) => r.url().includes('/json/events?') && r.method() === 'GET', { timeout });
+    await b.reload({ waitUntil: 'load' });
+    await polling;
+    await titled(b, '#general › greetings');
+    const registered = [];
+    const lose = (r) => {
+      if (r.url().endsWith('/json/register')) registered.push(Date.now());
+      if (!r.url().includes('/json/events') || r.method() !== 'GET') return r.continue();
+      return r.respond({ status: 400, contentType: 'application/json', body: JSON.stringify({ result: 'error', code: 'BAD_EVENT_QUEUE_ID', msg: 'Bad event queue ID: lost', queue_id: 'lost' }) });
+    };
+    b.on('request', lose);
+    await b.setRequestInterception(true);
+    assert.equal(await send(a, 'This wakes the waiting poll again'), '');
+    for (let i = 0; i < 80 && registered.length < 4; i++) await pause(100);
+    // Let the page through; a request caught as interception ends goes
+    // through without it.
+    const pass = (r) => r.continue().catch(() => {});
+    b.off('request', lose);
+    b.on('request', pass);
+    const waits = registered.slice(1, 4).map((at, i) => at - registered[i]);
+    assert.equal(waits.length, 3, `${registered.length} registrations in 8 s`);
+    // Doubled each time, with jitter: each wait is the one before's or
+    // longer, and the third is well past the first.
+    assert.ok(waits.every((w, i) => i === 0 || w > waits[i - 1] - 100) && waits[2] - waits[0] > 300, `the waits between registrations (ms): ${waits}`);
+    const live = b.waitForResponse((r) => r.url().endsWith('/json/register') && r.ok(), { timeout });
+    await b.setRequestInterception(false);
+    b.off('request', pass);
+    await live;
   });
 
   await t.test('a direct message both ways (when the server has them)', async (st) => {
@@ -462,6 +527,28 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await titled(b, '#general › rowing schedule');
   });
 
+  await t.test('a run of messages over two days shows each day once, in Zulip\'s words', async () => {
+    // Yesterday's messages in #results were written before the server
+    // started (web_browser_test.go); Alice adds one today.
+    await a.locator(named('Join #results', 'button')).click();
+    await a.locator(named('#results', 'button')).click();
+    await titled(a, '#results');
+    await a.locator(named('Topic')).fill('autumn head');
+    assert.equal(await send(a, 'Training again tomorrow'), '');
+    const days = () => a.$$eval('[role=feed] article', (ns) => ns.map((n) => [
+      [...n.querySelectorAll('.rbar time, .date-line time')].filter((x) => x.checkVisibility()).map((x) => x.textContent).join(', '),
+      n.querySelector('.content').textContent]));
+    const want = [['Yesterday', 'The autumn head is over: we came second'], ['', 'Photos to follow'], ['Today', 'Training again tomorrow']];
+    await waitText(a, '[role=feed] article', 'Training again tomorrow');
+    assert.deepEqual(await days(), want, 'as it arrives');
+    await a.reload({ waitUntil: 'load' });
+    await titled(a, '#results');
+    await waitText(a, '[role=feed] article', 'Training again tomorrow');
+    assert.deepEqual(await days(), want, 'after a reload');
+    await narrowTo(a, 'general');
+    await a.locator(named('Topic')).fill('rowing schedule');
+  });
+
   await t.test('rendered content: emoji, a table, inline code and an uploaded image shown inline', async () => {
     // Set whole: typed, each newline would be an Enter, which sends.
     await a.$eval('#compose-text', (n) => { n.value = ':tada: the `boat` is ready\n\n| Seat | Rower |\n|---|---|\n| 1 | Bob |'; });
@@ -482,6 +569,39 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     assert.equal(await send(a, await valueOf(a, 'Message')), '');
     await b.waitForSelector('[role=feed] .message_inline_image img[alt="boathouse.png"]');
     await b.waitForFunction(() => [...document.querySelectorAll('.message_inline_image img')].some((i) => i.complete && i.naturalWidth === 2), { timeout });
+  });
+
+  await t.test('an uploaded photo shows whole, as a thumbnail in a bounded box', async () => {
+    // A 1200×900 photo: one colour a row, so that it packs small.
+    const row = (y) => Buffer.concat([Buffer.from([0]), Buffer.alloc(1200 * 3, y < 450 ? 0x4a : 0xc8)]);
+    const chunk = (type, data) => {
+      const len = Buffer.alloc(4);
+      len.writeUInt32BE(data.length);
+      const crc = Buffer.alloc(4);
+      crc.writeUInt32BE(crc32(Buffer.concat([Buffer.from(type), data])));
+      return Buffer.concat([len, Buffer.from(type), data, crc]);
+    };
+    const header = Buffer.alloc(13);
+    header.writeUInt32BE(1200, 0);
+    header.writeUInt32BE(900, 4);
+    header.set([8, 2, 0, 0, 0], 8);
+    const photo = join(out, 'course-map.png');
+    writeFileSync(photo, Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), chunk('IHDR', header),
+      chunk('IDAT', deflateSync(Buffer.concat(Array.from({ length: 900 }, (_, y) => row(y))))), chunk('IEND', Buffer.alloc(0))]));
+    await (await a.$('#compose-file')).uploadFile(photo);
+    await a.waitForFunction(() => /\]\(\/user_uploads\/.*course-map\.png\)/.test(document.querySelector('#compose-text').value), { timeout });
+    assert.equal(await send(a, await valueOf(a, 'Message')), '');
+    const img = await b.waitForSelector('[role=feed] img[alt="course-map.png"]');
+    await img.scrollIntoView();
+    await b.waitForFunction((i) => i.complete && i.naturalWidth === 1200, { timeout }, img);
+    const shown = await b.evaluate((i) => {
+      const r = i.getBoundingClientRect();
+      const top = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+      return { width: r.width, height: r.height, seen: i.checkVisibility({ opacityProperty: true, visibilityProperty: true }) && (top === i || i.contains(top)) };
+    }, img);
+    assert.ok(shown.seen, 'the photo is seen, not covered');
+    assert.ok(shown.width >= 100 && shown.width <= 320 && shown.height >= 75 && shown.height <= 240, `shown ${shown.width}×${shown.height}, a thumbnail`);
+    assert.ok(Math.abs(shown.width / shown.height - 4 / 3) < 0.05, `shown ${shown.width}×${shown.height}, not its 4:3`);
   });
 
   await t.test('the inbox lists the unread conversations with their counts', async () => {
@@ -842,6 +962,47 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.emulateMediaFeatures([]);
   });
 
+  await t.test('no serious accessibility violation with the message actions shown, in a topic, a direct conversation, at 360 px and on the login page', async () => {
+    const check = async (page, where) => {
+      for (const theme of ['light', 'dark']) assert.deepEqual(await axeViolations(page, theme), [], `${where}, ${theme} theme`);
+      await page.emulateMediaFeatures([]);
+    };
+    // The actions (Edit among them) show while a message is pointed at
+    // or holds the focus: axe measures only what is shown.
+    const edit = () => a.$$(named('Edit', 'button')).then((ns) => ns.at(-1));
+    const opacity = async () => a.evaluate((n) => getComputedStyle(n.closest('.actions')).opacity, await edit());
+    await (await edit()).hover();
+    assert.equal(await opacity(), '1', 'the actions show on hover');
+    await check(a, 'a message pointed at');
+    await (await edit()).focus();
+    await a.mouse.move(0, 0);
+    assert.equal(await opacity(), '1', 'the actions show on focus');
+    await check(a, 'a message\'s Edit focused');
+    await a.locator(named('greetings', 'button')).click();
+    await titled(a, '#general › greetings');
+    await check(a, 'a topic');
+    await a.locator(named('Bob', 'button')).click();
+    await titled(a, 'Bob');
+    await check(a, 'a direct conversation');
+    await a.setViewport({ width: 360, height: 740, isMobile: true, hasTouch: true });
+    await a.waitForSelector('[role=feed] article'); // a touch screen reloads the page
+    await check(a, 'a direct conversation at 360 px');
+    await a.locator(named('Channels and people', 'button')).click();
+    await check(a, 'the menu at 360 px');
+    await a.locator(named('Channels and people', 'button')).click();
+    await a.setViewport({ width: 1280, height: 800 });
+    await a.waitForSelector('[role=feed] article');
+    await narrowTo(a, 'general');
+    const login = await (await browser.createBrowserContext()).newPage();
+    await login.goto(site, { waitUntil: 'load' });
+    await login.waitForSelector(named(`Log in to ${realm}`, 'heading'));
+    await check(login, 'the login page');
+    await login.setViewport({ width: 360, height: 740, isMobile: true, hasTouch: true });
+    await login.waitForSelector(named(`Log in to ${realm}`, 'heading'));
+    await check(login, 'the login page at 360 px');
+    await login.browserContext().close();
+  });
+
   await t.test('the messages are a feed of articles, each control reached by Tab with a visible focus', async () => {
     const feed = await a.$eval('[role=feed]', (n) => [...n.querySelectorAll('article')].map((x) => [x.getAttribute('aria-posinset'), x.getAttribute('aria-setsize')]));
     assert.ok(feed.length > 0, 'the feed holds articles');
@@ -865,6 +1026,34 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
       if (focus && !focus.ok) unseen.push(focus.name);
     }
     assert.deepEqual([...new Set(unseen)], [], 'controls whose focus is not seen');
+  });
+
+  await t.test('by keyboard alone: a channel and a topic opened, a message sent, a reaction and an edit', async () => {
+    await a.evaluate(() => document.activeElement?.blur());
+    await tabTo(a, named('#general', 'button'));
+    await a.keyboard.press('Enter');
+    await titled(a, '#general');
+    await tabTo(a, named('greetings', 'button'));
+    await a.keyboard.press('Enter');
+    await titled(a, '#general › greetings');
+    await tabTo(a, named('Message'), true);
+    await a.keyboard.type('Sent by keyboard alone');
+    await a.keyboard.press('Enter');
+    await waitText(b, '[role=feed] article', 'Sent by keyboard alone');
+    // Back from the box, the first "Add a reaction" is the new message's.
+    await tabTo(a, named('Add a reaction', 'button'), true);
+    await a.keyboard.press('Enter');
+    await a.waitForSelector(named('Search emoji'));
+    await a.keyboard.type('octopus');
+    await a.keyboard.press('Enter');
+    await b.waitForSelector(named('🐙 1 octopus: Alice', 'button'));
+    await tabTo(a, named('Edit', 'button'));
+    await a.keyboard.press('Space');
+    await a.waitForFunction((s) => document.querySelector(s).value === 'Sent by keyboard alone' && document.activeElement === document.querySelector(s), { timeout }, 'textarea[aria-label="Message"]');
+    await a.keyboard.type(', and edited');
+    await a.keyboard.press('Enter');
+    await waitText(b, '[role=feed] article', 'Sent by keyboard alone, and edited');
+    await narrowTo(a, 'general');
   });
 
   await t.test('at 360 px nothing overflows with long names, and search is there', async () => {
