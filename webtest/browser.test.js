@@ -623,6 +623,44 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await narrowTo(b, 'general');
   });
 
+  await t.test('a channel\'s own settings: color, mute, pin and notifications, read back, and a refused color shows Zulip\'s error', async () => {
+    await b.locator(named('Join #random', 'button')).click();
+    await b.waitForSelector('#channels li[data-channel="random"]');
+    await openSettings(b, 'Subscribed channels');
+    const row = '::-p-aria([name="#random"][role="listitem"])';
+    const option = (label) => `${row} ::-p-aria([name=${JSON.stringify(label)}][role="checkbox"])`;
+    // Each change goes through the server and comes back as an event
+    // that draws the page again: wait for the server's state each time.
+    const saved = (property, value) => b.waitForFunction(async (p, v) => (await (await import('/web/api.js')).api('GET', '/users/me/subscriptions'))
+      .subscriptions.find((x) => x.name === 'random')[p] === v, { timeout }, property, value);
+    await b.$eval(`${row} ::-p-aria([name="Color of #random"])`, (n) => {
+      n.value = '#3a7f5c';
+      n.dispatchEvent(new Event('change', { bubbles: true }));
+    });
+    await saved('color', '#3a7f5c');
+    await b.waitForFunction(() => document.querySelector('input[aria-label="Color code of #random"]')?.value === '#3a7f5c', { timeout });
+    const options = [['Mute channel', 'is_muted'], ['Pin to top', 'pin_to_top'], ['Desktop notifications', 'desktop_notifications'],
+      ['Audible notifications', 'audible_notifications'], ['Mobile notifications', 'push_notifications'], ['Email notifications', 'email_notifications']];
+    for (const [label, property] of options) {
+      await b.$eval(option(label), (n) => n.click());
+      await saved(property, true);
+    }
+    const sub = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'random');
+    assert.deepEqual(options.map(([, p]) => [p, sub[p]]), options.map(([, p]) => [p, true]), 'every option saved on the server');
+    // The page has heard the last change: what it shows now is drawn from it.
+    await b.waitForFunction(async () => [...(await import('/web/state.js')).state.channels.values()].find((c) => c.name === 'random')?.email_notifications === true, { timeout });
+    assert.deepEqual(await Promise.all(options.map(([label]) => b.$eval(option(label), (n) => n.checked))), options.map(() => true), 'and shown checked');
+    await b.waitForSelector('#channels li.muted-channel.pinned[data-channel="random"]');
+    // A color typed by name, not as a hex code, is refused.
+    await b.locator(`${row} ::-p-aria([name="Color code of #random"])`).fill('teal');
+    await b.keyboard.press('Tab');
+    await b.waitForSelector(`${row} ${byText('Invalid subscription_data[0]: Value error, color is not a valid hex color code')}`);
+    assert.equal((await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'random').color, '#3a7f5c', 'the color is kept');
+    await b.locator(named('Leave #random', 'button')).click();
+    await b.waitForSelector('#joinable li[data-channel="random"]');
+    await narrowTo(b, 'general');
+  });
+
   await t.test('own name and password: refusals show Zulip\'s error, a new password logs the page in again', async () => {
     const c = await open(browser, { email: 'carol@example.com', password: 'carol-password-1' });
     await openSettings(c, 'Profile');
