@@ -661,6 +661,37 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await narrowTo(b, 'general');
   });
 
+  await t.test('alert words: a refusal shows Zulip\'s error, and one is deleted', async () => {
+    await openSettings(b, 'Alert words');
+    await b.waitForSelector(named('Delete regatta', 'button'));
+    await b.locator(named('Alert word')).fill('the regatta on the lake, the one with the old boathouse, the long course, and the picnic after the race ends');
+    await b.locator(named('Add alert word', 'button')).click();
+    await b.waitForSelector(byText('alert_words[0] is too long (limit: 100 characters)'));
+    await b.locator(named('Delete regatta', 'button')).click();
+    await b.waitForSelector(byText('You have no alert words.'));
+    assert.deepEqual((await call(b, 'GET', '/users/me/alert_words')).alert_words, [], 'deleted on the server');
+  });
+
+  await t.test('drafts and scheduled messages: refusals show Zulip\'s error', async () => {
+    // A draft deleted on another device, then here.
+    const general = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general').stream_id;
+    const { ids: [draft] } = await call(b, 'POST', '/drafts', { drafts: [{ type: 'stream', to: [general], topic: 'regatta', content: 'Notes from the far shore', timestamp: Math.floor(Date.now() / 1000) }] });
+    await openSettings(b, 'Drafts');
+    await b.waitForSelector(byText('Notes from the far shore'));
+    await call(b, 'DELETE', `/drafts/${draft}`);
+    await b.locator(named('Delete draft', 'button')).click();
+    await b.waitForSelector(byText('Draft does not exist'));
+    // A time already past.
+    await openSettings(b, 'Scheduled messages');
+    await b.locator(named('Topic')).fill('boathouse');
+    await b.locator(named('Message')).fill('Yesterday at the boathouse');
+    await b.$eval(named('Send at'), (n) => { n.value = '2020-05-01T09:00'; });
+    await b.locator(named('Schedule message', 'button')).click();
+    await b.waitForSelector(byText('Scheduled delivery time must be in the future.'));
+    assert.deepEqual((await call(b, 'GET', '/scheduled_messages')).scheduled_messages, [], 'nothing scheduled');
+    await narrowTo(b, 'general');
+  });
+
   await t.test('own name and password: refusals show Zulip\'s error, a new password logs the page in again', async () => {
     const c = await open(browser, { email: 'carol@example.com', password: 'carol-password-1' });
     await openSettings(c, 'Profile');
@@ -765,6 +796,15 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.waitForSelector('::-p-aria([name="Moderators"][role="cell"])');
     await a.locator(named('Revoke link', 'button')).click();
     await a.waitForSelector(byText('No invitations.'));
+  });
+
+  await t.test('invitation links: a refusal shows Zulip\'s error', async () => {
+    // Alice administers the organisation but does not own it.
+    await openSettings(a, 'Invitations');
+    await a.select(named('Users who join will be'), '100');
+    await a.locator(named('Create link', 'button')).click();
+    await a.waitForSelector(byText('Must be an organization owner'));
+    assert.deepEqual((await call(a, 'GET', '/invites')).invites, [], 'no link made');
   });
 
   await t.test('custom emoji: a refused name shows Zulip\'s error, upload, list, deactivate', async () => {
