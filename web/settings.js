@@ -537,5 +537,7 @@ function userGroup(g, people) {
       el('tbody', {}, g.members.map((id) => el('tr', {}, el('td', { text: userName(id) }), el('td', { text: state.users.get(id)?.email ?? '' }),
         el('td', {}, action(`Remove ${userName(id)}`, () => api('POST', members, { delete: [id] }).then(redraw)))))))
       : el('p', { class: 'empty', text: 'This group has no members.' }),
-    action(`Deactivate ${g.name}`, () => api('POST', `/user_groups/${g.id}/deactivate`).then(redraw), { class: 'danger' }));
+    // Zulip asks first (its deactivation-confirm-modal).
+    action(`Deactivate ${g.name}`, () => confirm(`Deactivate ${g.name}?\n\nYou can always reactivate this group later.`)
+      && api('POST', `/user_groups/${g.id}/deactivate`).then(redraw), { class: 'danger' }));
 }

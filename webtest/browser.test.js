@@ -962,10 +962,47 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.$eval(group('rowing coaches'), (n) => n.scrollIntoView());
     await a.screenshot({ path: join(out, 'phone-alice-user-groups.png') });
     await a.setViewport({ width: 1280, height: 800 });
+    // Zulip asks first: dismissed, the group stays.
+    const asked = [];
+    const answer = (yes) => a.once('dialog', (d) => { asked.push(d.message()); return yes ? d.accept() : d.dismiss(); });
+    answer(false);
+    await a.locator(named('Deactivate rowing coaches', 'button')).click();
+    assert.deepEqual(asked, ['Deactivate rowing coaches?\n\nYou can always reactivate this group later.'], 'asked before deactivating');
+    await pause(300);
+    assert.equal((await call(a, 'GET', '/user_groups')).user_groups.find((g) => g.name === 'rowing coaches')?.deactivated, false, 'kept when dismissed');
+    answer(true);
     await a.locator(named('Deactivate rowing coaches', 'button')).click();
     await a.waitForSelector(byText('There are no user groups you can view in this organization.'));
     const after = (await call(a, 'GET', '/user_groups', { include_deactivated_groups: true })).user_groups.find((g) => g.name === 'rowing coaches');
     assert.equal(after?.deactivated, true, 'deactivated, and kept');
+  });
+
+  await t.test('user groups: another person\'s changes show live, and at 360 px the members table keeps its headers on one line', async () => {
+    await openSettings(a, 'User groups');
+    await a.waitForSelector(byText('There are no user groups you can view in this organization.'));
+    const { members } = await call(b, 'GET', '/users');
+    const id = (name) => members.find((u) => u.full_name === name).user_id;
+    const long = 'Bartholomew Maximilian Featherstonehaugh-Smythe';
+    const group = (g) => `::-p-aria([name=${JSON.stringify(g)}][role="listitem"])`;
+    // Bob's changes, made from his page, reach Alice's without a reload.
+    const { group_id: crew } = await call(b, 'POST', '/user_groups/create', { name: 'night crew', description: 'Rowing after dark', members: [id('Bob'), id(long)] });
+    await a.waitForSelector(`${group('night crew')} ::-p-aria([name=${JSON.stringify(long)}][role="cell"])`);
+    await call(b, 'PATCH', `/user_groups/${crew}`, { name: 'night rowers' });
+    await a.waitForSelector(group('night rowers'));
+    await call(b, 'POST', `/user_groups/${crew}/members`, { delete: [id('Bob')] });
+    await a.waitForSelector(`${group('night rowers')} ${byText('1 member')}`);
+    await a.setViewport({ width: 360, height: 740, isMobile: true, hasTouch: true });
+    await a.waitForSelector(group('night rowers')); // a touch screen reloads the page
+    const headers = await a.$$eval('table[aria-label="Members of night rowers"] th', (ths) => ths.map((th) => {
+      const text = document.createRange();
+      text.selectNodeContents(th);
+      return [th.textContent, text.getClientRects().length];
+    }));
+    assert.deepEqual(headers, [['Name', 1], ['Email', 1], ['Actions', 1]], 'each header on one line at 360 px');
+    assert.equal(await a.evaluate(() => document.documentElement.scrollWidth), 360, 'nothing wider than the page');
+    await a.setViewport({ width: 1280, height: 800 });
+    await call(b, 'POST', `/user_groups/${crew}/deactivate`);
+    await a.waitForSelector(byText('There are no user groups you can view in this organization.'));
   });
 
   await t.test('screenshots at desktop and phone widths', async () => {
