@@ -633,23 +633,25 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     // that draws the page again: wait for the server's state each time.
     const saved = (property, value) => b.waitForFunction(async (p, v) => (await (await import('/web/api.js')).api('GET', '/users/me/subscriptions'))
       .subscriptions.find((x) => x.name === 'random')[p] === v, { timeout }, property, value);
-    await b.$eval(`${row} ::-p-aria([name="Color of #random"])`, (n) => {
+    // Found by locators, which look again when an event has drawn the
+    // page anew between finding a control and using it.
+    await b.locator(`${row} ::-p-aria([name="Color of #random"])`).map((n) => {
       n.value = '#3a7f5c';
-      n.dispatchEvent(new Event('change', { bubbles: true }));
-    });
+      return n.dispatchEvent(new Event('change', { bubbles: true }));
+    }).wait();
     await saved('color', '#3a7f5c');
     await b.waitForFunction(() => document.querySelector('input[aria-label="Color code of #random"]')?.value === '#3a7f5c', { timeout });
     const options = [['Mute channel', 'is_muted'], ['Pin to top', 'pin_to_top'], ['Desktop notifications', 'desktop_notifications'],
       ['Audible notifications', 'audible_notifications'], ['Mobile notifications', 'push_notifications'], ['Email notifications', 'email_notifications']];
     for (const [label, property] of options) {
-      await b.$eval(option(label), (n) => n.click());
+      await b.locator(option(label)).click();
       await saved(property, true);
     }
     const sub = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'random');
     assert.deepEqual(options.map(([, p]) => [p, sub[p]]), options.map(([, p]) => [p, true]), 'every option saved on the server');
     // The page has heard the last change: what it shows now is drawn from it.
     await b.waitForFunction(async () => [...(await import('/web/state.js')).state.channels.values()].find((c) => c.name === 'random')?.email_notifications === true, { timeout });
-    assert.deepEqual(await Promise.all(options.map(([label]) => b.$eval(option(label), (n) => n.checked))), options.map(() => true), 'and shown checked');
+    assert.deepEqual(await Promise.all(options.map(([label]) => b.locator(option(label)).map((n) => n.checked).wait())), options.map(() => true), 'and shown checked');
     await b.waitForSelector('#channels li.muted-channel.pinned[data-channel="random"]');
     // A color typed by name, not as a hex code, is refused.
     await b.locator(`${row} ::-p-aria([name="Color code of #random"])`).fill('teal');
