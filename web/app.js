@@ -613,6 +613,9 @@ function onEvent(e) {
       state.registered.alert_words = e.alert_words;
       settingsChanged();
       break;
+    case 'user_group': // the User groups page reads them afresh
+      settingsChanged();
+      break;
     case 'user_status': {
       const all = state.registered.user_status || (state.registered.user_status = {});
       const { type, id, user_id: userID, ...change } = e;

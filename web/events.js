@@ -6,7 +6,7 @@
 import { api, ApiError } from './api.js';
 
 const eventTypes = ['message', 'update_message', 'delete_message', 'update_message_flags', 'reaction', 'subscription',
-  'stream', 'realm_user', 'typing', 'presence', 'submessage', 'user_topic', 'muted_users', 'alert_words', 'user_status'];
+  'stream', 'realm_user', 'typing', 'presence', 'submessage', 'user_topic', 'muted_users', 'alert_words', 'user_status', 'user_group'];
 // What register returns beyond the events' own state: the direct
 // conversations for the sidebar, the realm's settings (the empty
 // topic's name, whether topics are required, its permissions) and the

@@ -193,11 +193,13 @@ function channels(body) {
   body.append(el('ul', { class: 'rows' }, subs.map((sub) => {
     const check = (property, label, value) => el('label', {}, el('input', { type: 'checkbox', checked: !!value,
       onchange: (e) => setProperty(sub, property, e.target.checked).catch((err) => { e.target.checked = !e.target.checked; alertAfter(e.target, err); }) }), ` ${label}`);
+    // The swatch, and the hex code typed as Zulip's color picker takes it.
     const color = el('input', { type: 'color', value: sub.color || '#c2c2c2', 'aria-label': `Color of #${sub.name}` });
-    color.addEventListener('change', () => setProperty(sub, 'color', color.value).catch((err) => alertAfter(color, err)));
+    const code = el('input', { value: sub.color || '', size: 7, autocomplete: 'off', 'aria-label': `Color code of #${sub.name}` });
+    for (const n of [color, code]) n.addEventListener('change', () => setProperty(sub, 'color', n.value.trim()).catch((err) => alertAfter(n, err)));
     return el('li', { class: 'channel-row', 'aria-label': `#${sub.name}` },
       el('h3', { text: `#${sub.name}` }), sub.description ? el('p', { class: 'muted', text: sub.description }) : null,
-      el('div', { class: 'options' }, el('label', {}, 'Color ', color),
+      el('div', { class: 'options' }, el('label', {}, 'Color ', color, ' ', code),
         check('is_muted', 'Mute channel', sub.is_muted), check('pin_to_top', 'Pin to top', sub.pin_to_top),
         ...notificationNames.map(([p, label]) => check(p, label, sub[p]))),
       action(`Leave #${sub.name}`, () => api('DELETE', '/users/me/subscriptions', { subscriptions: [sub.name] }), { class: 'danger' }));
@@ -535,5 +537,7 @@ function userGroup(g, people) {
       el('tbody', {}, g.members.map((id) => el('tr', {}, el('td', { text: userName(id) }), el('td', { text: state.users.get(id)?.email ?? '' }),
         el('td', {}, action(`Remove ${userName(id)}`, () => api('POST', members, { delete: [id] }).then(redraw)))))))
       : el('p', { class: 'empty', text: 'This group has no members.' }),
-    action(`Deactivate ${g.name}`, () => api('POST', `/user_groups/${g.id}/deactivate`).then(redraw), { class: 'danger' }));
+    // Zulip asks first (its deactivation-confirm-modal).
+    action(`Deactivate ${g.name}`, () => confirm(`Deactivate ${g.name}?\n\nYou can always reactivate this group later.`)
+      && api('POST', `/user_groups/${g.id}/deactivate`).then(redraw), { class: 'danger' }));
 }

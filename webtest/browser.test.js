@@ -813,6 +813,77 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await narrowTo(b, 'general');
   });
 
+  await t.test('a channel\'s own settings: color, mute, pin and notifications, read back, and a refused color shows Zulip\'s error', async () => {
+    await b.locator(named('Join #random', 'button')).click();
+    await b.waitForSelector('#channels li[data-channel="random"]');
+    await openSettings(b, 'Subscribed channels');
+    const row = '::-p-aria([name="#random"][role="listitem"])';
+    const option = (label) => `${row} ::-p-aria([name=${JSON.stringify(label)}][role="checkbox"])`;
+    // Each change goes through the server and comes back as an event
+    // that draws the page again: wait for the server's state each time.
+    const saved = (property, value) => b.waitForFunction(async (p, v) => (await (await import('/web/api.js')).api('GET', '/users/me/subscriptions'))
+      .subscriptions.find((x) => x.name === 'random')[p] === v, { timeout }, property, value);
+    // Found by locators, which look again when an event has drawn the
+    // page anew between finding a control and using it.
+    await b.locator(`${row} ::-p-aria([name="Color of #random"])`).map((n) => {
+      n.value = '#3a7f5c';
+      return n.dispatchEvent(new Event('change', { bubbles: true }));
+    }).wait();
+    await saved('color', '#3a7f5c');
+    await b.waitForFunction(() => document.querySelector('input[aria-label="Color code of #random"]')?.value === '#3a7f5c', { timeout });
+    const options = [['Mute channel', 'is_muted'], ['Pin to top', 'pin_to_top'], ['Desktop notifications', 'desktop_notifications'],
+      ['Audible notifications', 'audible_notifications'], ['Mobile notifications', 'push_notifications'], ['Email notifications', 'email_notifications']];
+    for (const [label, property] of options) {
+      await b.locator(option(label)).click();
+      await saved(property, true);
+    }
+    const sub = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'random');
+    assert.deepEqual(options.map(([, p]) => [p, sub[p]]), options.map(([, p]) => [p, true]), 'every option saved on the server');
+    // The page has heard the last change: what it shows now is drawn from it.
+    await b.waitForFunction(async () => [...(await import('/web/state.js')).state.channels.values()].find((c) => c.name === 'random')?.email_notifications === true, { timeout });
+    assert.deepEqual(await Promise.all(options.map(([label]) => b.locator(option(label)).map((n) => n.checked).wait())), options.map(() => true), 'and shown checked');
+    await b.waitForSelector('#channels li.muted-channel.pinned[data-channel="random"]');
+    // A color typed by name, not as a hex code, is refused.
+    await b.locator(`${row} ::-p-aria([name="Color code of #random"])`).fill('teal');
+    await b.keyboard.press('Tab');
+    await b.waitForSelector(`${row} ${byText('Invalid subscription_data[0]: Value error, color is not a valid hex color code')}`);
+    assert.equal((await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'random').color, '#3a7f5c', 'the color is kept');
+    await b.locator(named('Leave #random', 'button')).click();
+    await b.waitForSelector('#joinable li[data-channel="random"]');
+    await narrowTo(b, 'general');
+  });
+
+  await t.test('alert words: a refusal shows Zulip\'s error, and one is deleted', async () => {
+    await openSettings(b, 'Alert words');
+    await b.waitForSelector(named('Delete regatta', 'button'));
+    await b.locator(named('Alert word')).fill('the regatta on the lake, the one with the old boathouse, the long course, and the picnic after the race ends');
+    await b.locator(named('Add alert word', 'button')).click();
+    await b.waitForSelector(byText('alert_words[0] is too long (limit: 100 characters)'));
+    await b.locator(named('Delete regatta', 'button')).click();
+    await b.waitForSelector(byText('You have no alert words.'));
+    assert.deepEqual((await call(b, 'GET', '/users/me/alert_words')).alert_words, [], 'deleted on the server');
+  });
+
+  await t.test('drafts and scheduled messages: refusals show Zulip\'s error', async () => {
+    // A draft deleted on another device, then here.
+    const general = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general').stream_id;
+    const { ids: [draft] } = await call(b, 'POST', '/drafts', { drafts: [{ type: 'stream', to: [general], topic: 'regatta', content: 'Notes from the far shore', timestamp: Math.floor(Date.now() / 1000) }] });
+    await openSettings(b, 'Drafts');
+    await b.waitForSelector(byText('Notes from the far shore'));
+    await call(b, 'DELETE', `/drafts/${draft}`);
+    await b.locator(named('Delete draft', 'button')).click();
+    await b.waitForSelector(byText('Draft does not exist'));
+    // A time already past.
+    await openSettings(b, 'Scheduled messages');
+    await b.locator(named('Topic')).fill('boathouse');
+    await b.locator(named('Message')).fill('Yesterday at the boathouse');
+    await b.$eval(named('Send at'), (n) => { n.value = '2020-05-01T09:00'; });
+    await b.locator(named('Schedule message', 'button')).click();
+    await b.waitForSelector(byText('Scheduled delivery time must be in the future.'));
+    assert.deepEqual((await call(b, 'GET', '/scheduled_messages')).scheduled_messages, [], 'nothing scheduled');
+    await narrowTo(b, 'general');
+  });
+
   await t.test('own name and password: refusals show Zulip\'s error, a new password logs the page in again', async () => {
     const c = await open(browser, { email: 'carol@example.com', password: 'carol-password-1' });
     await openSettings(c, 'Profile');
@@ -917,6 +988,15 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.waitForSelector('::-p-aria([name="Moderators"][role="cell"])');
     await a.locator(named('Revoke link', 'button')).click();
     await a.waitForSelector(byText('No invitations.'));
+  });
+
+  await t.test('invitation links: a refusal shows Zulip\'s error', async () => {
+    // Alice administers the organisation but does not own it.
+    await openSettings(a, 'Invitations');
+    await a.select(named('Users who join will be'), '100');
+    await a.locator(named('Create link', 'button')).click();
+    await a.waitForSelector(byText('Must be an organization owner'));
+    assert.deepEqual((await call(a, 'GET', '/invites')).invites, [], 'no link made');
   });
 
   await t.test('custom emoji: a refused name shows Zulip\'s error, upload, list, deactivate', async () => {
@@ -1143,10 +1223,47 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.$eval(group('rowing coaches'), (n) => n.scrollIntoView());
     await a.screenshot({ path: join(out, 'phone-alice-user-groups.png') });
     await a.setViewport({ width: 1280, height: 800 });
+    // Zulip asks first: dismissed, the group stays.
+    const asked = [];
+    const answer = (yes) => a.once('dialog', (d) => { asked.push(d.message()); return yes ? d.accept() : d.dismiss(); });
+    answer(false);
+    await a.locator(named('Deactivate rowing coaches', 'button')).click();
+    assert.deepEqual(asked, ['Deactivate rowing coaches?\n\nYou can always reactivate this group later.'], 'asked before deactivating');
+    await pause(300);
+    assert.equal((await call(a, 'GET', '/user_groups')).user_groups.find((g) => g.name === 'rowing coaches')?.deactivated, false, 'kept when dismissed');
+    answer(true);
     await a.locator(named('Deactivate rowing coaches', 'button')).click();
     await a.waitForSelector(byText('There are no user groups you can view in this organization.'));
     const after = (await call(a, 'GET', '/user_groups', { include_deactivated_groups: true })).user_groups.find((g) => g.name === 'rowing coaches');
     assert.equal(after?.deactivated, true, 'deactivated, and kept');
+  });
+
+  await t.test('user groups: another person\'s changes show live, and at 360 px the members table keeps its headers on one line', async () => {
+    await openSettings(a, 'User groups');
+    await a.waitForSelector(byText('There are no user groups you can view in this organization.'));
+    const { members } = await call(b, 'GET', '/users');
+    const id = (name) => members.find((u) => u.full_name === name).user_id;
+    const long = 'Bartholomew Maximilian Featherstonehaugh-Smythe';
+    const group = (g) => `::-p-aria([name=${JSON.stringify(g)}][role="listitem"])`;
+    // Bob's changes, made from his page, reach Alice's without a reload.
+    const { group_id: crew } = await call(b, 'POST', '/user_groups/create', { name: 'night crew', description: 'Rowing after dark', members: [id('Bob'), id(long)] });
+    await a.waitForSelector(`${group('night crew')} ::-p-aria([name=${JSON.stringify(long)}][role="cell"])`);
+    await call(b, 'PATCH', `/user_groups/${crew}`, { name: 'night rowers' });
+    await a.waitForSelector(group('night rowers'));
+    await call(b, 'POST', `/user_groups/${crew}/members`, { delete: [id('Bob')] });
+    await a.waitForSelector(`${group('night rowers')} ${byText('1 member')}`);
+    await a.setViewport({ width: 360, height: 740, isMobile: true, hasTouch: true });
+    await a.waitForSelector(group('night rowers')); // a touch screen reloads the page
+    const headers = await a.$$eval('table[aria-label="Members of night rowers"] th', (ths) => ths.map((th) => {
+      const text = document.createRange();
+      text.selectNodeContents(th);
+      return [th.textContent, text.getClientRects().length];
+    }));
+    assert.deepEqual(headers, [['Name', 1], ['Email', 1], ['Actions', 1]], 'each header on one line at 360 px');
+    assert.equal(await a.evaluate(() => document.documentElement.scrollWidth), 360, 'nothing wider than the page');
+    await a.setViewport({ width: 1280, height: 800 });
+    await call(b, 'POST', `/user_groups/${crew}/deactivate`);
+    await a.waitForSelector(byText('There are no user groups you can view in this organization.'));
   });
 
   await t.test('screenshots at desktop and phone widths', async () => {
