@@ -118,7 +118,12 @@ function start() {
     escape: () => {
       compose.cancel();
       closeMenu();
-      $('messages').focus();
+      // Inbox and Recent conversations hide the message list: the
+      // keyboard goes back to their rows, as Zulip's Esc does there.
+      if (state.narrow.kind === 'recent') recent?.focusNext(0);
+      else if (state.narrow.kind === 'inbox') {
+        if (!$('inbox').contains(document.activeElement)) $('inbox').querySelector('a')?.focus();
+      } else if (!$('messages').hidden) $('messages').focus();
     },
   });
   setInterval(reportPresence, 50_000);

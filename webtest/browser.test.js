@@ -588,6 +588,28 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     assert.deepEqual(unread.messages.map((m) => m.content), [], 'unread on the server');
   });
 
+  await t.test('Esc in Inbox and Recent conversations leaves the keyboard on a row shown', async () => {
+    const bobID = (await call(a, 'GET', '/users')).members.find((u) => u.full_name === 'Bob').user_id;
+    await call(a, 'POST', '/messages', { type: 'direct', to: [bobID], content: 'Is the launch ready?' });
+    // What has the focus, by its name, and whether it is shown.
+    const focusOn = async (selector) => assert.deepEqual(await b.$eval(selector, (row) => {
+      const f = document.activeElement;
+      return { focus: f === row ? 'the row' : f.getAttribute('aria-label') || f.id || f.tagName, shown: f.checkVisibility() };
+    }), { focus: 'the row', shown: true }, 'the focus after Esc');
+    await b.waitForSelector(named('Alice 1 unread', 'link'));
+    await b.keyboard.press('c');
+    await b.keyboard.press('Escape');
+    await focusOn(named('Alice 1 unread', 'link'));
+    await b.locator(byText('Recent conversations')).click();
+    await titled(b, 'Recent conversations');
+    const latest = named('Alice', 'link'); // the direct conversation's row
+    await b.waitForSelector(latest);
+    await b.keyboard.press('j'); // onto the first row, the latest
+    await b.keyboard.press('c');
+    await b.keyboard.press('Escape');
+    await focusOn(latest);
+  });
+
   await t.test('the emoji picker offers the whole table, with a search', async () => {
     await narrowTo(b, 'general');
     await b.locator(named('regatta', 'button')).click();
