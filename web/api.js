@@ -34,10 +34,10 @@ function form(params) {
 }
 
 // api calls a route: GET and DELETE with the parameters in the query,
-// others in a form body.
-export async function api(method, path, params, { signal } = {}) {
+// others in a form body. keepalive lets a request outlive the page.
+export async function api(method, path, params, { signal, keepalive } = {}) {
   let url = '/json' + path;
-  const init = { method, headers: { 'X-CSRFToken': csrfToken }, credentials: 'same-origin', signal };
+  const init = { method, headers: { 'X-CSRFToken': csrfToken }, credentials: 'same-origin', signal, keepalive };
   if (method === 'GET' || method === 'DELETE') {
     const q = form(params).toString();
     if (q) url += '?' + q;

@@ -118,7 +118,12 @@ function start() {
     escape: () => {
       compose.cancel();
       closeMenu();
-      $('messages').focus();
+      // Inbox and Recent conversations hide the message list: the
+      // keyboard goes back to their rows, as Zulip's Esc does there.
+      if (state.narrow.kind === 'recent') recent?.focusNext(0);
+      else if (state.narrow.kind === 'inbox') {
+        if (!$('inbox').contains(document.activeElement)) $('inbox').querySelector('a')?.focus();
+      } else if (!$('messages').hidden) $('messages').focus();
     },
   });
   setInterval(reportPresence, 50_000);
@@ -449,11 +454,16 @@ async function loadTopics(channel) {
 
 let pendingRead = new Set();
 let readTimer = 0;
+let readDue = 0;
 let readFailures = 0;
 
-// markRead marks what was seen, at once on the page and in one request;
-// a request that fails is tried again, later each time, with what was
-// seen meanwhile, so that no mark is lost.
+// markRead marks what was seen, at once on the page and in one request,
+// 200 ms after the last mark and a second after the first at most
+// (Zulip's message_flags.send_read sends once a second at most); a
+// request that fails is tried again, later each time, with what was seen
+// meanwhile, so that no mark is lost. What waits when the page is hidden
+// or left (a reload, a closed tab) goes then, in a request that outlives
+// the page.
 function markRead(ids) {
   for (const id of ids) {
     state.unread.delete(id);
@@ -461,25 +471,35 @@ function markRead(ids) {
   }
   view.markedRead(ids);
   renderSidebar();
-  if (!readFailures) sendReads(200);
+  if (readFailures) return;
+  readDue ||= Date.now() + 1000;
+  sendReads(Math.min(200, readDue - Date.now()));
 }
 
 function sendReads(delay) {
   clearTimeout(readTimer);
-  readTimer = setTimeout(async () => {
-    const messages = [...pendingRead];
-    pendingRead = new Set();
-    try {
-      await api('POST', '/messages/flags', { messages, op: 'add', flag: 'read' });
-      readFailures = 0;
-      if (pendingRead.size) sendReads(200);
-    } catch (err) {
-      for (const id of messages) pendingRead.add(id);
-      readFailures++;
-      if (err.status !== 401) sendReads(Math.min(30_000, 500 * 2 ** readFailures));
-    }
-  }, delay);
+  readTimer = setTimeout(() => flushReads(false), delay);
 }
+
+async function flushReads(keepalive) {
+  clearTimeout(readTimer);
+  readDue = 0;
+  if (!pendingRead.size) return;
+  const messages = [...pendingRead];
+  pendingRead = new Set();
+  try {
+    await api('POST', '/messages/flags', { messages, op: 'add', flag: 'read' }, { keepalive });
+    readFailures = 0;
+    if (pendingRead.size) sendReads(200);
+  } catch (err) {
+    for (const id of messages) pendingRead.add(id);
+    readFailures++;
+    if (err.status !== 401) sendReads(Math.min(30_000, 500 * 2 ** readFailures));
+  }
+}
+
+document.addEventListener('visibilitychange', () => document.hidden && flushReads(true));
+addEventListener('pagehide', () => flushReads(true));
 
 function nextUnread() {
   const seen = new Set();

@@ -697,6 +697,47 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await titled(b, 'Recent conversations');
   });
 
+  // Issue 34: what was read is sent a moment later; a reload before
+  // then sends it as the page goes, so that nothing comes back unread.
+  await t.test('what was read just before a reload stays read', async () => {
+    await b.goto(`${site}/#narrow/search/nothing-here`);
+    await b.waitForSelector(named('#general', 'button'));
+    await call(b, 'POST', '/mark_all_as_read');
+    for (const content of ['The launch is at nine', 'Oars are in the shed']) await call(a, 'POST', '/messages', { type: 'stream', to: 'general', topic: 'launch', content });
+    await b.locator(named('#general 2 unread', 'button')).click();
+    await waitText(b, '[role=feed] article', 'Oars are in the shed');
+    await b.waitForSelector(named('#general', 'button')); // read on the page, the marks still waiting
+    // Reloaded at once into Inbox, where nothing is marked read again.
+    await b.evaluate(() => history.replaceState(null, '', '#inbox'));
+    await b.reload({ waitUntil: 'load' });
+    await titled(b, 'Inbox');
+    await b.waitForSelector(byText('There are no unread messages in your inbox.'));
+    const unread = await call(b, 'GET', '/messages', { narrow: [{ operator: 'is', operand: 'unread' }], anchor: 'newest', num_before: 10, num_after: 0 });
+    assert.deepEqual(unread.messages.map((m) => m.content), [], 'unread on the server');
+  });
+
+  await t.test('Esc in Inbox and Recent conversations leaves the keyboard on a row shown', async () => {
+    const bobID = (await call(a, 'GET', '/users')).members.find((u) => u.full_name === 'Bob').user_id;
+    await call(a, 'POST', '/messages', { type: 'direct', to: [bobID], content: 'Is the launch ready?' });
+    // What has the focus, by its name, and whether it is shown.
+    const focusOn = async (selector) => assert.deepEqual(await b.$eval(selector, (row) => {
+      const f = document.activeElement;
+      return { focus: f === row ? 'the row' : f.getAttribute('aria-label') || f.id || f.tagName, shown: f.checkVisibility() };
+    }), { focus: 'the row', shown: true }, 'the focus after Esc');
+    await b.waitForSelector(named('Alice 1 unread', 'link'));
+    await b.keyboard.press('c');
+    await b.keyboard.press('Escape');
+    await focusOn(named('Alice 1 unread', 'link'));
+    await b.locator(byText('Recent conversations')).click();
+    await titled(b, 'Recent conversations');
+    const latest = named('Alice', 'link'); // the direct conversation's row
+    await b.waitForSelector(latest);
+    await b.keyboard.press('j'); // onto the first row, the latest
+    await b.keyboard.press('c');
+    await b.keyboard.press('Escape');
+    await focusOn(latest);
+  });
+
   await t.test('the emoji picker offers the whole table, with a search', async () => {
     await narrowTo(b, 'general');
     await b.locator(named('regatta', 'button')).click();
