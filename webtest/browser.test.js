@@ -63,6 +63,21 @@ async function send(page, content) {
 // arrive, so a handle found a moment before may be gone.
 const press = (page, selector) => page.waitForSelector(selector).then(() => page.$eval(selector, (n) => n.click()));
 
+// again runs a step of puppeteer's once more when it failed on the page
+// changing under it: a reload under way loses its execution context, and
+// a node or a selector's part can go between the query and the use
+// (seen on a loaded machine). Any other failure is the step's.
+async function again(step) {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await step();
+    } catch (err) {
+      if (tries === 3 || !/Cannot find context with specified id|does not belong to the document|Execution context was destroyed|is not a valid selector/.test(err.message)) throw err;
+      await pause(250);
+    }
+  }
+}
+
 // Found as a person finds them: by role and accessible name, or text.
 const named = (name, role) => `::-p-aria([name=${JSON.stringify(name)}]${role ? `[role="${role}"]` : ''})`;
 const byText = (text) => `::-p-text(${text})`;
@@ -624,7 +639,7 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await titled(b, 'Inbox');
     await b.waitForSelector(named('regatta 2 unread', 'link'));
     await b.waitForSelector('::-p-aria([name="#general"][role="region"])');
-    await b.waitForSelector('::-p-aria([name="Direct messages"][role="region"]) ::-p-aria([name="Alice 1 unread"][role="link"])');
+    await again(() => b.waitForSelector('::-p-aria([name="Direct messages"][role="region"]) ::-p-aria([name="Alice 1 unread"][role="link"])'));
     await b.locator(named('regatta 2 unread', 'link')).click();
     await titled(b, '#general › regatta');
     await b.locator(byText('Inbox')).click();
@@ -673,7 +688,7 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await titled(b, 'Recent conversations');
     await waitRows([['general', 'boathouse keys 2 unread', 'Alice', 'Just now'], ['Direct messages', 'Alice', 'Alice Bob', 'Just now']]);
     // A click anywhere on a row opens its conversation.
-    await b.locator('::-p-aria([name="Recent conversations"][role="table"]) ::-p-aria([name="Alice"][role="image"])').click();
+    await again(() => b.locator('::-p-aria([name="Recent conversations"][role="table"]) ::-p-aria([name="Alice"][role="image"])').click());
     await titled(b, '#general › boathouse keys');
     assert.match(await b.evaluate(() => location.hash), /^#narrow\/channel\/\d+-general\/topic\/boathouse\.20keys$/);
     await waitText(b, '[role=feed] article', 'Try the office');
@@ -779,7 +794,7 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await b.waitForSelector('#channels li[data-channel="random"]');
     await openSettings(b, 'Subscribed channels');
     await b.waitForSelector('::-p-aria([name="#general"][role="listitem"])');
-    await b.$eval('::-p-aria([name="#general"][role="listitem"]) ::-p-aria([name="Pin to top"])', (n) => n.click());
+    await again(() => b.$eval('::-p-aria([name="#general"][role="listitem"]) ::-p-aria([name="Pin to top"])', (n) => n.click()));
     // The subscription's event comes back and the sidebar pins it.
     await b.waitForSelector('#channels li.pinned[data-channel="general"]');
     const pinned = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general').pin_to_top;
@@ -951,8 +966,8 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await c.locator(named('New password')).fill('carol-password-2');
     await c.locator(named('Change password', 'button')).click();
     // The new password ended this session too: the page asks for it.
-    await c.waitForSelector('#login-form:not([hidden])');
-    await c.waitForSelector(byText('Your password is changed. Log in again with the new one.'));
+    await again(() => c.waitForSelector('#login-form:not([hidden])'));
+    await again(() => c.waitForSelector(byText('Your password is changed. Log in again with the new one.')));
     assert.equal(await c.$eval('#login-email', (n) => n.value), 'carol@example.com');
     await c.locator('#login-password').fill('carol-password-1');
     await c.click('#login-form button[type=submit]');
