@@ -2,7 +2,7 @@
 // its unread counts, and routes events to the views.
 
 import { api, login, logout, session } from './api.js';
-import { $, el } from './dom.js';
+import { $, el, moveFocus } from './dom.js';
 import { EventLoop } from './events.js';
 import { NarrowView } from './narrow_view.js';
 import { Compose, typingText } from './compose.js';
@@ -112,17 +112,22 @@ function start() {
   bindKeys({
     compose: () => compose.open('channel'),
     directMessage: () => compose.open('dm'),
-    next: () => (state.narrow.kind === 'recent' ? recent?.focusNext(1) : view.focusNext(1)),
-    previous: () => (state.narrow.kind === 'recent' ? recent?.focusNext(-1) : view.focusNext(-1)),
+    next: () => focusNext(1),
+    previous: () => focusNext(-1),
     nextUnread,
-    escape: () => {
+    escape: (typing) => {
       compose.cancel();
       closeMenu();
       // Inbox and Recent conversations hide the message list: the
       // keyboard goes back to their rows, as Zulip's Esc does there.
+      // Settings close, as Zulip's overlay does: back to the view before
+      // (from a field being typed in, the first Esc only leaves it).
       if (state.narrow.kind === 'recent') recent?.focusNext(0);
       else if (state.narrow.kind === 'inbox') {
         if (!$('inbox').contains(document.activeElement)) $('inbox').querySelector('a')?.focus();
+      } else if (state.narrow.kind === 'settings') {
+        if (typing) document.activeElement.blur();
+        else narrow(beforeSettings);
       } else if (!$('messages').hidden) $('messages').focus();
     },
   });
@@ -309,7 +314,19 @@ window.addEventListener('hashchange', () => {
   show(n, near);
 });
 
+// beforeSettings is the view settings were opened from, where Esc goes.
+let beforeSettings = { kind: 'inbox' };
+
+// focusNext moves the keyboard's place by one (j/k): a message, or a
+// row of Inbox or Recent conversations.
+function focusNext(step) {
+  if (state.narrow.kind === 'recent') recent?.focusNext(step);
+  else if (state.narrow.kind === 'inbox') moveFocus([...$('inbox').querySelectorAll('a')], step);
+  else view.focusNext(step);
+}
+
 async function show(n, near, prefetched) {
+  if (n.kind === 'settings' && state.narrow?.kind !== 'settings' && state.narrow) beforeSettings = state.narrow;
   state.narrow = n;
   state.near = near;
   closeMenu();

@@ -83,3 +83,11 @@ export function dayText(seconds) {
   if (d.getFullYear() !== now.getFullYear()) opts.year = 'numeric';
   return d.toLocaleDateString([], opts);
 }
+
+// moveFocus moves the keyboard's place by step among targets (j/k down a
+// list of rows), from the one whose row holds the focus, or to the first.
+export function moveFocus(targets, step, rowOf = (t) => t) {
+  if (!targets.length) return;
+  const i = targets.findIndex((t) => rowOf(t).contains(document.activeElement));
+  targets[i < 0 ? 0 : Math.max(0, Math.min(targets.length - 1, i + step))].focus();
+}

@@ -7,7 +7,7 @@ export function bindKeys(actions) {
     const t = e.target;
     const typing = t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement;
     if (e.key === 'Escape') {
-      actions.escape();
+      actions.escape(typing);
       return;
     }
     if (typing) return;

@@ -7,7 +7,7 @@
 // pages on request, and each new one as it arrives.
 
 import { api } from './api.js';
-import { el } from './dom.js';
+import { el, moveFocus } from './dom.js';
 import { state, messageDMKey, userName, topicName } from './state.js';
 import { hashOf } from './hash.js';
 
@@ -197,8 +197,5 @@ setInterval(() => { if (drawn && !drawn.root.hidden) render(drawn.root, drawn); 
 // focusNext moves the keyboard's place by one row (j/k, as in Zulip's
 // table), onto the row's conversation, which Enter opens.
 export function focusNext(step) {
-  const links = [...(drawn?.root.querySelectorAll('tbody .open') || [])];
-  if (!links.length) return;
-  const i = links.findIndex((a) => a.closest('tr').contains(document.activeElement));
-  links[i < 0 ? 0 : Math.max(0, Math.min(links.length - 1, i + step))].focus();
+  moveFocus([...(drawn?.root.querySelectorAll('tbody .open') || [])], step, (a) => a.closest('tr'));
 }

@@ -78,6 +78,20 @@ async function again(step) {
   }
 }
 
+// go clicks a sidebar entry until the page shows its view: the sidebar
+// is drawn anew as events arrive, and a click on an entry as it is
+// replaced does nothing (a person would click again).
+async function go(page, selector, narrow) {
+  for (let tries = 1; ; tries++) {
+    await page.locator(selector).click();
+    try {
+      return await page.waitForFunction((t) => document.title === t, { timeout: 2000 }, `${narrow} · ${realm}`);
+    } catch (err) {
+      if (tries === 5) throw err;
+    }
+  }
+}
+
 // Found as a person finds them: by role and accessible name, or text.
 const named = (name, role) => `::-p-aria([name=${JSON.stringify(name)}]${role ? `[role="${role}"]` : ''})`;
 const byText = (text) => `::-p-text(${text})`;
@@ -751,6 +765,30 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await b.keyboard.press('c');
     await b.keyboard.press('Escape');
     await focusOn(latest);
+  });
+
+  await t.test('j and k walk the inbox\'s rows; Esc closes settings, back to the view they were opened from', async () => {
+    await call(a, 'POST', '/messages', { type: 'stream', to: 'general', topic: 'oars', content: 'Who has the spare oars?' });
+    await go(b, byText('Inbox'), 'Inbox');
+    await b.waitForSelector(named('oars 1 unread', 'link'));
+    await b.waitForSelector(named('Alice 1 unread', 'link'));
+    // The focused row, by the conversation it links to.
+    const focused = () => b.evaluate(() => (document.activeElement.closest('#inbox') ? document.activeElement.getAttribute('href') : document.activeElement.tagName));
+    const walked = [];
+    for (const key of ['j', 'j', 'k']) {
+      await b.keyboard.press(key);
+      walked.push(await focused());
+    }
+    assert.ok(walked[0] !== walked[1] && walked[2] === walked[0] && walked.every((href) => href?.startsWith('#narrow/')), `j, j, k in the inbox: ${walked}`);
+    await go(b, named('oars 1 unread', 'link'), '#general › oars');
+    await openSettings(b, 'Profile');
+    await b.locator(named('Full name')).click();
+    await b.keyboard.press('Escape'); // leaves the field, not the page
+    assert.equal(await b.evaluate(() => document.activeElement.matches('input, textarea, select')), false, 'Esc leaves the field');
+    await b.waitForSelector(named('Profile', 'heading'));
+    await b.keyboard.press('Escape');
+    await titled(b, '#general › oars');
+    await b.waitForSelector(named('Message'));
   });
 
   await t.test('the emoji picker offers the whole table, with a search', async () => {
