@@ -65,10 +65,14 @@ const pages = {
 };
 
 // renderSettings draws a tab into root: the tab list, then the page.
+// The page is drawn aside and put in place whole, keeping what the
+// person was typing there (an event draws the tab anew while they type).
 let actions = {}; // what the page does for a settings page: restore a draft
+let drawing = 0; // the latest drawing: an older one still loading is dropped
 
 export async function renderSettings(root, tab, pageActions = {}) {
   actions = pageActions;
+  const n = ++drawing;
   const isAdmin = state.isAdmin;
   const tabs = [...personalTabs, ...(isAdmin ? adminTabs : [])];
   const link = ([t, label]) => el('li', {}, el('a', { href: `#${t}`, class: 'nav' + (t === tab ? ' current' : ''), 'aria-current': t === tab ? 'page' : null, text: label }));
@@ -78,14 +82,52 @@ export async function renderSettings(root, tab, pageActions = {}) {
   const body = el('div', { class: 'settings-page' });
   const draw = pages[tab] && (tab.startsWith('organization/') ? isAdmin : true) ? pages[tab] : profile;
   const label = tabs.find(([t]) => t === tab)?.[1] ?? 'Profile';
-  root.replaceChildren(nav, body);
   body.append(el('h2', { class: 'page-title', text: label }));
   try {
     await draw(body);
   } catch (err) {
     body.append(el('p', { class: 'error', role: 'alert', text: err.message }));
   }
+  if (n !== drawing) return;
+  const kept = typed(root);
+  root.replaceChildren(nav, body);
+  keep(root, kept);
 }
+
+// typed is what the person has typed or chosen on the page and not yet
+// saved, and where the focus is: the fields of a form not sent (what a
+// form sent is the server's now, and the page draws it anew), and a
+// focused text box outside forms (saved when it changes).
+function typed(root) {
+  const fields = new Map();
+  for (const n of root.querySelectorAll('input, select, textarea')) {
+    const unsaved = n.form ? !n.form.sent : n === document.activeElement && ['text', 'search', 'textarea'].includes(n.type);
+    if (unsaved && n.type !== 'file' && changed(n)) fields.set(controlKey(n), n.type === 'checkbox' ? n.checked : n.value);
+  }
+  const f = document.activeElement;
+  return { fields, focus: f !== root && root.contains(f) ? { key: controlKey(f), start: f.selectionStart, end: f.selectionEnd } : null };
+}
+
+function keep(root, { fields, focus }) {
+  for (const n of root.querySelectorAll('input, select, textarea')) {
+    const v = fields.get(controlKey(n));
+    if (v === undefined) continue;
+    if (n.type === 'checkbox') n.checked = v;
+    else if (n.tagName !== 'SELECT' || [...n.options].some((o) => o.value === v)) n.value = v;
+  }
+  const f = focus && [...root.querySelectorAll('a, button, input, select, textarea')].find((n) => controlKey(n) === focus.key);
+  if (!f) return;
+  f.focus();
+  if (typeof focus.start === 'number') f.setSelectionRange(focus.start, focus.end);
+}
+
+const changed = (n) => (n.type === 'checkbox' ? n.checked !== n.defaultChecked
+  : n.tagName === 'SELECT' ? n.value !== (n.querySelector('option[selected]') || n.options[0])?.value : n.value !== n.defaultValue);
+
+// controlKey names a control as a person finds it: the form or row it
+// stands in, its label, and a checkbox's value.
+const controlKey = (n) => [n.parentElement.closest('[aria-label]')?.getAttribute('aria-label'),
+  n.name || n.getAttribute('aria-label') || n.labels?.[0]?.textContent || n.textContent, n.type === 'checkbox' ? n.value : ''].join('\n');
 
 // form builds a form whose submit runs act; a refusal shows Zulip's msg
 // in the form's alert, a success says done.
@@ -95,10 +137,12 @@ function form(label, fields, submit, act, done) {
   const result = el('p', { class: 'result', role: 'status' });
   if (flash && flash.label === label && flash.until > Date.now()) result.textContent = flash.text;
   const f = el('form', { class: 'setting-form', 'aria-label': label }, fields, el('button', { type: 'submit', text: submit }), result);
+  f.addEventListener('input', () => { f.sent = false; });
   f.addEventListener('submit', async (e) => {
     e.preventDefault();
     result.textContent = '';
     result.classList.remove('error');
+    f.sent = true; // a redraw meanwhile draws what the server has
     try {
       await act(f);
       flash = { label, text: done || 'Saved.', until: Date.now() + 5000 };
@@ -106,6 +150,7 @@ function form(label, fields, submit, act, done) {
       const live = f.isConnected ? result : document.querySelector(`form[aria-label="${CSS.escape(label)}"] .result`);
       if (live) live.textContent = flash.text;
     } catch (err) {
+      f.sent = false;
       result.classList.add('error');
       result.setAttribute('role', 'alert');
       result.textContent = err.message;

@@ -1270,6 +1270,35 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.waitForSelector(byText('There are no user groups you can view in this organization.'));
   });
 
+  await t.test('user groups: what Alice is typing stays while another person\'s change draws the page anew, and is sent', async () => {
+    await openSettings(a, 'User groups');
+    const create = named('Create user group', 'form');
+    const name = `${create} ::-p-aria([name="User group name"])`;
+    const description = `${create} ::-p-aria([name="User group description"])`;
+    const box = `${create} ::-p-aria([name="Bob"][role="checkbox"])`;
+    await a.locator(name).fill('lifeguards');
+    await a.focus(box);
+    await a.keyboard.press('Space');
+    await a.focus(description);
+    await a.keyboard.type('On the jetty');
+    // Bob's new group reaches Alice's page, which draws the tab anew.
+    const bob = (await call(b, 'GET', '/users')).members.find((u) => u.full_name === 'Bob').user_id;
+    const { group_id: crew } = await call(b, 'POST', '/user_groups/create', { name: 'harbour crew', description: 'Boats in and out', members: [bob] });
+    await a.waitForSelector('::-p-aria([name="harbour crew"][role="listitem"])');
+    assert.deepEqual(await Promise.all([name, description].map((s) => a.$eval(s, (n) => n.value))), ['lifeguards', 'On the jetty'], 'what she typed is kept');
+    assert.equal(await a.$eval(box, (n) => n.checked), true, 'and what she ticked');
+    assert.equal(await a.$eval(description, (n) => n === document.activeElement && n.selectionStart === n.value.length), true, 'and where she was typing');
+    await a.keyboard.type(' at dawn');
+    await a.keyboard.press('Enter');
+    await a.waitForSelector('::-p-aria([name="lifeguards"][role="listitem"])');
+    const made = (await call(a, 'GET', '/user_groups')).user_groups.find((g) => g.name === 'lifeguards');
+    assert.deepEqual([made.description, made.members], ['On the jetty at dawn', [bob]], 'sent whole');
+    assert.equal(await a.$eval(name, (n) => n.value), '', 'and the form drawn empty again');
+    await call(b, 'POST', `/user_groups/${crew}/deactivate`);
+    await call(a, 'POST', `/user_groups/${made.id}/deactivate`);
+    await a.waitForSelector(byText('There are no user groups you can view in this organization.'));
+  });
+
   await t.test('screenshots at desktop and phone widths', async () => {
     await a.screenshot({ path: join(out, 'desktop-alice.png') });
     await b.screenshot({ path: join(out, 'desktop-bob.png') });
