@@ -226,8 +226,13 @@ function profile(body) {
       action('Clear status', () => api('POST', '/users/me/status', { status_text: '', emoji_name: '', away: false }))));
 }
 
-const notificationNames = [['desktop_notifications', 'Desktop notifications'], ['audible_notifications', 'Audible notifications'],
-  ['push_notifications', 'Mobile notifications'], ['email_notifications', 'Email notifications']];
+// A channel's notifications, each with the personal setting it follows
+// while unset (null), as Zulip's stream_data.receives_notifications.
+const notificationNames = [['desktop_notifications', 'Desktop notifications', 'enable_stream_desktop_notifications'],
+  ['audible_notifications', 'Audible notifications', 'enable_stream_audible_notifications'],
+  ['push_notifications', 'Mobile notifications', 'enable_stream_push_notifications'],
+  ['email_notifications', 'Email notifications', 'enable_stream_email_notifications'],
+  ['wildcard_mentions_notify', 'Notifications for @all/@everyone mentions', 'wildcard_mentions_notify']];
 
 // setProperty changes one property of a subscription.
 const setProperty = (sub, property, value) => api('POST', '/users/me/subscriptions/properties', { subscription_data: [{ stream_id: sub.stream_id, property, value }] });
@@ -246,7 +251,7 @@ function channels(body) {
       el('h3', { text: `#${sub.name}` }), sub.description ? el('p', { class: 'muted', text: sub.description }) : null,
       el('div', { class: 'options' }, el('label', {}, 'Color ', color, ' ', code),
         check('is_muted', 'Mute channel', sub.is_muted), check('pin_to_top', 'Pin to top', sub.pin_to_top),
-        ...notificationNames.map(([p, label]) => check(p, label, sub[p]))),
+        ...notificationNames.map(([p, label, global]) => check(p, label, sub[p] ?? state.registered?.user_settings?.[global]))),
       action(`Leave #${sub.name}`, () => api('DELETE', '/users/me/subscriptions', { subscriptions: [sub.name] }), { class: 'danger' }));
   })));
 }

@@ -857,6 +857,26 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await narrowTo(b, 'general');
   });
 
+  await t.test('a channel\'s notifications left unset follow one\'s own settings, live, until set', async () => {
+    const general = async () => (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general');
+    assert.equal((await general()).desktop_notifications, null, 'never set for #general');
+    await openSettings(b, 'Subscribed channels');
+    const option = (label) => b.locator(`::-p-aria([name="#general"][role="listitem"]) ::-p-aria([name=${JSON.stringify(label)}][role="checkbox"])`);
+    assert.equal(await option('Desktop notifications').map((n) => n.checked).wait(), false, 'off, as Bob\'s channel setting is');
+    // Turned on for channels from another page: the unset box follows.
+    await call(b, 'PATCH', '/settings', { enable_stream_desktop_notifications: true });
+    await option('Desktop notifications').filter((n) => n.checked).wait();
+    assert.equal(await option('Notifications for @all/@everyone mentions').map((n) => n.checked).wait(), true, 'on, as Zulip\'s default is');
+    // Unticked here, it is set for #general alone.
+    await option('Desktop notifications').click();
+    await b.waitForFunction(async () => (await (await import('/web/api.js')).api('GET', '/users/me/subscriptions'))
+      .subscriptions.find((x) => x.name === 'general').desktop_notifications === false, { timeout });
+    await b.waitForFunction(async () => [...(await import('/web/state.js')).state.channels.values()].find((c) => c.name === 'general')?.desktop_notifications === false, { timeout });
+    assert.equal(await option('Desktop notifications').map((n) => n.checked).wait(), false, 'set, it no longer follows');
+    await call(b, 'PATCH', '/settings', { enable_stream_desktop_notifications: false });
+    await narrowTo(b, 'general');
+  });
+
   await t.test('alert words: a refusal shows Zulip\'s error, and one is deleted', async () => {
     await openSettings(b, 'Alert words');
     await b.waitForSelector(named('Delete regatta', 'button'));
