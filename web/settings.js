@@ -455,8 +455,9 @@ async function adminChannels(body) {
     all.length ? null : el('p', { class: 'empty', text: 'No channels.' }));
 }
 
-// Zulip's invitation roles and expiry choices (settings_config).
-const inviteRoles = [[400, 'Members'], [300, 'Moderators'], [200, 'Organization administrators'], [100, 'Organization owners'], [600, 'Guests']];
+// Zulip's invitation roles, in its invite modal's order (only an owner
+// may invite owners), and expiry choices (settings_config).
+const inviteRoles = [[600, 'Guests'], [400, 'Members'], [300, 'Moderators'], [200, 'Organization administrators'], [100, 'Organization owners']];
 const expiries = [[1440, '1 day'], [2 * 1440, '2 days'], [10 * 1440, '10 days'], [30 * 1440, '30 days'], ['null', 'Never expires']];
 
 async function invites(body) {
@@ -469,7 +470,8 @@ async function invites(body) {
   });
   body.append(
     form('Create an invitation link', [
-      el('label', {}, 'Users who join will be ', el('select', { name: 'invite_as' }, inviteRoles.map(([r, label]) => el('option', { value: r, text: label })))),
+      el('label', {}, 'Users who join will be ', el('select', { name: 'invite_as' }, inviteRoles.filter(([r]) => r !== 100 || state.registered?.is_owner)
+        .map(([r, label]) => el('option', { value: r, text: label, selected: r === 400 })))),
       el('label', {}, 'Link expires after ', el('select', { name: 'expires' }, expiries.map(([m, label]) => el('option', { value: m, text: label, selected: m === 10 * 1440 })))),
     ], 'Create link', async (f) => {
       const r = await api('POST', '/invites/multiuse', { invite_as: f.elements.invite_as.value, invite_expires_in_minutes: f.elements.expires.value });

@@ -1014,13 +1014,22 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.waitForSelector(byText('No invitations.'));
   });
 
-  await t.test('invitation links: a refusal shows Zulip\'s error', async () => {
-    // Alice administers the organisation but does not own it.
+  await t.test('invitation links: an administrator is not offered the owners\' role, and a refusal shows Zulip\'s error', async () => {
+    // Alice administers the organisation but does not own it: as in
+    // Zulip's invite modal, only an owner may invite owners.
     await openSettings(a, 'Invitations');
-    await a.select(named('Users who join will be'), '100');
+    assert.deepEqual(await a.$eval(named('Users who join will be'), (s) => [...s.options].map((o) => o.textContent)),
+      ['Guests', 'Members', 'Moderators', 'Organization administrators'], 'the roles Alice may invite as');
+    assert.equal(await a.$eval(named('Users who join will be'), (s) => s.selectedOptions[0].textContent), 'Members');
+    await assert.rejects(call(a, 'POST', '/invites/multiuse', { invite_as: '100' }), /Must be an organization owner/, 'and asked for anyway, refused');
+    // A link revoked on another page, then here.
     await a.locator(named('Create link', 'button')).click();
-    await a.waitForSelector(byText('Must be an organization owner'));
-    assert.deepEqual((await call(a, 'GET', '/invites')).invites, [], 'no link made');
+    await a.waitForSelector(named('Revoke link', 'button'));
+    const [{ id }] = (await call(a, 'GET', '/invites')).invites;
+    await call(a, 'DELETE', `/invites/multiuse/${id}`);
+    await a.locator(named('Revoke link', 'button')).click();
+    await a.waitForSelector(byText('Invitation has already been revoked'));
+    assert.deepEqual((await call(a, 'GET', '/invites')).invites, [], 'no link left');
   });
 
   await t.test('custom emoji: a refused name shows Zulip\'s error, upload, list, deactivate', async () => {
