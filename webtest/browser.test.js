@@ -889,14 +889,35 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
   });
 
   await t.test('drafts and scheduled messages: refusals show Zulip\'s error', async () => {
-    // A draft deleted on another device, then here.
+    // A draft deleted on another device, then here before the page has
+    // heard of it: its next poll is held back.
+    const held = [];
+    const hold = (r) => (r.url().includes('/json/events?') && r.method() === 'GET' ? held.push(r) : r.continue());
+    b.on('request', hold);
+    await b.setRequestInterception(true);
     const general = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general').stream_id;
+    // The new draft's event answers the waiting poll; the next one is held.
     const { ids: [draft] } = await call(b, 'POST', '/drafts', { drafts: [{ type: 'stream', to: [general], topic: 'regatta', content: 'Notes from the far shore', timestamp: Math.floor(Date.now() / 1000) }] });
-    await openSettings(b, 'Drafts');
-    await b.waitForSelector(byText('Notes from the far shore'));
-    await call(b, 'DELETE', `/drafts/${draft}`);
-    await b.locator(named('Delete draft', 'button')).click();
-    await b.waitForSelector(byText('Draft does not exist'));
+    try {
+      await openSettings(b, 'Drafts');
+      await b.waitForSelector(byText('Notes from the far shore'));
+      for (let i = 0; i < 50 && !held.length; i++) await pause(100);
+      assert.equal(held.length, 1, 'the next poll is held');
+      await call(b, 'DELETE', `/drafts/${draft}`);
+      await b.locator(named('Delete draft', 'button')).click();
+      await b.waitForSelector(byText('Draft does not exist'));
+    } finally {
+      // Let the page through; a request caught as interception ends goes
+      // through without it.
+      const pass = (r) => r.continue().catch(() => {});
+      b.off('request', hold);
+      b.on('request', pass);
+      for (const r of held) await r.continue().catch(() => {});
+      await b.setRequestInterception(false);
+      b.off('request', pass);
+      await call(b, 'DELETE', `/drafts/${draft}`).catch(() => {});
+    }
+    await b.waitForSelector(byText('No drafts.'));
     // A time already past.
     await openSettings(b, 'Scheduled messages');
     await b.locator(named('Topic')).fill('boathouse');
@@ -905,6 +926,20 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await b.locator(named('Schedule message', 'button')).click();
     await b.waitForSelector(byText('Scheduled delivery time must be in the future.'));
     assert.deepEqual((await call(b, 'GET', '/scheduled_messages')).scheduled_messages, [], 'nothing scheduled');
+    await narrowTo(b, 'general');
+  });
+
+  await t.test('drafts: one added, edited or deleted on another device shows at once', async () => {
+    const general = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general').stream_id;
+    const draft = (content) => ({ type: 'stream', to: [general], topic: 'regatta', content, timestamp: Math.floor(Date.now() / 1000) });
+    await openSettings(b, 'Drafts');
+    await b.waitForSelector(byText('No drafts.'));
+    const { ids: [id] } = await call(b, 'POST', '/drafts', { drafts: [draft('Oars to the boathouse')] });
+    await b.waitForSelector(byText('Oars to the boathouse'));
+    await call(b, 'PATCH', `/drafts/${id}`, { draft: draft('Oars and sculls to the boathouse') });
+    await b.waitForSelector(byText('Oars and sculls to the boathouse'));
+    await call(b, 'DELETE', `/drafts/${id}`);
+    await b.waitForSelector(byText('No drafts.'));
     await narrowTo(b, 'general');
   });
 
