@@ -653,6 +653,13 @@ function onEvent(e) {
     case 'user_group': // the User groups page reads them afresh
       settingsChanged();
       break;
+    case 'drafts': // so does the Drafts page
+      if (state.narrow.tab === 'settings/drafts') settingsChanged();
+      break;
+    case 'user_settings': // a channel's notifications follow them unless set
+      (state.registered.user_settings ||= {})[e.property] = e.value;
+      settingsChanged();
+      break;
     case 'user_status': {
       const all = state.registered.user_status || (state.registered.user_status = {});
       const { type, id, user_id: userID, ...change } = e;

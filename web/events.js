@@ -6,12 +6,14 @@
 import { api, ApiError } from './api.js';
 
 const eventTypes = ['message', 'update_message', 'delete_message', 'update_message_flags', 'reaction', 'subscription',
-  'stream', 'realm_user', 'typing', 'presence', 'submessage', 'user_topic', 'muted_users', 'alert_words', 'user_status', 'user_group'];
+  'stream', 'realm_user', 'typing', 'presence', 'submessage', 'user_topic', 'muted_users', 'alert_words', 'user_status', 'user_group',
+  'user_settings', 'drafts'];
 // What register returns beyond the events' own state: the direct
 // conversations for the sidebar, the realm's settings (the empty
 // topic's name, whether topics are required, its permissions) and the
-// system groups those permissions name.
-const fetchTypes = [...eventTypes, 'recent_private_conversations', 'realm', 'realm_user_groups'];
+// system groups those permissions name. Not the drafts: the Drafts
+// page reads them when it opens.
+const fetchTypes = [...eventTypes.filter((t) => t !== 'drafts'), 'recent_private_conversations', 'realm', 'realm_user_groups'];
 
 // backoff waits longer after each failure in a row, up to 10 s, with
 // jitter so that pages a restart dropped do not return all at once.
@@ -35,7 +37,7 @@ export class EventLoop {
       apply_markdown: true,
       client_gravatar: false,
       slim_presence: true,
-      client_capabilities: { notification_settings_null: true, bulk_message_deletion: true, user_avatar_url_field_optional: false, empty_topic_name: true, stream_typing_notifications: true },
+      client_capabilities: { notification_settings_null: true, user_settings_object: true, bulk_message_deletion: true, user_avatar_url_field_optional: false, empty_topic_name: true, stream_typing_notifications: true },
     });
     this.queueID = state.queue_id;
     this.lastEventID = state.last_event_id;

@@ -65,10 +65,14 @@ const pages = {
 };
 
 // renderSettings draws a tab into root: the tab list, then the page.
+// The page is drawn aside and put in place whole, keeping what the
+// person was typing there (an event draws the tab anew while they type).
 let actions = {}; // what the page does for a settings page: restore a draft
+let drawing = 0; // the latest drawing: an older one still loading is dropped
 
 export async function renderSettings(root, tab, pageActions = {}) {
   actions = pageActions;
+  const n = ++drawing;
   const isAdmin = state.isAdmin;
   const tabs = [...personalTabs, ...(isAdmin ? adminTabs : [])];
   const link = ([t, label]) => el('li', {}, el('a', { href: `#${t}`, class: 'nav' + (t === tab ? ' current' : ''), 'aria-current': t === tab ? 'page' : null, text: label }));
@@ -78,14 +82,52 @@ export async function renderSettings(root, tab, pageActions = {}) {
   const body = el('div', { class: 'settings-page' });
   const draw = pages[tab] && (tab.startsWith('organization/') ? isAdmin : true) ? pages[tab] : profile;
   const label = tabs.find(([t]) => t === tab)?.[1] ?? 'Profile';
-  root.replaceChildren(nav, body);
   body.append(el('h2', { class: 'page-title', text: label }));
   try {
     await draw(body);
   } catch (err) {
     body.append(el('p', { class: 'error', role: 'alert', text: err.message }));
   }
+  if (n !== drawing) return;
+  const kept = typed(root);
+  root.replaceChildren(nav, body);
+  keep(root, kept);
 }
+
+// typed is what the person has typed or chosen on the page and not yet
+// saved, and where the focus is: the fields of a form not sent (what a
+// form sent is the server's now, and the page draws it anew), and a
+// focused text box outside forms (saved when it changes).
+function typed(root) {
+  const fields = new Map();
+  for (const n of root.querySelectorAll('input, select, textarea')) {
+    const unsaved = n.form ? !n.form.sent : n === document.activeElement && ['text', 'search', 'textarea'].includes(n.type);
+    if (unsaved && n.type !== 'file' && changed(n)) fields.set(controlKey(n), n.type === 'checkbox' ? n.checked : n.value);
+  }
+  const f = document.activeElement;
+  return { fields, focus: f !== root && root.contains(f) ? { key: controlKey(f), start: f.selectionStart, end: f.selectionEnd } : null };
+}
+
+function keep(root, { fields, focus }) {
+  for (const n of root.querySelectorAll('input, select, textarea')) {
+    const v = fields.get(controlKey(n));
+    if (v === undefined) continue;
+    if (n.type === 'checkbox') n.checked = v;
+    else if (n.tagName !== 'SELECT' || [...n.options].some((o) => o.value === v)) n.value = v;
+  }
+  const f = focus && [...root.querySelectorAll('a, button, input, select, textarea')].find((n) => controlKey(n) === focus.key);
+  if (!f) return;
+  f.focus();
+  if (typeof focus.start === 'number') f.setSelectionRange(focus.start, focus.end);
+}
+
+const changed = (n) => (n.type === 'checkbox' ? n.checked !== n.defaultChecked
+  : n.tagName === 'SELECT' ? n.value !== (n.querySelector('option[selected]') || n.options[0])?.value : n.value !== n.defaultValue);
+
+// controlKey names a control as a person finds it: the form or row it
+// stands in, its label, and a checkbox's value.
+const controlKey = (n) => [n.parentElement.closest('[aria-label]')?.getAttribute('aria-label'),
+  n.name || n.getAttribute('aria-label') || n.labels?.[0]?.textContent || n.textContent, n.type === 'checkbox' ? n.value : ''].join('\n');
 
 // form builds a form whose submit runs act; a refusal shows Zulip's msg
 // in the form's alert, a success says done.
@@ -95,10 +137,12 @@ function form(label, fields, submit, act, done) {
   const result = el('p', { class: 'result', role: 'status' });
   if (flash && flash.label === label && flash.until > Date.now()) result.textContent = flash.text;
   const f = el('form', { class: 'setting-form', 'aria-label': label }, fields, el('button', { type: 'submit', text: submit }), result);
+  f.addEventListener('input', () => { f.sent = false; });
   f.addEventListener('submit', async (e) => {
     e.preventDefault();
     result.textContent = '';
     result.classList.remove('error');
+    f.sent = true; // a redraw meanwhile draws what the server has
     try {
       await act(f);
       flash = { label, text: done || 'Saved.', until: Date.now() + 5000 };
@@ -106,6 +150,7 @@ function form(label, fields, submit, act, done) {
       const live = f.isConnected ? result : document.querySelector(`form[aria-label="${CSS.escape(label)}"] .result`);
       if (live) live.textContent = flash.text;
     } catch (err) {
+      f.sent = false;
       result.classList.add('error');
       result.setAttribute('role', 'alert');
       result.textContent = err.message;
@@ -181,8 +226,13 @@ function profile(body) {
       action('Clear status', () => api('POST', '/users/me/status', { status_text: '', emoji_name: '', away: false }))));
 }
 
-const notificationNames = [['desktop_notifications', 'Desktop notifications'], ['audible_notifications', 'Audible notifications'],
-  ['push_notifications', 'Mobile notifications'], ['email_notifications', 'Email notifications']];
+// A channel's notifications, each with the personal setting it follows
+// while unset (null), as Zulip's stream_data.receives_notifications.
+const notificationNames = [['desktop_notifications', 'Desktop notifications', 'enable_stream_desktop_notifications'],
+  ['audible_notifications', 'Audible notifications', 'enable_stream_audible_notifications'],
+  ['push_notifications', 'Mobile notifications', 'enable_stream_push_notifications'],
+  ['email_notifications', 'Email notifications', 'enable_stream_email_notifications'],
+  ['wildcard_mentions_notify', 'Notifications for @all/@everyone mentions', 'wildcard_mentions_notify']];
 
 // setProperty changes one property of a subscription.
 const setProperty = (sub, property, value) => api('POST', '/users/me/subscriptions/properties', { subscription_data: [{ stream_id: sub.stream_id, property, value }] });
@@ -201,7 +251,7 @@ function channels(body) {
       el('h3', { text: `#${sub.name}` }), sub.description ? el('p', { class: 'muted', text: sub.description }) : null,
       el('div', { class: 'options' }, el('label', {}, 'Color ', color, ' ', code),
         check('is_muted', 'Mute channel', sub.is_muted), check('pin_to_top', 'Pin to top', sub.pin_to_top),
-        ...notificationNames.map(([p, label]) => check(p, label, sub[p]))),
+        ...notificationNames.map(([p, label, global]) => check(p, label, sub[p] ?? state.registered?.user_settings?.[global]))),
       action(`Leave #${sub.name}`, () => api('DELETE', '/users/me/subscriptions', { subscriptions: [sub.name] }), { class: 'danger' }));
   })));
 }
@@ -405,8 +455,9 @@ async function adminChannels(body) {
     all.length ? null : el('p', { class: 'empty', text: 'No channels.' }));
 }
 
-// Zulip's invitation roles and expiry choices (settings_config).
-const inviteRoles = [[400, 'Members'], [300, 'Moderators'], [200, 'Organization administrators'], [100, 'Organization owners'], [600, 'Guests']];
+// Zulip's invitation roles, in its invite modal's order (only an owner
+// may invite owners), and expiry choices (settings_config).
+const inviteRoles = [[600, 'Guests'], [400, 'Members'], [300, 'Moderators'], [200, 'Organization administrators'], [100, 'Organization owners']];
 const expiries = [[1440, '1 day'], [2 * 1440, '2 days'], [10 * 1440, '10 days'], [30 * 1440, '30 days'], ['null', 'Never expires']];
 
 async function invites(body) {
@@ -419,7 +470,8 @@ async function invites(body) {
   });
   body.append(
     form('Create an invitation link', [
-      el('label', {}, 'Users who join will be ', el('select', { name: 'invite_as' }, inviteRoles.map(([r, label]) => el('option', { value: r, text: label })))),
+      el('label', {}, 'Users who join will be ', el('select', { name: 'invite_as' }, inviteRoles.filter(([r]) => r !== 100 || state.registered?.is_owner)
+        .map(([r, label]) => el('option', { value: r, text: label, selected: r === 400 })))),
       el('label', {}, 'Link expires after ', el('select', { name: 'expires' }, expiries.map(([m, label]) => el('option', { value: m, text: label, selected: m === 10 * 1440 })))),
     ], 'Create link', async (f) => {
       const r = await api('POST', '/invites/multiuse', { invite_as: f.elements.invite_as.value, invite_expires_in_minutes: f.elements.expires.value });

@@ -951,6 +951,26 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await narrowTo(b, 'general');
   });
 
+  await t.test('a channel\'s notifications left unset follow one\'s own settings, live, until set', async () => {
+    const general = async () => (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general');
+    assert.equal((await general()).desktop_notifications, null, 'never set for #general');
+    await openSettings(b, 'Subscribed channels');
+    const option = (label) => b.locator(`::-p-aria([name="#general"][role="listitem"]) ::-p-aria([name=${JSON.stringify(label)}][role="checkbox"])`);
+    assert.equal(await option('Desktop notifications').map((n) => n.checked).wait(), false, 'off, as Bob\'s channel setting is');
+    // Turned on for channels from another page: the unset box follows.
+    await call(b, 'PATCH', '/settings', { enable_stream_desktop_notifications: true });
+    await option('Desktop notifications').filter((n) => n.checked).wait();
+    assert.equal(await option('Notifications for @all/@everyone mentions').map((n) => n.checked).wait(), true, 'on, as Zulip\'s default is');
+    // Unticked here, it is set for #general alone.
+    await option('Desktop notifications').click();
+    await b.waitForFunction(async () => (await (await import('/web/api.js')).api('GET', '/users/me/subscriptions'))
+      .subscriptions.find((x) => x.name === 'general').desktop_notifications === false, { timeout });
+    await b.waitForFunction(async () => [...(await import('/web/state.js')).state.channels.values()].find((c) => c.name === 'general')?.desktop_notifications === false, { timeout });
+    assert.equal(await option('Desktop notifications').map((n) => n.checked).wait(), false, 'set, it no longer follows');
+    await call(b, 'PATCH', '/settings', { enable_stream_desktop_notifications: false });
+    await narrowTo(b, 'general');
+  });
+
   await t.test('alert words: a refusal shows Zulip\'s error, and one is deleted', async () => {
     await openSettings(b, 'Alert words');
     await b.waitForSelector(named('Delete regatta', 'button'));
@@ -963,14 +983,35 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
   });
 
   await t.test('drafts and scheduled messages: refusals show Zulip\'s error', async () => {
-    // A draft deleted on another device, then here.
+    // A draft deleted on another device, then here before the page has
+    // heard of it: its next poll is held back.
+    const held = [];
+    const hold = (r) => (r.url().includes('/json/events?') && r.method() === 'GET' ? held.push(r) : r.continue());
+    b.on('request', hold);
+    await b.setRequestInterception(true);
     const general = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general').stream_id;
+    // The new draft's event answers the waiting poll; the next one is held.
     const { ids: [draft] } = await call(b, 'POST', '/drafts', { drafts: [{ type: 'stream', to: [general], topic: 'regatta', content: 'Notes from the far shore', timestamp: Math.floor(Date.now() / 1000) }] });
-    await openSettings(b, 'Drafts');
-    await b.waitForSelector(byText('Notes from the far shore'));
-    await call(b, 'DELETE', `/drafts/${draft}`);
-    await b.locator(named('Delete draft', 'button')).click();
-    await b.waitForSelector(byText('Draft does not exist'));
+    try {
+      await openSettings(b, 'Drafts');
+      await b.waitForSelector(byText('Notes from the far shore'));
+      for (let i = 0; i < 50 && !held.length; i++) await pause(100);
+      assert.equal(held.length, 1, 'the next poll is held');
+      await call(b, 'DELETE', `/drafts/${draft}`);
+      await b.locator(named('Delete draft', 'button')).click();
+      await b.waitForSelector(byText('Draft does not exist'));
+    } finally {
+      // Let the page through; a request caught as interception ends goes
+      // through without it.
+      const pass = (r) => r.continue().catch(() => {});
+      b.off('request', hold);
+      b.on('request', pass);
+      for (const r of held) await r.continue().catch(() => {});
+      await b.setRequestInterception(false);
+      b.off('request', pass);
+      await call(b, 'DELETE', `/drafts/${draft}`).catch(() => {});
+    }
+    await b.waitForSelector(byText('No drafts.'));
     // A time already past.
     await openSettings(b, 'Scheduled messages');
     await b.locator(named('Topic')).fill('boathouse');
@@ -979,6 +1020,20 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await b.locator(named('Schedule message', 'button')).click();
     await b.waitForSelector(byText('Scheduled delivery time must be in the future.'));
     assert.deepEqual((await call(b, 'GET', '/scheduled_messages')).scheduled_messages, [], 'nothing scheduled');
+    await narrowTo(b, 'general');
+  });
+
+  await t.test('drafts: one added, edited or deleted on another device shows at once', async () => {
+    const general = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general').stream_id;
+    const draft = (content) => ({ type: 'stream', to: [general], topic: 'regatta', content, timestamp: Math.floor(Date.now() / 1000) });
+    await openSettings(b, 'Drafts');
+    await b.waitForSelector(byText('No drafts.'));
+    const { ids: [id] } = await call(b, 'POST', '/drafts', { drafts: [draft('Oars to the boathouse')] });
+    await b.waitForSelector(byText('Oars to the boathouse'));
+    await call(b, 'PATCH', `/drafts/${id}`, { draft: draft('Oars and sculls to the boathouse') });
+    await b.waitForSelector(byText('Oars and sculls to the boathouse'));
+    await call(b, 'DELETE', `/drafts/${id}`);
+    await b.waitForSelector(byText('No drafts.'));
     await narrowTo(b, 'general');
   });
 
@@ -1088,13 +1143,22 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     await a.waitForSelector(byText('No invitations.'));
   });
 
-  await t.test('invitation links: a refusal shows Zulip\'s error', async () => {
-    // Alice administers the organisation but does not own it.
+  await t.test('invitation links: an administrator is not offered the owners\' role, and a refusal shows Zulip\'s error', async () => {
+    // Alice administers the organisation but does not own it: as in
+    // Zulip's invite modal, only an owner may invite owners.
     await openSettings(a, 'Invitations');
-    await a.select(named('Users who join will be'), '100');
+    assert.deepEqual(await a.$eval(named('Users who join will be'), (s) => [...s.options].map((o) => o.textContent)),
+      ['Guests', 'Members', 'Moderators', 'Organization administrators'], 'the roles Alice may invite as');
+    assert.equal(await a.$eval(named('Users who join will be'), (s) => s.selectedOptions[0].textContent), 'Members');
+    await assert.rejects(call(a, 'POST', '/invites/multiuse', { invite_as: '100' }), /Must be an organization owner/, 'and asked for anyway, refused');
+    // A link revoked on another page, then here.
     await a.locator(named('Create link', 'button')).click();
-    await a.waitForSelector(byText('Must be an organization owner'));
-    assert.deepEqual((await call(a, 'GET', '/invites')).invites, [], 'no link made');
+    await a.waitForSelector(named('Revoke link', 'button'));
+    const [{ id }] = (await call(a, 'GET', '/invites')).invites;
+    await call(a, 'DELETE', `/invites/multiuse/${id}`);
+    await a.locator(named('Revoke link', 'button')).click();
+    await a.waitForSelector(byText('Invitation has already been revoked'));
+    assert.deepEqual((await call(a, 'GET', '/invites')).invites, [], 'no link left');
   });
 
   await t.test('custom emoji: a refused name shows Zulip\'s error, upload, list, deactivate', async () => {
@@ -1361,6 +1425,35 @@ test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
     assert.equal(await a.evaluate(() => document.documentElement.scrollWidth), 360, 'nothing wider than the page');
     await a.setViewport({ width: 1280, height: 800 });
     await call(b, 'POST', `/user_groups/${crew}/deactivate`);
+    await a.waitForSelector(byText('There are no user groups you can view in this organization.'));
+  });
+
+  await t.test('user groups: what Alice is typing stays while another person\'s change draws the page anew, and is sent', async () => {
+    await openSettings(a, 'User groups');
+    const create = named('Create user group', 'form');
+    const name = `${create} ::-p-aria([name="User group name"])`;
+    const description = `${create} ::-p-aria([name="User group description"])`;
+    const box = `${create} ::-p-aria([name="Bob"][role="checkbox"])`;
+    await a.locator(name).fill('lifeguards');
+    await a.focus(box);
+    await a.keyboard.press('Space');
+    await a.focus(description);
+    await a.keyboard.type('On the jetty');
+    // Bob's new group reaches Alice's page, which draws the tab anew.
+    const bob = (await call(b, 'GET', '/users')).members.find((u) => u.full_name === 'Bob').user_id;
+    const { group_id: crew } = await call(b, 'POST', '/user_groups/create', { name: 'harbour crew', description: 'Boats in and out', members: [bob] });
+    await a.waitForSelector('::-p-aria([name="harbour crew"][role="listitem"])');
+    assert.deepEqual(await Promise.all([name, description].map((s) => a.$eval(s, (n) => n.value))), ['lifeguards', 'On the jetty'], 'what she typed is kept');
+    assert.equal(await a.$eval(box, (n) => n.checked), true, 'and what she ticked');
+    assert.equal(await a.$eval(description, (n) => n === document.activeElement && n.selectionStart === n.value.length), true, 'and where she was typing');
+    await a.keyboard.type(' at dawn');
+    await a.keyboard.press('Enter');
+    await a.waitForSelector('::-p-aria([name="lifeguards"][role="listitem"])');
+    const made = (await call(a, 'GET', '/user_groups')).user_groups.find((g) => g.name === 'lifeguards');
+    assert.deepEqual([made.description, made.members], ['On the jetty at dawn', [bob]], 'sent whole');
+    assert.equal(await a.$eval(name, (n) => n.value), '', 'and the form drawn empty again');
+    await call(b, 'POST', `/user_groups/${crew}/deactivate`);
+    await call(a, 'POST', `/user_groups/${made.id}/deactivate`);
     await a.waitForSelector(byText('There are no user groups you can view in this organization.'));
   });
 
