@@ -53,7 +53,7 @@ func TestREADME_OpensWithTheTwoCommands(t *testing.T) {
 		command, _, _ := strings.Cut(step.command, "#") // less the comment for the reader
 		got = append(got, strings.TrimSpace(command))
 	}
-	want := []string{"go run .", "go test -race ./..."}
+	want := []string{"go run .", "go test -race -timeout 30m ./..."}
 	if b := intro.blocks[0]; b.lang != "sh" || !slices.Equal(got, want) {
 		t.Errorf("README's first block (line %d): got ```%s with %q, want ```sh with %q", b.line, b.lang, got, want)
 	}

@@ -43,7 +43,7 @@ func TestWeb_Browser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "puppeteer-core")); err != nil {
 		npm := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")

@@ -143,7 +143,7 @@ async function narrowTo(page, channel) {
   await page.waitForFunction((c) => document.querySelector('#narrow-title').textContent === `#${c}` && !document.querySelector('#messages[aria-busy]'), { timeout }, channel);
 }
 
-test('two people chat in the browser', { timeout: 180_000 }, async (t) => {
+test('two people chat in the browser', { timeout: 360_000 }, async (t) => {
   const browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM,
     headless: true,
