@@ -34,10 +34,9 @@ async function open(browser, who) {
   page.setDefaultTimeout(timeout);
   await page.setViewport({ width: 1280, height: 800 });
   page.problems = [];
-  // A query of puppeteer's own that throws in the page (its p-aria
-  // descendant queries, as the DOM is drawn anew) is the harness's error,
-  // not the page's.
-  page.on('pageerror', (err) => { if (!String(err.stack ?? err.message).includes('pptr:internal')) page.problems.push(`page error: ${err.message}`); });
+  // An error thrown by puppeteer's own query code in the page (see
+  // inside) is the harness's, not the page's.
+  page.on('pageerror', (err) => { if (!String(err.stack).includes('pptr:internal')) page.problems.push(`page error: ${err.message}`); });
   page.on('console', (m) => {
     if (m.type() === 'error' && !/Failed to load resource|ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|net::/.test(m.text())) page.problems.push(`console: ${m.text()}`);
   });
@@ -98,6 +97,23 @@ async function go(page, selector, narrow) {
 // Found as a person finds them: by role and accessible name, or text.
 const named = (name, role) => `::-p-aria([name=${JSON.stringify(name)}]${role ? `[role="${role}"]` : ''})`;
 const byText = (text) => `::-p-text(${text})`;
+// inside waits for the element found by inner within the one found by
+// outer, looking for both afresh each time: the outer one may be drawn
+// anew meanwhile (a wait inside its old handle would never end), and a
+// descendant p-aria selector ('outer inner') can throw in the page as
+// the DOM changes, a locator built on one then waiting out its timeout.
+async function inside(page, outer, inner) {
+  let last;
+  for (const end = Date.now() + timeout; Date.now() < end; await pause(100)) {
+    try {
+      const found = await (await page.$(outer))?.$(inner);
+      if (found) return found;
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw new Error(`${inner} inside ${outer}: not found in ${timeout} ms${last ? ` (${last.message})` : ''}`);
+}
 const toText = (page) => page.$eval(named('To'), (s) => s.selectedOptions[0]?.textContent ?? '');
 const valueOf = (page, name) => page.$eval(named(name), (n) => n.value);
 // titled waits for the window's title: the narrow, then the organisation.
@@ -656,7 +672,7 @@ test('two people chat in the browser', { timeout: 360_000 }, async (t) => {
     await titled(b, 'Inbox');
     await b.waitForSelector(named('regatta 2 unread', 'link'));
     await b.waitForSelector('::-p-aria([name="#general"][role="region"])');
-    await again(() => b.waitForSelector('::-p-aria([name="Direct messages"][role="region"]) ::-p-aria([name="Alice 1 unread"][role="link"])'));
+    await inside(b, named('Direct messages', 'region'), named('Alice 1 unread', 'link'));
     await b.locator(named('regatta 2 unread', 'link')).click();
     await titled(b, '#general › regatta');
     await b.locator(byText('Inbox')).click();
@@ -705,13 +721,7 @@ test('two people chat in the browser', { timeout: 360_000 }, async (t) => {
     await titled(b, 'Recent conversations');
     await waitRows([['general', 'boathouse keys 2 unread', 'Alice', 'Just now'], ['Direct messages', 'Alice', 'Alice Bob', 'Just now']]);
     // A click anywhere on a row opens its conversation.
-    // The avatar is found inside the table's handle: puppeteer's
-    // descendant p-aria query can throw in the page as the table is
-    // drawn anew, and its locator then waits out its whole timeout.
-    await again(async () => {
-      const table = await b.waitForSelector(named('Recent conversations', 'table'));
-      await (await table.waitForSelector(named('Alice', 'image'))).click();
-    });
+    await again(async () => (await inside(b, named('Recent conversations', 'table'), named('Alice', 'image'))).click());
     await titled(b, '#general › boathouse keys');
     assert.match(await b.evaluate(() => location.hash), /^#narrow\/channel\/\d+-general\/topic\/boathouse\.20keys$/);
     await waitText(b, '[role=feed] article', 'Try the office');
@@ -841,7 +851,7 @@ test('two people chat in the browser', { timeout: 360_000 }, async (t) => {
     await b.waitForSelector('#channels li[data-channel="random"]');
     await openSettings(b, 'Subscribed channels');
     await b.waitForSelector('::-p-aria([name="#general"][role="listitem"])');
-    await again(() => b.$eval('::-p-aria([name="#general"][role="listitem"]) ::-p-aria([name="Pin to top"])', (n) => n.click()));
+    await (await inside(b, named('#general', 'listitem'), named('Pin to top'))).evaluate((n) => n.click());
     // The subscription's event comes back and the sidebar pins it.
     await b.waitForSelector('#channels li.pinned[data-channel="general"]');
     const pinned = (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general').pin_to_top;
@@ -964,18 +974,19 @@ test('two people chat in the browser', { timeout: 360_000 }, async (t) => {
     const general = async () => (await call(b, 'GET', '/users/me/subscriptions')).subscriptions.find((x) => x.name === 'general');
     assert.equal((await general()).desktop_notifications, null, 'never set for #general');
     await openSettings(b, 'Subscribed channels');
-    const option = (label) => b.locator(`::-p-aria([name="#general"][role="listitem"]) ::-p-aria([name=${JSON.stringify(label)}][role="checkbox"])`);
-    assert.equal(await option('Desktop notifications').map((n) => n.checked).wait(), false, 'off, as Bob\'s channel setting is');
+    const option = (label) => inside(b, named('#general', 'listitem'), named(label, 'checkbox'));
+    const checked = async (label) => (await option(label)).evaluate((n) => n.checked);
+    assert.equal(await checked('Desktop notifications'), false, 'off, as Bob\'s channel setting is');
     // Turned on for channels from another page: the unset box follows.
     await call(b, 'PATCH', '/settings', { enable_stream_desktop_notifications: true });
-    await option('Desktop notifications').filter((n) => n.checked).wait();
-    assert.equal(await option('Notifications for @all/@everyone mentions').map((n) => n.checked).wait(), true, 'on, as Zulip\'s default is');
+    for (const end = Date.now() + timeout; !(await checked('Desktop notifications')); await pause(100)) assert.ok(Date.now() < end, 'the unset box follows one\'s own setting');
+    assert.equal(await checked('Notifications for @all/@everyone mentions'), true, 'on, as Zulip\'s default is');
     // Unticked here, it is set for #general alone.
-    await option('Desktop notifications').click();
+    await again(async () => (await option('Desktop notifications')).click());
     await b.waitForFunction(async () => (await (await import('/web/api.js')).api('GET', '/users/me/subscriptions'))
       .subscriptions.find((x) => x.name === 'general').desktop_notifications === false, { timeout });
     await b.waitForFunction(async () => [...(await import('/web/state.js')).state.channels.values()].find((c) => c.name === 'general')?.desktop_notifications === false, { timeout });
-    assert.equal(await option('Desktop notifications').map((n) => n.checked).wait(), false, 'set, it no longer follows');
+    assert.equal(await checked('Desktop notifications'), false, 'set, it no longer follows');
     await call(b, 'PATCH', '/settings', { enable_stream_desktop_notifications: false });
     await narrowTo(b, 'general');
   });
