@@ -255,6 +255,84 @@ func TestParking_AClientGoneEndsItsPoll(t *testing.T) {
 	waitUntil(t, "the connection to be counted out", func() bool { return e.server.metrics.openConns() == 0 })
 }
 
+// A client that sends its next poll on an answered connection and goes
+// away at once ends that poll too, however the poll's bytes and the end
+// of the stream come: in one edge of the watcher's epoll set or two,
+// before the connection is watched for its next request or after. Here
+// the first poll parks and is answered by a message; the next poll and
+// the end of the stream are sent 0 to 400 µs after the message, in one
+// write or two. The two answers hold the message between them, and no
+// poll is left waiting.
+func TestParking_AClientGoneWithItsNextPollEndsIt(t *testing.T) {
+	e := serveParked(t)
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
+	last := int64(-1)
+	for i := range 200 {
+		c := e.dial(t, e.bob)
+		c.poll(t, queue, last)
+		e.waitParked(t, 1)
+		sent := e.sendAs(t, e.alice, e.general, "gone")
+		time.Sleep(time.Duration(i%20) * 20 * time.Microsecond)
+		next := "GET /api/v1/events?queue_id=" + url.QueryEscape(queue) + "&last_event_id=" + strconv.FormatInt(last, 10) +
+			" HTTP/1.1\r\nHost: zulite.test\r\nAuthorization: Basic " + c.auth + "\r\n\r\n"
+		if i%2 == 1 {
+			io.WriteString(c, next[:20])
+			next = next[20:]
+		}
+		io.WriteString(c, next)
+		c.Conn.(*net.TCPConn).CloseWrite()
+		var messages []uint64
+		for range 2 {
+			resp, body := c.answer(t)
+			if resp.StatusCode != 200 || body["result"] != "success" {
+				t.Fatalf("round %d: %d %v", i, resp.StatusCode, body)
+			}
+			for _, ev := range body["events"].([]any) {
+				messages = append(messages, uint64(ev.(map[string]any)["message"].(map[string]any)["id"].(float64)))
+				last = max(last, int64(ev.(map[string]any)["id"].(float64)))
+			}
+		}
+		if len(messages) < 1 || messages[len(messages)-1] != sent {
+			t.Fatalf("round %d: the answers held messages %v, want %d", i, messages, sent)
+		}
+		waitUntil(t, fmt.Sprintf("round %d: the poll to end", i), func() bool { return e.queuePolls(queue) == 0 && e.server.parked.Load() == 0 })
+		c.Close()
+	}
+}
+
+// A poll whose request comes in two parts, the second after a pause,
+// parks: the watcher's edge for the second part, which came while no
+// watch was, does not end it as if its client had gone.
+func TestParking_APollReadInTwoPartsParks(t *testing.T) {
+	e := serveParked(t)
+	queue := e.registerQueue(t, &e.bob, url.Values{"event_types": {`["message"]`}}).str("queue_id")
+	c := e.dial(t, e.bob)
+	id := e.sendAs(t, e.alice, e.general, "first")
+	c.poll(t, queue, int64(id)-2)
+	_, body := c.answer(t)
+	_, last := answeredEvents(t, body)
+	for i := range 20 {
+		next := "GET /api/v1/events?queue_id=" + url.QueryEscape(queue) + "&last_event_id=" + strconv.FormatInt(last, 10) +
+			" HTTP/1.1\r\nHost: zulite.test\r\nAuthorization: Basic " + c.auth + "\r\n\r\n"
+		io.WriteString(c, next[:30])
+		time.Sleep(10 * time.Millisecond)
+		io.WriteString(c, next[30:])
+		e.waitParked(t, 1)
+		time.Sleep(20 * time.Millisecond)
+		if e.server.parked.Load() != 1 || e.queuePolls(queue) != 1 {
+			t.Fatalf("round %d: parked %d, queue polls %d after 20 ms, want 1 and 1", i, e.server.parked.Load(), e.queuePolls(queue))
+		}
+		sent := e.sendAs(t, e.alice, e.general, "second")
+		resp, body := c.answer(t)
+		types, id := answeredEvents(t, body)
+		msg := body["events"].([]any)[0].(map[string]any)["message"].(map[string]any)
+		if resp.StatusCode != 200 || len(types) != 1 || types[0] != "message" || uint64(msg["id"].(float64)) != sent {
+			t.Fatalf("round %d: got %d %v, want message %d", i, resp.StatusCode, body, sent)
+		}
+		last = id
+	}
+}
+
 // A queue deleted while its poll is parked answers the poll
 // BAD_EVENT_QUEUE_ID, as a waiting poll's handler does.
 func TestParking_QueueDeletedAnswersBadEventQueueID(t *testing.T) {
