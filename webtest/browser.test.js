@@ -658,6 +658,30 @@ test('two people chat in the browser', { timeout: 360_000 }, async (t) => {
     assert.ok(shown.seen, 'the photo is seen, not covered');
     assert.ok(shown.width >= 100 && shown.width <= 320 && shown.height >= 75 && shown.height <= 240, `shown ${shown.width}×${shown.height}, a thumbnail`);
     assert.ok(Math.abs(shown.width / shown.height - 4 / 3) < 0.05, `shown ${shown.width}×${shown.height}, not its 4:3`);
+    // The channel opened again, the photo slow to come: the newest
+    // message is still in view once it has come. Its box is kept for it
+    // from the start; one that grew as it came pushed the newest out of
+    // sight under a reader at the bottom, and out of what is marked read.
+    await go(b, byText('Inbox'), 'Inbox');
+    const slow = (r) => (r.url().includes('/user_uploads/') ? setTimeout(() => r.continue().catch(() => {}), 500) : r.continue().catch(() => {}));
+    b.on('request', slow);
+    await b.setCacheEnabled(false);
+    await b.setRequestInterception(true);
+    try {
+      await narrowTo(b, 'general');
+      await b.waitForFunction(() => [...document.querySelectorAll('[role=feed] img[alt="course-map.png"]')].some((i) => i.complete && i.naturalWidth === 1200), { timeout });
+      await pause(200);
+      const newest = await b.evaluate(() => {
+        const list = document.querySelector('[role=feed]').getBoundingClientRect();
+        const last = [...document.querySelectorAll('[role=feed] article')].at(-1).getBoundingClientRect();
+        return { below: Math.round(last.bottom - list.bottom) };
+      });
+      assert.ok(newest.below <= 1, `the newest message's bottom is ${newest.below} px below the list's`);
+    } finally {
+      await b.setRequestInterception(false);
+      await b.setCacheEnabled(true);
+      b.off('request', slow);
+    }
   });
 
   await t.test('the inbox lists the unread conversations with their counts', async () => {
