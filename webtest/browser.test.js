@@ -670,8 +670,8 @@ test('two people chat in the browser', { timeout: 360_000 }, async (t) => {
     try {
       await narrowTo(b, 'general');
       await b.waitForFunction(() => [...document.querySelectorAll('[role=feed] img[alt="course-map.png"]')].some((i) => i.complete && i.naturalWidth === 1200), { timeout });
-      await pause(200);
-      const newest = await b.evaluate(() => {
+      const newest = await b.evaluate(async () => {
+        await new Promise((laidOut) => requestAnimationFrame(() => requestAnimationFrame(laidOut)));
         const list = document.querySelector('[role=feed]').getBoundingClientRect();
         const last = [...document.querySelectorAll('[role=feed] article')].at(-1).getBoundingClientRect();
         return { below: Math.round(last.bottom - list.bottom) };
